@@ -1,0 +1,21 @@
+//! The sans-IO core of coopcache.
+//!
+//! Everything here is deterministic and free of I/O: no sockets, files,
+//! clocks or async runtime. The simulator and the node daemon both drive
+//! this code, so a policy or algorithm is written once and behaves the same
+//! under a trace and in a live cluster (DESIGN.md section 2).
+//!
+//! - [`policy`]: local replacement policies behind one [`policy::Policy`]
+//!   trait (LRU, FIFO, CLOCK, SIEVE, ARC, S3-FIFO, 2Q, LIRS).
+//! - [`list`]: the slab-backed linked lists the policies are built on.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod error;
+mod index;
+pub mod list;
+pub mod policy;
+mod queue;
+
+pub use error::CapacityError;
+pub use policy::{BlockKey, Lookup, Policy, PolicyKind, access};

@@ -1,0 +1,268 @@
+//! Doubly linked lists over a slab: the queue structure every policy shares.
+//!
+//! Policies keep their blocks in one or more recency or insertion orders
+//! (LRU's stack, FIFO's queue, ARC's four lists). Pointer-linked nodes cost a
+//! heap allocation per block and scatter the nodes; here all nodes of a policy
+//! live in one `Vec` and link to each other by `u32` index, freed slots are
+//! reused through a free list, so a replay allocates nothing once the cache
+//! is warm. Several [`List`]s can share one [`Slab`], so moving a block from
+//! one list to another (ARC's T1 to T2) keeps its index.
+//!
+//! Orientation: the *head* is the most recently inserted (or promoted) end,
+//! the *tail* the oldest end, where eviction looks first.
+
+/// Index of a node in a [`Slab`]; [`NIL`] is the null link.
+pub type Idx = u32;
+
+/// The null index: no node.
+pub const NIL: Idx = Idx::MAX;
+
+#[derive(Clone, Debug)]
+struct Node<K, M> {
+    key: K,
+    meta: M,
+    prev: Idx,
+    next: Idx,
+}
+
+/// Storage for the nodes of one or more lists.
+///
+/// Each node holds a key, a small per-policy payload `M` (a reference bit, a
+/// frequency counter, the list it is on) and its two links.
+#[derive(Clone, Debug)]
+pub struct Slab<K, M> {
+    nodes: Vec<Node<K, M>>,
+    /// Head of the chain of free slots, linked through `next`.
+    free: Idx,
+}
+
+/// One list threaded through a [`Slab`]: its two ends and its length.
+#[derive(Clone, Copy, Debug)]
+pub struct List {
+    head: Idx,
+    tail: Idx,
+    len: usize,
+}
+
+impl Default for List {
+    fn default() -> Self {
+        List {
+            head: NIL,
+            tail: NIL,
+            len: 0,
+        }
+    }
+}
+
+impl List {
+    /// The most recently inserted node, or [`NIL`].
+    pub fn head(&self) -> Idx {
+        self.head
+    }
+
+    /// The oldest node, or [`NIL`].
+    pub fn tail(&self) -> Idx {
+        self.tail
+    }
+
+    /// Number of nodes on the list.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the list has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<K: Copy, M: Copy> Slab<K, M> {
+    /// A slab with room for `capacity` nodes before it reallocates.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Slab {
+            nodes: Vec::with_capacity(capacity),
+            free: NIL,
+        }
+    }
+
+    /// Stores a new unlinked node and returns its index.
+    pub fn alloc(&mut self, key: K, meta: M) -> Idx {
+        let node = Node {
+            key,
+            meta,
+            prev: NIL,
+            next: NIL,
+        };
+        if self.free != NIL {
+            let idx = self.free;
+            self.free = self.nodes[idx as usize].next;
+            self.nodes[idx as usize] = node;
+            idx
+        } else {
+            let idx = Idx::try_from(self.nodes.len())
+                .ok()
+                .filter(|&i| i != NIL)
+                .expect("a slab holds at most 2^32 - 1 nodes");
+            self.nodes.push(node);
+            idx
+        }
+    }
+
+    /// Returns an unlinked node's slot to the free list.
+    pub fn release(&mut self, idx: Idx) {
+        self.nodes[idx as usize].next = self.free;
+        self.free = idx;
+    }
+
+    /// The key stored at `idx`.
+    #[inline]
+    pub fn key(&self, idx: Idx) -> K {
+        self.nodes[idx as usize].key
+    }
+
+    /// The payload stored at `idx`.
+    #[inline]
+    pub fn meta(&self, idx: Idx) -> M {
+        self.nodes[idx as usize].meta
+    }
+
+    /// The payload stored at `idx`, for update.
+    #[inline]
+    pub fn meta_mut(&mut self, idx: Idx) -> &mut M {
+        &mut self.nodes[idx as usize].meta
+    }
+
+    /// The neighbour of `idx` towards the head (newer), or [`NIL`].
+    #[inline]
+    pub fn newer(&self, idx: Idx) -> Idx {
+        self.nodes[idx as usize].prev
+    }
+
+    /// The neighbour of `idx` towards the tail (older), or [`NIL`].
+    #[inline]
+    pub fn older(&self, idx: Idx) -> Idx {
+        self.nodes[idx as usize].next
+    }
+
+    /// Links an unlinked node in at the head of `list`.
+    #[inline]
+    pub fn push_head(&mut self, list: &mut List, idx: Idx) {
+        let old_head = list.head;
+        {
+            let node = &mut self.nodes[idx as usize];
+            node.prev = NIL;
+            node.next = old_head;
+        }
+        if old_head == NIL {
+            list.tail = idx;
+        } else {
+            self.nodes[old_head as usize].prev = idx;
+        }
+        list.head = idx;
+        list.len += 1;
+    }
+
+    /// Unlinks `idx` from `list`; the node stays allocated.
+    #[inline]
+    pub fn unlink(&mut self, list: &mut List, idx: Idx) {
+        let Node { prev, next, .. } = self.nodes[idx as usize];
+        if prev == NIL {
+            list.head = next;
+        } else {
+            self.nodes[prev as usize].next = next;
+        }
+        if next == NIL {
+            list.tail = prev;
+        } else {
+            self.nodes[next as usize].prev = prev;
+        }
+        list.len -= 1;
+    }
+
+    /// Moves `idx`, already on `list`, to its head.
+    #[inline]
+    pub fn move_to_head(&mut self, list: &mut List, idx: Idx) {
+        if list.head != idx {
+            self.unlink(list, idx);
+            self.push_head(list, idx);
+        }
+    }
+
+    /// Moves `idx` from list `from` to the head of list `to`.
+    #[inline]
+    pub fn transfer(&mut self, from: &mut List, to: &mut List, idx: Idx) {
+        self.unlink(from, idx);
+        self.push_head(to, idx);
+    }
+
+    /// Iterates over `list` from the tail (oldest) to the head (newest).
+    pub fn iter_from_tail<'a>(&'a self, list: &List) -> impl Iterator<Item = Idx> + 'a {
+        let mut cur = list.tail;
+        std::iter::from_fn(move || {
+            (cur != NIL).then(|| {
+                let idx = cur;
+                cur = self.newer(idx);
+                idx
+            })
+        })
+    }
+
+    /// Bytes reserved by the slab: what its metadata costs in memory.
+    pub fn allocated_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node<K, M>>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(slab: &Slab<u64, ()>, list: &List) -> Vec<u64> {
+        slab.iter_from_tail(list).map(|i| slab.key(i)).collect()
+    }
+
+    #[test]
+    fn push_unlink_move_keep_order_and_length() {
+        let mut slab = Slab::with_capacity(4);
+        let mut list = List::default();
+        let a = slab.alloc(1, ());
+        let b = slab.alloc(2, ());
+        let c = slab.alloc(3, ());
+        for i in [a, b, c] {
+            slab.push_head(&mut list, i);
+        }
+        assert_eq!(keys(&slab, &list), [1, 2, 3]);
+        slab.move_to_head(&mut list, a);
+        assert_eq!(keys(&slab, &list), [2, 3, 1]);
+        slab.unlink(&mut list, c);
+        assert_eq!(keys(&slab, &list), [2, 1]);
+        assert_eq!(list.len(), 2);
+        slab.unlink(&mut list, b);
+        slab.unlink(&mut list, a);
+        assert!(list.is_empty());
+        assert_eq!((list.head(), list.tail()), (NIL, NIL));
+    }
+
+    #[test]
+    fn released_slots_are_reused() {
+        let mut slab: Slab<u64, ()> = Slab::with_capacity(2);
+        let a = slab.alloc(1, ());
+        let b = slab.alloc(2, ());
+        slab.release(a);
+        let c = slab.alloc(3, ());
+        assert_eq!(c, a);
+        assert_eq!(slab.key(c), 3);
+        assert_eq!(slab.key(b), 2);
+    }
+
+    #[test]
+    fn transfer_moves_between_lists() {
+        let mut slab = Slab::with_capacity(2);
+        let (mut l1, mut l2) = (List::default(), List::default());
+        let a = slab.alloc(7u64, ());
+        slab.push_head(&mut l1, a);
+        slab.transfer(&mut l1, &mut l2, a);
+        assert!(l1.is_empty());
+        assert_eq!(keys(&slab, &l2), [7]);
+    }
+}

@@ -1,0 +1,111 @@
+//! CLOCK: FIFO with one reference bit (second chance).
+
+use super::{BlockKey, Lookup, Policy, check_capacity};
+use crate::error::CapacityError;
+use crate::list::{Idx, NIL};
+use crate::queue::IndexedQueue;
+
+/// CLOCK with one reference bit: a hit sets the block's bit; eviction looks
+/// at the oldest block, and a block whose bit is set gets it cleared and goes
+/// back to the head (its second chance) instead of leaving.
+///
+/// Approximates LRU at FIFO's cost per hit (one bit, no list move), which is
+/// why operating systems page with it. Like LRU it suits recency and
+/// thrashes on loops larger than the cache.
+///
+/// Same as libCacheSim's `Clock` with its default `n-bit-counter=1`. The
+/// queue is a list rather than a ring with a hand, which is the same order
+/// (moving a block to the head is the hand passing it) and lets any block
+/// be removed.
+#[derive(Clone, Debug)]
+pub struct Clock<K> {
+    queue: IndexedQueue<K, bool>,
+    capacity: usize,
+}
+
+impl<K: BlockKey> Clock<K> {
+    /// An empty CLOCK cache of `capacity` blocks (at least 1).
+    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
+        check_capacity("clock", capacity, 1)?;
+        Ok(Clock {
+            queue: IndexedQueue::with_capacity(capacity),
+            capacity,
+        })
+    }
+
+    fn referenced(&self, idx: Idx) -> bool {
+        self.queue.slab.meta(idx)
+    }
+}
+
+impl<K: BlockKey> Policy<K> for Clock<K> {
+    type Miss = ();
+
+    fn name(&self) -> &'static str {
+        "clock"
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn contains(&self, key: K) -> bool {
+        self.queue.find(key).is_some()
+    }
+
+    #[inline]
+    fn lookup(&mut self, key: K) -> Lookup<()> {
+        match self.queue.find(key) {
+            Some(idx) => {
+                *self.queue.slab.meta_mut(idx) = true;
+                Lookup::Hit
+            }
+            None => Lookup::Miss(()),
+        }
+    }
+
+    /// The oldest block without its bit; if every bit is set, the sweep
+    /// clears them all and comes back to the oldest block.
+    fn victim(&self, _: &()) -> Option<K> {
+        let slab = &self.queue.slab;
+        slab.iter_from_tail(&self.queue.list)
+            .find(|&idx| !self.referenced(idx))
+            .map(|idx| slab.key(idx))
+            .or_else(|| self.queue.tail_key())
+    }
+
+    #[inline]
+    fn evict(&mut self, _: &()) -> Option<K> {
+        loop {
+            let tail = self.queue.list.tail();
+            if tail == NIL {
+                return None;
+            }
+            if !self.referenced(tail) {
+                return Some(self.queue.drop_node(tail));
+            }
+            *self.queue.slab.meta_mut(tail) = false;
+            self.queue.move_to_head(tail);
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, key: K, _: ()) {
+        self.queue.push(key, false);
+    }
+
+    fn remove(&mut self, key: K) -> bool {
+        self.queue
+            .find(key)
+            .map(|idx| self.queue.drop_node(idx))
+            .is_some()
+    }
+
+    fn metadata_bytes(&self) -> usize {
+        self.queue.metadata_bytes()
+    }
+}

@@ -1,0 +1,86 @@
+//! FIFO: evict the block inserted longest ago.
+
+use super::{BlockKey, Lookup, Policy, check_capacity};
+use crate::error::CapacityError;
+use crate::list::NIL;
+use crate::queue::IndexedQueue;
+
+/// First in, first out: hits change nothing, the victim is the oldest
+/// insertion.
+///
+/// The cheapest policy (a hit touches only the index) and the base of
+/// CLOCK, SIEVE and S3-FIFO. It ignores reuse, so on skewed workloads it
+/// misses more than LRU; it is a fair baseline and suits scan-heavy or
+/// uniformly random workloads.
+///
+/// Same as libCacheSim's `FIFO`.
+#[derive(Clone, Debug)]
+pub struct Fifo<K> {
+    queue: IndexedQueue<K, ()>,
+    capacity: usize,
+}
+
+impl<K: BlockKey> Fifo<K> {
+    /// An empty FIFO cache of `capacity` blocks (at least 1).
+    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
+        check_capacity("fifo", capacity, 1)?;
+        Ok(Fifo {
+            queue: IndexedQueue::with_capacity(capacity),
+            capacity,
+        })
+    }
+}
+
+impl<K: BlockKey> Policy<K> for Fifo<K> {
+    type Miss = ();
+
+    fn name(&self) -> &'static str {
+        "fifo"
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn contains(&self, key: K) -> bool {
+        self.queue.find(key).is_some()
+    }
+
+    #[inline]
+    fn lookup(&mut self, key: K) -> Lookup<()> {
+        match self.queue.find(key) {
+            Some(_) => Lookup::Hit,
+            None => Lookup::Miss(()),
+        }
+    }
+
+    fn victim(&self, _: &()) -> Option<K> {
+        self.queue.tail_key()
+    }
+
+    #[inline]
+    fn evict(&mut self, _: &()) -> Option<K> {
+        let tail = self.queue.list.tail();
+        (tail != NIL).then(|| self.queue.drop_node(tail))
+    }
+
+    #[inline]
+    fn insert(&mut self, key: K, _: ()) {
+        self.queue.push(key, ());
+    }
+
+    fn remove(&mut self, key: K) -> bool {
+        self.queue
+            .find(key)
+            .map(|idx| self.queue.drop_node(idx))
+            .is_some()
+    }
+
+    fn metadata_bytes(&self) -> usize {
+        self.queue.metadata_bytes()
+    }
+}

@@ -1,0 +1,133 @@
+//! Choosing a policy by name, and building it behind static dispatch.
+
+use super::{Arc, BlockKey, Clock, Fifo, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ};
+use crate::error::CapacityError;
+use std::fmt;
+use std::str::FromStr;
+
+/// The replacement policies coopcache implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PolicyKind {
+    /// [`Lru`]
+    Lru,
+    /// [`Fifo`]
+    Fifo,
+    /// [`Clock`]
+    Clock,
+    /// [`Sieve`]
+    Sieve,
+    /// [`Arc`]
+    Arc,
+    /// [`S3Fifo`]
+    S3Fifo,
+    /// [`TwoQ`]
+    TwoQ,
+    /// [`Lirs`]
+    Lirs,
+}
+
+/// Something to do with a freshly built policy, whatever its type.
+///
+/// [`PolicyKind::build`] calls [`visit`](PolicyVisitor::visit) with the
+/// concrete policy, so the caller's code is monomorphised per policy and a
+/// replay pays no dynamic dispatch per request.
+pub trait PolicyVisitor<K: BlockKey> {
+    /// What the visit returns.
+    type Output;
+    /// Runs with the policy built by [`PolicyKind::build`].
+    fn visit<P: Policy<K> + Send + 'static>(self, policy: P) -> Self::Output;
+}
+
+impl PolicyKind {
+    /// Every policy, in the order tables list them.
+    pub const ALL: [PolicyKind; 8] = [
+        PolicyKind::Lru,
+        PolicyKind::Fifo,
+        PolicyKind::Clock,
+        PolicyKind::Sieve,
+        PolicyKind::Arc,
+        PolicyKind::S3Fifo,
+        PolicyKind::TwoQ,
+        PolicyKind::Lirs,
+    ];
+
+    /// The name `FromStr` accepts and reports print.
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Lru => "lru",
+            PolicyKind::Fifo => "fifo",
+            PolicyKind::Clock => "clock",
+            PolicyKind::Sieve => "sieve",
+            PolicyKind::Arc => "arc",
+            PolicyKind::S3Fifo => "s3fifo",
+            PolicyKind::TwoQ => "2q",
+            PolicyKind::Lirs => "lirs",
+        }
+    }
+
+    /// Builds an empty cache of this policy with `capacity` blocks and hands
+    /// it to `visitor`.
+    pub fn build<K: BlockKey, V: PolicyVisitor<K>>(
+        self,
+        capacity: usize,
+        visitor: V,
+    ) -> Result<V::Output, CapacityError> {
+        Ok(match self {
+            PolicyKind::Lru => visitor.visit(Lru::new(capacity)?),
+            PolicyKind::Fifo => visitor.visit(Fifo::new(capacity)?),
+            PolicyKind::Clock => visitor.visit(Clock::new(capacity)?),
+            PolicyKind::Sieve => visitor.visit(Sieve::new(capacity)?),
+            PolicyKind::Arc => visitor.visit(Arc::new(capacity)?),
+            PolicyKind::S3Fifo => visitor.visit(S3Fifo::new(capacity)?),
+            PolicyKind::TwoQ => visitor.visit(TwoQ::new(capacity)?),
+            PolicyKind::Lirs => visitor.visit(Lirs::new(capacity)?),
+        })
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A policy name that is not one of [`PolicyKind::ALL`].
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown policy `{0}`: expected one of lru, fifo, clock, sieve, arc, s3fifo, 2q, lirs")]
+pub struct UnknownPolicy(pub String);
+
+impl FromStr for PolicyKind {
+    type Err = UnknownPolicy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase();
+        let alias = match wanted.as_str() {
+            "s3-fifo" => "s3fifo",
+            "twoq" => "2q",
+            other => other,
+        };
+        PolicyKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == alias)
+            .ok_or_else(|| UnknownPolicy(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_back() {
+        for kind in PolicyKind::ALL {
+            assert_eq!(kind.name().parse::<PolicyKind>(), Ok(kind));
+        }
+        assert_eq!("S3-FIFO".parse::<PolicyKind>(), Ok(PolicyKind::S3Fifo));
+    }
+
+    #[test]
+    fn unknown_name_is_an_error_naming_it() {
+        let err = "lfu".parse::<PolicyKind>().unwrap_err();
+        assert!(err.to_string().contains("`lfu`"), "{err}");
+    }
+}

@@ -1,0 +1,393 @@
+//! LIRS: low inter-reference recency set.
+
+use super::{BlockKey, Lookup, Policy, check_capacity};
+use crate::error::CapacityError;
+use crate::index::{self, Index};
+use crate::list::{Idx, List, NIL, Slab};
+
+/// A block's status in the LIRS stack `S`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Status {
+    /// LIR (low inter-reference recency) rather than HIR.
+    lir: bool,
+    /// Resident (cached) rather than only remembered.
+    resident: bool,
+}
+
+/// Where a block has entries: the stack `S`, the resident-HIR queue `Q`,
+/// and the list of non-resident HIR blocks still in `S`.
+#[derive(Clone, Copy, Debug)]
+struct Slots {
+    s: Idx,
+    q: Idx,
+    nh: Idx,
+}
+
+/// What a LIRS miss found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LirsMiss {
+    /// A non-resident HIR block still in `S`: its reuse distance is short,
+    /// so it comes back as LIR.
+    NonResident,
+    /// A block LIRS has no record of.
+    Cold,
+}
+
+/// LIRS (Jiang and Zhang, SIGMETRICS 2002): blocks are ranked by
+/// inter-reference recency (the distinct blocks seen between two references)
+/// instead of recency. Blocks with a short one (LIR, 99% of the cache) are
+/// kept; the rest (HIR, 1%) pass through a small queue `Q`. The stack `S`
+/// remembers recently seen non-resident blocks so that one reused soon
+/// comes back as LIR.
+///
+/// Excellent on loops and mixed scans (the `cs`, `ps` and `multi` traces
+/// were made to show it), where LRU thrashes; costs metadata for up to
+/// twice the cache in non-resident entries.
+///
+/// Same as libCacheSim's `LIRS` (HIR share 1%, at least one block; stack
+/// limited to twice the cache), including a quirk of that implementation:
+/// a hit on a resident HIR block that is no longer in `S` also demotes the
+/// bottom LIR block when the LIR set is full.
+#[derive(Clone, Debug)]
+pub struct Lirs<K> {
+    index: Index<K, Slots>,
+    s_slab: Slab<K, Status>,
+    s: List,
+    q_slab: Slab<K, ()>,
+    q: List,
+    nh_slab: Slab<K, ()>,
+    nh: List,
+    lir_count: usize,
+    hir_count: usize,
+    lir_limit: usize,
+    hir_limit: usize,
+    capacity: usize,
+}
+
+impl<K: BlockKey> Lirs<K> {
+    /// An empty LIRS cache of `capacity` blocks (at least 2: one LIR, one
+    /// HIR).
+    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
+        check_capacity("lirs", capacity, 2)?;
+        let hir_limit = ((capacity as f64 * 0.01) as usize).max(1);
+        Ok(Lirs {
+            index: index::with_capacity(2 * capacity),
+            s_slab: Slab::with_capacity(2 * capacity),
+            s: List::default(),
+            q_slab: Slab::with_capacity(hir_limit),
+            q: List::default(),
+            nh_slab: Slab::with_capacity(capacity),
+            nh: List::default(),
+            lir_count: 0,
+            hir_count: 0,
+            lir_limit: capacity - hir_limit,
+            hir_limit,
+            capacity,
+        })
+    }
+
+    fn slots(&self, key: K) -> Slots {
+        self.index.get(&key).copied().unwrap_or(Slots {
+            s: NIL,
+            q: NIL,
+            nh: NIL,
+        })
+    }
+
+    fn set_slots(&mut self, key: K, slots: Slots) {
+        if slots.s == NIL && slots.q == NIL && slots.nh == NIL {
+            self.index.remove(&key);
+        } else {
+            self.index.insert(key, slots);
+        }
+    }
+
+    fn push_s(&mut self, key: K, status: Status) {
+        let idx = self.s_slab.alloc(key, status);
+        self.s_slab.push_head(&mut self.s, idx);
+        let slots = self.slots(key);
+        self.set_slots(key, Slots { s: idx, ..slots });
+    }
+
+    fn push_q(&mut self, key: K) {
+        let idx = self.q_slab.alloc(key, ());
+        self.q_slab.push_head(&mut self.q, idx);
+        let slots = self.slots(key);
+        self.set_slots(key, Slots { q: idx, ..slots });
+    }
+
+    fn push_nh(&mut self, key: K) {
+        let idx = self.nh_slab.alloc(key, ());
+        self.nh_slab.push_head(&mut self.nh, idx);
+        let slots = self.slots(key);
+        self.set_slots(key, Slots { nh: idx, ..slots });
+    }
+
+    fn drop_s(&mut self, key: K) {
+        let slots = self.slots(key);
+        self.s_slab.unlink(&mut self.s, slots.s);
+        self.s_slab.release(slots.s);
+        self.set_slots(key, Slots { s: NIL, ..slots });
+    }
+
+    fn drop_q(&mut self, key: K) {
+        let slots = self.slots(key);
+        self.q_slab.unlink(&mut self.q, slots.q);
+        self.q_slab.release(slots.q);
+        self.set_slots(key, Slots { q: NIL, ..slots });
+    }
+
+    fn drop_nh(&mut self, key: K) {
+        let slots = self.slots(key);
+        if slots.nh != NIL {
+            self.nh_slab.unlink(&mut self.nh, slots.nh);
+            self.nh_slab.release(slots.nh);
+            self.set_slots(key, Slots { nh: NIL, ..slots });
+        }
+    }
+
+    /// Stack pruning: drops HIR entries from the bottom of `S` until a LIR
+    /// block is at the bottom (or one entry is left).
+    fn prune(&mut self) {
+        while self.s.tail() != self.s.head() {
+            let bottom = self.s.tail();
+            let status = self.s_slab.meta(bottom);
+            if status.lir {
+                break;
+            }
+            let key = self.s_slab.key(bottom);
+            if !status.resident {
+                self.drop_nh(key);
+            }
+            self.drop_s(key);
+        }
+    }
+
+    /// Evicts the resident HIR block at the front of `Q`; if it is still in
+    /// `S`, it stays there as non-resident.
+    fn evict_hir(&mut self) -> Option<K> {
+        let front = self.q.tail();
+        if front == NIL {
+            return None;
+        }
+        let key = self.q_slab.key(front);
+        self.hir_count -= 1;
+        self.drop_q(key);
+        let s = self.slots(key).s;
+        if s != NIL {
+            self.s_slab.meta_mut(s).resident = false;
+            self.push_nh(key);
+        }
+        Some(key)
+    }
+
+    /// Demotes the LIR block at the bottom of `S` to a resident HIR block in
+    /// `Q` (evicting `Q`'s front if it is full), then prunes. Returns the
+    /// block evicted from `Q`, if any.
+    fn evict_lir(&mut self) -> Option<K> {
+        let bottom = self.s.tail();
+        if bottom == NIL {
+            return None;
+        }
+        let key = self.s_slab.key(bottom);
+        self.lir_count -= 1;
+        self.drop_s(key);
+        let mut evicted = None;
+        while self.hir_count + 1 > self.hir_limit {
+            evicted = self.evict_hir();
+        }
+        self.push_q(key);
+        self.hir_count += 1;
+        self.prune();
+        evicted
+    }
+
+    fn make_lir_room(&mut self) -> Option<K> {
+        let mut evicted = None;
+        while self.lir_count + 1 > self.lir_limit {
+            evicted = self.evict_lir().or(evicted);
+        }
+        evicted
+    }
+
+    /// Bounds `S` to twice the cache by forgetting the oldest non-resident
+    /// entries.
+    fn limit_stack(&mut self) {
+        while self.s.len() > 2 * self.capacity {
+            let oldest = self.nh.tail();
+            if oldest == NIL {
+                break;
+            }
+            let key = self.nh_slab.key(oldest);
+            self.drop_s(key);
+            self.drop_nh(key);
+        }
+    }
+
+    /// A hit on a resident HIR block in `S`: it becomes LIR.
+    fn hit_hir_in_s(&mut self, key: K, slots: Slots) {
+        if slots.q != NIL {
+            self.hir_count -= 1;
+            self.drop_q(key);
+        }
+        self.make_lir_room();
+        let s = self.slots(key).s;
+        self.s_slab.meta_mut(s).lir = true;
+        self.lir_count += 1;
+    }
+
+    /// A hit on a resident HIR block only in `Q`: it stays HIR and gets a
+    /// new entry on top of `S`.
+    fn hit_hir_in_q(&mut self, key: K) {
+        self.make_lir_room();
+        self.push_s(
+            key,
+            Status {
+                lir: false,
+                resident: true,
+            },
+        );
+    }
+
+    fn insert_cold(&mut self, key: K) {
+        if self.lir_count < self.lir_limit {
+            self.push_s(
+                key,
+                Status {
+                    lir: true,
+                    resident: true,
+                },
+            );
+            self.lir_count += 1;
+        } else {
+            self.push_s(
+                key,
+                Status {
+                    lir: false,
+                    resident: true,
+                },
+            );
+            self.push_q(key);
+            self.hir_count += 1;
+        }
+    }
+}
+
+impl<K: BlockKey> Policy<K> for Lirs<K> {
+    type Miss = LirsMiss;
+
+    fn name(&self) -> &'static str {
+        "lirs"
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn len(&self) -> usize {
+        self.lir_count + self.hir_count
+    }
+
+    fn contains(&self, key: K) -> bool {
+        let slots = self.slots(key);
+        slots.q != NIL || (slots.s != NIL && self.s_slab.meta(slots.s).resident)
+    }
+
+    fn lookup(&mut self, key: K) -> Lookup<LirsMiss> {
+        let slots = self.slots(key);
+        if slots.s != NIL {
+            self.s_slab.move_to_head(&mut self.s, slots.s);
+        }
+        if slots.q != NIL {
+            self.q_slab.move_to_head(&mut self.q, slots.q);
+        }
+        let outcome = if slots.s != NIL {
+            let status = self.s_slab.meta(slots.s);
+            if status.lir {
+                self.prune();
+                Lookup::Hit
+            } else if status.resident {
+                self.hit_hir_in_s(key, slots);
+                Lookup::Hit
+            } else {
+                return Lookup::Miss(LirsMiss::NonResident);
+            }
+        } else if slots.q != NIL {
+            self.hit_hir_in_q(key);
+            Lookup::Hit
+        } else {
+            return Lookup::Miss(LirsMiss::Cold);
+        };
+        self.limit_stack();
+        outcome
+    }
+
+    fn needs_room(&self, miss: &LirsMiss) -> bool {
+        let lir_full = self.lir_count + 1 > self.lir_limit;
+        let hir_full = self.hir_count + 1 > self.hir_limit;
+        match miss {
+            LirsMiss::NonResident => lir_full,
+            LirsMiss::Cold => lir_full && hir_full,
+        }
+    }
+
+    fn victim(&self, _: &LirsMiss) -> Option<K> {
+        // Both paths end by evicting Q's front, if Q is full.
+        let front = self.q.tail();
+        (self.hir_count + 1 > self.hir_limit && front != NIL).then(|| self.q_slab.key(front))
+    }
+
+    fn evict(&mut self, miss: &LirsMiss) -> Option<K> {
+        match miss {
+            LirsMiss::NonResident => self.evict_lir(),
+            LirsMiss::Cold => self.evict_hir(),
+        }
+    }
+
+    fn insert(&mut self, key: K, _: LirsMiss) {
+        let slots = self.slots(key);
+        // Re-derive the case from the state rather than trust the miss, so
+        // a stale miss cannot corrupt the counts.
+        if slots.s != NIL && !self.s_slab.meta(slots.s).resident {
+            self.drop_nh(key);
+            *self.s_slab.meta_mut(slots.s) = Status {
+                lir: true,
+                resident: true,
+            };
+            self.lir_count += 1;
+        } else if slots.s == NIL && slots.q == NIL {
+            self.insert_cold(key);
+        }
+        self.limit_stack();
+    }
+
+    fn remove(&mut self, key: K) -> bool {
+        let slots = self.slots(key);
+        let status = (slots.s != NIL).then(|| self.s_slab.meta(slots.s));
+        let resident = slots.q != NIL || status.is_some_and(|s| s.resident);
+        if status.is_some_and(|s| s.lir) {
+            self.lir_count -= 1;
+            self.drop_s(key);
+            self.prune();
+            return true;
+        }
+        if resident {
+            self.hir_count -= 1;
+        }
+        if slots.s != NIL {
+            self.drop_s(key);
+        }
+        if slots.q != NIL {
+            self.drop_q(key);
+        }
+        self.drop_nh(key);
+        resident
+    }
+
+    fn metadata_bytes(&self) -> usize {
+        index::allocated_bytes(&self.index)
+            + self.s_slab.allocated_bytes()
+            + self.q_slab.allocated_bytes()
+            + self.nh_slab.allocated_bytes()
+    }
+}

@@ -1,0 +1,95 @@
+//! LRU: evict the least recently used block.
+
+use super::{BlockKey, Lookup, Policy, check_capacity};
+use crate::error::CapacityError;
+use crate::list::NIL;
+use crate::queue::IndexedQueue;
+
+/// Least recently used: a hit moves the block to the head of one list, the
+/// victim is the tail.
+///
+/// The policy all five papers assume for client, manager and server caches.
+/// It suits workloads with recency (file systems, most block traces); it
+/// thrashes on loops larger than the cache, where it misses every request
+/// (the LIRS `cs` trace), and a single scan flushes it.
+///
+/// Same as libCacheSim's `LRU`.
+#[derive(Clone, Debug)]
+pub struct Lru<K> {
+    queue: IndexedQueue<K, ()>,
+    capacity: usize,
+}
+
+impl<K: BlockKey> Lru<K> {
+    /// An empty LRU cache of `capacity` blocks (at least 1).
+    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
+        check_capacity("lru", capacity, 1)?;
+        Ok(Lru {
+            queue: IndexedQueue::with_capacity(capacity),
+            capacity,
+        })
+    }
+
+    /// Cached blocks from least to most recently used.
+    pub fn iter_lru_first(&self) -> impl Iterator<Item = K> + '_ {
+        let slab = &self.queue.slab;
+        slab.iter_from_tail(&self.queue.list).map(|i| slab.key(i))
+    }
+}
+
+impl<K: BlockKey> Policy<K> for Lru<K> {
+    type Miss = ();
+
+    fn name(&self) -> &'static str {
+        "lru"
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn contains(&self, key: K) -> bool {
+        self.queue.find(key).is_some()
+    }
+
+    #[inline]
+    fn lookup(&mut self, key: K) -> Lookup<()> {
+        match self.queue.find(key) {
+            Some(idx) => {
+                self.queue.move_to_head(idx);
+                Lookup::Hit
+            }
+            None => Lookup::Miss(()),
+        }
+    }
+
+    fn victim(&self, _: &()) -> Option<K> {
+        self.queue.tail_key()
+    }
+
+    #[inline]
+    fn evict(&mut self, _: &()) -> Option<K> {
+        let tail = self.queue.list.tail();
+        (tail != NIL).then(|| self.queue.drop_node(tail))
+    }
+
+    #[inline]
+    fn insert(&mut self, key: K, _: ()) {
+        self.queue.push(key, ());
+    }
+
+    fn remove(&mut self, key: K) -> bool {
+        self.queue
+            .find(key)
+            .map(|idx| self.queue.drop_node(idx))
+            .is_some()
+    }
+
+    fn metadata_bytes(&self) -> usize {
+        self.queue.metadata_bytes()
+    }
+}

@@ -1,0 +1,146 @@
+//! SIEVE: FIFO with a visited bit and a hand that stays put.
+
+use super::{BlockKey, Lookup, Policy, check_capacity};
+use crate::error::CapacityError;
+use crate::list::{Idx, NIL};
+use crate::queue::IndexedQueue;
+
+/// SIEVE (Zhang et al., NSDI 2024): a hit sets the block's visited bit; a
+/// hand moves from the oldest block towards the newest, clearing visited
+/// bits, and evicts the first unvisited block it meets. Unlike CLOCK,
+/// survivors stay where they are instead of moving to the head, so new
+/// blocks are evicted quickly ("quick demotion") while popular old blocks
+/// keep their place.
+///
+/// Strong on skewed web and key-value workloads; weaker than LRU where
+/// recency matters more than popularity, and it still loses loops larger
+/// than the cache.
+///
+/// Same as libCacheSim's `Sieve`.
+#[derive(Clone, Debug)]
+pub struct Sieve<K> {
+    queue: IndexedQueue<K, bool>,
+    /// Where the next eviction starts looking; [`NIL`] means the tail.
+    hand: Idx,
+    capacity: usize,
+}
+
+impl<K: BlockKey> Sieve<K> {
+    /// An empty SIEVE cache of `capacity` blocks (at least 1).
+    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
+        check_capacity("sieve", capacity, 1)?;
+        Ok(Sieve {
+            queue: IndexedQueue::with_capacity(capacity),
+            hand: NIL,
+            capacity,
+        })
+    }
+
+    fn visited(&self, idx: Idx) -> bool {
+        self.queue.slab.meta(idx)
+    }
+
+    /// The hand's next position after `idx`: one step newer, wrapping from
+    /// the head back to the tail.
+    fn step(&self, idx: Idx) -> Idx {
+        match self.queue.slab.newer(idx) {
+            NIL => self.queue.list.tail(),
+            newer => newer,
+        }
+    }
+
+    fn start(&self) -> Idx {
+        if self.hand == NIL {
+            self.queue.list.tail()
+        } else {
+            self.hand
+        }
+    }
+
+    fn drop_node(&mut self, idx: Idx) -> K {
+        if self.hand == idx {
+            self.hand = self.queue.slab.newer(idx);
+        }
+        self.queue.drop_node(idx)
+    }
+}
+
+impl<K: BlockKey> Policy<K> for Sieve<K> {
+    type Miss = ();
+
+    fn name(&self) -> &'static str {
+        "sieve"
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn contains(&self, key: K) -> bool {
+        self.queue.find(key).is_some()
+    }
+
+    #[inline]
+    fn lookup(&mut self, key: K) -> Lookup<()> {
+        match self.queue.find(key) {
+            Some(idx) => {
+                *self.queue.slab.meta_mut(idx) = true;
+                Lookup::Hit
+            }
+            None => Lookup::Miss(()),
+        }
+    }
+
+    /// The first unvisited block from the hand on; if all are visited, the
+    /// sweep clears every bit and comes back to where it started.
+    fn victim(&self, _: &()) -> Option<K> {
+        let start = self.start();
+        if start == NIL {
+            return None;
+        }
+        let mut idx = start;
+        loop {
+            if !self.visited(idx) {
+                return Some(self.queue.slab.key(idx));
+            }
+            idx = self.step(idx);
+            if idx == start {
+                return Some(self.queue.slab.key(start));
+            }
+        }
+    }
+
+    #[inline]
+    fn evict(&mut self, _: &()) -> Option<K> {
+        let mut idx = self.start();
+        if idx == NIL {
+            return None;
+        }
+        while self.visited(idx) {
+            *self.queue.slab.meta_mut(idx) = false;
+            idx = self.step(idx);
+        }
+        self.hand = self.queue.slab.newer(idx);
+        Some(self.queue.drop_node(idx))
+    }
+
+    #[inline]
+    fn insert(&mut self, key: K, _: ()) {
+        self.queue.push(key, false);
+    }
+
+    fn remove(&mut self, key: K) -> bool {
+        self.queue
+            .find(key)
+            .map(|idx| self.drop_node(idx))
+            .is_some()
+    }
+
+    fn metadata_bytes(&self) -> usize {
+        self.queue.metadata_bytes()
+    }
+}

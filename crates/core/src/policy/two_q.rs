@@ -1,0 +1,185 @@
+//! 2Q: a FIFO for first references, an LRU for blocks seen again.
+
+use super::{BlockKey, Lookup, Policy, check_capacity};
+use crate::error::CapacityError;
+use crate::index::{self, Index};
+use crate::list::{Idx, List, NIL, Slab};
+
+/// The queue a node is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Queue {
+    /// A1in: FIFO of blocks referenced once.
+    In,
+    /// A1out: ghost FIFO of ids evicted from A1in.
+    Out,
+    /// Am: LRU of blocks referenced again after leaving A1in.
+    Main,
+}
+
+/// 2Q (Johnson and Shasha, VLDB 1994), full version: first references go to
+/// a FIFO `A1in` (25% of the cache); blocks leaving it are remembered in a
+/// ghost FIFO `A1out` (ids of 50% of the cache); a miss that hits `A1out`
+/// goes to the LRU `Am`, which holds the rest of the cache.
+///
+/// Scan resistant like ARC with fixed rather than adaptive splits; suits
+/// database buffer pools and block traces with a frequently reused core.
+///
+/// Same as libCacheSim's `TwoQ` (`Ain-size-ratio=0.25,Aout-size-ratio=0.5`).
+#[derive(Clone, Debug)]
+pub struct TwoQ<K> {
+    index: Index<K>,
+    slab: Slab<K, Queue>,
+    /// A1in, A1out and Am, indexed by [`Queue`].
+    queues: [List; 3],
+    in_capacity: usize,
+    out_capacity: usize,
+    main_capacity: usize,
+    capacity: usize,
+}
+
+impl<K: BlockKey> TwoQ<K> {
+    /// An empty 2Q cache of `capacity` blocks (at least 4, so `A1in` has a
+    /// block).
+    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
+        check_capacity("2q", capacity, 4)?;
+        // The same float truncation as libCacheSim, so sizes match exactly.
+        let in_capacity = (capacity as f64 * 0.25) as usize;
+        let out_capacity = (capacity as f64 * 0.5) as usize;
+        Ok(TwoQ {
+            index: index::with_capacity(capacity + out_capacity),
+            slab: Slab::with_capacity(capacity + out_capacity),
+            queues: [List::default(); 3],
+            in_capacity,
+            out_capacity,
+            main_capacity: capacity - in_capacity,
+            capacity,
+        })
+    }
+
+    fn queue(&self, q: Queue) -> &List {
+        &self.queues[q as usize]
+    }
+
+    fn forget(&mut self, idx: Idx) -> K {
+        let queue = self.slab.meta(idx);
+        self.slab.unlink(&mut self.queues[queue as usize], idx);
+        let key = self.slab.key(idx);
+        self.slab.release(idx);
+        self.index.remove(&key);
+        key
+    }
+
+    fn is_full(&self) -> bool {
+        self.len() >= self.capacity
+    }
+
+    /// Whether a block coming back from `A1out` must first push one out of a
+    /// full `Am`, even though the cache as a whole has room.
+    fn main_needs_room(&self, ghost_hit: bool) -> bool {
+        ghost_hit && self.queue(Queue::Main).len() >= self.main_capacity
+    }
+
+    /// Which queue the next eviction takes from.
+    fn eviction_queue(&self) -> Queue {
+        if self.is_full() && self.queue(Queue::In).len() > self.in_capacity {
+            Queue::In
+        } else {
+            Queue::Main
+        }
+    }
+}
+
+impl<K: BlockKey> Policy<K> for TwoQ<K> {
+    /// Whether the miss hit `A1out`, which sends the block to `Am`.
+    type Miss = bool;
+
+    fn name(&self) -> &'static str {
+        "2q"
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn len(&self) -> usize {
+        self.queue(Queue::In).len() + self.queue(Queue::Main).len()
+    }
+
+    fn contains(&self, key: K) -> bool {
+        self.index
+            .get(&key)
+            .is_some_and(|&idx| self.slab.meta(idx) != Queue::Out)
+    }
+
+    #[inline]
+    fn lookup(&mut self, key: K) -> Lookup<bool> {
+        let Some(&idx) = self.index.get(&key) else {
+            return Lookup::Miss(false);
+        };
+        match self.slab.meta(idx) {
+            Queue::In => Lookup::Hit,
+            Queue::Out => {
+                self.forget(idx);
+                Lookup::Miss(true)
+            }
+            Queue::Main => {
+                self.slab
+                    .move_to_head(&mut self.queues[Queue::Main as usize], idx);
+                Lookup::Hit
+            }
+        }
+    }
+
+    fn needs_room(&self, ghost_hit: &bool) -> bool {
+        self.is_full() || self.main_needs_room(*ghost_hit)
+    }
+
+    fn victim(&self, _: &bool) -> Option<K> {
+        let tail = self.queue(self.eviction_queue()).tail();
+        (tail != NIL).then(|| self.slab.key(tail))
+    }
+
+    fn evict(&mut self, _: &bool) -> Option<K> {
+        let queue = self.eviction_queue();
+        let tail = self.queue(queue).tail();
+        if tail == NIL {
+            return None;
+        }
+        if queue == Queue::Main {
+            return Some(self.forget(tail));
+        }
+        // Leaving A1in: remember the id in A1out.
+        if self.queue(Queue::Out).len() >= self.out_capacity {
+            let oldest_ghost = self.queue(Queue::Out).tail();
+            self.forget(oldest_ghost);
+        }
+        self.slab.unlink(&mut self.queues[Queue::In as usize], tail);
+        self.slab
+            .push_head(&mut self.queues[Queue::Out as usize], tail);
+        *self.slab.meta_mut(tail) = Queue::Out;
+        Some(self.slab.key(tail))
+    }
+
+    fn insert(&mut self, key: K, ghost_hit: bool) {
+        let queue = if ghost_hit { Queue::Main } else { Queue::In };
+        let idx = self.slab.alloc(key, queue);
+        self.slab.push_head(&mut self.queues[queue as usize], idx);
+        self.index.insert(key, idx);
+    }
+
+    /// Drops a cached block; `A1out` ghosts are history and stay.
+    fn remove(&mut self, key: K) -> bool {
+        match self.index.get(&key) {
+            Some(&idx) if self.slab.meta(idx) != Queue::Out => {
+                self.forget(idx);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn metadata_bytes(&self) -> usize {
+        index::allocated_bytes(&self.index) + self.slab.allocated_bytes()
+    }
+}

@@ -1,0 +1,14 @@
+//! coopcache's simulator: trace readers and the replay driver.
+//!
+//! - [`trace`]: streaming readers for the trace formats, transparent
+//!   decompression, and composition of several traces into one.
+//! - [`replay`]: replays a trace through many caches in parallel with the
+//!   same policy code the daemon runs.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod replay;
+pub mod trace;
+
+pub use error::{OptionError, TraceError};

@@ -1,0 +1,116 @@
+//! Exactness against libCacheSim: every row of
+//! `../shared/traces/golden-libcachesim.csv` (miss counts of libCacheSim at
+//! commit aa0fc40 on six real traces) must be reproduced exactly.
+//!
+//! Uses the real traces in `../shared/traces` (or `$COOPCACHE_TRACES`). A
+//! user's clone without them skips with a message; under `CI=true` a
+//! missing trace fails the test.
+
+use coopcache_core::PolicyKind;
+use coopcache_sim::replay::{RunSpec, replay};
+use coopcache_sim::trace::{self, ReadOptions, TraceFormat};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+fn traces_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("COOPCACHE_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+        });
+    if dir.join("golden-libcachesim.csv").exists() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "CI must have the shared traces, but {} has no golden-libcachesim.csv",
+        dir.display()
+    );
+    eprintln!(
+        "skipping: no traces at {} (set COOPCACHE_TRACES)",
+        dir.display()
+    );
+    None
+}
+
+/// The file and format of each trace named in the golden file.
+fn trace_file(name: &str) -> (&'static str, TraceFormat) {
+    match name {
+        "sprite" => ("sprite.trace.gz", TraceFormat::Lirs),
+        "cs" => ("cs.trace.gz", TraceFormat::Lirs),
+        "ps" => ("ps.trace.gz", TraceFormat::Lirs),
+        "multi2" => ("multi2.trace.gz", TraceFormat::Lirs),
+        "w106" => ("w106.trace.xz", TraceFormat::Be32),
+        "OLTP" => ("oltp.lis.zst", TraceFormat::Lis),
+        other => panic!("golden file names an unknown trace {other}"),
+    }
+}
+
+struct Row {
+    spec: RunSpec,
+    requests: u64,
+    misses: u64,
+}
+
+fn golden_rows(dir: &std::path::Path) -> BTreeMap<String, Vec<Row>> {
+    let text = std::fs::read_to_string(dir.join("golden-libcachesim.csv")).unwrap();
+    let mut rows: BTreeMap<String, Vec<Row>> = BTreeMap::new();
+    for line in text.lines().skip(1).filter(|l| !l.is_empty()) {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 5, "golden line {line}");
+        rows.entry(f[0].to_string()).or_default().push(Row {
+            spec: RunSpec {
+                policy: f[1].parse().unwrap(),
+                capacity: f[2].parse().unwrap(),
+            },
+            requests: f[3].parse().unwrap(),
+            misses: f[4].parse().unwrap(),
+        });
+    }
+    rows
+}
+
+fn check(policies: &[PolicyKind]) {
+    let Some(dir) = traces_dir() else { return };
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (name, rows) in golden_rows(&dir) {
+        let rows: Vec<&Row> = rows
+            .iter()
+            .filter(|r| policies.contains(&r.spec.policy))
+            .collect();
+        let (file, format) = trace_file(&name);
+        let stream = trace::open(&dir.join(file), format, &ReadOptions::default()).unwrap();
+        let specs: Vec<RunSpec> = rows.iter().map(|r| r.spec).collect();
+        let results = replay(stream.requests, &specs, |_| {}).unwrap();
+        for (row, got) in rows.iter().zip(&results) {
+            checked += 1;
+            if (got.requests, got.misses) != (row.requests, row.misses) {
+                wrong.push(format!(
+                    "{name} {} {}: libCacheSim {} requests {} misses, coopcache {} requests {} misses",
+                    row.spec.policy, row.spec.capacity, row.requests, row.misses, got.requests, got.misses
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {checked} rows differ:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(checked > 0, "no golden rows for {policies:?}");
+    eprintln!("{checked} golden rows reproduced exactly");
+}
+
+#[test]
+fn core_policies_match_libcachesim_exactly() {
+    use PolicyKind::*;
+    check(&[Lru, Fifo, Clock, Sieve, Arc]);
+}
+
+#[test]
+fn s3fifo_2q_and_lirs_match_libcachesim_exactly() {
+    use PolicyKind::*;
+    check(&[S3Fifo, TwoQ, Lirs]);
+}
