@@ -1,6 +1,6 @@
 //! One indexed queue: the shared body of the single-list policies.
 
-use crate::index::{self, Index};
+use crate::index::Index;
 use crate::list::{Idx, List, NIL, Slab};
 use crate::policy::BlockKey;
 
@@ -10,7 +10,7 @@ use crate::policy::BlockKey;
 /// victim is chosen; finding, inserting and dropping blocks is this.
 #[derive(Clone, Debug)]
 pub(crate) struct IndexedQueue<K, M> {
-    index: Index<K>,
+    index: Index,
     pub(crate) slab: Slab<K, M>,
     pub(crate) list: List,
 }
@@ -18,7 +18,7 @@ pub(crate) struct IndexedQueue<K, M> {
 impl<K: BlockKey, M: Copy> IndexedQueue<K, M> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         IndexedQueue {
-            index: index::with_capacity(capacity),
+            index: Index::with_capacity(capacity),
             slab: Slab::with_capacity(capacity),
             list: List::default(),
         }
@@ -26,7 +26,7 @@ impl<K: BlockKey, M: Copy> IndexedQueue<K, M> {
 
     #[inline]
     pub(crate) fn find(&self, key: K) -> Option<Idx> {
-        self.index.get(&key).copied()
+        self.index.find(&self.slab, key)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -38,18 +38,17 @@ impl<K: BlockKey, M: Copy> IndexedQueue<K, M> {
     pub(crate) fn push(&mut self, key: K, meta: M) -> Idx {
         let idx = self.slab.alloc(key, meta);
         self.slab.push_head(&mut self.list, idx);
-        self.index.insert(key, idx);
+        self.index.insert(&self.slab, idx);
         idx
     }
 
     /// Unlinks, frees and unindexes the node at `idx`; returns its key.
     #[inline]
     pub(crate) fn drop_node(&mut self, idx: Idx) -> K {
-        let key = self.slab.key(idx);
+        self.index.remove(&self.slab, idx);
         self.slab.unlink(&mut self.list, idx);
         self.slab.release(idx);
-        self.index.remove(&key);
-        key
+        self.slab.key(idx)
     }
 
     /// The oldest block's key.
@@ -63,6 +62,6 @@ impl<K: BlockKey, M: Copy> IndexedQueue<K, M> {
     }
 
     pub(crate) fn metadata_bytes(&self) -> usize {
-        index::allocated_bytes(&self.index) + self.slab.allocated_bytes()
+        self.index.allocated_bytes() + self.slab.allocated_bytes()
     }
 }

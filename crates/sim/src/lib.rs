@@ -9,6 +9,7 @@
 
 pub mod error;
 pub mod replay;
+pub mod size;
 pub mod trace;
 
 pub use error::{OptionError, TraceError};

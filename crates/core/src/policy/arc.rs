@@ -2,7 +2,7 @@
 
 use super::{BlockKey, Lookup, Policy, check_capacity};
 use crate::error::CapacityError;
-use crate::index::{self, Index};
+use crate::index::Index;
 use crate::list::{Idx, List, NIL, Slab};
 
 /// Which of ARC's four lists a node is on.
@@ -46,7 +46,7 @@ pub enum ArcMiss {
 /// without leaving a ghost.
 #[derive(Clone, Debug)]
 pub struct Arc<K> {
-    index: Index<K>,
+    index: Index,
     slab: Slab<K, Place>,
     /// T1, T2, B1 and B2, indexed by [`Place`].
     lists: [List; 4],
@@ -60,7 +60,7 @@ impl<K: BlockKey> Arc<K> {
     pub fn new(capacity: usize) -> Result<Self, CapacityError> {
         check_capacity("arc", capacity, 1)?;
         Ok(Arc {
-            index: index::with_capacity(2 * capacity),
+            index: Index::with_capacity(2 * capacity),
             slab: Slab::with_capacity(2 * capacity),
             lists: [List::default(); 4],
             p: 0.0,
@@ -89,10 +89,9 @@ impl<K: BlockKey> Arc<K> {
     fn forget(&mut self, idx: Idx) -> K {
         let place = self.slab.meta(idx);
         self.slab.unlink(&mut self.lists[place as usize], idx);
-        let key = self.slab.key(idx);
+        self.index.remove(&self.slab, idx);
         self.slab.release(idx);
-        self.index.remove(&key);
-        key
+        self.slab.key(idx)
     }
 
     /// The paper's REPLACE: whether T1 (rather than T2) gives up its LRU
@@ -148,13 +147,13 @@ impl<K: BlockKey> Policy<K> for Arc<K> {
 
     fn contains(&self, key: K) -> bool {
         self.index
-            .get(&key)
-            .is_some_and(|&idx| matches!(self.slab.meta(idx), Place::T1 | Place::T2))
+            .find(&self.slab, key)
+            .is_some_and(|idx| matches!(self.slab.meta(idx), Place::T1 | Place::T2))
     }
 
     #[inline]
     fn lookup(&mut self, key: K) -> Lookup<ArcMiss> {
-        let Some(&idx) = self.index.get(&key) else {
+        let Some(idx) = self.index.find(&self.slab, key) else {
             return Lookup::Miss(ArcMiss::Cold);
         };
         match self.slab.meta(idx) {
@@ -222,13 +221,13 @@ impl<K: BlockKey> Policy<K> for Arc<K> {
         };
         let idx = self.slab.alloc(key, place);
         self.slab.push_head(&mut self.lists[place as usize], idx);
-        self.index.insert(key, idx);
+        self.index.insert(&self.slab, idx);
     }
 
     /// Drops a cached block; a ghost entry is history, not data, and stays.
     fn remove(&mut self, key: K) -> bool {
-        match self.index.get(&key) {
-            Some(&idx) if matches!(self.slab.meta(idx), Place::T1 | Place::T2) => {
+        match self.index.find(&self.slab, key) {
+            Some(idx) if matches!(self.slab.meta(idx), Place::T1 | Place::T2) => {
                 self.forget(idx);
                 true
             }
@@ -237,6 +236,6 @@ impl<K: BlockKey> Policy<K> for Arc<K> {
     }
 
     fn metadata_bytes(&self) -> usize {
-        index::allocated_bytes(&self.index) + self.slab.allocated_bytes()
+        self.index.allocated_bytes() + self.slab.allocated_bytes()
     }
 }

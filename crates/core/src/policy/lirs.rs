@@ -2,8 +2,8 @@
 
 use super::{BlockKey, Lookup, Policy, check_capacity};
 use crate::error::CapacityError;
-use crate::index::{self, Index};
 use crate::list::{Idx, List, NIL, Slab};
+use std::collections::HashMap;
 
 /// A block's status in the LIRS stack `S`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +50,9 @@ pub enum LirsMiss {
 /// bottom LIR block when the LIR set is full.
 #[derive(Clone, Debug)]
 pub struct Lirs<K> {
-    index: Index<K, Slots>,
+    /// Each block's entries; `S`, `Q` and the non-resident list each hold
+    /// their own node, so a plain map rather than the slab-keyed index.
+    index: HashMap<K, Slots, foldhash::fast::FixedState>,
     s_slab: Slab<K, Status>,
     s: List,
     q_slab: Slab<K, ()>,
@@ -71,7 +73,7 @@ impl<K: BlockKey> Lirs<K> {
         check_capacity("lirs", capacity, 2)?;
         let hir_limit = ((capacity as f64 * 0.01) as usize).max(1);
         Ok(Lirs {
-            index: index::with_capacity(2 * capacity),
+            index: HashMap::with_capacity_and_hasher(2 * capacity, Default::default()),
             s_slab: Slab::with_capacity(2 * capacity),
             s: List::default(),
             q_slab: Slab::with_capacity(hir_limit),
@@ -385,7 +387,7 @@ impl<K: BlockKey> Policy<K> for Lirs<K> {
     }
 
     fn metadata_bytes(&self) -> usize {
-        index::allocated_bytes(&self.index)
+        self.index.capacity() * (std::mem::size_of::<(K, Slots)>() + 1)
             + self.s_slab.allocated_bytes()
             + self.q_slab.allocated_bytes()
             + self.nh_slab.allocated_bytes()

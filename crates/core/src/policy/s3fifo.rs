@@ -2,7 +2,7 @@
 
 use super::{BlockKey, Lookup, Policy, check_capacity};
 use crate::error::CapacityError;
-use crate::index::{self, Index};
+use crate::index::Index;
 use crate::list::{Idx, List, NIL, Slab};
 
 /// The queue a node is on.
@@ -39,7 +39,7 @@ struct Entry {
 /// a small queue of a single block (caches under 20 blocks), we do.
 #[derive(Clone, Debug)]
 pub struct S3Fifo<K> {
-    index: Index<K>,
+    index: Index,
     slab: Slab<K, Entry>,
     /// Small, main and ghost FIFOs, indexed by [`Queue`].
     queues: [List; 3],
@@ -60,7 +60,7 @@ impl<K: BlockKey> S3Fifo<K> {
         let small_capacity = (capacity as f64 * 0.10) as usize;
         let ghost_capacity = (capacity as f64 * 0.90) as usize;
         Ok(S3Fifo {
-            index: index::with_capacity(capacity + ghost_capacity),
+            index: Index::with_capacity(capacity + ghost_capacity),
             slab: Slab::with_capacity(capacity + ghost_capacity),
             queues: [List::default(); 3],
             main_capacity: capacity - small_capacity,
@@ -76,7 +76,7 @@ impl<K: BlockKey> S3Fifo<K> {
     fn push(&mut self, key: K, queue: Queue, freq: u8) {
         let idx = self.slab.alloc(key, Entry { queue, freq });
         self.slab.push_head(&mut self.queues[queue as usize], idx);
-        self.index.insert(key, idx);
+        self.index.insert(&self.slab, idx);
     }
 
     /// Moves node `idx` to the head of `to` with a new counter.
@@ -90,10 +90,9 @@ impl<K: BlockKey> S3Fifo<K> {
     fn forget(&mut self, idx: Idx) -> K {
         let queue = self.slab.meta(idx).queue;
         self.slab.unlink(&mut self.queues[queue as usize], idx);
-        let key = self.slab.key(idx);
+        self.index.remove(&self.slab, idx);
         self.slab.release(idx);
-        self.index.remove(&key);
-        key
+        self.slab.key(idx)
     }
 
     /// Whether the next eviction works on main rather than small. Main may
@@ -159,13 +158,13 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
 
     fn contains(&self, key: K) -> bool {
         self.index
-            .get(&key)
-            .is_some_and(|&idx| self.slab.meta(idx).queue != Queue::Ghost)
+            .find(&self.slab, key)
+            .is_some_and(|idx| self.slab.meta(idx).queue != Queue::Ghost)
     }
 
     #[inline]
     fn lookup(&mut self, key: K) -> Lookup<bool> {
-        let Some(&idx) = self.index.get(&key) else {
+        let Some(idx) = self.index.find(&self.slab, key) else {
             return Lookup::Miss(false);
         };
         if self.slab.meta(idx).queue == Queue::Ghost {
@@ -212,8 +211,8 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
 
     /// Drops a cached block; ghosts are history and stay.
     fn remove(&mut self, key: K) -> bool {
-        match self.index.get(&key) {
-            Some(&idx) if self.slab.meta(idx).queue != Queue::Ghost => {
+        match self.index.find(&self.slab, key) {
+            Some(idx) if self.slab.meta(idx).queue != Queue::Ghost => {
                 self.forget(idx);
                 true
             }
@@ -222,6 +221,6 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
     }
 
     fn metadata_bytes(&self) -> usize {
-        index::allocated_bytes(&self.index) + self.slab.allocated_bytes()
+        self.index.allocated_bytes() + self.slab.allocated_bytes()
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{BlockKey, Lookup, Policy, check_capacity};
 use crate::error::CapacityError;
-use crate::index::{self, Index};
+use crate::index::Index;
 use crate::list::{Idx, List, NIL, Slab};
 
 /// The queue a node is on.
@@ -28,7 +28,7 @@ enum Queue {
 /// Same as libCacheSim's `TwoQ` (`Ain-size-ratio=0.25,Aout-size-ratio=0.5`).
 #[derive(Clone, Debug)]
 pub struct TwoQ<K> {
-    index: Index<K>,
+    index: Index,
     slab: Slab<K, Queue>,
     /// A1in, A1out and Am, indexed by [`Queue`].
     queues: [List; 3],
@@ -47,7 +47,7 @@ impl<K: BlockKey> TwoQ<K> {
         let in_capacity = (capacity as f64 * 0.25) as usize;
         let out_capacity = (capacity as f64 * 0.5) as usize;
         Ok(TwoQ {
-            index: index::with_capacity(capacity + out_capacity),
+            index: Index::with_capacity(capacity + out_capacity),
             slab: Slab::with_capacity(capacity + out_capacity),
             queues: [List::default(); 3],
             in_capacity,
@@ -64,10 +64,9 @@ impl<K: BlockKey> TwoQ<K> {
     fn forget(&mut self, idx: Idx) -> K {
         let queue = self.slab.meta(idx);
         self.slab.unlink(&mut self.queues[queue as usize], idx);
-        let key = self.slab.key(idx);
+        self.index.remove(&self.slab, idx);
         self.slab.release(idx);
-        self.index.remove(&key);
-        key
+        self.slab.key(idx)
     }
 
     fn is_full(&self) -> bool {
@@ -108,13 +107,13 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
 
     fn contains(&self, key: K) -> bool {
         self.index
-            .get(&key)
-            .is_some_and(|&idx| self.slab.meta(idx) != Queue::Out)
+            .find(&self.slab, key)
+            .is_some_and(|idx| self.slab.meta(idx) != Queue::Out)
     }
 
     #[inline]
     fn lookup(&mut self, key: K) -> Lookup<bool> {
-        let Some(&idx) = self.index.get(&key) else {
+        let Some(idx) = self.index.find(&self.slab, key) else {
             return Lookup::Miss(false);
         };
         match self.slab.meta(idx) {
@@ -165,13 +164,13 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
         let queue = if ghost_hit { Queue::Main } else { Queue::In };
         let idx = self.slab.alloc(key, queue);
         self.slab.push_head(&mut self.queues[queue as usize], idx);
-        self.index.insert(key, idx);
+        self.index.insert(&self.slab, idx);
     }
 
     /// Drops a cached block; `A1out` ghosts are history and stay.
     fn remove(&mut self, key: K) -> bool {
-        match self.index.get(&key) {
-            Some(&idx) if self.slab.meta(idx) != Queue::Out => {
+        match self.index.find(&self.slab, key) {
+            Some(idx) if self.slab.meta(idx) != Queue::Out => {
                 self.forget(idx);
                 true
             }
@@ -180,6 +179,6 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
     }
 
     fn metadata_bytes(&self) -> usize {
-        index::allocated_bytes(&self.index) + self.slab.allocated_bytes()
+        self.index.allocated_bytes() + self.slab.allocated_bytes()
     }
 }

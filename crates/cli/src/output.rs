@@ -1,0 +1,104 @@
+//! Reporting replay results: an aligned table, or JSON lines.
+
+use anyhow::Result;
+use coopcache_sim::replay::RunResult;
+use serde::Serialize;
+use std::io::Write;
+
+/// One run's figures, as both outputs show them.
+#[derive(Serialize)]
+pub struct Row {
+    trace: String,
+    policy: String,
+    cache_size_objects: usize,
+    block_size: u64,
+    cache_size_bytes: u64,
+    requests: u64,
+    misses: u64,
+    miss_ratio: f64,
+    elapsed_s: f64,
+    requests_per_s: f64,
+}
+
+impl Row {
+    /// The row of `result` on trace `trace`.
+    pub fn new(trace: &str, block_size: u64, result: &RunResult) -> Self {
+        Row {
+            trace: trace.to_string(),
+            policy: result.spec.policy.to_string(),
+            cache_size_objects: result.spec.capacity,
+            block_size,
+            cache_size_bytes: result.spec.capacity as u64 * block_size,
+            requests: result.requests,
+            misses: result.misses,
+            miss_ratio: result.miss_ratio(),
+            elapsed_s: result.elapsed.as_secs_f64(),
+            requests_per_s: result.requests_per_s(),
+        }
+    }
+}
+
+/// One JSON object per line.
+pub fn print_json(rows: &[Row]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for row in rows {
+        serde_json::to_writer(&mut out, row)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// An aligned table: text columns left, numbers right.
+pub fn print_table(rows: &[Row]) {
+    let header = [
+        "trace",
+        "policy",
+        "cache (blocks)",
+        "requests",
+        "misses",
+        "miss ratio",
+        "time (s)",
+        "Mreq/s",
+    ];
+    let cells: Vec<[String; 8]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.trace.clone(),
+                r.policy.clone(),
+                r.cache_size_objects.to_string(),
+                r.requests.to_string(),
+                r.misses.to_string(),
+                format!("{:.4}", r.miss_ratio),
+                format!("{:.3}", r.elapsed_s),
+                format!("{:.1}", r.requests_per_s / 1e6),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].len())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |fields: &[String]| {
+        let mut s = String::new();
+        for (i, f) in fields.iter().enumerate() {
+            let w = widths[i];
+            if i < 2 {
+                s.push_str(&format!("{f:<w$}  "));
+            } else {
+                s.push_str(&format!("{f:>w$}  "));
+            }
+        }
+        println!("{}", s.trim_end());
+    };
+    line(&header.map(String::from));
+    for c in &cells {
+        line(c);
+    }
+}

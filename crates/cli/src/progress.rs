@@ -1,0 +1,49 @@
+//! A progress bar over the bytes of the trace files, on terminals only.
+
+use coopcache_sim::trace::BytesRead;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+
+/// Shows how far through its files a replay is, when both stdout and stderr
+/// are terminals; does nothing when output is piped or redirected.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    files: Vec<BytesRead>,
+}
+
+impl Progress {
+    /// A progress display over files read through `files` (counter, size).
+    pub fn new(files: Vec<(BytesRead, u64)>) -> Self {
+        let interactive = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+        let total: u64 = files.iter().map(|(_, len)| len).sum();
+        let bar = interactive.then(|| {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
+                )
+                .expect("the template is valid"),
+            );
+            bar
+        });
+        Progress {
+            bar,
+            files: files.into_iter().map(|(read, _)| read).collect(),
+        }
+    }
+
+    /// Records that `requests` requests have been replayed.
+    pub fn update(&self, requests: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.files.iter().map(BytesRead::get).sum());
+            bar.set_message(format!("{requests} requests"));
+        }
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
