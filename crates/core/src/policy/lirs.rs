@@ -45,9 +45,18 @@ pub enum LirsMiss {
 /// twice the cache in non-resident entries.
 ///
 /// Same as libCacheSim's `LIRS` (HIR share 1%, at least one block; stack
-/// limited to twice the cache), including a quirk of that implementation:
-/// a hit on a resident HIR block that is no longer in `S` also demotes the
-/// bottom LIR block when the LIR set is full.
+/// limited to twice the cache), including a departure of that
+/// implementation from the paper: a hit on a resident HIR block that is no
+/// longer in `S` also demotes the bottom LIR block when the LIR set is full,
+/// which can evict the front of `Q` during a hit, and when `Q` holds a
+/// single block (caches under 200 blocks) evicts the very block being hit
+/// while `S` goes on calling it resident.
+///
+/// **Simulation only.** Because of that, a hit can drop a block without an
+/// eviction the caller sees, and `contains` can report a block that was
+/// dropped. Replaying traces is unaffected (the miss counts are
+/// libCacheSim's, exactly); a live or cooperative cache, which must know
+/// every block it drops, should not use this policy.
 #[derive(Clone, Debug)]
 pub struct Lirs<K> {
     /// Each block's entries; `S`, `Q` and the non-resident list each hold

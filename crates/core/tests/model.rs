@@ -1,0 +1,206 @@
+//! Model-based property tests of every replacement policy.
+//!
+//! Random sequences of accesses and removals over a small key space (so
+//! hits, misses, ghost hits and evictions all happen) are applied to the
+//! real policy and to a shadow set of what must be cached. After every step:
+//! the capacity holds, every eviction was predicted by `victim`, nothing
+//! leaves the cache without an eviction or removal, and `contains` and `len`
+//! agree with the shadow. LRU, FIFO, CLOCK and SIEVE are also compared, hit
+//! for hit, with a plain reference implementation. proptest prints the
+//! failing case (and its seed in `proptest-regressions/`) for replay.
+
+use coopcache_core::policy::{Lookup, Policy, PolicyKind, PolicyVisitor};
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Access(u64),
+    Remove(u64),
+}
+
+const KEYS: u64 = 48;
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let op = prop_oneof![
+        8 => (0..KEYS).prop_map(Op::Access),
+        1 => (0..KEYS).prop_map(Op::Remove),
+    ];
+    prop::collection::vec(op, 1..400)
+}
+
+/// Applies `ops`, checking the invariants; returns whether each access hit.
+struct Check<'a> {
+    ops: &'a [Op],
+    /// LIRS as libCacheSim defines it can evict on a hit without reporting
+    /// it (see its doc), so only the capacity bound is checked for it.
+    exact_accounting: bool,
+}
+
+impl PolicyVisitor<u64> for Check<'_> {
+    type Output = Result<Vec<bool>, TestCaseError>;
+
+    fn visit<P: Policy<u64> + Send + 'static>(self, mut policy: P) -> Self::Output {
+        let mut shadow = BTreeSet::new();
+        let mut hits = Vec::new();
+        for &op in self.ops {
+            match op {
+                Op::Access(key) => {
+                    let was_cached = shadow.contains(&key);
+                    match policy.lookup(key) {
+                        Lookup::Hit => hits.push(true),
+                        Lookup::Miss(miss) => {
+                            hits.push(false);
+                            while policy.needs_room(&miss) {
+                                let predicted = policy.victim(&miss);
+                                let evicted = policy.evict(&miss);
+                                prop_assert_eq!(predicted, evicted, "victim() mispredicted evict()");
+                                if let Some(v) = evicted {
+                                    prop_assert!(shadow.remove(&v) || !self.exact_accounting, "evicted {} was not cached", v);
+                                }
+                            }
+                            policy.insert(key, miss);
+                            shadow.insert(key);
+                        }
+                    }
+                    if self.exact_accounting {
+                        prop_assert_eq!(*hits.last().unwrap(), was_cached, "hit/miss of {} disagrees with the shadow", key);
+                    }
+                }
+                Op::Remove(key) => {
+                    let removed = policy.remove(key);
+                    let expected = shadow.remove(&key);
+                    if self.exact_accounting {
+                        prop_assert_eq!(removed, expected, "remove({}) disagrees with the shadow", key);
+                    }
+                }
+            }
+            prop_assert!(policy.len() <= policy.capacity(), "{} blocks in a cache of {}", policy.len(), policy.capacity());
+            if self.exact_accounting {
+                prop_assert_eq!(policy.len(), shadow.len());
+                for k in 0..KEYS {
+                    prop_assert_eq!(policy.contains(k), shadow.contains(&k), "contains({}) disagrees with the shadow", k);
+                }
+            }
+        }
+        Ok(hits)
+    }
+}
+
+fn run(kind: PolicyKind, capacity: usize, ops: &[Op]) -> Result<Vec<bool>, TestCaseError> {
+    let check = Check {
+        ops,
+        exact_accounting: kind != PolicyKind::Lirs,
+    };
+    kind.build(capacity, check).expect("valid capacity")
+}
+
+/// Reference policies written the obvious way, over a `Vec` ordered from
+/// the oldest (index 0) to the newest block, with a flag per block.
+struct Reference {
+    kind: PolicyKind,
+    blocks: Vec<(u64, bool)>,
+    /// SIEVE's hand, as an index; `None` means the oldest block.
+    hand: Option<usize>,
+    capacity: usize,
+}
+
+impl Reference {
+    fn access(&mut self, key: u64) -> bool {
+        if let Some(i) = self.blocks.iter().position(|b| b.0 == key) {
+            match self.kind {
+                PolicyKind::Lru => {
+                    let b = self.blocks.remove(i);
+                    self.blocks.push(b);
+                }
+                PolicyKind::Clock | PolicyKind::Sieve => self.blocks[i].1 = true,
+                _ => {}
+            }
+            return true;
+        }
+        if self.blocks.len() == self.capacity {
+            self.evict();
+        }
+        self.blocks.push((key, false));
+        false
+    }
+
+    fn evict(&mut self) {
+        match self.kind {
+            PolicyKind::Clock => {
+                while self.blocks[0].1 {
+                    let (k, _) = self.blocks.remove(0);
+                    self.blocks.push((k, false));
+                }
+                self.blocks.remove(0);
+            }
+            PolicyKind::Sieve => {
+                let mut i = self.hand.unwrap_or(0);
+                while self.blocks[i].1 {
+                    self.blocks[i].1 = false;
+                    i = (i + 1) % self.blocks.len();
+                }
+                self.blocks.remove(i);
+                self.hand = (i < self.blocks.len()).then_some(i);
+            }
+            _ => {
+                self.blocks.remove(0);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: u64) {
+        if let Some(i) = self.blocks.iter().position(|b| b.0 == key) {
+            self.blocks.remove(i);
+            self.hand = match self.hand {
+                Some(h) if h > i => Some(h - 1),
+                Some(h) if h == i && h == self.blocks.len() => None,
+                other => other,
+            };
+        }
+    }
+}
+
+fn reference_hits(kind: PolicyKind, capacity: usize, ops: &[Op]) -> Vec<bool> {
+    let mut r = Reference {
+        kind,
+        blocks: Vec::new(),
+        hand: None,
+        capacity,
+    };
+    let mut hits = Vec::new();
+    for &op in ops {
+        match op {
+            Op::Access(k) => hits.push(r.access(k)),
+            Op::Remove(k) => r.remove(k),
+        }
+    }
+    hits
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn every_policy_keeps_its_invariants(ops in ops(), capacity in 10usize..24) {
+        for kind in PolicyKind::ALL {
+            run(kind, capacity, &ops).map_err(|e| TestCaseError::fail(format!("{kind}: {e}")))?;
+        }
+    }
+
+    #[test]
+    fn simple_policies_match_their_reference(ops in ops(), capacity in 1usize..24) {
+        for kind in [PolicyKind::Lru, PolicyKind::Fifo, PolicyKind::Clock, PolicyKind::Sieve] {
+            let got = run(kind, capacity, &ops)?;
+            prop_assert_eq!(got, reference_hits(kind, capacity, &ops), "{} differs from its reference", kind);
+        }
+    }
+}
+
+#[test]
+fn zero_capacity_is_refused_by_every_policy() {
+    for kind in PolicyKind::ALL {
+        let err = kind.build(0, Check { ops: &[], exact_accounting: true }).unwrap_err();
+        assert!(err.to_string().contains("cache size 0"), "{kind}: {err}");
+    }
+}
