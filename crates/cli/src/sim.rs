@@ -26,7 +26,8 @@ Files compressed with gzip, xz, zstd or bzip2 are read transparently.
 Examples:
   coopcache sim w106.trace.xz --format be32 --policy lru,arc --cache-size 2750,27500
   coopcache sim cs.trace.gz ps.trace.gz --format lirs --compose round-robin --cache-size 1000
-  coopcache sim trace.csv --format csv --csv id=2,header=yes --cache-size 64MiB --block-size 4KiB --json";
+  coopcache sim trace.csv --format csv --csv id=2,header=yes --cache-size 64MiB --block-size 4KiB --json
+";
 
 /// Options of `coopcache sim`.
 #[derive(Args)]

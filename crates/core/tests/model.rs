@@ -54,9 +54,17 @@ impl PolicyVisitor<u64> for Check<'_> {
                             while policy.needs_room(&miss) {
                                 let predicted = policy.victim(&miss);
                                 let evicted = policy.evict(&miss);
-                                prop_assert_eq!(predicted, evicted, "victim() mispredicted evict()");
+                                prop_assert_eq!(
+                                    predicted,
+                                    evicted,
+                                    "victim() mispredicted evict()"
+                                );
                                 if let Some(v) = evicted {
-                                    prop_assert!(shadow.remove(&v) || !self.exact_accounting, "evicted {} was not cached", v);
+                                    prop_assert!(
+                                        shadow.remove(&v) || !self.exact_accounting,
+                                        "evicted {} was not cached",
+                                        v
+                                    );
                                 }
                             }
                             policy.insert(key, miss);
@@ -64,22 +72,42 @@ impl PolicyVisitor<u64> for Check<'_> {
                         }
                     }
                     if self.exact_accounting {
-                        prop_assert_eq!(*hits.last().unwrap(), was_cached, "hit/miss of {} disagrees with the shadow", key);
+                        prop_assert_eq!(
+                            *hits.last().unwrap(),
+                            was_cached,
+                            "hit/miss of {} disagrees with the shadow",
+                            key
+                        );
                     }
                 }
                 Op::Remove(key) => {
                     let removed = policy.remove(key);
                     let expected = shadow.remove(&key);
                     if self.exact_accounting {
-                        prop_assert_eq!(removed, expected, "remove({}) disagrees with the shadow", key);
+                        prop_assert_eq!(
+                            removed,
+                            expected,
+                            "remove({}) disagrees with the shadow",
+                            key
+                        );
                     }
                 }
             }
-            prop_assert!(policy.len() <= policy.capacity(), "{} blocks in a cache of {}", policy.len(), policy.capacity());
+            prop_assert!(
+                policy.len() <= policy.capacity(),
+                "{} blocks in a cache of {}",
+                policy.len(),
+                policy.capacity()
+            );
             if self.exact_accounting {
                 prop_assert_eq!(policy.len(), shadow.len());
                 for k in 0..KEYS {
-                    prop_assert_eq!(policy.contains(k), shadow.contains(&k), "contains({}) disagrees with the shadow", k);
+                    prop_assert_eq!(
+                        policy.contains(k),
+                        shadow.contains(&k),
+                        "contains({}) disagrees with the shadow",
+                        k
+                    );
                 }
             }
         }
@@ -200,7 +228,15 @@ proptest! {
 #[test]
 fn zero_capacity_is_refused_by_every_policy() {
     for kind in PolicyKind::ALL {
-        let err = kind.build(0, Check { ops: &[], exact_accounting: true }).unwrap_err();
+        let err = kind
+            .build(
+                0,
+                Check {
+                    ops: &[],
+                    exact_accounting: true,
+                },
+            )
+            .unwrap_err();
         assert!(err.to_string().contains("cache size 0"), "{kind}: {err}");
     }
 }

@@ -19,6 +19,7 @@ pub use decompress::{BytesRead, Compression};
 
 use crate::error::{OptionError, TraceError};
 use std::fmt;
+use std::io::BufRead;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -159,9 +160,23 @@ pub fn open(
     opts: &ReadOptions,
 ) -> Result<TraceStream, TraceError> {
     let opened = decompress::open(path)?;
-    let input = opened.reader;
+    Ok(TraceStream {
+        requests: read(opened.reader, path, format, opts),
+        progress: opened.progress,
+        file_len: opened.file_len,
+    })
+}
+
+/// Reads already decompressed trace bytes from `input` as `format`; `path`
+/// names the input in errors.
+pub fn read(
+    input: Box<dyn BufRead + Send>,
+    path: &Path,
+    format: TraceFormat,
+    opts: &ReadOptions,
+) -> Requests {
     let path = path.to_path_buf();
-    let requests: Requests = match format {
+    match format {
         TraceFormat::Lirs => Box::new(lines::lirs(input, path)),
         TraceFormat::Lis => Box::new(lines::lis(input, path)),
         TraceFormat::Be32 => Box::new(binary::be32(input, path)),
@@ -172,10 +187,5 @@ pub fn open(
         }
         TraceFormat::Msr => Box::new(block_csv::msr(input, path, opts.block_size)),
         TraceFormat::Tencent => Box::new(block_csv::tencent(input, path, opts.block_size)),
-    };
-    Ok(TraceStream {
-        requests,
-        progress: opened.progress,
-        file_len: opened.file_len,
-    })
+    }
 }

@@ -1,0 +1,264 @@
+//! The `coopcache sim` command as a user runs it: output forms, exit codes
+//! and error messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn coopcache(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_coopcache"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn shared_trace(name: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces")
+        .join(name);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "CI must have {}",
+        path.display()
+    );
+    eprintln!("skipping: no {}", path.display());
+    None
+}
+
+fn temp_trace(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Fails with a non-zero exit and an error naming each of `needles`.
+fn fails_with(args: &[&str], needles: &[&str]) {
+    let out = coopcache(args);
+    assert!(
+        !out.status.success(),
+        "{args:?} succeeded: {}",
+        stdout(&out)
+    );
+    let err = stderr(&out);
+    for needle in needles {
+        assert!(
+            err.contains(needle),
+            "{args:?}: `{needle}` missing from: {err}"
+        );
+    }
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+}
+
+#[test]
+fn json_lines_carry_every_field_and_the_golden_count() {
+    let Some(sprite) = shared_trace("sprite.trace.gz") else {
+        return;
+    };
+    let out = coopcache(&[
+        "sim",
+        sprite.to_str().unwrap(),
+        "--format",
+        "lirs",
+        "--policy",
+        "lru,arc",
+        "--cache-size",
+        "1000,2000",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 4);
+    for field in [
+        "trace",
+        "policy",
+        "cache_size_objects",
+        "requests",
+        "misses",
+        "miss_ratio",
+        "elapsed_s",
+        "requests_per_s",
+    ] {
+        assert!(
+            rows.iter().all(|r| r.get(field).is_some()),
+            "missing {field}"
+        );
+    }
+    // libCacheSim's golden LRU count for sprite at 1,000 blocks.
+    assert_eq!(rows[0]["policy"], "lru");
+    assert_eq!(rows[0]["cache_size_objects"], 1000);
+    assert_eq!(rows[0]["misses"], 12544);
+    assert_eq!(rows[0]["requests"], 133996);
+}
+
+#[test]
+fn table_is_the_default_and_byte_sizes_divide_by_the_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = temp_trace(dir.path(), "loop.lirs", &"1\n2\n3\n".repeat(100));
+    let out = coopcache(&[
+        "sim",
+        &trace,
+        "--format",
+        "lirs",
+        "--cache-size",
+        "16KiB",
+        "--block-size",
+        "8KiB",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().starts_with("trace"), "{text}");
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    // Two blocks of LRU on a loop of three: every request misses.
+    assert_eq!(
+        row[..6],
+        ["loop.lirs", "lru", "2", "300", "300", "1.0000"],
+        "{text}"
+    );
+}
+
+#[test]
+fn several_traces_compose_into_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = temp_trace(dir.path(), "a", "1\n2\n");
+    let b = temp_trace(dir.path(), "b", "1\n2\n3\n");
+    fails_with(
+        &["sim", &a, &b, "--format", "lirs", "--cache-size", "10"],
+        &["--compose"],
+    );
+    for (ids, misses) in [("disjoint", 5), ("shared", 3)] {
+        let out = coopcache(&[
+            "sim",
+            &a,
+            &b,
+            "--format",
+            "lirs",
+            "--cache-size",
+            "10",
+            "--compose",
+            "round-robin",
+            "--ids",
+            ids,
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let row: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(
+            (row["requests"].as_u64(), row["misses"].as_u64()),
+            (Some(5), Some(misses)),
+            "{ids}"
+        );
+        assert_eq!(row["trace"], "a+b");
+    }
+}
+
+#[test]
+fn bad_options_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = temp_trace(dir.path(), "t", "1\n");
+    fails_with(
+        &["sim", &trace, "--format", "xml", "--cache-size", "10"],
+        &["xml", "lirs, lis, be32"],
+    );
+    fails_with(
+        &[
+            "sim",
+            &trace,
+            "--format",
+            "lirs",
+            "--policy",
+            "lfu",
+            "--cache-size",
+            "10",
+        ],
+        &["lfu", "expected one of"],
+    );
+    fails_with(
+        &["sim", &trace, "--format", "lirs", "--cache-size", "0"],
+        &["cache size `0`", "at least one block"],
+    );
+    fails_with(
+        &["sim", &trace, "--format", "lirs", "--cache-size", "4KiB"],
+        &["at least one block of 8192 bytes"],
+    );
+    fails_with(
+        &[
+            "sim",
+            &trace,
+            "--format",
+            "lirs",
+            "--cache-size",
+            "12parsecs",
+        ],
+        &["12parsecs"],
+    );
+    fails_with(
+        &[
+            "sim",
+            &trace,
+            "--format",
+            "lirs",
+            "--policy",
+            "s3fifo",
+            "--cache-size",
+            "5",
+        ],
+        &["cache size 5", "s3fifo", "10"],
+    );
+    fails_with(
+        &["sim", &trace, "--format", "csv", "--cache-size", "10"],
+        &["--csv"],
+    );
+    fails_with(
+        &[
+            "sim",
+            &trace,
+            "--format",
+            "csv",
+            "--csv",
+            "id=0",
+            "--cache-size",
+            "10",
+        ],
+        &["`id=0`"],
+    );
+}
+
+#[test]
+fn bad_traces_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = temp_trace(dir.path(), "bad.lirs", "1\n2\nx3\n");
+    fails_with(
+        &["sim", &bad, "--format", "lirs", "--cache-size", "10"],
+        &["bad.lirs:3", "`x3`", "expected one unsigned integer"],
+    );
+    let truncated = temp_trace(dir.path(), "short.be32", "abcdef");
+    fails_with(
+        &["sim", &truncated, "--format", "be32", "--cache-size", "10"],
+        &["short.be32", "record 2 is truncated"],
+    );
+    fails_with(
+        &[
+            "sim",
+            "/no/such/trace",
+            "--format",
+            "lirs",
+            "--cache-size",
+            "10",
+        ],
+        &["/no/such/trace"],
+    );
+}
