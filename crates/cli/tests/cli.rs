@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn coopcache(args: &[&str]) -> Output {
+/// Runs `coopcache` with the words of `command` (paths here have no spaces).
+fn coopcache(command: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_coopcache"))
-        .args(args)
+        .args(command.split_whitespace())
         .output()
         .unwrap()
 }
@@ -41,22 +42,23 @@ fn temp_trace(dir: &Path, name: &str, text: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// Fails with a non-zero exit and an error naming each of `needles`.
-fn fails_with(args: &[&str], needles: &[&str]) {
-    let out = coopcache(args);
+/// `coopcache` with `command`'s words fails with a non-zero exit and an
+/// error naming each of `needles`.
+fn fails_with(command: &str, needles: &[&str]) {
+    let out = coopcache(command);
     assert!(
         !out.status.success(),
-        "{args:?} succeeded: {}",
+        "{command} succeeded: {}",
         stdout(&out)
     );
     let err = stderr(&out);
     for needle in needles {
         assert!(
             err.contains(needle),
-            "{args:?}: `{needle}` missing from: {err}"
+            "{command}: `{needle}` missing from: {err}"
         );
     }
-    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert!(!err.contains("panicked"), "{command} panicked: {err}");
 }
 
 #[test]
@@ -64,17 +66,10 @@ fn json_lines_carry_every_field_and_the_golden_count() {
     let Some(sprite) = shared_trace("sprite.trace.gz") else {
         return;
     };
-    let out = coopcache(&[
-        "sim",
-        sprite.to_str().unwrap(),
-        "--format",
-        "lirs",
-        "--policy",
-        "lru,arc",
-        "--cache-size",
-        "1000,2000",
-        "--json",
-    ]);
+    let out = coopcache(&format!(
+        "sim {} --format lirs --policy lru,arc --cache-size 1000,2000 --json",
+        sprite.display()
+    ));
     assert!(out.status.success(), "{}", stderr(&out));
     let rows: Vec<serde_json::Value> = stdout(&out)
         .lines()
@@ -107,16 +102,9 @@ fn json_lines_carry_every_field_and_the_golden_count() {
 fn table_is_the_default_and_byte_sizes_divide_by_the_block() {
     let dir = tempfile::tempdir().unwrap();
     let trace = temp_trace(dir.path(), "loop.lirs", &"1\n2\n3\n".repeat(100));
-    let out = coopcache(&[
-        "sim",
-        &trace,
-        "--format",
-        "lirs",
-        "--cache-size",
-        "16KiB",
-        "--block-size",
-        "8KiB",
-    ]);
+    let out = coopcache(&format!(
+        "sim {trace} --format lirs --cache-size 16KiB --block-size 8KiB"
+    ));
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let mut lines = text.lines();
@@ -136,24 +124,13 @@ fn several_traces_compose_into_one() {
     let a = temp_trace(dir.path(), "a", "1\n2\n");
     let b = temp_trace(dir.path(), "b", "1\n2\n3\n");
     fails_with(
-        &["sim", &a, &b, "--format", "lirs", "--cache-size", "10"],
+        &format!("sim {a} {b} --format lirs --cache-size 10"),
         &["--compose"],
     );
     for (ids, misses) in [("disjoint", 5), ("shared", 3)] {
-        let out = coopcache(&[
-            "sim",
-            &a,
-            &b,
-            "--format",
-            "lirs",
-            "--cache-size",
-            "10",
-            "--compose",
-            "round-robin",
-            "--ids",
-            ids,
-            "--json",
-        ]);
+        let out = coopcache(&format!(
+            "sim {a} {b} --format lirs --cache-size 10 --compose round-robin --ids {ids} --json"
+        ));
         assert!(out.status.success(), "{}", stderr(&out));
         let row: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
         assert_eq!(
@@ -170,69 +147,35 @@ fn bad_options_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let trace = temp_trace(dir.path(), "t", "1\n");
     fails_with(
-        &["sim", &trace, "--format", "xml", "--cache-size", "10"],
+        &format!("sim {trace} --format xml --cache-size 10"),
         &["xml", "lirs, lis, be32"],
     );
     fails_with(
-        &[
-            "sim",
-            &trace,
-            "--format",
-            "lirs",
-            "--policy",
-            "lfu",
-            "--cache-size",
-            "10",
-        ],
+        &format!("sim {trace} --format lirs --policy lfu --cache-size 10"),
         &["lfu", "expected one of"],
     );
     fails_with(
-        &["sim", &trace, "--format", "lirs", "--cache-size", "0"],
+        &format!("sim {trace} --format lirs --cache-size 0"),
         &["cache size `0`", "at least one block"],
     );
     fails_with(
-        &["sim", &trace, "--format", "lirs", "--cache-size", "4KiB"],
+        &format!("sim {trace} --format lirs --cache-size 4KiB"),
         &["at least one block of 8192 bytes"],
     );
     fails_with(
-        &[
-            "sim",
-            &trace,
-            "--format",
-            "lirs",
-            "--cache-size",
-            "12parsecs",
-        ],
+        &format!("sim {trace} --format lirs --cache-size 12parsecs"),
         &["12parsecs"],
     );
     fails_with(
-        &[
-            "sim",
-            &trace,
-            "--format",
-            "lirs",
-            "--policy",
-            "s3fifo",
-            "--cache-size",
-            "5",
-        ],
+        &format!("sim {trace} --format lirs --policy s3fifo --cache-size 5"),
         &["cache size 5", "s3fifo", "10"],
     );
     fails_with(
-        &["sim", &trace, "--format", "csv", "--cache-size", "10"],
+        &format!("sim {trace} --format csv --cache-size 10"),
         &["--csv"],
     );
     fails_with(
-        &[
-            "sim",
-            &trace,
-            "--format",
-            "csv",
-            "--csv",
-            "id=0",
-            "--cache-size",
-            "10",
-        ],
+        &format!("sim {trace} --format csv --csv id=0 --cache-size 10"),
         &["`id=0`"],
     );
 }
@@ -242,23 +185,16 @@ fn bad_traces_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let bad = temp_trace(dir.path(), "bad.lirs", "1\n2\nx3\n");
     fails_with(
-        &["sim", &bad, "--format", "lirs", "--cache-size", "10"],
+        &format!("sim {bad} --format lirs --cache-size 10"),
         &["bad.lirs:3", "`x3`", "expected one unsigned integer"],
     );
     let truncated = temp_trace(dir.path(), "short.be32", "abcdef");
     fails_with(
-        &["sim", &truncated, "--format", "be32", "--cache-size", "10"],
+        &format!("sim {truncated} --format be32 --cache-size 10"),
         &["short.be32", "record 2 is truncated"],
     );
     fails_with(
-        &[
-            "sim",
-            "/no/such/trace",
-            "--format",
-            "lirs",
-            "--cache-size",
-            "10",
-        ],
+        "sim /no/such/trace --format lirs --cache-size 10",
         &["/no/such/trace"],
     );
 }
