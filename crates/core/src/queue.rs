@@ -1,26 +1,49 @@
-//! One indexed queue: the shared body of the single-list policies.
+//! Indexed lists: a block index, a slab, and one or more lists threaded
+//! through it. The shared body of every list-based policy: LRU, FIFO, CLOCK
+//! and SIEVE use one list, ARC four, S3-FIFO and 2Q three. A policy keeps
+//! only what differs: what a hit does and how the victim is chosen.
 
 use crate::index::Index;
 use crate::list::{Idx, List, NIL, Slab};
 use crate::policy::BlockKey;
 
-/// A block index, a slab and one list threaded through it.
-///
-/// LRU, FIFO, CLOCK and SIEVE differ only in what a hit does and how the
-/// victim is chosen; finding, inserting and dropping blocks is this.
-#[derive(Clone, Debug)]
-pub(crate) struct IndexedQueue<K, M> {
-    index: Index,
-    pub(crate) slab: Slab<K, M>,
-    pub(crate) list: List,
+/// Which list a node's payload says it is on.
+pub(crate) trait ListTag: Copy {
+    /// Index of the list, below the `N` of [`IndexedLists`].
+    fn list(self) -> usize;
 }
 
-impl<K: BlockKey, M: Copy> IndexedQueue<K, M> {
+/// Single-list policies carry a plain payload (nothing, or a reference bit)
+/// and always use list 0.
+impl ListTag for () {
+    fn list(self) -> usize {
+        0
+    }
+}
+
+impl ListTag for bool {
+    fn list(self) -> usize {
+        0
+    }
+}
+
+/// `N` lists over one slab, with an index from key to node.
+#[derive(Clone, Debug)]
+pub(crate) struct IndexedLists<K, M, const N: usize> {
+    index: Index,
+    pub(crate) slab: Slab<K, M>,
+    lists: [List; N],
+}
+
+/// The single-list case.
+pub(crate) type IndexedQueue<K, M> = IndexedLists<K, M, 1>;
+
+impl<K: BlockKey, M: ListTag, const N: usize> IndexedLists<K, M, N> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
-        IndexedQueue {
+        IndexedLists {
             index: Index::with_capacity(capacity),
             slab: Slab::with_capacity(capacity),
-            list: List::default(),
+            lists: [List::default(); N],
         }
     }
 
@@ -29,36 +52,65 @@ impl<K: BlockKey, M: Copy> IndexedQueue<K, M> {
         self.index.find(&self.slab, key)
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.list.len()
+    pub(crate) fn list(&self, list: usize) -> &List {
+        &self.lists[list]
     }
 
-    /// Inserts `key` at the head with payload `meta`.
+    #[inline]
+    pub(crate) fn meta(&self, idx: Idx) -> M {
+        self.slab.meta(idx)
+    }
+
+    #[inline]
+    pub(crate) fn key(&self, idx: Idx) -> K {
+        self.slab.key(idx)
+    }
+
+    /// Inserts `key` at the head of the list `meta` names.
     #[inline]
     pub(crate) fn push(&mut self, key: K, meta: M) -> Idx {
         let idx = self.slab.alloc(key, meta);
-        self.slab.push_head(&mut self.list, idx);
+        self.slab.push_head(&mut self.lists[meta.list()], idx);
         self.index.insert(&self.slab, idx);
         idx
     }
 
-    /// Unlinks, frees and unindexes the node at `idx`; returns its key.
+    /// Gives node `idx` a new payload and moves it to the head of the list
+    /// that payload names (the same list or another).
     #[inline]
-    pub(crate) fn drop_node(&mut self, idx: Idx) -> K {
+    pub(crate) fn relocate(&mut self, idx: Idx, meta: M) {
+        let from = self.slab.meta(idx).list();
+        self.slab.unlink(&mut self.lists[from], idx);
+        self.slab.push_head(&mut self.lists[meta.list()], idx);
+        *self.slab.meta_mut(idx) = meta;
+    }
+
+    /// Moves node `idx` to the head of its list, payload unchanged.
+    #[inline]
+    pub(crate) fn move_to_head(&mut self, idx: Idx) {
+        let list = self.slab.meta(idx).list();
+        self.slab.move_to_head(&mut self.lists[list], idx);
+    }
+
+    /// Unlinks, unindexes and frees node `idx`; returns its key.
+    #[inline]
+    pub(crate) fn forget(&mut self, idx: Idx) -> K {
+        let list = self.slab.meta(idx).list();
         self.index.remove(&self.slab, idx);
-        self.slab.unlink(&mut self.list, idx);
+        self.slab.unlink(&mut self.lists[list], idx);
         self.slab.release(idx);
         self.slab.key(idx)
     }
 
-    /// The oldest block's key.
-    pub(crate) fn tail_key(&self) -> Option<K> {
-        (self.list.tail() != NIL).then(|| self.slab.key(self.list.tail()))
+    /// The key at the tail (oldest end) of `list`.
+    pub(crate) fn tail_key(&self, list: usize) -> Option<K> {
+        let tail = self.lists[list].tail();
+        (tail != NIL).then(|| self.slab.key(tail))
     }
 
-    #[inline]
-    pub(crate) fn move_to_head(&mut self, idx: Idx) {
-        self.slab.move_to_head(&mut self.list, idx);
+    /// Nodes of `list` from oldest to newest.
+    pub(crate) fn iter_from_tail(&self, list: usize) -> impl Iterator<Item = Idx> + '_ {
+        self.slab.iter_from_tail(&self.lists[list])
     }
 
     pub(crate) fn metadata_bytes(&self) -> usize {

@@ -2,8 +2,8 @@
 
 use super::{BlockKey, Lookup, Policy, check_capacity};
 use crate::error::CapacityError;
-use crate::index::Index;
-use crate::list::{Idx, List, NIL, Slab};
+use crate::list::{Idx, NIL};
+use crate::queue::{IndexedLists, ListTag};
 
 /// Which of ARC's four lists a node is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +17,12 @@ enum Place {
     B1,
     /// B2: ghost of a block evicted from T2.
     B2,
+}
+
+impl ListTag for Place {
+    fn list(self) -> usize {
+        self as usize
+    }
 }
 
 /// What an ARC miss found: nothing, or the ghost of a block recently evicted
@@ -46,10 +52,8 @@ pub enum ArcMiss {
 /// without leaving a ghost.
 #[derive(Clone, Debug)]
 pub struct Arc<K> {
-    index: Index,
-    slab: Slab<K, Place>,
-    /// T1, T2, B1 and B2, indexed by [`Place`].
-    lists: [List; 4],
+    /// T1, T2, B1 and B2, indexed by [`Place`]; the index holds ghosts too.
+    lists: IndexedLists<K, Place, 4>,
     /// Target size of T1, in blocks.
     p: f64,
     capacity: usize,
@@ -60,9 +64,7 @@ impl<K: BlockKey> Arc<K> {
     pub fn new(capacity: usize) -> Result<Self, CapacityError> {
         check_capacity("arc", capacity, 1)?;
         Ok(Arc {
-            index: Index::with_capacity(2 * capacity),
-            slab: Slab::with_capacity(2 * capacity),
-            lists: [List::default(); 4],
+            lists: IndexedLists::with_capacity(2 * capacity),
             p: 0.0,
             capacity,
         })
@@ -73,59 +75,46 @@ impl<K: BlockKey> Arc<K> {
         self.p
     }
 
-    fn list(&self, place: Place) -> &List {
-        &self.lists[place as usize]
+    fn len_of(&self, place: Place) -> usize {
+        self.lists.list(place.list()).len()
     }
 
-    /// Moves node `idx` from its list to the head of `to`.
-    fn relocate(&mut self, idx: Idx, to: Place) {
-        let from = self.slab.meta(idx);
-        self.slab.unlink(&mut self.lists[from as usize], idx);
-        self.slab.push_head(&mut self.lists[to as usize], idx);
-        *self.slab.meta_mut(idx) = to;
-    }
-
-    /// Unlinks, frees and unindexes node `idx`.
-    fn forget(&mut self, idx: Idx) -> K {
-        let place = self.slab.meta(idx);
-        self.slab.unlink(&mut self.lists[place as usize], idx);
-        self.index.remove(&self.slab, idx);
-        self.slab.release(idx);
-        self.slab.key(idx)
+    fn tail_of(&self, place: Place) -> Idx {
+        self.lists.list(place.list()).tail()
     }
 
     /// The paper's REPLACE: whether T1 (rather than T2) gives up its LRU
     /// block.
     fn replace_takes_t1(&self, after_b2_hit: bool) -> bool {
-        let t1 = self.list(Place::T1).len() as f64;
-        (!self.list(Place::T1).is_empty() && (t1 > self.p || (t1 == self.p && after_b2_hit)))
-            || self.list(Place::T2).is_empty()
+        let t1 = self.len_of(Place::T1) as f64;
+        (self.len_of(Place::T1) > 0 && (t1 > self.p || (t1 == self.p && after_b2_hit)))
+            || self.len_of(Place::T2) == 0
     }
 
     /// REPLACE: demotes the LRU block of T1 or T2 to its ghost list.
     fn replace(&mut self, after_b2_hit: bool) -> Option<K> {
         let (victim, ghost) = if self.replace_takes_t1(after_b2_hit) {
-            (self.list(Place::T1).tail(), Place::B1)
+            (self.tail_of(Place::T1), Place::B1)
         } else {
-            (self.list(Place::T2).tail(), Place::B2)
+            (self.tail_of(Place::T2), Place::B2)
         };
         if victim == NIL {
             return None;
         }
-        self.relocate(victim, ghost);
-        Some(self.slab.key(victim))
+        self.lists.relocate(victim, ghost);
+        Some(self.lists.key(victim))
     }
 
     /// Case IV, T1 + B1 already holding `c` entries.
     fn l1_is_full(&self) -> bool {
-        self.list(Place::T1).len() + self.list(Place::B1).len() + 1 > self.capacity
+        self.len_of(Place::T1) + self.len_of(Place::B1) + 1 > self.capacity
     }
 
     fn all_lists_full(&self) -> bool {
-        self.list(Place::T1).len()
-            + self.list(Place::B1).len()
-            + self.list(Place::T2).len()
-            + self.list(Place::B2).len()
+        self.len_of(Place::T1)
+            + self.len_of(Place::B1)
+            + self.len_of(Place::T2)
+            + self.len_of(Place::B2)
             >= 2 * self.capacity
     }
 }
@@ -142,37 +131,35 @@ impl<K: BlockKey> Policy<K> for Arc<K> {
     }
 
     fn len(&self) -> usize {
-        self.list(Place::T1).len() + self.list(Place::T2).len()
+        self.len_of(Place::T1) + self.len_of(Place::T2)
     }
 
     fn contains(&self, key: K) -> bool {
-        self.index
-            .find(&self.slab, key)
-            .is_some_and(|idx| matches!(self.slab.meta(idx), Place::T1 | Place::T2))
+        self.lists
+            .find(key)
+            .is_some_and(|idx| matches!(self.lists.meta(idx), Place::T1 | Place::T2))
     }
 
     #[inline]
     fn lookup(&mut self, key: K) -> Lookup<ArcMiss> {
-        let Some(idx) = self.index.find(&self.slab, key) else {
+        let Some(idx) = self.lists.find(key) else {
             return Lookup::Miss(ArcMiss::Cold);
         };
-        match self.slab.meta(idx) {
+        match self.lists.meta(idx) {
             Place::T1 | Place::T2 => {
-                self.relocate(idx, Place::T2);
+                self.lists.relocate(idx, Place::T2);
                 Lookup::Hit
             }
             Place::B1 => {
-                let step = (self.list(Place::B2).len() as f64 / self.list(Place::B1).len() as f64)
-                    .max(1.0);
+                let step = (self.len_of(Place::B2) as f64 / self.len_of(Place::B1) as f64).max(1.0);
                 self.p = (self.p + step).min(self.capacity as f64);
-                self.forget(idx);
+                self.lists.forget(idx);
                 Lookup::Miss(ArcMiss::GhostB1)
             }
             Place::B2 => {
-                let step = (self.list(Place::B1).len() as f64 / self.list(Place::B2).len() as f64)
-                    .max(1.0);
+                let step = (self.len_of(Place::B1) as f64 / self.len_of(Place::B2) as f64).max(1.0);
                 self.p = (self.p - step).max(0.0);
-                self.forget(idx);
+                self.lists.forget(idx);
                 Lookup::Miss(ArcMiss::GhostB2)
             }
         }
@@ -180,13 +167,13 @@ impl<K: BlockKey> Policy<K> for Arc<K> {
 
     fn victim(&self, miss: &ArcMiss) -> Option<K> {
         let idx = match miss {
-            ArcMiss::Cold if self.l1_is_full() && self.list(Place::B1).is_empty() => {
-                self.list(Place::T1).tail()
+            ArcMiss::Cold if self.l1_is_full() && (self.len_of(Place::B1) == 0) => {
+                self.tail_of(Place::T1)
             }
-            _ if self.replace_takes_t1(*miss == ArcMiss::GhostB2) => self.list(Place::T1).tail(),
-            _ => self.list(Place::T2).tail(),
+            _ if self.replace_takes_t1(*miss == ArcMiss::GhostB2) => self.tail_of(Place::T1),
+            _ => self.tail_of(Place::T2),
         };
-        (idx != NIL).then(|| self.slab.key(idx))
+        (idx != NIL).then(|| self.lists.key(idx))
     }
 
     fn evict(&mut self, miss: &ArcMiss) -> Option<K> {
@@ -194,20 +181,20 @@ impl<K: BlockKey> Policy<K> for Arc<K> {
             ArcMiss::GhostB1 => self.replace(false),
             ArcMiss::GhostB2 => self.replace(true),
             ArcMiss::Cold if self.l1_is_full() => {
-                if self.list(Place::B1).is_empty() {
+                if self.len_of(Place::B1) == 0 {
                     // T1 alone fills the cache: drop its LRU block outright.
-                    let tail = self.list(Place::T1).tail();
-                    (tail != NIL).then(|| self.forget(tail))
+                    let tail = self.tail_of(Place::T1);
+                    (tail != NIL).then(|| self.lists.forget(tail))
                 } else {
-                    let oldest_ghost = self.list(Place::B1).tail();
-                    self.forget(oldest_ghost);
+                    let oldest_ghost = self.tail_of(Place::B1);
+                    self.lists.forget(oldest_ghost);
                     self.replace(false)
                 }
             }
             ArcMiss::Cold => {
-                if self.all_lists_full() && !self.list(Place::B2).is_empty() {
-                    let oldest_ghost = self.list(Place::B2).tail();
-                    self.forget(oldest_ghost);
+                if self.all_lists_full() && self.len_of(Place::B2) > 0 {
+                    let oldest_ghost = self.tail_of(Place::B2);
+                    self.lists.forget(oldest_ghost);
                 }
                 self.replace(false)
             }
@@ -219,16 +206,14 @@ impl<K: BlockKey> Policy<K> for Arc<K> {
             ArcMiss::Cold => Place::T1,
             ArcMiss::GhostB1 | ArcMiss::GhostB2 => Place::T2,
         };
-        let idx = self.slab.alloc(key, place);
-        self.slab.push_head(&mut self.lists[place as usize], idx);
-        self.index.insert(&self.slab, idx);
+        self.lists.push(key, place);
     }
 
     /// Drops a cached block; a ghost entry is history, not data, and stays.
     fn remove(&mut self, key: K) -> bool {
-        match self.index.find(&self.slab, key) {
-            Some(idx) if matches!(self.slab.meta(idx), Place::T1 | Place::T2) => {
-                self.forget(idx);
+        match self.lists.find(key) {
+            Some(idx) if matches!(self.lists.meta(idx), Place::T1 | Place::T2) => {
+                self.lists.forget(idx);
                 true
             }
             _ => false,
@@ -236,6 +221,6 @@ impl<K: BlockKey> Policy<K> for Arc<K> {
     }
 
     fn metadata_bytes(&self) -> usize {
-        self.index.allocated_bytes() + self.slab.allocated_bytes()
+        self.lists.metadata_bytes()
     }
 }

@@ -50,7 +50,7 @@ impl<K: BlockKey> Policy<K> for Clock<K> {
     }
 
     fn len(&self) -> usize {
-        self.queue.len()
+        self.queue.list(0).len()
     }
 
     fn contains(&self, key: K) -> bool {
@@ -72,21 +72,22 @@ impl<K: BlockKey> Policy<K> for Clock<K> {
     /// clears them all and comes back to the oldest block.
     fn victim(&self, _: &()) -> Option<K> {
         let slab = &self.queue.slab;
-        slab.iter_from_tail(&self.queue.list)
+        self.queue
+            .iter_from_tail(0)
             .find(|&idx| !self.referenced(idx))
             .map(|idx| slab.key(idx))
-            .or_else(|| self.queue.tail_key())
+            .or_else(|| self.queue.tail_key(0))
     }
 
     #[inline]
     fn evict(&mut self, _: &()) -> Option<K> {
         loop {
-            let tail = self.queue.list.tail();
+            let tail = self.queue.list(0).tail();
             if tail == NIL {
                 return None;
             }
             if !self.referenced(tail) {
-                return Some(self.queue.drop_node(tail));
+                return Some(self.queue.forget(tail));
             }
             *self.queue.slab.meta_mut(tail) = false;
             self.queue.move_to_head(tail);
@@ -101,7 +102,7 @@ impl<K: BlockKey> Policy<K> for Clock<K> {
     fn remove(&mut self, key: K) -> bool {
         self.queue
             .find(key)
-            .map(|idx| self.queue.drop_node(idx))
+            .map(|idx| self.queue.forget(idx))
             .is_some()
     }
 

@@ -43,7 +43,7 @@ impl<K: BlockKey> Policy<K> for Fifo<K> {
     }
 
     fn len(&self) -> usize {
-        self.queue.len()
+        self.queue.list(0).len()
     }
 
     fn contains(&self, key: K) -> bool {
@@ -59,13 +59,13 @@ impl<K: BlockKey> Policy<K> for Fifo<K> {
     }
 
     fn victim(&self, _: &()) -> Option<K> {
-        self.queue.tail_key()
+        self.queue.tail_key(0)
     }
 
     #[inline]
     fn evict(&mut self, _: &()) -> Option<K> {
-        let tail = self.queue.list.tail();
-        (tail != NIL).then(|| self.queue.drop_node(tail))
+        let tail = self.queue.list(0).tail();
+        (tail != NIL).then(|| self.queue.forget(tail))
     }
 
     #[inline]
@@ -76,7 +76,7 @@ impl<K: BlockKey> Policy<K> for Fifo<K> {
     fn remove(&mut self, key: K) -> bool {
         self.queue
             .find(key)
-            .map(|idx| self.queue.drop_node(idx))
+            .map(|idx| self.queue.forget(idx))
             .is_some()
     }
 

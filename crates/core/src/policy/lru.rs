@@ -33,7 +33,7 @@ impl<K: BlockKey> Lru<K> {
     /// Cached blocks from least to most recently used.
     pub fn iter_lru_first(&self) -> impl Iterator<Item = K> + '_ {
         let slab = &self.queue.slab;
-        slab.iter_from_tail(&self.queue.list).map(|i| slab.key(i))
+        self.queue.iter_from_tail(0).map(|i| slab.key(i))
     }
 }
 
@@ -49,7 +49,7 @@ impl<K: BlockKey> Policy<K> for Lru<K> {
     }
 
     fn len(&self) -> usize {
-        self.queue.len()
+        self.queue.list(0).len()
     }
 
     fn contains(&self, key: K) -> bool {
@@ -68,13 +68,13 @@ impl<K: BlockKey> Policy<K> for Lru<K> {
     }
 
     fn victim(&self, _: &()) -> Option<K> {
-        self.queue.tail_key()
+        self.queue.tail_key(0)
     }
 
     #[inline]
     fn evict(&mut self, _: &()) -> Option<K> {
-        let tail = self.queue.list.tail();
-        (tail != NIL).then(|| self.queue.drop_node(tail))
+        let tail = self.queue.list(0).tail();
+        (tail != NIL).then(|| self.queue.forget(tail))
     }
 
     #[inline]
@@ -85,7 +85,7 @@ impl<K: BlockKey> Policy<K> for Lru<K> {
     fn remove(&mut self, key: K) -> bool {
         self.queue
             .find(key)
-            .map(|idx| self.queue.drop_node(idx))
+            .map(|idx| self.queue.forget(idx))
             .is_some()
     }
 

@@ -2,8 +2,8 @@
 
 use super::{BlockKey, Lookup, Policy, check_capacity};
 use crate::error::CapacityError;
-use crate::index::Index;
-use crate::list::{Idx, List, NIL, Slab};
+use crate::list::{Idx, NIL};
+use crate::queue::{IndexedLists, ListTag};
 
 /// The queue a node is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +19,12 @@ enum Queue {
 struct Entry {
     queue: Queue,
     freq: u8,
+}
+
+impl ListTag for Entry {
+    fn list(self) -> usize {
+        self.queue as usize
+    }
 }
 
 /// S3-FIFO (Yang et al., SOSP 2023): new blocks enter a small FIFO (10% of
@@ -39,10 +45,8 @@ struct Entry {
 /// a small queue of a single block (caches under 20 blocks), we do.
 #[derive(Clone, Debug)]
 pub struct S3Fifo<K> {
-    index: Index,
-    slab: Slab<K, Entry>,
     /// Small, main and ghost FIFOs, indexed by [`Queue`].
-    queues: [List; 3],
+    queues: IndexedLists<K, Entry, 3>,
     main_capacity: usize,
     ghost_capacity: usize,
     capacity: usize,
@@ -60,61 +64,47 @@ impl<K: BlockKey> S3Fifo<K> {
         let small_capacity = (capacity as f64 * 0.10) as usize;
         let ghost_capacity = (capacity as f64 * 0.90) as usize;
         Ok(S3Fifo {
-            index: Index::with_capacity(capacity + ghost_capacity),
-            slab: Slab::with_capacity(capacity + ghost_capacity),
-            queues: [List::default(); 3],
+            queues: IndexedLists::with_capacity(capacity + ghost_capacity),
             main_capacity: capacity - small_capacity,
             ghost_capacity,
             capacity,
         })
     }
 
-    fn queue(&self, q: Queue) -> &List {
-        &self.queues[q as usize]
+    fn len_of(&self, q: Queue) -> usize {
+        self.queues.list(q as usize).len()
     }
 
-    fn push(&mut self, key: K, queue: Queue, freq: u8) {
-        let idx = self.slab.alloc(key, Entry { queue, freq });
-        self.slab.push_head(&mut self.queues[queue as usize], idx);
-        self.index.insert(&self.slab, idx);
-    }
-
-    /// Moves node `idx` to the head of `to` with a new counter.
-    fn requeue(&mut self, idx: Idx, to: Queue, freq: u8) {
-        let from = self.slab.meta(idx).queue;
-        self.slab.unlink(&mut self.queues[from as usize], idx);
-        self.slab.push_head(&mut self.queues[to as usize], idx);
-        *self.slab.meta_mut(idx) = Entry { queue: to, freq };
-    }
-
-    fn forget(&mut self, idx: Idx) -> K {
-        let queue = self.slab.meta(idx).queue;
-        self.slab.unlink(&mut self.queues[queue as usize], idx);
-        self.index.remove(&self.slab, idx);
-        self.slab.release(idx);
-        self.slab.key(idx)
+    fn tail_of(&self, q: Queue) -> Idx {
+        self.queues.list(q as usize).tail()
     }
 
     /// Whether the next eviction works on main rather than small. Main may
     /// outgrow its share while small promotes into it; small has no limit of
     /// its own beyond the cache's.
     fn evicts_from_main(&self) -> bool {
-        self.queue(Queue::Main).len() > self.main_capacity || self.queue(Queue::Small).is_empty()
+        self.len_of(Queue::Main) > self.main_capacity || (self.len_of(Queue::Small) == 0)
     }
 
     /// Main's CLOCK: blocks with a count go back to the head with one less
     /// (counts saturate at 3); the first without one leaves for good.
     fn evict_main(&mut self) -> Option<K> {
         loop {
-            let tail = self.queue(Queue::Main).tail();
+            let tail = self.tail_of(Queue::Main);
             if tail == NIL {
                 return None;
             }
-            let freq = self.slab.meta(tail).freq;
+            let freq = self.queues.meta(tail).freq;
             if freq == 0 {
-                return Some(self.forget(tail));
+                return Some(self.queues.forget(tail));
             }
-            self.requeue(tail, Queue::Main, freq.min(3) - 1);
+            self.queues.relocate(
+                tail,
+                Entry {
+                    queue: Queue::Main,
+                    freq: freq.min(3) - 1,
+                },
+            );
         }
     }
 
@@ -122,20 +112,32 @@ impl<K: BlockKey> S3Fifo<K> {
     /// was not leaves and becomes a ghost. `None` if every block moved.
     fn evict_small(&mut self) -> Option<K> {
         loop {
-            let tail = self.queue(Queue::Small).tail();
+            let tail = self.tail_of(Queue::Small);
             if tail == NIL {
                 return None;
             }
-            if self.slab.meta(tail).freq >= MOVE_TO_MAIN_THRESHOLD {
-                self.requeue(tail, Queue::Main, 0);
+            if self.queues.meta(tail).freq >= MOVE_TO_MAIN_THRESHOLD {
+                self.queues.relocate(
+                    tail,
+                    Entry {
+                        queue: Queue::Main,
+                        freq: 0,
+                    },
+                );
                 continue;
             }
-            if self.queue(Queue::Ghost).len() >= self.ghost_capacity {
-                let oldest_ghost = self.queue(Queue::Ghost).tail();
-                self.forget(oldest_ghost);
+            if self.len_of(Queue::Ghost) >= self.ghost_capacity {
+                let oldest_ghost = self.tail_of(Queue::Ghost);
+                self.queues.forget(oldest_ghost);
             }
-            self.requeue(tail, Queue::Ghost, 0);
-            return Some(self.slab.key(tail));
+            self.queues.relocate(
+                tail,
+                Entry {
+                    queue: Queue::Ghost,
+                    freq: 0,
+                },
+            );
+            return Some(self.queues.key(tail));
         }
     }
 }
@@ -153,46 +155,44 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
     }
 
     fn len(&self) -> usize {
-        self.queue(Queue::Small).len() + self.queue(Queue::Main).len()
+        self.len_of(Queue::Small) + self.len_of(Queue::Main)
     }
 
     fn contains(&self, key: K) -> bool {
-        self.index
-            .find(&self.slab, key)
-            .is_some_and(|idx| self.slab.meta(idx).queue != Queue::Ghost)
+        self.queues
+            .find(key)
+            .is_some_and(|idx| self.queues.meta(idx).queue != Queue::Ghost)
     }
 
     #[inline]
     fn lookup(&mut self, key: K) -> Lookup<bool> {
-        let Some(idx) = self.index.find(&self.slab, key) else {
+        let Some(idx) = self.queues.find(key) else {
             return Lookup::Miss(false);
         };
-        if self.slab.meta(idx).queue == Queue::Ghost {
-            self.forget(idx);
+        if self.queues.meta(idx).queue == Queue::Ghost {
+            self.queues.forget(idx);
             return Lookup::Miss(true);
         }
-        let entry = self.slab.meta_mut(idx);
+        let entry = self.queues.slab.meta_mut(idx);
         entry.freq = entry.freq.saturating_add(1);
         Lookup::Hit
     }
 
     fn victim(&self, _: &bool) -> Option<K> {
-        let slab = &self.slab;
+        let q = &self.queues;
+        let freq = |i| q.meta(i).freq;
         if self.evicts_from_main() {
             // The CLOCK sweep drops the oldest block among those with the
             // smallest (saturated) count.
-            let main = self.queue(Queue::Main);
-            let least = slab
-                .iter_from_tail(main)
-                .map(|i| slab.meta(i).freq.min(3))
-                .min()?;
-            slab.iter_from_tail(main)
-                .find(|&i| slab.meta(i).freq.min(3) == least)
-                .map(|i| slab.key(i))
+            let main = Queue::Main as usize;
+            let least = q.iter_from_tail(main).map(|i| freq(i).min(3)).min()?;
+            q.iter_from_tail(main)
+                .find(|&i| freq(i).min(3) == least)
+                .map(|i| q.key(i))
         } else {
-            slab.iter_from_tail(self.queue(Queue::Small))
-                .find(|&i| slab.meta(i).freq < MOVE_TO_MAIN_THRESHOLD)
-                .map(|i| slab.key(i))
+            q.iter_from_tail(Queue::Small as usize)
+                .find(|&i| freq(i) < MOVE_TO_MAIN_THRESHOLD)
+                .map(|i| q.key(i))
         }
     }
 
@@ -206,14 +206,14 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
 
     fn insert(&mut self, key: K, ghost_hit: bool) {
         let queue = if ghost_hit { Queue::Main } else { Queue::Small };
-        self.push(key, queue, 0);
+        self.queues.push(key, Entry { queue, freq: 0 });
     }
 
     /// Drops a cached block; ghosts are history and stay.
     fn remove(&mut self, key: K) -> bool {
-        match self.index.find(&self.slab, key) {
-            Some(idx) if self.slab.meta(idx).queue != Queue::Ghost => {
-                self.forget(idx);
+        match self.queues.find(key) {
+            Some(idx) if self.queues.meta(idx).queue != Queue::Ghost => {
+                self.queues.forget(idx);
                 true
             }
             _ => false,
@@ -221,6 +221,6 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
     }
 
     fn metadata_bytes(&self) -> usize {
-        self.index.allocated_bytes() + self.slab.allocated_bytes()
+        self.queues.metadata_bytes()
     }
 }

@@ -44,14 +44,14 @@ impl<K: BlockKey> Sieve<K> {
     /// the head back to the tail.
     fn step(&self, idx: Idx) -> Idx {
         match self.queue.slab.newer(idx) {
-            NIL => self.queue.list.tail(),
+            NIL => self.queue.list(0).tail(),
             newer => newer,
         }
     }
 
     fn start(&self) -> Idx {
         if self.hand == NIL {
-            self.queue.list.tail()
+            self.queue.list(0).tail()
         } else {
             self.hand
         }
@@ -61,7 +61,7 @@ impl<K: BlockKey> Sieve<K> {
         if self.hand == idx {
             self.hand = self.queue.slab.newer(idx);
         }
-        self.queue.drop_node(idx)
+        self.queue.forget(idx)
     }
 }
 
@@ -77,7 +77,7 @@ impl<K: BlockKey> Policy<K> for Sieve<K> {
     }
 
     fn len(&self) -> usize {
-        self.queue.len()
+        self.queue.list(0).len()
     }
 
     fn contains(&self, key: K) -> bool {
@@ -125,7 +125,7 @@ impl<K: BlockKey> Policy<K> for Sieve<K> {
             idx = self.step(idx);
         }
         self.hand = self.queue.slab.newer(idx);
-        Some(self.queue.drop_node(idx))
+        Some(self.queue.forget(idx))
     }
 
     #[inline]

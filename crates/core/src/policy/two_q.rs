@@ -2,8 +2,8 @@
 
 use super::{BlockKey, Lookup, Policy, check_capacity};
 use crate::error::CapacityError;
-use crate::index::Index;
-use crate::list::{Idx, List, NIL, Slab};
+use crate::list::NIL;
+use crate::queue::{IndexedLists, ListTag};
 
 /// The queue a node is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +17,12 @@ enum Queue {
     Main,
 }
 
+impl ListTag for Queue {
+    fn list(self) -> usize {
+        self as usize
+    }
+}
+
 /// 2Q (Johnson and Shasha, VLDB 1994), full version: first references go to
 /// a FIFO `A1in` (25% of the cache); blocks leaving it are remembered in a
 /// ghost FIFO `A1out` (ids of 50% of the cache); a miss that hits `A1out`
@@ -28,10 +34,8 @@ enum Queue {
 /// Same as libCacheSim's `TwoQ` (`Ain-size-ratio=0.25,Aout-size-ratio=0.5`).
 #[derive(Clone, Debug)]
 pub struct TwoQ<K> {
-    index: Index,
-    slab: Slab<K, Queue>,
     /// A1in, A1out and Am, indexed by [`Queue`].
-    queues: [List; 3],
+    queues: IndexedLists<K, Queue, 3>,
     in_capacity: usize,
     out_capacity: usize,
     main_capacity: usize,
@@ -47,9 +51,7 @@ impl<K: BlockKey> TwoQ<K> {
         let in_capacity = (capacity as f64 * 0.25) as usize;
         let out_capacity = (capacity as f64 * 0.5) as usize;
         Ok(TwoQ {
-            index: Index::with_capacity(capacity + out_capacity),
-            slab: Slab::with_capacity(capacity + out_capacity),
-            queues: [List::default(); 3],
+            queues: IndexedLists::with_capacity(capacity + out_capacity),
             in_capacity,
             out_capacity,
             main_capacity: capacity - in_capacity,
@@ -57,16 +59,8 @@ impl<K: BlockKey> TwoQ<K> {
         })
     }
 
-    fn queue(&self, q: Queue) -> &List {
-        &self.queues[q as usize]
-    }
-
-    fn forget(&mut self, idx: Idx) -> K {
-        let queue = self.slab.meta(idx);
-        self.slab.unlink(&mut self.queues[queue as usize], idx);
-        self.index.remove(&self.slab, idx);
-        self.slab.release(idx);
-        self.slab.key(idx)
+    fn len_of(&self, q: Queue) -> usize {
+        self.queues.list(q as usize).len()
     }
 
     fn is_full(&self) -> bool {
@@ -76,12 +70,12 @@ impl<K: BlockKey> TwoQ<K> {
     /// Whether a block coming back from `A1out` must first push one out of a
     /// full `Am`, even though the cache as a whole has room.
     fn main_needs_room(&self, ghost_hit: bool) -> bool {
-        ghost_hit && self.queue(Queue::Main).len() >= self.main_capacity
+        ghost_hit && self.len_of(Queue::Main) >= self.main_capacity
     }
 
     /// Which queue the next eviction takes from.
     fn eviction_queue(&self) -> Queue {
-        if self.is_full() && self.queue(Queue::In).len() > self.in_capacity {
+        if self.is_full() && self.len_of(Queue::In) > self.in_capacity {
             Queue::In
         } else {
             Queue::Main
@@ -102,29 +96,28 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
     }
 
     fn len(&self) -> usize {
-        self.queue(Queue::In).len() + self.queue(Queue::Main).len()
+        self.len_of(Queue::In) + self.len_of(Queue::Main)
     }
 
     fn contains(&self, key: K) -> bool {
-        self.index
-            .find(&self.slab, key)
-            .is_some_and(|idx| self.slab.meta(idx) != Queue::Out)
+        self.queues
+            .find(key)
+            .is_some_and(|idx| self.queues.meta(idx) != Queue::Out)
     }
 
     #[inline]
     fn lookup(&mut self, key: K) -> Lookup<bool> {
-        let Some(idx) = self.index.find(&self.slab, key) else {
+        let Some(idx) = self.queues.find(key) else {
             return Lookup::Miss(false);
         };
-        match self.slab.meta(idx) {
+        match self.queues.meta(idx) {
             Queue::In => Lookup::Hit,
             Queue::Out => {
-                self.forget(idx);
+                self.queues.forget(idx);
                 Lookup::Miss(true)
             }
             Queue::Main => {
-                self.slab
-                    .move_to_head(&mut self.queues[Queue::Main as usize], idx);
+                self.queues.move_to_head(idx);
                 Lookup::Hit
             }
         }
@@ -135,43 +128,38 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
     }
 
     fn victim(&self, _: &bool) -> Option<K> {
-        let tail = self.queue(self.eviction_queue()).tail();
-        (tail != NIL).then(|| self.slab.key(tail))
+        let tail = self.queues.list(self.eviction_queue() as usize).tail();
+        (tail != NIL).then(|| self.queues.key(tail))
     }
 
     fn evict(&mut self, _: &bool) -> Option<K> {
         let queue = self.eviction_queue();
-        let tail = self.queue(queue).tail();
+        let tail = self.queues.list(queue as usize).tail();
         if tail == NIL {
             return None;
         }
         if queue == Queue::Main {
-            return Some(self.forget(tail));
+            return Some(self.queues.forget(tail));
         }
         // Leaving A1in: remember the id in A1out.
-        if self.queue(Queue::Out).len() >= self.out_capacity {
-            let oldest_ghost = self.queue(Queue::Out).tail();
-            self.forget(oldest_ghost);
+        if self.len_of(Queue::Out) >= self.out_capacity {
+            let oldest_ghost = self.queues.list(Queue::Out as usize).tail();
+            self.queues.forget(oldest_ghost);
         }
-        self.slab.unlink(&mut self.queues[Queue::In as usize], tail);
-        self.slab
-            .push_head(&mut self.queues[Queue::Out as usize], tail);
-        *self.slab.meta_mut(tail) = Queue::Out;
-        Some(self.slab.key(tail))
+        self.queues.relocate(tail, Queue::Out);
+        Some(self.queues.key(tail))
     }
 
     fn insert(&mut self, key: K, ghost_hit: bool) {
         let queue = if ghost_hit { Queue::Main } else { Queue::In };
-        let idx = self.slab.alloc(key, queue);
-        self.slab.push_head(&mut self.queues[queue as usize], idx);
-        self.index.insert(&self.slab, idx);
+        self.queues.push(key, queue);
     }
 
     /// Drops a cached block; `A1out` ghosts are history and stay.
     fn remove(&mut self, key: K) -> bool {
-        match self.index.find(&self.slab, key) {
-            Some(idx) if self.slab.meta(idx) != Queue::Out => {
-                self.forget(idx);
+        match self.queues.find(key) {
+            Some(idx) if self.queues.meta(idx) != Queue::Out => {
+                self.queues.forget(idx);
                 true
             }
             _ => false,
@@ -179,6 +167,6 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
     }
 
     fn metadata_bytes(&self) -> usize {
-        self.index.allocated_bytes() + self.slab.allocated_bytes()
+        self.queues.metadata_bytes()
     }
 }
