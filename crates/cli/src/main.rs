@@ -1,8 +1,10 @@
 //! The `coopcache` command.
 
+mod coop;
 mod output;
 mod progress;
 mod sim;
+mod table;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -48,7 +48,7 @@ pub fn print_json(rows: &[Row]) -> Result<()> {
     Ok(())
 }
 
-/// An aligned table: text columns left, numbers right.
+/// An aligned table of the runs.
 pub fn print_table(rows: &[Row]) {
     let header = [
         "trace",
@@ -60,10 +60,10 @@ pub fn print_table(rows: &[Row]) {
         "time (s)",
         "Mreq/s",
     ];
-    let cells: Vec<[String; 8]> = rows
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            [
+            vec![
                 r.trace.clone(),
                 r.policy.clone(),
                 r.cache_size_objects.to_string(),
@@ -75,30 +75,5 @@ pub fn print_table(rows: &[Row]) {
             ]
         })
         .collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|c| c[i].len())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |fields: &[String]| {
-        let mut s = String::new();
-        for (i, f) in fields.iter().enumerate() {
-            let w = widths[i];
-            if i < 2 {
-                s.push_str(&format!("{f:<w$}  "));
-            } else {
-                s.push_str(&format!("{f:>w$}  "));
-            }
-        }
-        println!("{}", s.trim_end());
-    };
-    line(&header.map(String::from));
-    for c in &cells {
-        line(c);
-    }
+    crate::table::print(&header, &cells, 2);
 }

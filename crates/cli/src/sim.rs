@@ -34,44 +34,48 @@ Examples:
 #[command(after_help = AFTER_HELP)]
 pub struct SimArgs {
     /// Trace file(s); several are composed into one (see --compose).
-    #[arg(required = true, value_name = "TRACE")]
-    traces: Vec<PathBuf>,
+    #[arg(value_name = "TRACE")]
+    pub(crate) traces: Vec<PathBuf>,
 
     /// Trace format: lirs, lis, be32, oracle, csv, msr, tencent.
     #[arg(short, long)]
-    format: TraceFormat,
+    pub(crate) format: Option<TraceFormat>,
 
-    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, s3fifo, 2q, lirs.
+    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, s3fifo, 2q, lirs
+    /// (with --algorithms: the nodes' local policy).
     #[arg(short, long, value_delimiter = ',', default_value = "lru")]
-    policy: Vec<PolicyKind>,
+    pub(crate) policy: Vec<PolicyKind>,
 
     /// Cache sizes, comma-separated: blocks (`2750`) or bytes with a unit (`16MiB`).
-    #[arg(short = 's', long, value_delimiter = ',', required = true)]
+    #[arg(short = 's', long, value_delimiter = ',')]
     cache_size: Vec<CacheSize>,
 
     /// Block size: divides byte cache sizes, and splits msr/tencent requests into blocks.
     #[arg(long, default_value = "8KiB", value_parser = parse_block_size)]
-    block_size: u64,
+    pub(crate) block_size: u64,
 
     /// Column map of the csv format (see Formats below).
     #[arg(long, value_name = "SPEC")]
-    csv: Option<CsvSpec>,
+    pub(crate) csv: Option<CsvSpec>,
 
     /// How several traces interleave: `time` (by timestamp) or `round-robin`.
     #[arg(long)]
-    compose: Option<ComposeMode>,
+    pub(crate) compose: Option<ComposeMode>,
 
     /// With several traces: ids are each trace's own data (`disjoint`) or one shared store (`shared`).
     #[arg(long, default_value = "disjoint", value_parser = parse_id_space)]
-    ids: IdSpace,
+    pub(crate) ids: IdSpace,
 
     /// Print one JSON object per run instead of a table.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 
     /// Worker threads for the runs (default: one per core).
     #[arg(short, long)]
     jobs: Option<usize>,
+
+    #[command(flatten)]
+    pub(crate) coop: crate::coop::CoopArgs,
 }
 
 fn parse_block_size(text: &str) -> Result<u64, String> {
@@ -91,18 +95,30 @@ fn parse_id_space(text: &str) -> Result<IdSpace, String> {
     }
 }
 
-/// Runs `coopcache sim`.
+/// Runs `coopcache sim`: cooperative algorithms with `--algorithms`,
+/// otherwise local policies.
 pub fn run(args: SimArgs) -> Result<()> {
-    if args.format == TraceFormat::Csv && args.csv.is_none() {
-        bail!("--format csv needs --csv to say which column holds the id, e.g. --csv id=1");
-    }
-    let specs = run_specs(&args)?;
     if let Some(jobs) = args.jobs {
         rayon::ThreadPoolBuilder::new()
             .num_threads(jobs.max(1))
             .build_global()
             .context("starting worker threads")?;
     }
+    if args.coop.algorithms.is_some() {
+        return crate::coop::run(&args);
+    }
+    if args.coop.workload.is_some() {
+        bail!(
+            "--workload drives a cluster: add --algorithms (e.g. --algorithms base,greedy,nchance)"
+        );
+    }
+    if args.traces.is_empty() {
+        bail!("give a TRACE file (or --workload with --algorithms); see `coopcache sim --help`");
+    }
+    if args.cache_size.is_empty() {
+        bail!("give --cache-size: blocks (`2750`) or bytes with a unit (`16MiB`), comma-separated");
+    }
+    let specs = run_specs(&args)?;
     let (requests, progress) = open_traces(&args)?;
     let label = trace_label(&args.traces);
     let results = replay(requests, &specs, |n| progress.update(n))
@@ -135,14 +151,20 @@ fn run_specs(args: &SimArgs) -> Result<Vec<RunSpec>> {
 
 /// Opens the trace, or composes several; returns the requests and a
 /// progress display over the files' bytes.
-fn open_traces(args: &SimArgs) -> Result<(Requests, Progress)> {
+pub(crate) fn open_traces(args: &SimArgs) -> Result<(Requests, Progress)> {
+    let Some(format) = args.format else {
+        bail!("give --format for the trace: one of lirs, lis, be32, oracle, csv, msr, tencent");
+    };
+    if format == TraceFormat::Csv && args.csv.is_none() {
+        bail!("--format csv needs --csv to say which column holds the id, e.g. --csv id=1");
+    }
     let opts = ReadOptions {
         block_size: args.block_size,
         csv: args.csv.clone(),
     };
     let mut streams = Vec::new();
     for path in &args.traces {
-        let stream = trace::open(path, args.format, &opts)?;
+        let stream = trace::open(path, format, &opts)?;
         streams.push((stream, path.clone()));
     }
     let progress = Progress::new(
@@ -166,7 +188,7 @@ fn open_traces(args: &SimArgs) -> Result<(Requests, Progress)> {
 }
 
 /// The trace's name in reports: its file name, or names joined with `+`.
-fn trace_label(paths: &[PathBuf]) -> String {
+pub(crate) fn trace_label(paths: &[PathBuf]) -> String {
     paths
         .iter()
         .map(|p| {

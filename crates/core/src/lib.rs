@@ -7,10 +7,14 @@
 //!
 //! - [`policy`]: local replacement policies behind one [`policy::Policy`]
 //!   trait (LRU, FIFO, CLOCK, SIEVE, ARC, S3-FIFO, 2Q, LIRS).
+//! - [`coop`]: the cooperative caching algorithms (Base, Direct, Greedy,
+//!   Centrally Coordinated, N-Chance, Hash-Distributed, Weighted LRU, Best)
+//!   as node and manager state machines exchanging messages.
 //! - [`list`]: the slab-backed linked lists the policies are built on.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod coop;
 pub mod error;
 mod index;
 pub mod list;

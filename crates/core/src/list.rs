@@ -197,7 +197,12 @@ impl<K: Copy, M: Copy> Slab<K, M> {
 
     /// Iterates over `list` from the tail (oldest) to the head (newest).
     pub fn iter_from_tail<'a>(&'a self, list: &List) -> impl Iterator<Item = Idx> + 'a {
-        let mut cur = list.tail;
+        self.iter_newer_from(list.tail)
+    }
+
+    /// Iterates from node `start` (or nothing for [`NIL`]) towards the head.
+    pub fn iter_newer_from(&self, start: Idx) -> impl Iterator<Item = Idx> + '_ {
+        let mut cur = start;
         std::iter::from_fn(move || {
             (cur != NIL).then(|| {
                 let idx = cur;

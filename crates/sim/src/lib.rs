@@ -7,9 +7,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod chunks;
+pub mod coop;
 pub mod error;
 pub mod replay;
 pub mod size;
 pub mod trace;
+pub mod workload;
 
 pub use error::{OptionError, TraceError};

@@ -6,12 +6,12 @@
 //! parsing overlap the simulation, and each cache's time counts only its
 //! own request loop.
 
+use crate::chunks::for_each_chunk;
 use crate::error::TraceError;
 use crate::trace::Requests;
 use coopcache_core::CapacityError;
 use coopcache_core::policy::{Policy, PolicyKind, PolicyVisitor, access};
 use rayon::prelude::*;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// One cache to simulate: a policy and a capacity in blocks.
@@ -131,11 +131,6 @@ pub enum ReplayError {
     Capacity(#[from] CapacityError),
 }
 
-/// Block ids per chunk handed from the reader thread to the caches.
-const CHUNK: usize = 1 << 16;
-/// Chunks in flight between the reader and the caches.
-const CHUNKS_IN_FLIGHT: usize = 4;
-
 /// Replays `requests` through one cache per spec, in parallel, and returns
 /// their results in the order of `specs`. `on_chunk` is called after each
 /// chunk with the number of requests replayed so far (for progress).
@@ -148,54 +143,24 @@ pub fn replay(
         .iter()
         .map(|&spec| spec.policy.build(spec.capacity, BoxRun(spec)))
         .collect::<Result<Vec<_>, _>>()?;
-    let (full_tx, full_rx) = mpsc::sync_channel::<Result<Vec<u64>, TraceError>>(CHUNKS_IN_FLIGHT);
-    // Used buffers go back to the reader, so chunks are allocated once.
-    let (empty_tx, empty_rx) = mpsc::channel::<Vec<u64>>();
-    std::thread::scope(|scope| {
-        scope.spawn(move || read_chunks(requests, &full_tx, &empty_rx));
-        let mut replayed = 0u64;
-        for chunk in full_rx {
-            let chunk = chunk?;
-            runs.par_iter_mut().for_each(|run| run.feed(&chunk));
-            replayed += chunk.len() as u64;
+    let mut replayed = 0u64;
+    for_each_chunk(
+        requests,
+        |r| r.id,
+        |ids: &[u64]| {
+            runs.par_iter_mut().for_each(|run| run.feed(ids));
+            replayed += ids.len() as u64;
             on_chunk(replayed);
-            // The reader may have finished; a failed send just drops the buffer.
-            let _ = empty_tx.send(chunk);
-        }
-        Ok(runs.iter().map(|run| run.result()).collect())
-    })
-}
-
-/// The reader thread: fills chunks of ids until the trace ends or fails.
-fn read_chunks(
-    mut requests: Requests,
-    full: &mpsc::SyncSender<Result<Vec<u64>, TraceError>>,
-    empty: &mpsc::Receiver<Vec<u64>>,
-) {
-    loop {
-        let mut chunk = empty
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
-        chunk.clear();
-        for request in requests.by_ref().take(CHUNK) {
-            match request {
-                Ok(r) => chunk.push(r.id),
-                Err(e) => {
-                    let _ = full.send(Err(e));
-                    return;
-                }
-            }
-        }
-        let last = chunk.len() < CHUNK;
-        if chunk.is_empty() || full.send(Ok(chunk)).is_err() || last {
-            return;
-        }
-    }
+            Ok::<(), ReplayError>(())
+        },
+    )?;
+    Ok(runs.iter().map(|run| run.result()).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chunks::CHUNK;
     use crate::trace::Request;
 
     fn ids(ids: impl IntoIterator<Item = u64>) -> Requests {

@@ -223,4 +223,13 @@ impl<K: BlockKey> Policy<K> for Arc<K> {
     fn metadata_bytes(&self) -> usize {
         self.lists.metadata_bytes()
     }
+
+    /// T1 (seen once) from its LRU end, then T2.
+    fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_ {
+        let lists = &self.lists;
+        lists
+            .iter_from_tail(Place::T1.list())
+            .chain(lists.iter_from_tail(Place::T2.list()))
+            .map(|i| lists.key(i))
+    }
 }

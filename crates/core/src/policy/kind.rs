@@ -38,6 +38,35 @@ pub trait PolicyVisitor<K: BlockKey> {
     fn visit<P: Policy<K> + Send + 'static>(self, policy: P) -> Self::Output;
 }
 
+/// Something to do with a policy's constructor, whatever the policy's
+/// type: build many caches of one policy (a cluster's nodes).
+pub trait PolicyFactory<K: BlockKey> {
+    /// What the call returns.
+    type Output;
+    /// Runs with the constructor of the chosen policy.
+    fn make<P: Policy<K> + Send + 'static>(
+        self,
+        new: fn(usize) -> Result<P, CapacityError>,
+    ) -> Self::Output;
+}
+
+/// Adapts a [`PolicyVisitor`] to one cache built by a [`PolicyFactory`].
+struct BuildOne<V> {
+    capacity: usize,
+    visitor: V,
+}
+
+impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
+    type Output = Result<V::Output, CapacityError>;
+
+    fn make<P: Policy<K> + Send + 'static>(
+        self,
+        new: fn(usize) -> Result<P, CapacityError>,
+    ) -> Self::Output {
+        Ok(self.visitor.visit(new(self.capacity)?))
+    }
+}
+
 impl PolicyKind {
     /// Every policy, in the order tables list them.
     pub const ALL: [PolicyKind; 8] = [
@@ -72,16 +101,21 @@ impl PolicyKind {
         capacity: usize,
         visitor: V,
     ) -> Result<V::Output, CapacityError> {
-        Ok(match self {
-            PolicyKind::Lru => visitor.visit(Lru::new(capacity)?),
-            PolicyKind::Fifo => visitor.visit(Fifo::new(capacity)?),
-            PolicyKind::Clock => visitor.visit(Clock::new(capacity)?),
-            PolicyKind::Sieve => visitor.visit(Sieve::new(capacity)?),
-            PolicyKind::Arc => visitor.visit(Arc::new(capacity)?),
-            PolicyKind::S3Fifo => visitor.visit(S3Fifo::new(capacity)?),
-            PolicyKind::TwoQ => visitor.visit(TwoQ::new(capacity)?),
-            PolicyKind::Lirs => visitor.visit(Lirs::new(capacity)?),
-        })
+        self.factory(BuildOne { capacity, visitor })
+    }
+
+    /// Hands this policy's constructor to `factory`.
+    pub fn factory<K: BlockKey, F: PolicyFactory<K>>(self, factory: F) -> F::Output {
+        match self {
+            PolicyKind::Lru => factory.make(Lru::new),
+            PolicyKind::Fifo => factory.make(Fifo::new),
+            PolicyKind::Clock => factory.make(Clock::new),
+            PolicyKind::Sieve => factory.make(Sieve::new),
+            PolicyKind::Arc => factory.make(Arc::new),
+            PolicyKind::S3Fifo => factory.make(S3Fifo::new),
+            PolicyKind::TwoQ => factory.make(TwoQ::new),
+            PolicyKind::Lirs => factory.make(Lirs::new),
+        }
     }
 }
 

@@ -401,4 +401,19 @@ impl<K: BlockKey> Policy<K> for Lirs<K> {
             + self.q_slab.allocated_bytes()
             + self.nh_slab.allocated_bytes()
     }
+
+    /// Resident HIR blocks from the front of `Q`, then LIR blocks from the
+    /// bottom of `S`.
+    fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_ {
+        let hir = self
+            .q_slab
+            .iter_from_tail(&self.q)
+            .map(|i| self.q_slab.key(i));
+        let lir = self
+            .s_slab
+            .iter_from_tail(&self.s)
+            .filter(|&i| self.s_slab.meta(i).lir)
+            .map(|i| self.s_slab.key(i));
+        hir.chain(lir)
+    }
 }

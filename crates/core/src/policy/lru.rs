@@ -92,4 +92,8 @@ impl<K: BlockKey> Policy<K> for Lru<K> {
     fn metadata_bytes(&self) -> usize {
         self.queue.metadata_bytes()
     }
+
+    fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_ {
+        self.queue.iter_from_tail(0).map(|i| self.queue.key(i))
+    }
 }

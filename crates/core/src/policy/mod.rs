@@ -25,7 +25,7 @@ mod two_q;
 pub use arc::{Arc, ArcMiss};
 pub use clock::Clock;
 pub use fifo::Fifo;
-pub use kind::{PolicyKind, PolicyVisitor, UnknownPolicy};
+pub use kind::{PolicyFactory, PolicyKind, PolicyVisitor, UnknownPolicy};
 pub use lirs::{Lirs, LirsMiss};
 pub use lru::Lru;
 pub use s3fifo::S3Fifo;
@@ -111,6 +111,11 @@ pub trait Policy<K: BlockKey> {
 
     /// Bytes of heap the policy's metadata occupies now (index and queues).
     fn metadata_bytes(&self) -> usize;
+
+    /// Every cached block (no ghosts), roughly in the order the policy would
+    /// evict them: the least valuable first. The cooperation algorithms scan
+    /// it to choose a victim of their own (N-Chance's oldest duplicate).
+    fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_;
 }
 
 /// One request through `policy`: a hit, or a miss that makes room (reporting

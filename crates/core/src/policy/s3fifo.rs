@@ -223,4 +223,12 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
     fn metadata_bytes(&self) -> usize {
         self.queues.metadata_bytes()
     }
+
+    /// The small queue from its end, then main.
+    fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_ {
+        let q = &self.queues;
+        q.iter_from_tail(Queue::Small as usize)
+            .chain(q.iter_from_tail(Queue::Main as usize))
+            .map(|i| q.key(i))
+    }
 }

@@ -143,4 +143,16 @@ impl<K: BlockKey> Policy<K> for Sieve<K> {
     fn metadata_bytes(&self) -> usize {
         self.queue.metadata_bytes()
     }
+
+    /// From the hand towards the head, then from the tail up to the hand.
+    fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_ {
+        let slab = &self.queue.slab;
+        let start = self.start();
+        let from_hand = slab.iter_newer_from(start);
+        let before_hand = self
+            .queue
+            .iter_from_tail(0)
+            .take_while(move |&i| i != start);
+        from_hand.chain(before_hand).map(|i| slab.key(i))
+    }
 }

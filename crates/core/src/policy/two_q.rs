@@ -169,4 +169,12 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
     fn metadata_bytes(&self) -> usize {
         self.queues.metadata_bytes()
     }
+
+    /// `A1in` from its end, then `Am` from its LRU end.
+    fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_ {
+        let q = &self.queues;
+        q.iter_from_tail(Queue::In as usize)
+            .chain(q.iter_from_tail(Queue::Main as usize))
+            .map(|i| q.key(i))
+    }
 }

@@ -1,0 +1,492 @@
+//! `coopcache sim --algorithms ...`: the cooperative caching study.
+
+use crate::progress::Progress;
+use crate::sim::{SimArgs, open_traces, trace_label};
+use crate::table;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
+use coopcache_sim::coop::report::{
+    Comparison, MIN_CLIENT_READS, client_speedups, compare, find_base,
+};
+use coopcache_sim::coop::{CoopResult, CoopSpec, CostProfile, simulate};
+use coopcache_sim::size::CacheSize;
+use coopcache_sim::trace::Requests;
+use coopcache_sim::workload::Workload;
+use serde::Serialize;
+use std::io::Write;
+
+/// Options of the cooperative study (`--algorithms`).
+#[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Cooperative caching (with --algorithms)")]
+pub struct CoopArgs {
+    /// Algorithms to compare, comma-separated: base, direct, greedy, central, nchance, hash, wlru, best.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) algorithms: Option<Vec<AlgorithmKind>>,
+
+    /// A synthetic multi-client workload instead of a trace: sprite-like, leff, zipf.
+    #[arg(long)]
+    pub(crate) workload: Option<Workload>,
+
+    /// Workload parameters as key=value pairs, e.g. `requests=200000,seed=7` (see docs/reproduction.md).
+    #[arg(long, value_name = "KEY=VALUE,...")]
+    workload_params: Option<String>,
+
+    /// Nodes (clients). Workloads: overrides theirs. Traces: default one per client in the trace.
+    #[arg(long)]
+    clients: Option<u32>,
+
+    /// Cache per node.
+    #[arg(long, default_value = "16MiB")]
+    client_cache: CacheSize,
+
+    /// The manager's own cache.
+    #[arg(long, default_value = "128MiB")]
+    manager_cache: CacheSize,
+
+    /// N-Chance: how many times an unreferenced singlet is passed on.
+    #[arg(long, default_value_t = 2)]
+    chances: u8,
+
+    /// Centrally Coordinated and Hash-Distributed: fraction of each node's cache managed globally.
+    #[arg(long, default_value_t = 0.8)]
+    central_fraction: f64,
+
+    /// Direct Client Cooperation: each node's private remote cache (default: as large as its own).
+    #[arg(long)]
+    direct_remote: Option<CacheSize>,
+
+    /// Access times: atm-1994 (the paper's), ethernet-1994, dc-2026-nvme, dc-2026-s3.
+    #[arg(long, default_value = "atm-1994")]
+    profile: CostProfile,
+
+    /// Scale the profile's network block fetch (transfer and two hops) to this many microseconds.
+    #[arg(long, value_name = "US")]
+    network_us: Option<f64>,
+
+    /// Requests excluded from every figure at the start (default: 4/7 of a workload, as the
+    /// paper's 400k of 700k; none for a trace).
+    #[arg(long)]
+    warmup: Option<u64>,
+
+    /// Seed of the workload and of every random choice of the algorithms.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// What the study runs on: a workload or a trace, with its node count.
+pub(crate) struct Input {
+    pub(crate) label: String,
+    pub(crate) requests: Requests,
+    pub(crate) nodes: u32,
+    pub(crate) warmup: u64,
+    pub(crate) progress: Option<Progress>,
+}
+
+impl CoopArgs {
+    /// Opens the workload or trace the study runs on.
+    pub(crate) fn input(&self, sim: &SimArgs) -> Result<Input> {
+        match (&self.workload, sim.traces.is_empty()) {
+            (Some(_), false) => bail!("give either a TRACE or --workload, not both"),
+            (None, true) => bail!(
+                "give a multi-client TRACE (with --format) or --workload sprite-like|leff|zipf"
+            ),
+            (Some(w), true) => {
+                let mut workload = w.clone();
+                workload.set("seed", &self.seed.to_string())?;
+                if let Some(clients) = self.clients {
+                    workload.set("clients", &clients.to_string())?;
+                }
+                if let Some(params) = &self.workload_params {
+                    workload.set_all(params)?;
+                }
+                if workload.clients() == 0 {
+                    bail!("the workload has no clients: set clients=N");
+                }
+                Ok(Input {
+                    label: workload.name().to_string(),
+                    nodes: workload.clients(),
+                    warmup: self.warmup.unwrap_or_else(|| workload.default_warmup()),
+                    requests: workload.requests_iter(),
+                    progress: None,
+                })
+            }
+            (None, false) => {
+                let nodes = match self.clients {
+                    Some(n) => n,
+                    None => count_clients(sim)?,
+                };
+                let (requests, progress) = open_traces(sim)?;
+                Ok(Input {
+                    label: trace_label(&sim.traces),
+                    requests,
+                    nodes,
+                    warmup: self.warmup.unwrap_or(0),
+                    progress: Some(progress),
+                })
+            }
+        }
+    }
+
+    /// The cluster configuration for `nodes` nodes.
+    pub(crate) fn config(&self, sim: &SimArgs, nodes: u32) -> Result<ClusterConfig> {
+        let [policy] = sim.policy[..] else {
+            bail!(
+                "with --algorithms give one --policy for the nodes' local caches, not {}",
+                sim.policy.len()
+            );
+        };
+        let node_capacity = self.client_cache.blocks(sim.block_size)?;
+        Ok(ClusterConfig {
+            nodes,
+            node_capacity,
+            manager_capacity: self.manager_cache.blocks(sim.block_size)?,
+            policy,
+            chances: self.chances,
+            central_fraction: self.central_fraction,
+            direct_remote: match self.direct_remote {
+                Some(size) => size.blocks(sim.block_size)?,
+                None => node_capacity,
+            },
+            penalties: self.profile().penalties(),
+            seed: self.seed,
+        })
+    }
+
+    /// The cost profile, with the network scaled if asked.
+    pub(crate) fn profile(&self) -> CostProfile {
+        match self.network_us {
+            Some(us) => self.profile.with_network_us(us),
+            None => self.profile,
+        }
+    }
+}
+
+/// Counts the clients of a trace with a first pass over it.
+fn count_clients(sim: &SimArgs) -> Result<u32> {
+    if sim.traces.len() > 1 {
+        return Ok(sim.traces.len() as u32);
+    }
+    let (requests, _) = open_traces(sim)?;
+    let mut most = 0u32;
+    for r in requests {
+        most = most.max(r?.client);
+    }
+    Ok(most + 1)
+}
+
+/// Runs the study and prints (and plots) its figures.
+pub fn run(sim: &SimArgs) -> Result<()> {
+    let args = &sim.coop;
+    let input = args.input(sim)?;
+    let config = args.config(sim, input.nodes)?;
+    let wanted = args.algorithms.clone().unwrap_or_default();
+    if wanted.is_empty() {
+        bail!(
+            "--algorithms needs at least one of base, direct, greedy, central, nchance, hash, wlru, best"
+        );
+    }
+    // Base is always simulated: every comparison is against it.
+    let mut algorithms = vec![AlgorithmKind::Base];
+    algorithms.extend(wanted.iter().copied().filter(|&a| a != AlgorithmKind::Base));
+    let specs: Vec<CoopSpec> = algorithms
+        .iter()
+        .map(|&algorithm| CoopSpec {
+            algorithm,
+            config: config.clone(),
+            profile: args.profile(),
+            warmup: input.warmup,
+        })
+        .collect();
+    let progress = input.progress;
+    let results = simulate(input.requests, &specs, |n| {
+        if let Some(p) = &progress {
+            p.update(n);
+        }
+    })
+    .with_context(|| format!("simulating {}", input.label));
+    if let Some(p) = &progress {
+        p.finish();
+    }
+    let results = results?;
+    let base = find_base(&results).context("Base was not simulated")?;
+    let shown: Vec<(&CoopResult, Comparison)> = wanted
+        .iter()
+        .filter_map(|&a| results.iter().find(|r| r.spec.algorithm == a))
+        .map(|r| (r, compare(r, base)))
+        .collect();
+    if sim.json {
+        print_json(&input.label, &shown, base)?;
+    } else {
+        print_tables(&input.label, &config, &shown);
+    }
+    Ok(())
+}
+
+/// The JSON object of one algorithm.
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    workload: &'a str,
+    algorithm: &'a str,
+    policy: String,
+    nodes: u32,
+    node_cache_blocks: usize,
+    manager_cache_blocks: usize,
+    profile: &'a str,
+    reads: u64,
+    writes: u64,
+    avg_read_us: f64,
+    local_hit: f64,
+    server_mem_hit: f64,
+    remote_hit: f64,
+    origin_rate: f64,
+    local_miss_rate: f64,
+    avg_hops: f64,
+    time_local_us: f64,
+    time_server_mem_us: f64,
+    time_remote_us: f64,
+    time_origin_us: f64,
+    server_load: u64,
+    server_load_vs_base: f64,
+    load_origin: u64,
+    load_remote: u64,
+    load_server_mem: u64,
+    load_other: u64,
+    speedup_vs_base: f64,
+    worst_client_speedup: Option<f64>,
+    clients_slowed_5pct: usize,
+    clients_compared: usize,
+    directory_bytes_per_block: f64,
+    requests: u64,
+    elapsed_s: f64,
+    requests_per_s: f64,
+    /// Per client: reads measured and speedup against Base.
+    clients: Vec<ClientJson>,
+}
+
+/// One client's figures.
+#[derive(Serialize)]
+struct ClientJson {
+    reads: u64,
+    avg_read_us: f64,
+    speedup_vs_base: Option<f64>,
+}
+
+fn json_row<'a>(
+    label: &'a str,
+    r: &'a CoopResult,
+    c: &Comparison,
+    base: &CoopResult,
+) -> JsonRow<'a> {
+    let s = &r.stats;
+    let per_read = |t: f64| {
+        if s.reads == 0 {
+            0.0
+        } else {
+            t / s.reads as f64
+        }
+    };
+    JsonRow {
+        workload: label,
+        algorithm: r.spec.algorithm.name(),
+        policy: r.spec.config.policy.to_string(),
+        nodes: r.spec.config.nodes,
+        node_cache_blocks: r.spec.config.node_capacity,
+        manager_cache_blocks: r.spec.config.manager_capacity,
+        profile: r.spec.profile.name,
+        reads: s.reads,
+        writes: s.writes,
+        avg_read_us: s.avg_read_us(),
+        local_hit: s.fraction(Level::Local),
+        server_mem_hit: s.fraction(Level::ManagerMemory),
+        remote_hit: s.fraction(Level::RemoteNode),
+        origin_rate: s.fraction(Level::Origin),
+        local_miss_rate: s.local_miss_rate(),
+        avg_hops: per_read(s.hops as f64),
+        time_local_us: per_read(s.time_by_level_us[Level::Local.index()]),
+        time_server_mem_us: per_read(s.time_by_level_us[Level::ManagerMemory.index()]),
+        time_remote_us: per_read(s.time_by_level_us[Level::RemoteNode.index()]),
+        time_origin_us: per_read(s.time_by_level_us[Level::Origin.index()]),
+        server_load: s.load.total(),
+        server_load_vs_base: c.load_vs_base,
+        load_origin: s.load.origin,
+        load_remote: s.load.remote,
+        load_server_mem: s.load.manager_memory,
+        load_other: s.load.other,
+        speedup_vs_base: c.speedup,
+        worst_client_speedup: c.worst_client_speedup,
+        clients_slowed_5pct: c.clients_slowed_5pct,
+        clients_compared: c.clients_compared,
+        directory_bytes_per_block: r.directory_bytes_per_block,
+        requests: s.requests,
+        elapsed_s: r.elapsed.as_secs_f64(),
+        requests_per_s: r.requests_per_s(),
+        clients: client_speedups(r, base)
+            .into_iter()
+            .zip(&s.clients)
+            .map(|((reads, speedup_vs_base), stats)| ClientJson {
+                reads,
+                avg_read_us: stats.avg_us(),
+                speedup_vs_base,
+            })
+            .collect(),
+    }
+}
+
+fn print_json(label: &str, shown: &[(&CoopResult, Comparison)], base: &CoopResult) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for (r, c) in shown {
+        serde_json::to_writer(&mut out, &json_row(label, r, c, base))?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.2}", us / 1000.0)
+}
+
+fn print_tables(label: &str, config: &ClusterConfig, shown: &[(&CoopResult, Comparison)]) {
+    let Some((first, _)) = shown.first() else {
+        return;
+    };
+    let s = &first.stats;
+    println!(
+        "{label}: {} nodes x {} blocks, manager {} blocks, {} local caches, profile {}; {} reads and {} writes measured after {} warm-up requests\n",
+        config.nodes,
+        config.node_capacity,
+        config.manager_capacity,
+        config.policy,
+        first.spec.profile.name,
+        s.reads,
+        s.writes,
+        first.spec.warmup
+    );
+    println!("Average read time (ms) and where it goes (paper Figure 4)");
+    let rows: Vec<Vec<String>> = shown
+        .iter()
+        .map(|(r, c)| {
+            let s = &r.stats;
+            let per = |l: Level| ms(s.time_by_level_us[l.index()] / s.reads.max(1) as f64);
+            vec![
+                r.spec.algorithm.to_string(),
+                ms(s.avg_read_us()),
+                format!("{:.2}", c.speedup),
+                per(Level::Local),
+                per(Level::ManagerMemory),
+                per(Level::RemoteNode),
+                per(Level::Origin),
+            ]
+        })
+        .collect();
+    table::print(
+        &[
+            "algorithm",
+            "avg read",
+            "speedup",
+            "local",
+            "server mem",
+            "remote node",
+            "origin",
+        ],
+        &rows,
+        1,
+    );
+
+    println!("\nWhere reads are served, as a fraction of all reads (paper Figure 5)");
+    let rows: Vec<Vec<String>> = shown
+        .iter()
+        .map(|(r, _)| {
+            let s = &r.stats;
+            vec![
+                r.spec.algorithm.to_string(),
+                pct(s.local_miss_rate()),
+                pct(s.fraction(Level::ManagerMemory)),
+                pct(s.fraction(Level::RemoteNode)),
+                pct(s.fraction(Level::Origin)),
+            ]
+        })
+        .collect();
+    table::print(
+        &[
+            "algorithm",
+            "local miss",
+            "server mem",
+            "remote node",
+            "origin",
+        ],
+        &rows,
+        1,
+    );
+
+    println!(
+        "\nServer load, relative to Base (paper Figure 6; units: 1 per message, +2 per block sent, 2 per origin read)"
+    );
+    let base_total = shown
+        .iter()
+        .find(|(r, _)| r.spec.algorithm == AlgorithmKind::Base)
+        .map(|(r, _)| r.stats.load.total())
+        .unwrap_or_else(|| {
+            let (r, c) = &shown[0];
+            (r.stats.load.total() as f64 / c.load_vs_base.max(f64::MIN_POSITIVE)) as u64
+        })
+        .max(1) as f64;
+    let rows: Vec<Vec<String>> = shown
+        .iter()
+        .map(|(r, c)| {
+            let l = &r.stats.load;
+            vec![
+                r.spec.algorithm.to_string(),
+                pct(c.load_vs_base),
+                pct(l.origin as f64 / base_total),
+                pct(l.remote as f64 / base_total),
+                pct(l.manager_memory as f64 / base_total),
+                pct(l.other as f64 / base_total),
+            ]
+        })
+        .collect();
+    table::print(
+        &[
+            "algorithm",
+            "total",
+            "hit origin",
+            "hit remote",
+            "hit server mem",
+            "other",
+        ],
+        &rows,
+        1,
+    );
+
+    println!(
+        "\nPer-client speedup against Base (paper Figure 7; clients with at least {MIN_CLIENT_READS} reads)"
+    );
+    let rows: Vec<Vec<String>> = shown
+        .iter()
+        .map(|(r, c)| {
+            vec![
+                r.spec.algorithm.to_string(),
+                c.worst_client_speedup
+                    .map_or("-".into(), |w| format!("{w:.2}")),
+                format!("{} of {}", c.clients_slowed_5pct, c.clients_compared),
+                format!("{:.1}", r.directory_bytes_per_block),
+                format!("{:.1}", r.requests_per_s() / 1e6),
+            ]
+        })
+        .collect();
+    table::print(
+        &[
+            "algorithm",
+            "worst client",
+            "slowed > 5%",
+            "directory B/block",
+            "Mreq/s",
+        ],
+        &rows,
+        1,
+    );
+}

@@ -1,0 +1,368 @@
+//! Choosing an algorithm by name and building a whole cluster of its state
+//! machines, as the simulator runs it.
+
+use super::wlru::Penalties;
+use super::{
+    CentralManager, CentralNode, DirectNode, DirectoryManager, GreedyNode, HashNode,
+    ManagerMachine, ManagerMode, NChanceNode, NoData, NodeMachine, WlruNode,
+};
+use crate::error::CapacityError;
+use crate::policy::{BlockKey, Lru, Policy, PolicyFactory, PolicyKind};
+use std::fmt;
+use std::str::FromStr;
+
+/// The cooperation algorithms of the paper (section 2), and its bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AlgorithmKind {
+    /// No cooperation: local cache, manager memory, origin.
+    Base,
+    /// Direct Client Cooperation: a private remote cache per node.
+    Direct,
+    /// Greedy Forwarding: the manager forwards misses to nodes caching the
+    /// block.
+    Greedy,
+    /// Centrally Coordinated Caching: most of each node's memory is one
+    /// global LRU run by the manager.
+    Central,
+    /// N-Chance Forwarding: Greedy, keeping singlets alive by forwarding.
+    NChance,
+    /// Hash-Distributed Caching: the global part partitioned by block hash.
+    Hash,
+    /// Weighted LRU: evict the globally cheapest block.
+    Wlru,
+    /// The paper's unrealisable best case: doubled memory, half of it
+    /// centrally coordinated.
+    Best,
+}
+
+impl AlgorithmKind {
+    /// Every algorithm, in the paper's order.
+    pub const ALL: [AlgorithmKind; 8] = [
+        AlgorithmKind::Base,
+        AlgorithmKind::Direct,
+        AlgorithmKind::Greedy,
+        AlgorithmKind::Central,
+        AlgorithmKind::NChance,
+        AlgorithmKind::Hash,
+        AlgorithmKind::Wlru,
+        AlgorithmKind::Best,
+    ];
+
+    /// The name `FromStr` accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            AlgorithmKind::Base => "base",
+            AlgorithmKind::Direct => "direct",
+            AlgorithmKind::Greedy => "greedy",
+            AlgorithmKind::Central => "central",
+            AlgorithmKind::NChance => "nchance",
+            AlgorithmKind::Hash => "hash",
+            AlgorithmKind::Wlru => "wlru",
+            AlgorithmKind::Best => "best",
+        }
+    }
+
+    /// Builds a cluster of this algorithm's state machines, with no block
+    /// data (the simulator's), and hands it to `visitor`.
+    pub fn build<K: BlockKey, V: ClusterVisitor<K>>(
+        self,
+        config: &ClusterConfig,
+        visitor: V,
+    ) -> Result<V::Output, ConfigError> {
+        config.validate()?;
+        let builder = Builder {
+            kind: self,
+            config,
+            visitor,
+        };
+        config.policy.factory(builder)
+    }
+}
+
+impl fmt::Display for AlgorithmKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An algorithm name that is not one of [`AlgorithmKind::ALL`].
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "unknown algorithm `{0}`: expected one of base, direct, greedy, central, nchance, hash, wlru, best"
+)]
+pub struct UnknownAlgorithm(pub String);
+
+impl FromStr for AlgorithmKind {
+    type Err = UnknownAlgorithm;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase();
+        let alias = match wanted.as_str() {
+            "n-chance" => "nchance",
+            "centrally-coordinated" | "coord" => "central",
+            "weighted-lru" => "wlru",
+            "hash-distributed" => "hash",
+            other => other,
+        };
+        AlgorithmKind::ALL
+            .into_iter()
+            .find(|a| a.name() == alias)
+            .ok_or_else(|| UnknownAlgorithm(s.to_string()))
+    }
+}
+
+/// The shape of a simulated cluster. Sizes are in blocks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterConfig {
+    /// Nodes (the paper's clients).
+    pub nodes: u32,
+    /// Cache per node.
+    pub node_capacity: usize,
+    /// The manager's own cache.
+    pub manager_capacity: usize,
+    /// The replacement policy of the nodes' locally managed caches.
+    pub policy: PolicyKind,
+    /// N-Chance's recirculation count `n`.
+    pub chances: u8,
+    /// Centrally Coordinated and Hash-Distributed: the fraction of each
+    /// node's cache managed globally.
+    pub central_fraction: f64,
+    /// Direct Client Cooperation: each node's private remote cache.
+    pub direct_remote: usize,
+    /// Weighted LRU: what losing a block costs.
+    pub penalties: Penalties,
+    /// Seed of every random choice (N-Chance's peers).
+    pub seed: u64,
+}
+
+impl ClusterConfig {
+    /// The paper's defaults (section 4.1) for `nodes` nodes: 16 MiB per
+    /// node and 128 MiB at the manager in 8 KiB blocks, LRU, n = 2, 80%
+    /// centrally coordinated, a remote cache as large as the local one, and
+    /// the ATM profile's penalties.
+    pub fn paper(nodes: u32) -> Self {
+        ClusterConfig {
+            nodes,
+            node_capacity: 2048,
+            manager_capacity: 16384,
+            policy: PolicyKind::Lru,
+            chances: 2,
+            central_fraction: 0.8,
+            direct_remote: 2048,
+            penalties: Penalties {
+                duplicate_us: 1_000,
+                singlet_us: 15_600,
+            },
+            seed: 1,
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.nodes == 0 {
+            return Err(ConfigError::new("nodes", "0", "at least 1"));
+        }
+        if !(self.central_fraction > 0.0 && self.central_fraction < 1.0) {
+            return Err(ConfigError::new(
+                "central fraction",
+                self.central_fraction.to_string(),
+                "a fraction strictly between 0 and 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Local and global parts of a node of `capacity` blocks with
+    /// `fraction` globally managed, each at least one block.
+    fn split(capacity: usize, fraction: f64) -> Result<(usize, usize), ConfigError> {
+        let global = (capacity as f64 * fraction).round() as usize;
+        let local = capacity.saturating_sub(global);
+        if local == 0 || global == 0 {
+            return Err(ConfigError::new(
+                "node cache",
+                format!("{capacity} blocks with {fraction} central"),
+                "room for at least one locally and one globally managed block",
+            ));
+        }
+        Ok((local, global))
+    }
+}
+
+/// A cluster configuration that cannot be built: which setting, its value,
+/// and what would do.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A setting out of range.
+    #[error("{setting} `{value}`: expected {expected}")]
+    Setting {
+        /// The setting.
+        setting: &'static str,
+        /// Its value.
+        value: String,
+        /// The accepted range.
+        expected: &'static str,
+    },
+    /// A cache size the policy cannot take.
+    #[error(transparent)]
+    Capacity(#[from] CapacityError),
+}
+
+impl ConfigError {
+    fn new(setting: &'static str, value: impl Into<String>, expected: &'static str) -> Self {
+        ConfigError::Setting {
+            setting,
+            value: value.into(),
+            expected,
+        }
+    }
+}
+
+/// The state machines of one cluster.
+#[derive(Clone, Debug)]
+pub struct Cluster<N, M> {
+    /// The nodes, indexed by [`NodeId`](super::NodeId).
+    pub nodes: Vec<N>,
+    /// The manager.
+    pub manager: M,
+}
+
+/// Something to do with a freshly built cluster, whatever its types
+/// ([`AlgorithmKind::build`] monomorphises the caller per algorithm and
+/// policy, so a simulation pays no dynamic dispatch per message).
+pub trait ClusterVisitor<K> {
+    /// What the visit returns.
+    type Output;
+    /// Runs with the cluster.
+    fn visit<N, M>(self, cluster: Cluster<N, M>) -> Self::Output
+    where
+        N: NodeMachine<K, ()> + Send + 'static,
+        M: ManagerMachine<K, ()> + Send + 'static;
+}
+
+struct Builder<'a, V> {
+    kind: AlgorithmKind,
+    config: &'a ClusterConfig,
+    visitor: V,
+}
+
+impl<K: BlockKey, V: ClusterVisitor<K>> PolicyFactory<K> for Builder<'_, V> {
+    type Output = Result<V::Output, ConfigError>;
+
+    fn make<P: Policy<K> + Send + 'static>(
+        self,
+        new: fn(usize) -> Result<P, CapacityError>,
+    ) -> Self::Output {
+        let c = self.config;
+        let n = c.nodes;
+        let manager = |mode| -> Result<_, ConfigError> {
+            Ok(DirectoryManager::new(
+                n,
+                Lru::new(c.manager_capacity)?,
+                NoData,
+                mode,
+            ))
+        };
+        let forwarding = ManagerMode {
+            forward: true,
+            ..ManagerMode::default()
+        };
+        Ok(match self.kind {
+            AlgorithmKind::Base | AlgorithmKind::Greedy => {
+                let mode = ManagerMode {
+                    forward: self.kind == AlgorithmKind::Greedy,
+                    ..ManagerMode::default()
+                };
+                let nodes =
+                    build_nodes(n, |i| Ok(GreedyNode::new(i, new(c.node_capacity)?, NoData)))?;
+                self.visitor.visit(Cluster {
+                    nodes,
+                    manager: manager(mode)?,
+                })
+            }
+            AlgorithmKind::NChance => {
+                let nodes = build_nodes(n, |i| {
+                    Ok(NChanceNode::new(
+                        i,
+                        n,
+                        c.chances,
+                        new(c.node_capacity)?,
+                        NoData,
+                        c.seed,
+                    )?)
+                })?;
+                self.visitor.visit(Cluster {
+                    nodes,
+                    manager: manager(forwarding)?,
+                })
+            }
+            AlgorithmKind::Direct => {
+                let nodes = build_nodes(n, |i| {
+                    Ok(DirectNode::new(
+                        i,
+                        new(c.node_capacity)?,
+                        NoData,
+                        Lru::new(c.direct_remote)?,
+                        NoData,
+                    ))
+                })?;
+                self.visitor.visit(Cluster {
+                    nodes,
+                    manager: manager(ManagerMode::default())?,
+                })
+            }
+            AlgorithmKind::Wlru => {
+                let mode = ManagerMode {
+                    singlet_notices: true,
+                    ..forwarding
+                };
+                let nodes = build_nodes(n, |i| {
+                    Ok(WlruNode::new(i, new(c.node_capacity)?, NoData, c.penalties))
+                })?;
+                self.visitor.visit(Cluster {
+                    nodes,
+                    manager: manager(mode)?,
+                })
+            }
+            AlgorithmKind::Hash => {
+                let (local, global) = ClusterConfig::split(c.node_capacity, c.central_fraction)?;
+                let mode = ManagerMode {
+                    hash_partitions: true,
+                    ..ManagerMode::default()
+                };
+                let nodes = build_nodes(n, |i| {
+                    Ok(HashNode::new(
+                        i,
+                        n,
+                        new(local)?,
+                        NoData,
+                        Lru::new(global)?,
+                        NoData,
+                    ))
+                })?;
+                self.visitor.visit(Cluster {
+                    nodes,
+                    manager: manager(mode)?,
+                })
+            }
+            AlgorithmKind::Central | AlgorithmKind::Best => {
+                let (capacity, fraction) = match self.kind {
+                    AlgorithmKind::Best => (2 * c.node_capacity, 0.5),
+                    _ => (c.node_capacity, c.central_fraction),
+                };
+                let (local, global) = ClusterConfig::split(capacity, fraction)?;
+                let nodes =
+                    build_nodes(n, |i| Ok(CentralNode::new(i, new(local)?, NoData, global)))?;
+                let manager =
+                    CentralManager::new(Lru::new(c.manager_capacity)?, NoData, n, global)?;
+                self.visitor.visit(Cluster { nodes, manager })
+            }
+        })
+    }
+}
+
+/// Builds nodes `0..n` with `f`.
+fn build_nodes<N>(
+    n: u32,
+    f: impl Fn(u32) -> Result<N, ConfigError>,
+) -> Result<Vec<N>, ConfigError> {
+    (0..n).map(f).collect()
+}

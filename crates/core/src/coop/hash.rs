@@ -1,0 +1,182 @@
+//! Hash-Distributed Caching: the globally managed part of every node's
+//! memory holds the blocks whose ids hash to that node (paper section 2.5).
+
+use super::local::{LocalCache, complete, notify_dropped, write_through};
+use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
+use crate::policy::{BlockKey, Lookup, Lru, Policy};
+use std::hash::BuildHasher;
+
+/// The node whose partition holds `block`: a fixed hash of the id, so every
+/// node and the manager agree without asking anyone.
+pub fn hash_owner<K: BlockKey>(block: &K, nodes: u32) -> NodeId {
+    // A fixed seed: the mapping must be the same in every process.
+    const SEED: u64 = 0x636f_6f70_6361_6368;
+    let hash = foldhash::fast::FixedState::with_seed(SEED).hash_one(block);
+    ((u128::from(hash) * u128::from(nodes.max(1))) >> 64) as NodeId
+}
+
+/// A node with a locally managed part and one partition of the
+/// hash-distributed cache.
+///
+/// A local miss goes straight to the block's owner (not the manager): the
+/// owner serves it from its partition in two hops, or passes the read on to
+/// the manager, which serves from its memory or the origin. Blocks evicted
+/// from the manager's memory go to their owner's partition, an LRU that
+/// drops its oldest block to make room.
+#[derive(Clone, Debug)]
+pub struct HashNode<K, P, S: BlockStore<K>> {
+    id: NodeId,
+    nodes: u32,
+    local: LocalCache<K, P, S>,
+    partition: LocalCache<K, Lru<K>, S>,
+}
+
+impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> HashNode<K, P, S> {
+    /// Node `id` of `nodes`, with a local part run by `policy` and a
+    /// partition LRU `partition`.
+    pub fn new(
+        id: NodeId,
+        nodes: u32,
+        policy: P,
+        local_store: S,
+        partition: Lru<K>,
+        partition_store: S,
+    ) -> Self {
+        HashNode {
+            id,
+            nodes,
+            local: LocalCache::new(policy, local_store),
+            partition: LocalCache::new(partition, partition_store),
+        }
+    }
+
+    /// As the owner of `block`: serve `reader` from the partition, or pass
+    /// the read on to the manager.
+    fn serve_as_owner(&mut self, block: K, reader: NodeId, hops: u8, out: &mut Outbox<K, S::Data>) {
+        let hops = hops.saturating_add(1);
+        let data = match self.partition.lookup(block) {
+            Lookup::Hit => self.partition.get(block),
+            Lookup::Miss(_) => None,
+        };
+        match data {
+            Some(data) => out.send(
+                Addr::Node(self.id),
+                Addr::Node(reader),
+                Msg::Data {
+                    block,
+                    data,
+                    level: Level::RemoteNode,
+                    hops,
+                },
+            ),
+            None => out.send(
+                Addr::Node(self.id),
+                Addr::Manager,
+                Msg::Read {
+                    block,
+                    reader,
+                    hops,
+                },
+            ),
+        }
+    }
+}
+
+impl<K, P, S> NodeMachine<K, S::Data> for HashNode<K, P, S>
+where
+    K: BlockKey,
+    P: Policy<K>,
+    S: BlockStore<K>,
+{
+    fn read(&mut self, block: K, _now: u64, out: &mut Outbox<K, S::Data>) {
+        let miss = match self.local.lookup(block) {
+            Lookup::Hit => return complete(self.id, block, Level::Local, 0, out),
+            Lookup::Miss(miss) => miss,
+        };
+        let owner = hash_owner(&block, self.nodes);
+        // Its own partition is this node's memory: a hit there is local.
+        if owner == self.id && matches!(self.partition.lookup(block), Lookup::Hit) {
+            return complete(self.id, block, Level::Local, 0, out);
+        }
+        let me = self.id;
+        self.local
+            .admit(block, miss, |victim, _| notify_dropped(me, victim, out));
+        let to = if owner == me {
+            Addr::Manager
+        } else {
+            Addr::Node(owner)
+        };
+        out.send(
+            Addr::Node(me),
+            to,
+            Msg::Read {
+                block,
+                reader: me,
+                hops: 1,
+            },
+        );
+    }
+
+    fn write(&mut self, block: K, data: S::Data, _now: u64, out: &mut Outbox<K, S::Data>) {
+        let me = self.id;
+        if let Lookup::Miss(miss) = self.local.lookup(block) {
+            self.local
+                .admit(block, miss, |victim, _| notify_dropped(me, victim, out));
+        }
+        self.local.fill(block, data.clone());
+        write_through(me, block, data, out);
+    }
+
+    fn handle(
+        &mut self,
+        _from: Addr,
+        msg: Msg<K, S::Data>,
+        _now: u64,
+        out: &mut Outbox<K, S::Data>,
+    ) {
+        match msg {
+            Msg::Data {
+                block,
+                data,
+                level,
+                hops,
+            } => {
+                self.local.fill(block, data);
+                complete(self.id, block, level, hops, out);
+            }
+            Msg::Read {
+                block,
+                reader,
+                hops,
+            } => self.serve_as_owner(block, reader, hops, out),
+            Msg::Place { block, data, .. } => {
+                if let Lookup::Miss(miss) = self.partition.lookup(block) {
+                    // The manager does not track partitions: drop silently.
+                    self.partition.admit(block, miss, |_, _| {});
+                }
+                self.partition.fill(block, data);
+            }
+            Msg::Unplace { block } => {
+                self.partition.remove(block);
+            }
+            Msg::Invalidate { block } => {
+                self.local.remove(block);
+            }
+            _ => {}
+        }
+    }
+
+    /// The locally managed part; partitions belong to the hash, not the
+    /// directory.
+    fn for_each_tracked(&self, f: &mut dyn FnMut(K)) {
+        self.local.policy.iter_oldest_first().for_each(f);
+    }
+
+    fn len(&self) -> usize {
+        self.local.policy.len() + self.partition.policy.len()
+    }
+
+    fn capacity(&self) -> usize {
+        self.local.policy.capacity() + self.partition.policy.capacity()
+    }
+}

@@ -1,0 +1,264 @@
+//! The manager of the directory-based algorithms: Base, Direct, Greedy,
+//! N-Chance, Weighted LRU and Hash-Distributed.
+
+use super::local::LocalCache;
+use super::{
+    Addr, BlockStore, Directory, Holders, Level, ManagerMachine, Msg, NodeId, Outbox, hash_owner,
+};
+use crate::policy::{BlockKey, Lookup, Policy};
+
+/// What a [`DirectoryManager`] does beyond serving from its memory and the
+/// origin.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ManagerMode {
+    /// Forward a read the manager's memory misses to a node caching the
+    /// block (Greedy, N-Chance, Weighted LRU); Base and Direct do not.
+    pub forward: bool,
+    /// Send blocks evicted from the manager's memory to the node the
+    /// block's id hashes to, and treat those nodes' partitions as caches of
+    /// the manager's (Hash-Distributed).
+    pub hash_partitions: bool,
+    /// Tell a node whenever a block it caches becomes, or stops being, the
+    /// only cached copy (Weighted LRU).
+    pub singlet_notices: bool,
+}
+
+/// The manager (the paper's server): its own cache, and a directory of the
+/// blocks each node caches, kept exact by the nodes' piggybacked updates.
+///
+/// A read that misses the manager's memory is forwarded to a node caching
+/// the block if [`ManagerMode::forward`] is set, and otherwise (or if no
+/// node caches it) fetched from the origin and kept in the manager's
+/// memory. A write invalidates every other copy (write-invalidate) and is
+/// written through to the origin.
+#[derive(Clone, Debug)]
+pub struct DirectoryManager<K, C, S> {
+    cache: LocalCache<K, C, S>,
+    directory: Directory<K>,
+    mode: ManagerMode,
+    nodes: u32,
+    /// Each node's lowest block weight, as it last reported (Weighted LRU).
+    lowest_weight: Vec<u64>,
+}
+
+impl<K: BlockKey, C: Policy<K>, S: BlockStore<K>> DirectoryManager<K, C, S> {
+    /// A manager for `nodes` nodes caching in `cache` with data in `store`.
+    pub fn new(nodes: u32, cache: C, store: S, mode: ManagerMode) -> Self {
+        DirectoryManager {
+            directory: Directory::with_capacity(0),
+            cache: LocalCache::new(cache, store),
+            mode,
+            nodes,
+            lowest_weight: vec![u64::MAX; nodes as usize],
+        }
+    }
+
+    /// The directory of node caches.
+    pub fn directory(&self) -> &Directory<K> {
+        &self.directory
+    }
+
+    /// Records that `node` caches `block`, telling holders whose singlet
+    /// status changes if [`ManagerMode::singlet_notices`] is set.
+    fn add_holder(&mut self, block: K, node: NodeId, out: &mut Outbox<K, S::Data>) {
+        let before = self.directory.holders(block).clone();
+        self.directory.add(block, node);
+        if self.mode.singlet_notices && !before.contains(node) {
+            match before {
+                Holders::None => notice(block, node, true, out),
+                Holders::One(only) => notice(block, only, false, out),
+                _ => {}
+            }
+        }
+    }
+
+    /// Records that `node` no longer caches `block`, with notices as in
+    /// [`DirectoryManager::add_holder`].
+    fn remove_holder(&mut self, block: K, node: NodeId, out: &mut Outbox<K, S::Data>) {
+        self.directory.remove(block, node);
+        if self.mode.singlet_notices {
+            if let Holders::One(last) = *self.directory.holders(block) {
+                notice(block, last, true, out);
+            }
+        }
+    }
+
+    /// Serves `reader`'s miss: from memory, from another node, or from the
+    /// origin.
+    fn serve(&mut self, block: K, reader: NodeId, hops: u8, out: &mut Outbox<K, S::Data>) {
+        if let Lookup::Hit = self.cache.lookup(block) {
+            if let Some(data) = self.cache.get(block) {
+                let msg = Msg::Data {
+                    block,
+                    data,
+                    level: Level::ManagerMemory,
+                    hops: hops.saturating_add(1),
+                };
+                out.send(Addr::Manager, Addr::Node(reader), msg);
+                return;
+            }
+        }
+        let holder = if self.mode.forward {
+            self.directory.holders(block).any_except(reader)
+        } else {
+            None
+        };
+        match holder {
+            Some(holder) => {
+                let hops = hops.saturating_add(1);
+                out.send(
+                    Addr::Manager,
+                    Addr::Node(holder),
+                    Msg::Forward {
+                        block,
+                        reader,
+                        hops,
+                    },
+                );
+            }
+            None => out.send(
+                Addr::Manager,
+                Addr::Origin,
+                Msg::Fetch {
+                    block,
+                    reader,
+                    hops,
+                },
+            ),
+        }
+    }
+
+    /// Keeps `data` as `block` in the manager's memory, evicting as needed.
+    fn keep(&mut self, block: K, data: S::Data, out: &mut Outbox<K, S::Data>) {
+        if let Lookup::Miss(miss) = self.cache.lookup(block) {
+            let (hash_partitions, nodes) = (self.mode.hash_partitions, self.nodes);
+            self.cache.admit(block, miss, |victim, data| {
+                if let (true, Some(data)) = (hash_partitions, data) {
+                    let owner = hash_owner(&victim, nodes);
+                    let msg = Msg::Place {
+                        block: victim,
+                        data,
+                        replaces: None,
+                    };
+                    out.send(Addr::Manager, Addr::Node(owner), msg);
+                }
+            });
+        }
+        self.cache.fill(block, data);
+    }
+
+    fn write(&mut self, writer: NodeId, block: K, data: S::Data, out: &mut Outbox<K, S::Data>) {
+        for holder in self.directory.take(block).iter().filter(|&h| h != writer) {
+            out.send(Addr::Manager, Addr::Node(holder), Msg::Invalidate { block });
+        }
+        if self.mode.hash_partitions {
+            let owner = hash_owner(&block, self.nodes);
+            out.send(Addr::Manager, Addr::Node(owner), Msg::Unplace { block });
+        }
+        self.add_holder(block, writer, out);
+        self.keep(block, data.clone(), out);
+        out.send(Addr::Manager, Addr::Origin, Msg::Store { block, data });
+    }
+
+    /// Weighted LRU: the node holding the cluster's least valuable block, if
+    /// it is worth less than `weight`.
+    fn cheapest_holder(&self, except: NodeId, weight: u64) -> Option<NodeId> {
+        let (node, &lowest) = self
+            .lowest_weight
+            .iter()
+            .enumerate()
+            .filter(|&(n, _)| n as NodeId != except)
+            .min_by_key(|&(_, w)| *w)?;
+        (lowest < weight).then_some(node as NodeId)
+    }
+}
+
+/// Tells `node` whether it holds the only cached copy of `block`.
+fn notice<K, D>(block: K, node: NodeId, singlet: bool, out: &mut Outbox<K, D>) {
+    out.send(
+        Addr::Manager,
+        Addr::Node(node),
+        Msg::Singlet { block, singlet },
+    );
+}
+
+impl<K, C, S> ManagerMachine<K, S::Data> for DirectoryManager<K, C, S>
+where
+    K: BlockKey,
+    C: Policy<K>,
+    S: BlockStore<K>,
+{
+    fn handle(
+        &mut self,
+        from: Addr,
+        msg: Msg<K, S::Data>,
+        _now: u64,
+        out: &mut Outbox<K, S::Data>,
+    ) {
+        let Addr::Node(node) = from else {
+            if let Msg::Fetched {
+                block,
+                data,
+                reader,
+                hops,
+            } = msg
+            {
+                self.keep(block, data.clone(), out);
+                let msg = Msg::Data {
+                    block,
+                    data,
+                    level: Level::Origin,
+                    hops: hops.saturating_add(1),
+                };
+                out.send(Addr::Manager, Addr::Node(reader), msg);
+            }
+            return;
+        };
+        match msg {
+            Msg::Read {
+                block,
+                reader,
+                hops,
+            } => {
+                self.add_holder(block, reader, out);
+                self.serve(block, reader, hops, out);
+            }
+            Msg::NotHere {
+                block,
+                reader,
+                hops,
+            } => {
+                self.remove_holder(block, node, out);
+                self.serve(block, reader, hops, out);
+            }
+            Msg::Dropped { block } => self.remove_holder(block, node, out),
+            Msg::Moved { block, to } => {
+                self.directory.remove(block, node);
+                self.add_holder(block, to, out);
+            }
+            Msg::IsSinglet { block } => {
+                let singlet = *self.directory.holders(block) == Holders::One(node);
+                out.send(Addr::Manager, from, Msg::Singlet { block, singlet });
+            }
+            Msg::Write { block, data } => self.write(node, block, data, out),
+            Msg::Weight { lowest } => {
+                if let Some(w) = self.lowest_weight.get_mut(node as usize) {
+                    *w = lowest;
+                }
+            }
+            Msg::WhereTo { block, weight } => {
+                let to = self.cheapest_holder(node, weight);
+                out.send(Addr::Manager, from, Msg::GoTo { block, to });
+            }
+            _ => {}
+        }
+    }
+
+    fn for_each_tracked(&self, f: &mut dyn FnMut(K, NodeId)) {
+        self.directory.pairs().for_each(|(b, n)| f(b, n));
+    }
+
+    fn directory_bytes_per_block(&self) -> f64 {
+        self.directory.bytes_per_block()
+    }
+}

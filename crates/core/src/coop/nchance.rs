@@ -1,0 +1,481 @@
+//! N-Chance Forwarding: Greedy Forwarding that keeps singlets alive by
+//! passing them to random peers (paper section 2.4).
+
+use super::local::{
+    LocalCache, ask_manager, complete, notify_dropped, serve_forward, write_through,
+};
+use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
+use crate::policy::Lru;
+use crate::policy::{BlockKey, Lookup, Policy};
+use rand_core::{RngCore, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::{HashMap, VecDeque};
+
+/// What a node knows about a block it caches beyond its policy's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mark {
+    /// A singlet another node forwarded here, with this many recirculations
+    /// left (at least 1).
+    Recirculating(u8),
+    /// Found to be the last cached copy while making room for a forwarded
+    /// block; not asked about again until another node reads it.
+    Singlet,
+}
+
+/// A forwarded singlet waiting for room.
+#[derive(Clone, Debug)]
+struct Incoming<K, D> {
+    block: K,
+    data: D,
+    chances: u8,
+}
+
+/// Forwarded singlets a node queues while it makes room; beyond this the
+/// newest is dropped, so a flood of forwards cannot grow memory.
+const MAX_INCOMING: usize = 64;
+
+/// An N-Chance Forwarding node.
+///
+/// It manages its cache greedily like [`GreedyNode`](super::GreedyNode),
+/// except for singlets (the only cached copy in the cluster):
+///
+/// - An evicted block whose status is unknown is kept aside while the node
+///   asks the manager once whether it is a singlet. A singlet is forwarded
+///   to a uniformly random peer with a recirculation count of `n`, and the
+///   manager is told where it went; anything else is dropped.
+/// - A recirculating block that reaches the end of a peer's queue loses a
+///   chance and is forwarded again, or dropped when none is left; it is
+///   known to be a singlet, so no question is asked.
+/// - A node receiving a forwarded singlet never forwards to make room (no
+///   ripple): it drops its oldest duplicate, asking the manager about
+///   blocks in age order and marking those that turn out to be singlets so
+///   it never asks again; if there is none, its oldest recirculating block
+///   with the fewest chances left; if there is none, its oldest block.
+/// - A read of a recirculating block by its holder makes it an ordinary
+///   block again; a read by another node moves it there (the holder drops
+///   its copy). A read by another node also clears a singlet mark.
+///
+/// With `n = 0` no block is ever forwarded and no question asked: the node
+/// behaves exactly as Greedy Forwarding's.
+#[derive(Clone, Debug)]
+pub struct NChanceNode<K, P, S: BlockStore<K>> {
+    id: NodeId,
+    nodes: u32,
+    n: u8,
+    cache: LocalCache<K, P, S>,
+    marks: HashMap<K, Mark>,
+    /// The cached blocks of unknown status, by recency: where the ripple
+    /// rule looks for the oldest duplicate without walking past blocks it
+    /// already knows are singlets.
+    unknown: Lru<K>,
+    /// Recirculating blocks by chances left (index `c - 1`), by arrival:
+    /// where the ripple rule finds the oldest with the fewest chances.
+    recirculating: Vec<Lru<K>>,
+    /// Evicted blocks of unknown status, with their data, awaiting the
+    /// manager's answer.
+    limbo: HashMap<K, Option<S::Data>>,
+    incoming: VecDeque<Incoming<K, S::Data>>,
+    /// The block asked about while making room for `incoming[0]`.
+    asking: Option<K>,
+    rng: Pcg64Mcg,
+    /// Reused for the blocks one admission evicts, so a miss allocates
+    /// nothing.
+    scratch: Vec<(K, Option<S::Data>)>,
+}
+
+impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
+    /// Node `id` of `nodes`, forwarding singlets with `n` chances, caching
+    /// with `policy`, keeping data in `store`, its random peer choices drawn
+    /// from a generator seeded with `seed`.
+    pub fn new(
+        id: NodeId,
+        nodes: u32,
+        n: u8,
+        policy: P,
+        store: S,
+        seed: u64,
+    ) -> Result<Self, crate::CapacityError> {
+        let capacity = policy.capacity();
+        Ok(NChanceNode {
+            id,
+            nodes,
+            n,
+            unknown: Lru::new(capacity)?,
+            recirculating: (0..n)
+                .map(|_| Lru::new(capacity))
+                .collect::<Result<_, _>>()?,
+            cache: LocalCache::new(policy, store),
+            marks: HashMap::new(),
+            limbo: HashMap::new(),
+            incoming: VecDeque::new(),
+            asking: None,
+            scratch: Vec::new(),
+            rng: Pcg64Mcg::seed_from_u64(seed ^ u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        })
+    }
+
+    /// Sets `block`'s mark (or clears it) and keeps the ordered sets in step.
+    fn set_mark(&mut self, block: K, mark: Option<Mark>) {
+        let old = match mark {
+            Some(m) => self.marks.insert(block, m),
+            None => self.marks.remove(&block),
+        };
+        match old {
+            None => {
+                self.unknown.remove(block);
+            }
+            Some(Mark::Recirculating(c)) => {
+                if let Some(set) = self.recirculating.get_mut(usize::from(c) - 1) {
+                    set.remove(block);
+                }
+            }
+            Some(Mark::Singlet) => {}
+        }
+        match mark {
+            None => insert_newest(&mut self.unknown, block),
+            Some(Mark::Recirculating(c)) => {
+                if let Some(set) = self.recirculating.get_mut(usize::from(c) - 1) {
+                    insert_newest(set, block);
+                }
+            }
+            Some(Mark::Singlet) => {}
+        }
+    }
+
+    /// Forgets everything marked about a block that left the cache.
+    fn unmark_gone(&mut self, block: K) {
+        match self.marks.remove(&block) {
+            None => {
+                self.unknown.remove(block);
+            }
+            Some(Mark::Recirculating(c)) => {
+                if let Some(set) = self.recirculating.get_mut(usize::from(c) - 1) {
+                    set.remove(block);
+                }
+            }
+            Some(Mark::Singlet) => {}
+        }
+    }
+
+    /// The recirculation count of `block`, if it is a recirculating singlet.
+    pub fn chances(&self, block: K) -> Option<u8> {
+        match self.marks.get(&block) {
+            Some(Mark::Recirculating(c)) => Some(*c),
+            _ => None,
+        }
+    }
+
+    /// A uniformly random node other than this one.
+    fn random_peer(&mut self) -> Option<NodeId> {
+        let others = self.nodes.checked_sub(1).filter(|&o| o > 0)?;
+        let pick = ((u128::from(self.rng.next_u64()) * u128::from(others)) >> 64) as NodeId;
+        Some(if pick >= self.id { pick + 1 } else { pick })
+    }
+
+    /// Forwards singlet `block` to a random peer with `chances` left, or
+    /// drops it if there is no peer or no data.
+    fn forward(
+        &mut self,
+        block: K,
+        data: Option<S::Data>,
+        chances: u8,
+        out: &mut Outbox<K, S::Data>,
+    ) {
+        match (self.random_peer(), data) {
+            (Some(peer), Some(data)) => {
+                out.send(
+                    Addr::Node(self.id),
+                    Addr::Manager,
+                    Msg::Moved { block, to: peer },
+                );
+                out.send(
+                    Addr::Node(self.id),
+                    Addr::Node(peer),
+                    Msg::Recirculate {
+                        block,
+                        data,
+                        chances,
+                    },
+                );
+            }
+            _ => notify_dropped(self.id, block, out),
+        }
+    }
+
+    /// Decides the fate of a block this node evicted for its own use.
+    fn dispose(&mut self, block: K, data: Option<S::Data>, out: &mut Outbox<K, S::Data>) {
+        let mark = self.marks.get(&block).copied();
+        self.unmark_gone(block);
+        match mark {
+            Some(Mark::Recirculating(chances)) if chances > 1 => {
+                self.forward(block, data, chances - 1, out)
+            }
+            Some(Mark::Recirculating(_)) => notify_dropped(self.id, block, out),
+            Some(Mark::Singlet) if self.n > 0 => self.forward(block, data, self.n, out),
+            None if self.n > 0 && data.is_some() => {
+                self.limbo.insert(block, data);
+                out.send(Addr::Node(self.id), Addr::Manager, Msg::IsSinglet { block });
+            }
+            _ => notify_dropped(self.id, block, out),
+        }
+    }
+
+    /// Makes room for `block` (read or written here) and inserts it.
+    fn admit_own(&mut self, block: K, miss: P::Miss, out: &mut Outbox<K, S::Data>) {
+        let mut evicted = std::mem::take(&mut self.scratch);
+        self.cache
+            .admit(block, miss, |victim, data| evicted.push((victim, data)));
+        for (victim, data) in evicted.drain(..) {
+            self.dispose(victim, data, out);
+        }
+        self.scratch = evicted;
+    }
+
+    /// Works on the first queued forwarded singlet: inserts it if there is
+    /// room, else looks for the victim the ripple rule allows, asking the
+    /// manager about blocks of unknown status one at a time.
+    fn admit_incoming(&mut self, out: &mut Outbox<K, S::Data>) {
+        while self.asking.is_none() {
+            let Some(front) = self.incoming.front() else {
+                return;
+            };
+            let block = front.block;
+            if self.cache.contains(block) {
+                self.incoming.pop_front();
+                continue;
+            }
+            if self.cache.policy.len() >= self.cache.policy.capacity() {
+                match self.ripple_victim() {
+                    Victim::Ask(candidate) => {
+                        self.asking = Some(candidate);
+                        out.send(
+                            Addr::Node(self.id),
+                            Addr::Manager,
+                            Msg::IsSinglet { block: candidate },
+                        );
+                        return;
+                    }
+                    Victim::Drop(victim) => self.discard(victim, out),
+                    Victim::None => {}
+                }
+            }
+            if let Some(Incoming {
+                block,
+                data,
+                chances,
+            }) = self.incoming.pop_front()
+            {
+                self.insert_forwarded(block, data, chances, out);
+            }
+        }
+    }
+
+    /// The ripple rule's choice: the oldest block of unknown status (to ask
+    /// about), else the oldest recirculating block with the fewest chances
+    /// left, else the oldest block.
+    fn ripple_victim(&self) -> Victim<K> {
+        if let Some(block) = self.unknown.victim(&()) {
+            return Victim::Ask(block);
+        }
+        let recirculating = self.recirculating.iter().find_map(|set| set.victim(&()));
+        match recirculating.or_else(|| self.cache.policy.iter_oldest_first().next()) {
+            Some(block) => Victim::Drop(block),
+            None => Victim::None,
+        }
+    }
+
+    /// Drops one of this node's blocks without forwarding it.
+    fn discard(&mut self, block: K, out: &mut Outbox<K, S::Data>) {
+        self.unmark_gone(block);
+        if self.cache.remove(block).is_some() {
+            notify_dropped(self.id, block, out);
+        }
+    }
+
+    /// Inserts a forwarded singlet as if just referenced; if the policy
+    /// still wants room, it gets it by dropping, never by forwarding.
+    fn insert_forwarded(
+        &mut self,
+        block: K,
+        data: S::Data,
+        chances: u8,
+        out: &mut Outbox<K, S::Data>,
+    ) {
+        if let Lookup::Miss(miss) = self.cache.lookup(block) {
+            let mut evicted = std::mem::take(&mut self.scratch);
+            self.cache
+                .admit(block, miss, |victim, data| evicted.push((victim, data)));
+            for (victim, _) in evicted.drain(..) {
+                self.unmark_gone(victim);
+                notify_dropped(self.id, victim, out);
+            }
+            self.scratch = evicted;
+        }
+        self.cache.fill(block, data);
+        self.set_mark(block, Some(Mark::Recirculating(chances.min(self.n.max(1)))));
+    }
+
+    fn on_singlet_answer(&mut self, block: K, singlet: bool, out: &mut Outbox<K, S::Data>) {
+        if let Some(data) = self.limbo.remove(&block) {
+            if singlet {
+                self.forward(block, data, self.n, out);
+            } else {
+                notify_dropped(self.id, block, out);
+            }
+            return;
+        }
+        if self.asking == Some(block) {
+            self.asking = None;
+            if singlet {
+                self.set_mark(block, Some(Mark::Singlet));
+            } else if self.cache.contains(block) {
+                self.discard(block, out);
+                if let Some(Incoming {
+                    block,
+                    data,
+                    chances,
+                }) = self.incoming.pop_front()
+                {
+                    self.insert_forwarded(block, data, chances, out);
+                }
+            }
+            self.admit_incoming(out);
+        }
+    }
+
+    fn on_forward(&mut self, block: K, reader: NodeId, hops: u8, out: &mut Outbox<K, S::Data>) {
+        let data = match self.limbo.get(&block) {
+            Some(data) => data.clone(),
+            None => self.cache.get(block),
+        };
+        serve_forward(self.id, block, reader, hops, data, out);
+        match self.marks.get(&block) {
+            // The reader now caches the singlet normally; this copy goes.
+            Some(Mark::Recirculating(_)) => self.discard(block, out),
+            // Two copies now: its status is unknown again.
+            Some(Mark::Singlet) => self.set_mark(block, None),
+            None => {}
+        }
+    }
+}
+
+/// Makes `block` the newest member of an ordered set.
+fn insert_newest<K: BlockKey>(set: &mut Lru<K>, block: K) {
+    if let Lookup::Miss(()) = set.lookup(block) {
+        if set.len() < set.capacity() {
+            set.insert(block, ());
+        }
+    }
+}
+
+/// What the ripple rule picked.
+enum Victim<K> {
+    /// Ask the manager whether this block is a singlet first.
+    Ask(K),
+    /// Drop this block.
+    Drop(K),
+    /// The cache is empty.
+    None,
+}
+
+impl<K, P, S> NodeMachine<K, S::Data> for NChanceNode<K, P, S>
+where
+    K: BlockKey,
+    P: Policy<K>,
+    S: BlockStore<K>,
+{
+    #[inline]
+    fn read(&mut self, block: K, _now: u64, out: &mut Outbox<K, S::Data>) {
+        match self.cache.lookup(block) {
+            Lookup::Hit => {
+                match self.marks.get(&block) {
+                    // A referenced singlet is an ordinary block again.
+                    Some(Mark::Recirculating(_)) => self.set_mark(block, None),
+                    Some(Mark::Singlet) => {}
+                    None => {
+                        self.unknown.lookup(block);
+                    }
+                }
+                complete(self.id, block, Level::Local, 0, out);
+            }
+            Lookup::Miss(miss) => {
+                self.admit_own(block, miss, out);
+                insert_newest(&mut self.unknown, block);
+                ask_manager(self.id, block, out);
+            }
+        }
+    }
+
+    fn write(&mut self, block: K, data: S::Data, _now: u64, out: &mut Outbox<K, S::Data>) {
+        match self.cache.lookup(block) {
+            Lookup::Hit => self.set_mark(block, None),
+            Lookup::Miss(miss) => {
+                self.admit_own(block, miss, out);
+                insert_newest(&mut self.unknown, block);
+            }
+        }
+        self.cache.fill(block, data.clone());
+        write_through(self.id, block, data, out);
+    }
+
+    fn handle(
+        &mut self,
+        _from: Addr,
+        msg: Msg<K, S::Data>,
+        _now: u64,
+        out: &mut Outbox<K, S::Data>,
+    ) {
+        match msg {
+            Msg::Data {
+                block,
+                data,
+                level,
+                hops,
+            } => {
+                self.cache.fill(block, data);
+                complete(self.id, block, level, hops, out);
+            }
+            Msg::Forward {
+                block,
+                reader,
+                hops,
+            } => self.on_forward(block, reader, hops, out),
+            Msg::Singlet { block, singlet } => self.on_singlet_answer(block, singlet, out),
+            Msg::Recirculate {
+                block,
+                data,
+                chances,
+            } => {
+                if self.incoming.len() >= MAX_INCOMING {
+                    notify_dropped(self.id, block, out);
+                } else {
+                    self.incoming.push_back(Incoming {
+                        block,
+                        data,
+                        chances,
+                    });
+                    self.admit_incoming(out);
+                }
+            }
+            Msg::Invalidate { block } => {
+                self.unmark_gone(block);
+                self.limbo.remove(&block);
+                self.cache.remove(block);
+            }
+            _ => {}
+        }
+    }
+
+    fn for_each_tracked(&self, f: &mut dyn FnMut(K)) {
+        self.cache.policy.iter_oldest_first().for_each(&mut *f);
+        self.limbo.keys().copied().for_each(f);
+    }
+
+    fn len(&self) -> usize {
+        self.cache.policy.len()
+    }
+
+    fn capacity(&self) -> usize {
+        self.cache.policy.capacity()
+    }
+}

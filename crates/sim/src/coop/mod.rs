@@ -1,0 +1,155 @@
+//! Simulating cooperative caching: clusters of the core's state machines
+//! driven by a multi-client trace, with the paper's cost model and figures.
+
+pub mod driver;
+pub mod profile;
+pub mod report;
+
+pub use driver::{ClientOutOfRange, ClientStats, Load, Simulation, Stats};
+pub use profile::CostProfile;
+
+use crate::chunks::for_each_chunk;
+use crate::error::TraceError;
+use crate::trace::{Request, Requests};
+use coopcache_core::coop::{
+    AlgorithmKind, Cluster, ClusterConfig, ClusterVisitor, ConfigError, ManagerMachine, NodeMachine,
+};
+use rayon::prelude::*;
+use std::time::{Duration, Instant};
+
+/// One cluster to simulate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoopSpec {
+    /// The algorithm.
+    pub algorithm: AlgorithmKind,
+    /// The cluster's shape.
+    pub config: ClusterConfig,
+    /// Access times.
+    pub profile: CostProfile,
+    /// Requests excluded from every figure at the start.
+    pub warmup: u64,
+}
+
+/// What one simulated cluster measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoopResult {
+    /// The cluster simulated.
+    pub spec: CoopSpec,
+    /// Its figures.
+    pub stats: Stats,
+    /// Directory bytes per tracked block at the end.
+    pub directory_bytes_per_block: f64,
+    /// Time spent simulating (trace reading excluded).
+    pub elapsed: Duration,
+}
+
+impl CoopResult {
+    /// Requests simulated per second of simulation time.
+    pub fn requests_per_s(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.stats.requests as f64 / secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Why a cooperative simulation stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CoopError {
+    /// The trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// A cluster could not be built; nothing was simulated.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The trace does not fit the cluster.
+    #[error(transparent)]
+    Client(#[from] ClientOutOfRange),
+}
+
+/// A simulation being fed chunks, whatever its algorithm and policy: boxed
+/// so one list holds them all, with dynamic dispatch once per chunk.
+trait Run: Send {
+    fn feed(&mut self, requests: &[Request]) -> Result<(), ClientOutOfRange>;
+    fn finish(self: Box<Self>) -> CoopResult;
+}
+
+struct ClusterRun<N, M> {
+    sim: Simulation<N, M>,
+    spec: CoopSpec,
+    elapsed: Duration,
+}
+
+impl<N, M> Run for ClusterRun<N, M>
+where
+    N: NodeMachine<u64, ()> + Send,
+    M: ManagerMachine<u64, ()> + Send,
+{
+    fn feed(&mut self, requests: &[Request]) -> Result<(), ClientOutOfRange> {
+        let start = Instant::now();
+        for r in requests {
+            self.sim.request(r)?;
+        }
+        self.elapsed += start.elapsed();
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> CoopResult {
+        let directory_bytes_per_block = self.sim.cluster().manager.directory_bytes_per_block();
+        CoopResult {
+            spec: self.spec,
+            stats: self.sim.into_stats(),
+            directory_bytes_per_block,
+            elapsed: self.elapsed,
+        }
+    }
+}
+
+struct BoxRun(CoopSpec);
+
+impl ClusterVisitor<u64> for BoxRun {
+    type Output = Box<dyn Run>;
+
+    fn visit<N, M>(self, cluster: Cluster<N, M>) -> Box<dyn Run>
+    where
+        N: NodeMachine<u64, ()> + Send + 'static,
+        M: ManagerMachine<u64, ()> + Send + 'static,
+    {
+        let sim = Simulation::new(cluster, self.0.profile, self.0.warmup);
+        Box::new(ClusterRun {
+            sim,
+            spec: self.0,
+            elapsed: Duration::ZERO,
+        })
+    }
+}
+
+/// Simulates one cluster per spec on the same trace, in parallel, and
+/// returns their results in the order of `specs`. `on_chunk` is called
+/// with the requests simulated so far.
+pub fn simulate(
+    requests: Requests,
+    specs: &[CoopSpec],
+    mut on_chunk: impl FnMut(u64),
+) -> Result<Vec<CoopResult>, CoopError> {
+    let mut runs = specs
+        .iter()
+        .map(|spec| spec.algorithm.build(&spec.config, BoxRun(spec.clone())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut done = 0u64;
+    for_each_chunk(
+        requests,
+        |r| *r,
+        |chunk: &[Request]| {
+            runs.par_iter_mut()
+                .map(|run| run.feed(chunk))
+                .collect::<Result<Vec<()>, _>>()?;
+            done += chunk.len() as u64;
+            on_chunk(done);
+            Ok::<(), CoopError>(())
+        },
+    )?;
+    Ok(runs.into_iter().map(|run| run.finish()).collect())
+}
