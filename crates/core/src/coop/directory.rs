@@ -62,18 +62,15 @@ impl Holders {
     }
 
     fn add(&mut self, node: NodeId) {
-        if self.contains(node) {
-            return;
-        }
-        *self = match std::mem::take(self) {
-            Holders::None => Holders::One(node),
-            Holders::One(a) => Holders::Two(a, node),
-            Holders::Two(a, b) => Holders::Many(Box::new(vec![a, b, node])),
-            Holders::Many(mut v) => {
-                v.push(node);
-                Holders::Many(v)
+        match self {
+            Holders::None => *self = Holders::One(node),
+            Holders::One(a) if *a != node => *self = Holders::Two(*a, node),
+            Holders::Two(a, b) if *a != node && *b != node => {
+                *self = Holders::Many(Box::new(vec![*a, *b, node]))
             }
-        };
+            Holders::Many(v) if !v.contains(&node) => v.push(node),
+            _ => {}
+        }
     }
 
     fn remove(&mut self, node: NodeId) {
@@ -119,6 +116,13 @@ impl<K: BlockKey> Directory<K> {
     /// Records that `node` caches `block`.
     pub fn add(&mut self, block: K, node: NodeId) {
         self.map.entry(block).or_default().add(node);
+    }
+
+    /// Records that `block` moved from node `from` to node `to`.
+    pub fn transfer(&mut self, block: K, from: NodeId, to: NodeId) {
+        let holders = self.map.entry(block).or_default();
+        holders.remove(from);
+        holders.add(to);
     }
 
     /// Records that `node` no longer caches `block`.

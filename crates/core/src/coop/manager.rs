@@ -61,15 +61,14 @@ impl<K: BlockKey, C: Policy<K>, S: BlockStore<K>> DirectoryManager<K, C, S> {
     /// Records that `node` caches `block`, telling holders whose singlet
     /// status changes if [`ManagerMode::singlet_notices`] is set.
     fn add_holder(&mut self, block: K, node: NodeId, out: &mut Outbox<K, S::Data>) {
-        let before = self.directory.holders(block).clone();
-        self.directory.add(block, node);
-        if self.mode.singlet_notices && !before.contains(node) {
-            match before {
+        if self.mode.singlet_notices {
+            match *self.directory.holders(block) {
                 Holders::None => notice(block, node, true, out),
-                Holders::One(only) => notice(block, only, false, out),
+                Holders::One(only) if only != node => notice(block, only, false, out),
                 _ => {}
             }
         }
+        self.directory.add(block, node);
     }
 
     /// Records that `node` no longer caches `block`, with notices as in
@@ -232,6 +231,9 @@ where
                 self.serve(block, reader, hops, out);
             }
             Msg::Dropped { block } => self.remove_holder(block, node, out),
+            Msg::Moved { block, to } if !self.mode.singlet_notices => {
+                self.directory.transfer(block, node, to)
+            }
             Msg::Moved { block, to } => {
                 self.directory.remove(block, node);
                 self.add_holder(block, to, out);

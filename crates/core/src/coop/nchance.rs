@@ -5,8 +5,8 @@ use super::local::{
     LocalCache, ask_manager, complete, notify_dropped, serve_forward, write_through,
 };
 use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
-use crate::policy::Lru;
 use crate::policy::{BlockKey, Lookup, Policy};
+use crate::queue::{IndexedLists, ListTag};
 use rand_core::{RngCore, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::{HashMap, VecDeque};
@@ -20,6 +20,42 @@ enum Mark {
     /// Found to be the last cached copy while making room for a forwarded
     /// block; not asked about again until another node reads it.
     Singlet,
+}
+
+/// The most chances a recirculating block can have.
+pub const MAX_CHANCES: u8 = 8;
+
+/// A cached block's status, as the list it is on: 0 unknown (by recency),
+/// 1 a marked singlet, `1 + c` recirculating with `c` chances (by arrival).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Status(u8);
+
+const STATUS_LISTS: usize = 2 + MAX_CHANCES as usize;
+
+impl Status {
+    const UNKNOWN: Status = Status(0);
+
+    fn of(mark: Option<Mark>) -> Status {
+        match mark {
+            None => Status::UNKNOWN,
+            Some(Mark::Singlet) => Status(1),
+            Some(Mark::Recirculating(c)) => Status(1 + c.clamp(1, MAX_CHANCES)),
+        }
+    }
+
+    fn mark(self) -> Option<Mark> {
+        match self.0 {
+            0 => None,
+            1 => Some(Mark::Singlet),
+            c => Some(Mark::Recirculating(c - 1)),
+        }
+    }
+}
+
+impl ListTag for Status {
+    fn list(self) -> usize {
+        usize::from(self.0)
+    }
 }
 
 /// A forwarded singlet waiting for room.
@@ -63,14 +99,11 @@ pub struct NChanceNode<K, P, S: BlockStore<K>> {
     nodes: u32,
     n: u8,
     cache: LocalCache<K, P, S>,
-    marks: HashMap<K, Mark>,
-    /// The cached blocks of unknown status, by recency: where the ripple
-    /// rule looks for the oldest duplicate without walking past blocks it
-    /// already knows are singlets.
-    unknown: Lru<K>,
-    /// Recirculating blocks by chances left (index `c - 1`), by arrival:
-    /// where the ripple rule finds the oldest with the fewest chances.
-    recirculating: Vec<Lru<K>>,
+    /// Every cached block's status, one list per status: the blocks of
+    /// unknown status by recency (where the ripple rule finds the oldest
+    /// duplicate without walking past known singlets), recirculating ones
+    /// by arrival for each count of chances left.
+    status: IndexedLists<K, Status, STATUS_LISTS>,
     /// Evicted blocks of unknown status, with their data, awaiting the
     /// manager's answer.
     limbo: HashMap<K, Option<S::Data>>,
@@ -99,13 +132,9 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
         Ok(NChanceNode {
             id,
             nodes,
-            n,
-            unknown: Lru::new(capacity)?,
-            recirculating: (0..n)
-                .map(|_| Lru::new(capacity))
-                .collect::<Result<_, _>>()?,
+            n: n.min(MAX_CHANCES),
+            status: IndexedLists::with_capacity(capacity),
             cache: LocalCache::new(policy, store),
-            marks: HashMap::new(),
             limbo: HashMap::new(),
             incoming: VecDeque::new(),
             asking: None,
@@ -114,53 +143,35 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
         })
     }
 
-    /// Sets `block`'s mark (or clears it) and keeps the ordered sets in step.
+    /// What is known about cached `block`.
+    fn mark(&self, block: K) -> Option<Mark> {
+        self.status
+            .find(block)
+            .and_then(|i| self.status.meta(i).mark())
+    }
+
+    /// Sets cached `block`'s mark (or clears it), making it the newest of
+    /// its new status.
     fn set_mark(&mut self, block: K, mark: Option<Mark>) {
-        let old = match mark {
-            Some(m) => self.marks.insert(block, m),
-            None => self.marks.remove(&block),
-        };
-        match old {
+        match self.status.find(block) {
+            Some(idx) => self.status.relocate(idx, Status::of(mark)),
             None => {
-                self.unknown.remove(block);
+                self.status.push(block, Status::of(mark));
             }
-            Some(Mark::Recirculating(c)) => {
-                if let Some(set) = self.recirculating.get_mut(usize::from(c) - 1) {
-                    set.remove(block);
-                }
-            }
-            Some(Mark::Singlet) => {}
-        }
-        match mark {
-            None => insert_newest(&mut self.unknown, block),
-            Some(Mark::Recirculating(c)) => {
-                if let Some(set) = self.recirculating.get_mut(usize::from(c) - 1) {
-                    insert_newest(set, block);
-                }
-            }
-            Some(Mark::Singlet) => {}
         }
     }
 
-    /// Forgets everything marked about a block that left the cache.
+    /// Forgets the status of a block that left the cache.
     fn unmark_gone(&mut self, block: K) {
-        match self.marks.remove(&block) {
-            None => {
-                self.unknown.remove(block);
-            }
-            Some(Mark::Recirculating(c)) => {
-                if let Some(set) = self.recirculating.get_mut(usize::from(c) - 1) {
-                    set.remove(block);
-                }
-            }
-            Some(Mark::Singlet) => {}
+        if let Some(idx) = self.status.find(block) {
+            self.status.forget(idx);
         }
     }
 
     /// The recirculation count of `block`, if it is a recirculating singlet.
     pub fn chances(&self, block: K) -> Option<u8> {
-        match self.marks.get(&block) {
-            Some(Mark::Recirculating(c)) => Some(*c),
+        match self.mark(block) {
+            Some(Mark::Recirculating(c)) => Some(c),
             _ => None,
         }
     }
@@ -204,7 +215,7 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
 
     /// Decides the fate of a block this node evicted for its own use.
     fn dispose(&mut self, block: K, data: Option<S::Data>, out: &mut Outbox<K, S::Data>) {
-        let mark = self.marks.get(&block).copied();
+        let mark = self.mark(block);
         self.unmark_gone(block);
         match mark {
             Some(Mark::Recirculating(chances)) if chances > 1 => {
@@ -274,10 +285,13 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
     /// about), else the oldest recirculating block with the fewest chances
     /// left, else the oldest block.
     fn ripple_victim(&self) -> Victim<K> {
-        if let Some(block) = self.unknown.victim(&()) {
+        if let Some(block) = self.status.tail_key(Status::UNKNOWN.list()) {
             return Victim::Ask(block);
         }
-        let recirculating = self.recirculating.iter().find_map(|set| set.victim(&()));
+        let recirculating = (1..=MAX_CHANCES).find_map(|c| {
+            self.status
+                .tail_key(Status::of(Some(Mark::Recirculating(c))).list())
+        });
         match recirculating.or_else(|| self.cache.policy.iter_oldest_first().next()) {
             Some(block) => Victim::Drop(block),
             None => Victim::None,
@@ -349,21 +363,12 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
             None => self.cache.get(block),
         };
         serve_forward(self.id, block, reader, hops, data, out);
-        match self.marks.get(&block) {
+        match self.mark(block) {
             // The reader now caches the singlet normally; this copy goes.
             Some(Mark::Recirculating(_)) => self.discard(block, out),
             // Two copies now: its status is unknown again.
             Some(Mark::Singlet) => self.set_mark(block, None),
             None => {}
-        }
-    }
-}
-
-/// Makes `block` the newest member of an ordered set.
-fn insert_newest<K: BlockKey>(set: &mut Lru<K>, block: K) {
-    if let Lookup::Miss(()) = set.lookup(block) {
-        if set.len() < set.capacity() {
-            set.insert(block, ());
         }
     }
 }
@@ -388,19 +393,19 @@ where
     fn read(&mut self, block: K, _now: u64, out: &mut Outbox<K, S::Data>) {
         match self.cache.lookup(block) {
             Lookup::Hit => {
-                match self.marks.get(&block) {
-                    // A referenced singlet is an ordinary block again.
-                    Some(Mark::Recirculating(_)) => self.set_mark(block, None),
-                    Some(Mark::Singlet) => {}
-                    None => {
-                        self.unknown.lookup(block);
+                if let Some(idx) = self.status.find(block) {
+                    match self.status.meta(idx).mark() {
+                        // A referenced singlet is an ordinary block again.
+                        Some(Mark::Recirculating(_)) => self.status.relocate(idx, Status::UNKNOWN),
+                        Some(Mark::Singlet) => {}
+                        None => self.status.move_to_head(idx),
                     }
                 }
                 complete(self.id, block, Level::Local, 0, out);
             }
             Lookup::Miss(miss) => {
                 self.admit_own(block, miss, out);
-                insert_newest(&mut self.unknown, block);
+                self.set_mark(block, None);
                 ask_manager(self.id, block, out);
             }
         }
@@ -411,7 +416,7 @@ where
             Lookup::Hit => self.set_mark(block, None),
             Lookup::Miss(miss) => {
                 self.admit_own(block, miss, out);
-                insert_newest(&mut self.unknown, block);
+                self.set_mark(block, None);
             }
         }
         self.cache.fill(block, data.clone());

@@ -375,9 +375,18 @@ mod tests {
     fn clients_come_and_go_share_files_and_write() {
         let reqs: Vec<Request> = SpriteLike::default().generate().collect();
         let clients: std::collections::HashSet<u32> = reqs.iter().map(|r| r.client).collect();
-        assert!(clients.len() > 30, "{} of 42 clients active over the trace", clients.len());
-        let first_phase: std::collections::HashSet<u32> = reqs[..2_000].iter().map(|r| r.client).collect();
-        assert!(first_phase.len() <= 2, "{} clients active at once", first_phase.len());
+        assert!(
+            clients.len() > 30,
+            "{} of 42 clients active over the trace",
+            clients.len()
+        );
+        let first_phase: std::collections::HashSet<u32> =
+            reqs[..2_000].iter().map(|r| r.client).collect();
+        assert!(
+            first_phase.len() <= 2,
+            "{} clients active at once",
+            first_phase.len()
+        );
         assert!(reqs.iter().any(|r| r.op == Op::Write));
         let mut readers: std::collections::HashMap<u64, std::collections::HashSet<u32>> =
             Default::default();
