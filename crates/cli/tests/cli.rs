@@ -198,3 +198,119 @@ fn bad_traces_are_clear_errors() {
         &["/no/such/trace"],
     );
 }
+
+#[test]
+fn cooperative_json_has_the_papers_figures_per_algorithm() {
+    let out = coopcache(
+        "sim --workload sprite-like --workload-params requests=60000 --algorithms base,greedy,nchance --json",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["algorithm"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["base", "greedy", "nchance"]);
+    for field in [
+        "algorithm",
+        "avg_read_us",
+        "local_hit",
+        "server_mem_hit",
+        "remote_hit",
+        "origin_rate",
+        "server_load_vs_base",
+        "speedup_vs_base",
+        "worst_client_speedup",
+    ] {
+        assert!(
+            rows.iter().all(|r| r.get(field).is_some()),
+            "missing {field}"
+        );
+    }
+    for r in &rows {
+        let parts: f64 = ["local_hit", "server_mem_hit", "remote_hit", "origin_rate"]
+            .iter()
+            .map(|f| r[*f].as_f64().unwrap())
+            .sum();
+        assert!((parts - 1.0).abs() < 1e-9, "levels sum to {parts}");
+    }
+    assert_eq!(rows[0]["speedup_vs_base"], 1.0);
+    assert_eq!(
+        rows[0]["remote_hit"], 0.0,
+        "Base never reads from another node"
+    );
+}
+
+#[test]
+fn cooperative_tables_print_each_figure() {
+    let out =
+        coopcache("sim --workload zipf --workload-params requests=20000 --algorithms greedy,hash");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for heading in ["Figure 4", "Figure 5", "Figure 6", "Figure 7"] {
+        assert!(text.contains(heading), "no {heading} table in:\n{text}");
+    }
+}
+
+#[test]
+fn a_multi_client_trace_drives_a_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = temp_trace(
+        dir.path(),
+        "t.csv",
+        "1,100,r,0\n2,101,r,1\n3,100,r,1\n4,100,r,2\n",
+    );
+    let out = coopcache(&format!(
+        "sim {trace} --format csv --csv time=1,id=2,op=3,client=4 --algorithms greedy --client-cache 2 --manager-cache 1 --json"
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let row: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(row["nodes"], 3, "one node per client in the trace");
+    assert_eq!(row["reads"], 4);
+}
+
+#[test]
+fn bad_cooperative_options_are_clear_errors() {
+    fails_with(
+        "sim --workload sprite-like --algorithms greedy,lfu",
+        &["lfu", "expected one of base"],
+    );
+    fails_with(
+        "sim --workload sprite --algorithms base --central-fraction 1.5",
+        &["central fraction `1.5`"],
+    );
+    fails_with(
+        "sim --workload sprite-like --algorithms base --workload-params hot=3",
+        &["`hot`", "hot_files"],
+    );
+    fails_with(
+        "sim --workload sprite-like --algorithms base --workload-params requests=-1",
+        &["requests=-1"],
+    );
+    fails_with(
+        "sim --workload mars --algorithms base",
+        &["`mars`", "sprite-like"],
+    );
+    fails_with("sim --workload zipf", &["--algorithms"]);
+    fails_with("sim --algorithms base", &["--workload"]);
+    fails_with(
+        "sim --workload zipf --algorithms base --policy lru,arc",
+        &["one --policy"],
+    );
+    fails_with(
+        "sim --workload zipf --algorithms base --profile vax",
+        &["`vax`", "atm-1994"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // Client labels are numbered in order of appearance: a, b, c are 0, 1, 2.
+    let trace = temp_trace(dir.path(), "t.csv", "1,100,r,a\n2,100,r,b\n3,100,r,c\n");
+    fails_with(
+        &format!(
+            "sim {trace} --format csv --csv time=1,id=2,op=3,client=4 --algorithms base --clients 2"
+        ),
+        &["request 3 comes from client 2", "2 nodes"],
+    );
+}

@@ -126,6 +126,21 @@ where
         self.local.policy.len() + self.global.len()
     }
 
+    /// The globally managed part never outgrows its share.
+    fn check_invariants(&self) -> Result<(), String> {
+        if self.global.len() > self.global_capacity {
+            return Err(format!(
+                "global part holds {}, its share is {}",
+                self.global.len(),
+                self.global_capacity
+            ));
+        }
+        if self.local.policy.len() > self.local.policy.capacity() {
+            return Err("local part over capacity".into());
+        }
+        Ok(())
+    }
+
     fn capacity(&self) -> usize {
         self.local.policy.capacity() + self.global_capacity
     }

@@ -141,6 +141,11 @@ where
                 level,
                 hops,
             } => {
+                // A partition owner served this read: the manager has not
+                // seen it, so tell it this node now caches the block.
+                if level == Level::RemoteNode && self.local.contains(block) {
+                    out.send(Addr::Node(self.id), Addr::Manager, Msg::Cached { block });
+                }
                 self.local.fill(block, data);
                 complete(self.id, block, level, hops, out);
             }

@@ -231,6 +231,7 @@ where
                 self.serve(block, reader, hops, out);
             }
             Msg::Dropped { block } => self.remove_holder(block, node, out),
+            Msg::Cached { block } => self.add_holder(block, node, out),
             Msg::Moved { block, to } if !self.mode.singlet_notices => {
                 self.directory.transfer(block, node, to)
             }

@@ -58,6 +58,13 @@ pub enum Msg<K, D> {
         /// The block.
         block: K,
     },
+    /// Node to manager: the node now caches `block`, obtained without the
+    /// manager (from a Hash-Distributed partition owner). Piggybacked like
+    /// [`Msg::Dropped`].
+    Cached {
+        /// The block.
+        block: K,
+    },
     /// Node to manager: the node handed `block` to node `to` (N-Chance).
     /// Piggybacked like [`Msg::Dropped`].
     Moved {
@@ -175,7 +182,7 @@ pub enum Msg<K, D> {
 pub fn load_units<K, D>(msg: &Msg<K, D>) -> u64 {
     match msg {
         // Directory updates ride on the node's next request.
-        Msg::Dropped { .. } | Msg::Moved { .. } | Msg::Weight { .. } => 0,
+        Msg::Dropped { .. } | Msg::Cached { .. } | Msg::Moved { .. } | Msg::Weight { .. } => 0,
         // Write-through traffic is outside the measured read load, as in
         // the paper (section 4.1).
         Msg::Write { .. } | Msg::Store { .. } | Msg::Fetch { .. } => 0,

@@ -119,6 +119,19 @@ pub trait NodeMachine<K, D> {
 
     /// Most blocks the node holds.
     fn capacity(&self) -> usize;
+
+    /// Checks the machine's own invariants (for tests): `Err` says which
+    /// one is broken.
+    fn check_invariants(&self) -> Result<(), String> {
+        if self.len() > self.capacity() {
+            return Err(format!(
+                "{} blocks held, capacity {}",
+                self.len(),
+                self.capacity()
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The manager's state machine.

@@ -480,6 +480,34 @@ where
         self.cache.policy.len()
     }
 
+    /// Capacity, and every cached block has a status, with a recirculation
+    /// count between 1 and `n` if it recirculates.
+    fn check_invariants(&self) -> Result<(), String> {
+        if self.len() > self.capacity() {
+            return Err(format!(
+                "{} blocks in a cache of {}",
+                self.len(),
+                self.capacity()
+            ));
+        }
+        for block in self.cache.policy.iter_oldest_first() {
+            match self.status.find(block).map(|i| self.status.meta(i).mark()) {
+                None => return Err(format!("cached block {block:?} has no status")),
+                Some(Some(Mark::Recirculating(c))) if c == 0 || c > self.n => {
+                    return Err(format!(
+                        "block {block:?} recirculates with {c} chances, n = {}",
+                        self.n
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if !self.limbo.is_empty() || self.asking.is_some() || !self.incoming.is_empty() {
+            return Err("questions to the manager still pending at quiescence".into());
+        }
+        Ok(())
+    }
+
     fn capacity(&self) -> usize {
         self.cache.policy.capacity()
     }

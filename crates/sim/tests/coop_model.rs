@@ -1,0 +1,183 @@
+//! Property tests of every cooperation algorithm: random reads and writes by
+//! random clients over a small block space, on small clusters (so caches
+//! overflow, singlets recirculate, writes invalidate), with every policy
+//! that suits cooperation. After every request, run to quiescence:
+//!
+//! - every read completed exactly once, and its level agrees with its hops;
+//! - no node holds more than its capacity, and each machine's own
+//!   invariants hold (N-Chance: recirculation counts between 1 and n, no
+//!   question left pending; Central: the global part within its share);
+//! - the manager's view of which node caches what equals the union of the
+//!   nodes' caches.
+//!
+//! And N-Chance with n = 0 serves every read exactly as Greedy does.
+//! proptest prints the failing case and keeps its seed in
+//! `proptest-regressions/` for replay.
+
+use coopcache_core::PolicyKind;
+use coopcache_core::coop::{
+    AlgorithmKind, Cluster, ClusterConfig, ClusterVisitor, Level, ManagerMachine, NodeMachine,
+};
+use coopcache_sim::coop::{CostProfile, Simulation};
+use coopcache_sim::trace::{Op, Request};
+use proptest::prelude::*;
+
+const BLOCKS: u64 = 120;
+
+#[derive(Clone, Debug)]
+struct Case {
+    config: ClusterConfig,
+    requests: Vec<Request>,
+}
+
+/// Policies a cooperative node may use (LIRS is simulation-only: it can
+/// drop a block during a hit without saying so).
+const POLICIES: [PolicyKind; 7] = [
+    PolicyKind::Lru,
+    PolicyKind::Fifo,
+    PolicyKind::Clock,
+    PolicyKind::Sieve,
+    PolicyKind::Arc,
+    PolicyKind::S3Fifo,
+    PolicyKind::TwoQ,
+];
+
+fn case() -> impl Strategy<Value = Case> {
+    // Node caches of 25-40 blocks with 20-60% global keep every part large
+    // enough for every policy (S3-FIFO needs 10), yet far below the blocks
+    // in play, so caches overflow all the time.
+    (
+        2u32..6,
+        25usize..40,
+        2usize..20,
+        0u8..4,
+        0usize..POLICIES.len(),
+        1u64..1000,
+        0.2f64..0.6,
+    )
+        .prop_flat_map(
+            |(nodes, capacity, manager, chances, policy, seed, fraction)| {
+                let request = (0..nodes, 0..BLOCKS, prop::bool::weighted(0.15)).prop_map(
+                    |(client, id, write)| Request {
+                        id,
+                        client,
+                        op: if write { Op::Write } else { Op::Read },
+                        ..Request::default()
+                    },
+                );
+                let config = ClusterConfig {
+                    nodes,
+                    node_capacity: capacity,
+                    manager_capacity: manager,
+                    policy: POLICIES[policy],
+                    chances,
+                    central_fraction: fraction,
+                    direct_remote: capacity / 2,
+                    seed,
+                    ..ClusterConfig::paper(nodes)
+                };
+                prop::collection::vec(request, 1..400).prop_map(move |requests| Case {
+                    config: config.clone(),
+                    requests,
+                })
+            },
+        )
+}
+
+/// Replays the requests, checking the invariants after each; returns each
+/// request's outcome.
+struct Check<'a>(&'a [Request]);
+
+type Outcomes = Vec<Option<(Level, u8)>>;
+
+impl ClusterVisitor<u64> for Check<'_> {
+    type Output = Result<Outcomes, TestCaseError>;
+
+    fn visit<N, M>(self, cluster: Cluster<N, M>) -> Self::Output
+    where
+        N: NodeMachine<u64, ()> + Send + 'static,
+        M: ManagerMachine<u64, ()> + Send + 'static,
+    {
+        let mut sim = Simulation::new(cluster, CostProfile::ATM_1994, 0);
+        let mut outcomes = Vec::new();
+        for (i, r) in self.0.iter().enumerate() {
+            let outcome = sim
+                .request(r)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(
+                outcome.is_some(),
+                r.op == Op::Read,
+                "request {}: completion of {:?}",
+                i,
+                r
+            );
+            if let Some((level, hops)) = outcome {
+                let plausible = match level {
+                    Level::Local => hops == 0,
+                    Level::RemoteNode => hops >= 2,
+                    Level::ManagerMemory | Level::Origin => hops >= 2,
+                };
+                prop_assert!(plausible, "request {}: {:?} after {} hops", i, level, hops);
+            }
+            outcomes.push(outcome);
+            check_cluster(sim.cluster())
+                .map_err(|e| TestCaseError::fail(format!("after request {i} {r:?}: {e}")))?;
+        }
+        Ok(outcomes)
+    }
+}
+
+fn check_cluster<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>>(
+    c: &Cluster<N, M>,
+) -> Result<(), String> {
+    let mut held = Vec::new();
+    for (n, node) in c.nodes.iter().enumerate() {
+        node.check_invariants()
+            .map_err(|e| format!("node {n}: {e}"))?;
+        node.for_each_tracked(&mut |b| held.push((b, n as u32)));
+    }
+    let mut tracked = Vec::new();
+    c.manager.for_each_tracked(&mut |b, n| tracked.push((b, n)));
+    held.sort_unstable();
+    tracked.sort_unstable();
+    if held != tracked {
+        let missing: Vec<_> = held.iter().filter(|p| !tracked.contains(p)).collect();
+        let stale: Vec<_> = tracked.iter().filter(|p| !held.contains(p)).collect();
+        return Err(format!(
+            "directory differs from the caches: untracked {missing:?}, stale {stale:?}"
+        ));
+    }
+    Ok(())
+}
+
+fn run(kind: AlgorithmKind, case: &Case) -> Result<Outcomes, TestCaseError> {
+    kind.build(&case.config, Check(&case.requests))
+        .map_err(|e| TestCaseError::fail(e.to_string()))?
+        .map_err(|e| TestCaseError::fail(format!("{kind}: {e}")))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn every_algorithm_keeps_its_invariants(case in case()) {
+        for kind in AlgorithmKind::ALL {
+            run(kind, &case)?;
+        }
+    }
+
+    #[test]
+    fn nchance_with_no_chances_is_greedy_read_by_read(case in case()) {
+        let config = ClusterConfig { chances: 0, ..case.config.clone() };
+        let case = Case { config, ..case };
+        let greedy = run(AlgorithmKind::Greedy, &case)?;
+        let nchance = run(AlgorithmKind::NChance, &case)?;
+        prop_assert_eq!(greedy, nchance);
+    }
+
+    #[test]
+    fn base_never_reads_from_another_node(case in case()) {
+        let outcomes = run(AlgorithmKind::Base, &case)?;
+        prop_assert!(outcomes.iter().flatten().all(|(level, _)| *level != Level::RemoteNode));
+    }
+}
