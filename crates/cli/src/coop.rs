@@ -15,6 +15,7 @@ use coopcache_sim::trace::Requests;
 use coopcache_sim::workload::Workload;
 use serde::Serialize;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// Options of the cooperative study (`--algorithms`).
 #[derive(Args, Clone, Debug)]
@@ -72,6 +73,10 @@ pub struct CoopArgs {
     /// Seed of the workload and of every random choice of the algorithms.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+
+    /// Write PNG charts in the manner of the paper's Figures 4-7 into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) plot: Option<PathBuf>,
 }
 
 /// What the study runs on: a workload or a trace, with its node count.
@@ -219,6 +224,9 @@ pub fn run(sim: &SimArgs) -> Result<()> {
         print_json(&input.label, &shown, base)?;
     } else {
         print_tables(&input.label, &config, &shown);
+    }
+    if let Some(dir) = &args.plot {
+        plot_study(dir, &input.label, &shown, base)?;
     }
     Ok(())
 }
@@ -489,4 +497,104 @@ fn print_tables(label: &str, config: &ClusterConfig, shown: &[(&CoopResult, Comp
         &rows,
         1,
     );
+}
+
+/// Writes the study's charts into `dir`: Figures 4 to 7 of the paper.
+fn plot_study(
+    dir: &Path,
+    label: &str,
+    shown: &[(&CoopResult, Comparison)],
+    base: &CoopResult,
+) -> Result<()> {
+    use crate::plot::{Segment, Series, Style, stacked_bars, xy};
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let bars: Vec<String> = shown
+        .iter()
+        .map(|(r, _)| r.spec.algorithm.to_string())
+        .collect();
+    let per_read = |r: &CoopResult, l: Level| {
+        r.stats.time_by_level_us[l.index()] / r.stats.reads.max(1) as f64 / 1000.0
+    };
+    let levels = [
+        ("local", Level::Local),
+        ("server memory", Level::ManagerMemory),
+        ("remote node", Level::RemoteNode),
+        ("origin", Level::Origin),
+    ];
+    let time: Vec<Segment> = levels
+        .iter()
+        .map(|&(name, l)| Segment {
+            name,
+            values: shown.iter().map(|(r, _)| per_read(r, l)).collect(),
+        })
+        .collect();
+    stacked_bars(
+        &dir.join("fig4-read-time.png"),
+        &format!("Average read time, {label}"),
+        "ms per read",
+        &bars,
+        &time,
+    )?;
+    let served: Vec<Segment> = levels[1..]
+        .iter()
+        .map(|&(name, l)| Segment {
+            name,
+            values: shown
+                .iter()
+                .map(|(r, _)| 100.0 * r.stats.fraction(l))
+                .collect(),
+        })
+        .collect();
+    stacked_bars(
+        &dir.join("fig5-levels.png"),
+        &format!("Local misses and where they are served, {label}"),
+        "% of reads",
+        &bars,
+        &served,
+    )?;
+    let base_load = base.stats.load.total().max(1) as f64;
+    let load = |name, f: fn(&CoopResult) -> u64| Segment {
+        name,
+        values: shown
+            .iter()
+            .map(|(r, _)| 100.0 * f(r) as f64 / base_load)
+            .collect(),
+    };
+    stacked_bars(
+        &dir.join("fig6-server-load.png"),
+        &format!("Server load relative to Base, {label}"),
+        "% of Base's load",
+        &bars,
+        &[
+            load("hit origin", |r| r.stats.load.origin),
+            load("hit remote node", |r| r.stats.load.remote),
+            load("hit server memory", |r| r.stats.load.manager_memory),
+            load("other", |r| r.stats.load.other),
+        ],
+    )?;
+    let clients: Vec<Series> = shown
+        .iter()
+        .filter(|(r, _)| r.spec.algorithm != AlgorithmKind::Base)
+        .map(|(r, _)| Series {
+            name: r.spec.algorithm.name(),
+            points: client_speedups(r, base)
+                .into_iter()
+                .filter_map(|(reads, s)| Some((reads as f64, s?)))
+                .filter(|&(reads, _)| reads >= 1.0)
+                .collect(),
+        })
+        .collect();
+    xy(
+        &dir.join("fig7-clients.png"),
+        &format!("Per-client speedup against Base, {label}"),
+        ("reads by the client (log)", "speedup (below 1: slowdown)"),
+        &clients,
+        true,
+        Style::Points,
+    )?;
+    eprintln!(
+        "wrote fig4-read-time.png, fig5-levels.png, fig6-server-load.png, fig7-clients.png in {}",
+        dir.display()
+    );
+    Ok(())
 }

@@ -2,6 +2,7 @@
 
 mod coop;
 mod output;
+mod plot;
 mod progress;
 mod sim;
 mod table;
