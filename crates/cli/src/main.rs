@@ -5,6 +5,7 @@ mod output;
 mod plot;
 mod progress;
 mod sim;
+mod sweep;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -20,14 +21,34 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Replay a block trace through local caches and report hits and misses.
-    Sim(sim::SimArgs),
+    /// Simulate: local policies on a trace, or (with --algorithms) cooperative caching on a
+    /// multi-client trace or workload; `sim sweep` for the sensitivity studies.
+    Sim(SimCommand),
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct SimCommand {
+    #[command(subcommand)]
+    sub: Option<SimSub>,
+    #[command(flatten)]
+    args: sim::SimArgs,
+}
+
+#[derive(Subcommand)]
+enum SimSub {
+    /// The paper's sensitivity studies (Figures 8-13): CSV files and PNG charts.
+    Sweep(sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Sim(args) => sim::run(args),
+        Command::Sim(SimCommand {
+            sub: Some(SimSub::Sweep(args)),
+            ..
+        }) => sweep::run(args),
+        Command::Sim(SimCommand { args, .. }) => sim::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -153,3 +153,11 @@ pub fn simulate(
     )?;
     Ok(runs.into_iter().map(|run| run.finish()).collect())
 }
+
+/// Simulates one cluster over requests already in memory, on the calling
+/// thread (for sweeps, which run many clusters over one trace).
+pub fn simulate_slice(requests: &[Request], spec: &CoopSpec) -> Result<CoopResult, CoopError> {
+    let mut run = spec.algorithm.build(&spec.config, BoxRun(spec.clone()))?;
+    run.feed(requests)?;
+    Ok(run.finish())
+}
