@@ -27,7 +27,7 @@ pub struct Penalties {
 /// add (a duplicate's is a remote fetch, a singlet's an origin read) over the
 /// memory time it holds (the time since it was last referenced, Smith's
 /// opportunity cost). To make room the node drops the lowest-weight block
-/// among its oldest few ([`CANDIDATES`]). A duplicate is simply dropped; a
+/// among its oldest few (16). A duplicate is simply dropped; a
 /// singlet is offered to the cluster: the manager, which knows every node's
 /// lowest weight from their piggybacked reports, names the node holding the
 /// cluster's cheapest block if that is cheaper, and the singlet goes there,
