@@ -304,6 +304,14 @@ fn bad_cooperative_options_are_clear_errors() {
         "sim --workload zipf --algorithms base --profile vax",
         &["`vax`", "atm-1994"],
     );
+    fails_with(
+        "sim --workload zipf --algorithms base --policy lirs",
+        &["node policy `lirs`", "reports every block"],
+    );
+    fails_with(
+        "sim --workload zipf --algorithms nchance --chances 9",
+        &["chances `9`", "at most 8"],
+    );
     let dir = tempfile::tempdir().unwrap();
     // Client labels are numbered in order of appearance: a, b, c are 0, 1, 2.
     let trace = temp_trace(dir.path(), "t.csv", "1,100,r,a\n2,100,r,b\n3,100,r,c\n");

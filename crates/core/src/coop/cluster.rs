@@ -161,6 +161,22 @@ impl ClusterConfig {
         if self.nodes == 0 {
             return Err(ConfigError::new("nodes", "0", "at least 1"));
         }
+        if self.policy == PolicyKind::Lirs {
+            // LIRS (libCacheSim's) can drop a block during a hit without an
+            // eviction anyone sees, so the manager could not track it.
+            return Err(ConfigError::new(
+                "node policy",
+                "lirs",
+                "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo or 2q",
+            ));
+        }
+        if self.chances > super::nchance::MAX_CHANCES {
+            return Err(ConfigError::new(
+                "chances",
+                self.chances.to_string(),
+                "at most 8 recirculations",
+            ));
+        }
         if !(self.central_fraction > 0.0 && self.central_fraction < 1.0) {
             return Err(ConfigError::new(
                 "central fraction",

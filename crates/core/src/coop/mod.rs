@@ -44,7 +44,7 @@ pub use greedy::GreedyNode;
 pub use hash::{HashNode, hash_owner};
 pub use manager::{DirectoryManager, ManagerMode};
 pub use message::{Envelope, Msg, Outbox, ReadDone, load_units};
-pub use nchance::NChanceNode;
+pub use nchance::{MAX_CHANCES, NChanceNode};
 pub use store::{BlockStore, NoData};
 pub use wlru::{Penalties, WlruNode};
 
