@@ -2,9 +2,7 @@
 //! LRU cache run by the manager (paper section 2.3). Best, the paper's
 //! unrealisable bound, is the same machinery with doubled memory.
 
-use super::local::{
-    LocalCache, ask_manager, complete, notify_dropped, serve_forward, write_through,
-};
+use super::local::{LocalCache, ask_manager, complete, serve_forward};
 use super::{Addr, BlockStore, Directory, Level, ManagerMachine, Msg, NodeId, NodeMachine, Outbox};
 use crate::policy::{BlockKey, Lookup, Lru, Policy};
 use std::collections::HashMap;
@@ -49,19 +47,12 @@ where
             return complete(self.id, block, Level::Local, 0, out);
         }
         let me = self.id;
-        self.local
-            .admit(block, miss, |victim, _| notify_dropped(me, victim, out));
+        self.local.admit_dropping(me, block, miss, out);
         ask_manager(me, block, out);
     }
 
     fn write(&mut self, block: K, data: S::Data, _now: u64, out: &mut Outbox<K, S::Data>) {
-        let me = self.id;
-        if let Lookup::Miss(miss) = self.local.lookup(block) {
-            self.local
-                .admit(block, miss, |victim, _| notify_dropped(me, victim, out));
-        }
-        self.local.fill(block, data.clone());
-        write_through(me, block, data, out);
+        self.local.write_greedy(self.id, block, data, out);
     }
 
     fn handle(
@@ -77,10 +68,7 @@ where
                 data,
                 level,
                 hops,
-            } => {
-                self.local.fill(block, data);
-                complete(self.id, block, level, hops, out);
-            }
+            } => self.local.receive(self.id, block, data, level, hops, out),
             Msg::Forward {
                 block,
                 reader,

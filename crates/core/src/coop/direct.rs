@@ -96,10 +96,7 @@ where
                 data,
                 level,
                 hops,
-            } => {
-                self.local.fill(block, data);
-                complete(self.id, block, level, hops, out);
-            }
+            } => self.local.receive(self.id, block, data, level, hops, out),
             Msg::Forward {
                 block,
                 reader,

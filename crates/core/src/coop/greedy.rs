@@ -1,8 +1,6 @@
 //! The node of Base and Greedy Forwarding: a greedily managed local cache.
 
-use super::local::{
-    LocalCache, ask_manager, complete, notify_dropped, serve_forward, write_through,
-};
+use super::local::{LocalCache, ask_manager, complete, serve_forward};
 use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
 use crate::policy::{BlockKey, Lookup, Policy};
 
@@ -41,21 +39,14 @@ where
             Lookup::Hit => complete(self.id, block, Level::Local, 0, out),
             Lookup::Miss(miss) => {
                 let me = self.id;
-                self.cache
-                    .admit(block, miss, |victim, _| notify_dropped(me, victim, out));
+                self.cache.admit_dropping(me, block, miss, out);
                 ask_manager(me, block, out);
             }
         }
     }
 
     fn write(&mut self, block: K, data: S::Data, _now: u64, out: &mut Outbox<K, S::Data>) {
-        let me = self.id;
-        if let Lookup::Miss(miss) = self.cache.lookup(block) {
-            self.cache
-                .admit(block, miss, |victim, _| notify_dropped(me, victim, out));
-        }
-        self.cache.fill(block, data.clone());
-        write_through(me, block, data, out);
+        self.cache.write_greedy(self.id, block, data, out);
     }
 
     fn handle(
@@ -71,10 +62,7 @@ where
                 data,
                 level,
                 hops,
-            } => {
-                self.cache.fill(block, data);
-                complete(self.id, block, level, hops, out);
-            }
+            } => self.cache.receive(self.id, block, data, level, hops, out),
             Msg::Forward {
                 block,
                 reader,

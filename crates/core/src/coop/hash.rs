@@ -1,7 +1,7 @@
 //! Hash-Distributed Caching: the globally managed part of every node's
 //! memory holds the blocks whose ids hash to that node (paper section 2.5).
 
-use super::local::{LocalCache, complete, notify_dropped, write_through};
+use super::local::{LocalCache, complete};
 use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
 use crate::policy::{BlockKey, Lookup, Lru, Policy};
 use std::hash::BuildHasher;
@@ -99,8 +99,7 @@ where
             return complete(self.id, block, Level::Local, 0, out);
         }
         let me = self.id;
-        self.local
-            .admit(block, miss, |victim, _| notify_dropped(me, victim, out));
+        self.local.admit_dropping(me, block, miss, out);
         let to = if owner == me {
             Addr::Manager
         } else {
@@ -118,13 +117,7 @@ where
     }
 
     fn write(&mut self, block: K, data: S::Data, _now: u64, out: &mut Outbox<K, S::Data>) {
-        let me = self.id;
-        if let Lookup::Miss(miss) = self.local.lookup(block) {
-            self.local
-                .admit(block, miss, |victim, _| notify_dropped(me, victim, out));
-        }
-        self.local.fill(block, data.clone());
-        write_through(me, block, data, out);
+        self.local.write_greedy(self.id, block, data, out);
     }
 
     fn handle(

@@ -79,6 +79,50 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> LocalCache<K, P, S> {
             None
         }
     }
+
+    /// Makes room for `block` greedily (each victim dropped, the manager
+    /// told) and inserts it.
+    #[inline]
+    pub(crate) fn admit_dropping(
+        &mut self,
+        me: NodeId,
+        block: K,
+        miss: P::Miss,
+        out: &mut Outbox<K, S::Data>,
+    ) {
+        self.admit(block, miss, |victim, _| notify_dropped(me, victim, out));
+    }
+
+    /// A write by node `me`'s user, managed greedily: the new data is
+    /// cached (victims dropped) and written through to the manager.
+    pub(crate) fn write_greedy(
+        &mut self,
+        me: NodeId,
+        block: K,
+        data: S::Data,
+        out: &mut Outbox<K, S::Data>,
+    ) {
+        if let Lookup::Miss(miss) = self.lookup(block) {
+            self.admit_dropping(me, block, miss, out);
+        }
+        self.fill(block, data.clone());
+        write_through(me, block, data, out);
+    }
+
+    /// The data of node `me`'s read arrived: keep it and finish the read.
+    #[inline]
+    pub(crate) fn receive(
+        &mut self,
+        me: NodeId,
+        block: K,
+        data: S::Data,
+        level: Level,
+        hops: u8,
+        out: &mut Outbox<K, S::Data>,
+    ) {
+        self.fill(block, data);
+        complete(me, block, level, hops, out);
+    }
 }
 
 /// Sends a node's piggybacked notice that it no longer caches `block`.

@@ -436,10 +436,7 @@ where
                 data,
                 level,
                 hops,
-            } => {
-                self.cache.fill(block, data);
-                complete(self.id, block, level, hops, out);
-            }
+            } => self.cache.receive(self.id, block, data, level, hops, out),
             Msg::Forward {
                 block,
                 reader,

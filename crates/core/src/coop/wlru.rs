@@ -116,8 +116,7 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> WlruNode<K, P, S> {
         }
         // Whatever the policy still wants, it gets by its own choice.
         let me = self.id;
-        self.cache
-            .admit(block, miss, |victim, _| notify_dropped(me, victim, out));
+        self.cache.admit_dropping(me, block, miss, out);
         self.last_ref.insert(block, now);
     }
 
@@ -175,10 +174,7 @@ where
                 data,
                 level,
                 hops,
-            } => {
-                self.cache.fill(block, data);
-                complete(self.id, block, level, hops, out);
-            }
+            } => self.cache.receive(self.id, block, data, level, hops, out),
             Msg::Forward {
                 block,
                 reader,
