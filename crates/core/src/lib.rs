@@ -7,6 +7,8 @@
 //!
 //! - [`policy`]: local replacement policies behind one [`policy::Policy`]
 //!   trait (LRU, FIFO, CLOCK, SIEVE, ARC, S3-FIFO, 2Q, LIRS).
+//! - [`attr`]: attribute caches: sub-caches by file type and size, each
+//!   with its own block size, in the paper's notation.
 //! - [`coop`]: the cooperative caching algorithms (Base, Direct, Greedy,
 //!   Centrally Coordinated, N-Chance, Hash-Distributed, Weighted LRU, Best)
 //!   as node and manager state machines exchanging messages.
@@ -14,6 +16,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod attr;
 pub mod coop;
 pub mod error;
 mod index;
