@@ -26,7 +26,10 @@ impl AttributeCache {
             .iter()
             .map(|&(_, blocks, _)| Lru::new(blocks))
             .collect::<Result<_, _>>()?;
-        Ok(AttributeCache { subcaches, resolved })
+        Ok(AttributeCache {
+            subcaches,
+            resolved,
+        })
     }
 
     /// The configuration.
@@ -80,7 +83,9 @@ impl Policy<u64> for AttributeCache {
     }
 
     fn contains(&self, key: u64) -> bool {
-        self.subcaches.get(key_subcache(key)).is_some_and(|c| c.contains(key))
+        self.subcaches
+            .get(key_subcache(key))
+            .is_some_and(|c| c.contains(key))
     }
 
     #[inline]
@@ -93,7 +98,9 @@ impl Policy<u64> for AttributeCache {
     }
 
     fn needs_room(&self, miss: &usize) -> bool {
-        self.subcaches.get(*miss).is_some_and(|c| c.len() >= c.capacity())
+        self.subcaches
+            .get(*miss)
+            .is_some_and(|c| c.len() >= c.capacity())
     }
 
     fn victim(&self, miss: &usize) -> Option<u64> {
@@ -111,7 +118,9 @@ impl Policy<u64> for AttributeCache {
     }
 
     fn remove(&mut self, key: u64) -> bool {
-        self.subcaches.get_mut(key_subcache(key)).is_some_and(|c| c.remove(key))
+        self.subcaches
+            .get_mut(key_subcache(key))
+            .is_some_and(|c| c.remove(key))
     }
 
     fn metadata_bytes(&self) -> usize {
@@ -143,18 +152,34 @@ mod tests {
 
     #[test]
     fn requests_split_into_their_subcaches_blocks() {
-        let config: AttrConfig = "64K/128 ID, x/4K Temporal, 2M/128K Sequential".parse().unwrap();
+        let config: AttrConfig = "64K/128 ID, x/4K Temporal, 2M/128K Sequential"
+            .parse()
+            .unwrap();
         let cache = AttributeCache::new(config.resolve(4 << 20).unwrap()).unwrap();
-        assert_eq!(cache.span(&request(FileType::Directory, 1, 512, 0, 512)), (0, 0, 4));
-        assert_eq!(cache.span(&request(FileType::Datafile, 2, 20_000, 4000, 200)), (1, 0, 2));
-        assert_eq!(cache.span(&request(FileType::Datafile, 3, 1 << 20, 0, 8192)), (2, 0, 1));
+        assert_eq!(
+            cache.span(&request(FileType::Directory, 1, 512, 0, 512)),
+            (0, 0, 4)
+        );
+        assert_eq!(
+            cache.span(&request(FileType::Datafile, 2, 20_000, 4000, 200)),
+            (1, 0, 2)
+        );
+        assert_eq!(
+            cache.span(&request(FileType::Datafile, 3, 1 << 20, 0, 8192)),
+            (2, 0, 1)
+        );
         // Executables are read whole.
-        assert_eq!(cache.span(&request(FileType::Executable, 4, 40_000, 0, 1)), (1, 0, 10));
+        assert_eq!(
+            cache.span(&request(FileType::Executable, 4, 40_000, 0, 1)),
+            (1, 0, 10)
+        );
     }
 
     #[test]
     fn a_flood_of_large_files_leaves_inodes_alone() {
-        let config: AttrConfig = "1K/128 ID, x/4K Temporal, 256K/128K Sequential".parse().unwrap();
+        let config: AttrConfig = "1K/128 ID, x/4K Temporal, 256K/128K Sequential"
+            .parse()
+            .unwrap();
         let mut cache = AttributeCache::new(config.resolve(300 << 10).unwrap()).unwrap();
         let resolved = cache.resolved().clone();
         let inode = request(FileType::Inode, 7, 128, 0, 128);
@@ -168,8 +193,15 @@ mod tests {
                 access(&mut cache, k, |_| {});
             }
         }
-        assert!(keys.iter().all(|&k| cache.contains(k)), "the inode was pushed out");
-        assert_eq!(cache.subcache_len(2), 2, "the sequential sub-cache holds its two blocks");
+        assert!(
+            keys.iter().all(|&k| cache.contains(k)),
+            "the inode was pushed out"
+        );
+        assert_eq!(
+            cache.subcache_len(2),
+            2,
+            "the sequential sub-cache holds its two blocks"
+        );
         assert!(cache.len() <= cache.capacity());
     }
 }

@@ -16,7 +16,7 @@ mod cache;
 mod notation;
 
 pub use cache::{AttributeCache, request_keys, span};
-pub use notation::{AttrConfig, Category, NotationError, Resolved, SubCacheSpec, SubCacheSize};
+pub use notation::{AttrConfig, Category, NotationError, Resolved, SubCacheSize, SubCacheSpec};
 
 /// What kind of file a request touches (Unix file types, section 2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,7 +33,12 @@ pub enum FileType {
 
 impl FileType {
     /// Every type.
-    pub const ALL: [FileType; 4] = [FileType::Inode, FileType::Directory, FileType::Datafile, FileType::Executable];
+    pub const ALL: [FileType; 4] = [
+        FileType::Inode,
+        FileType::Directory,
+        FileType::Datafile,
+        FileType::Executable,
+    ];
 
     /// The name traces and reports use.
     pub fn name(self) -> &'static str {
@@ -143,6 +148,13 @@ mod tests {
             access: Access::Read,
         };
         assert_eq!(r.range(), (0, 90_000));
-        assert_eq!(FileRequest { kind: FileType::Datafile, ..r }.range(), (4096, 8192));
+        assert_eq!(
+            FileRequest {
+                kind: FileType::Datafile,
+                ..r
+            }
+            .range(),
+            (4096, 8192)
+        );
     }
 }

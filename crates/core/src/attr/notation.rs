@@ -139,7 +139,9 @@ fn error(part: &str, problem: impl Into<String>) -> NotationError {
 /// and M; `KB`, `KiB` and so on also accepted).
 fn parse_bytes(text: &str) -> Option<u64> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
     let n: u64 = digits.parse().ok()?;
     let mult: u64 = match unit.to_ascii_lowercase().as_str() {
@@ -175,35 +177,70 @@ impl FromStr for AttrConfig {
             let [sizes, category] = words[..] else {
                 return Err(error(part, format!("expected {FORM}")));
             };
-            let (size, block) = sizes
-                .split_once('/')
-                .ok_or_else(|| error(part, format!("no `/` between size and block; expected {FORM}")))?;
+            let (size, block) = sizes.split_once('/').ok_or_else(|| {
+                error(
+                    part,
+                    format!("no `/` between size and block; expected {FORM}"),
+                )
+            })?;
             let size = if size.eq_ignore_ascii_case("x") {
                 SubCacheSize::Rest
             } else {
-                SubCacheSize::Bytes(parse_bytes(size).ok_or_else(|| error(part, format!("size `{size}` is not a byte count like 64K or x")))?)
+                SubCacheSize::Bytes(parse_bytes(size).ok_or_else(|| {
+                    error(
+                        part,
+                        format!("size `{size}` is not a byte count like 64K or x"),
+                    )
+                })?)
             };
-            let block = parse_bytes(block)
-                .filter(|&b| b > 0)
-                .ok_or_else(|| error(part, format!("block `{block}` is not a positive byte count like 128 or 4K")))?;
+            let block = parse_bytes(block).filter(|&b| b > 0).ok_or_else(|| {
+                error(
+                    part,
+                    format!("block `{block}` is not a positive byte count like 128 or 4K"),
+                )
+            })?;
             let category = Category::parse(category).ok_or_else(|| {
                 error(part, format!("category `{category}` is not one of ID, inode, General, Temporal, Sequential, Unix"))
             })?;
             if let SubCacheSize::Bytes(bytes) = size {
                 if bytes < block {
-                    return Err(error(part, format!("a {bytes}-byte sub-cache cannot hold one {block}-byte block")));
+                    return Err(error(
+                        part,
+                        format!("a {bytes}-byte sub-cache cannot hold one {block}-byte block"),
+                    ));
                 }
             }
-            if subcaches.iter().any(|c: &SubCacheSpec| c.category == category) {
-                return Err(error(part, format!("category {} appears twice", category.name())));
+            if subcaches
+                .iter()
+                .any(|c: &SubCacheSpec| c.category == category)
+            {
+                return Err(error(
+                    part,
+                    format!("category {} appears twice", category.name()),
+                ));
             }
-            subcaches.push(SubCacheSpec { size, block, category });
+            subcaches.push(SubCacheSpec {
+                size,
+                block,
+                category,
+            });
         }
         if subcaches.is_empty() {
-            return Err(error(s, format!("no sub-cache; expected {FORM}, comma-separated")));
+            return Err(error(
+                s,
+                format!("no sub-cache; expected {FORM}, comma-separated"),
+            ));
         }
-        if subcaches.iter().filter(|c| c.size == SubCacheSize::Rest).count() > 1 {
-            return Err(error(s, "more than one sub-cache sized `x` (the rest of the total)"));
+        if subcaches
+            .iter()
+            .filter(|c| c.size == SubCacheSize::Rest)
+            .count()
+            > 1
+        {
+            return Err(error(
+                s,
+                "more than one sub-cache sized `x` (the rest of the total)",
+            ));
         }
         let config = AttrConfig {
             subcaches,
@@ -240,7 +277,9 @@ impl AttrConfig {
     /// The paper's baseline (section 3.1): a 32 KiB inode cache in 128-byte
     /// blocks and the rest a Unix buffer cache of 4 KiB blocks.
     pub fn unix_baseline() -> AttrConfig {
-        "32K/128 inode, x/4K Unix".parse().expect("the baseline is well formed")
+        "32K/128 inode, x/4K Unix"
+            .parse()
+            .expect("the baseline is well formed")
     }
 
     /// The paper's variable attribute cache scheme (Table 1): the
@@ -277,7 +316,8 @@ impl AttrConfig {
         "4M/128 ID, x/4K Temporal, 16M/128K Sequential",
     ];
 
-    fn route_index(&self, kind: FileType, large: bool) -> Option<usize> {
+    /// The sub-cache that takes requests of `kind` (to large files or not).
+    pub fn route_index(&self, kind: FileType, large: bool) -> Option<usize> {
         Category::preference(kind, large)
             .iter()
             .find_map(|cat| self.subcaches.iter().position(|c| c.category == *cat))
@@ -326,11 +366,16 @@ impl AttrConfig {
         let mut routes = [[0; 2]; 4];
         for kind in FileType::ALL {
             for large in [false, true] {
-                routes[kind as usize][usize::from(large)] = self.route_index(kind, large).unwrap_or(0);
+                routes[kind as usize][usize::from(large)] =
+                    self.route_index(kind, large).unwrap_or(0);
             }
         }
         Ok(Resolved {
-            total: if self.has_rest() { total.max(fixed) } else { fixed },
+            total: if self.has_rest() {
+                total.max(fixed)
+            } else {
+                fixed
+            },
             subcaches,
             cutoff: self.cutoff,
             routes,
@@ -348,26 +393,56 @@ mod tests {
             let config: AttrConfig = row.parse().unwrap();
             assert_eq!(config.to_string(), row);
         }
-        assert_eq!(AttrConfig::unix_baseline().to_string(), "32K/128 inode, x/4K Unix");
+        assert_eq!(
+            AttrConfig::unix_baseline().to_string(),
+            "32K/128 inode, x/4K Unix"
+        );
     }
 
     #[test]
     fn the_variable_scheme_follows_table_1_by_size() {
         const K: u64 = 1024;
-        assert_eq!(AttrConfig::variable(32 * K).to_string(), AttrConfig::TABLE_1[0]);
-        assert_eq!(AttrConfig::variable(640 * K).to_string(), AttrConfig::TABLE_1[3]);
-        assert_eq!(AttrConfig::variable(1216 * K).to_string(), AttrConfig::TABLE_1[4]);
-        assert_eq!(AttrConfig::variable(4352 * K).to_string(), AttrConfig::TABLE_1[5]);
-        assert_eq!(AttrConfig::variable(18560 * K).to_string(), AttrConfig::TABLE_1[6]);
-        assert_eq!(AttrConfig::variable(282_624 * K).to_string(), AttrConfig::TABLE_1[9]);
+        assert_eq!(
+            AttrConfig::variable(32 * K).to_string(),
+            AttrConfig::TABLE_1[0]
+        );
+        assert_eq!(
+            AttrConfig::variable(640 * K).to_string(),
+            AttrConfig::TABLE_1[3]
+        );
+        assert_eq!(
+            AttrConfig::variable(1216 * K).to_string(),
+            AttrConfig::TABLE_1[4]
+        );
+        assert_eq!(
+            AttrConfig::variable(4352 * K).to_string(),
+            AttrConfig::TABLE_1[5]
+        );
+        assert_eq!(
+            AttrConfig::variable(18560 * K).to_string(),
+            AttrConfig::TABLE_1[6]
+        );
+        assert_eq!(
+            AttrConfig::variable(282_624 * K).to_string(),
+            AttrConfig::TABLE_1[9]
+        );
     }
 
     #[test]
     fn x_is_the_rest_and_routes_follow_the_categories() {
-        let c: AttrConfig = "64K/128 ID, x/4K Temporal, 2M/128K Sequential".parse().unwrap();
+        let c: AttrConfig = "64K/128 ID, x/4K Temporal, 2M/128K Sequential"
+            .parse()
+            .unwrap();
         let r = c.resolve(4 << 20).unwrap();
         assert_eq!(r.subcaches[0], (Category::Id, 512, 128));
-        assert_eq!(r.subcaches[1], (Category::Temporal, ((4 << 20) - (64 << 10) - (2 << 20)) / 4096, 4096));
+        assert_eq!(
+            r.subcaches[1],
+            (
+                Category::Temporal,
+                ((4 << 20) - (64 << 10) - (2 << 20)) / 4096,
+                4096
+            )
+        );
         assert_eq!(r.route(FileType::Inode, 128), 0);
         assert_eq!(r.route(FileType::Directory, 512), 0);
         assert_eq!(r.route(FileType::Datafile, 100_000), 1);
@@ -380,7 +455,10 @@ mod tests {
     #[test]
     fn malformed_strings_name_the_bad_part() {
         let cases = [
-            ("64K/128 ID, x/4K Temporal, 2M/128K Sequentail", "`2M/128K Sequentail`"),
+            (
+                "64K/128 ID, x/4K Temporal, 2M/128K Sequentail",
+                "`2M/128K Sequentail`",
+            ),
             ("64K ID, x/4K General", "`64K ID`"),
             ("64Q/128 ID, x/4K General", "`64Q/128 ID`"),
             ("64K/0 ID, x/4K General", "`64K/0 ID`"),
@@ -394,7 +472,10 @@ mod tests {
             let err = bad.parse::<AttrConfig>().unwrap_err().to_string();
             assert!(err.contains(needle), "{bad}: {err}");
         }
-        let small = AttrConfig::unix_baseline().resolve(32 << 10).unwrap_err().to_string();
+        let small = AttrConfig::unix_baseline()
+            .resolve(32 << 10)
+            .unwrap_err()
+            .to_string();
         assert!(small.contains("less than one 4096-byte block"), "{small}");
     }
 }

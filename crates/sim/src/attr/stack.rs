@@ -1,0 +1,261 @@
+//! One pass of LRU stack distances (Mattson et al., 1970) over one
+//! sub-cache's block stream, giving its misses at every size at once.
+//!
+//! An LRU cache of `C` blocks holds a block at its next reference iff
+//! fewer than `C` other distinct blocks were referenced in between (its
+//! reuse distance `D < C`). So, per stream:
+//!
+//! - a read request hits at size `C` iff every block it reads does, i.e.
+//!   its largest reuse distance is below `C` (first references miss at
+//!   every size): a histogram of per-request maxima gives the request
+//!   misses at every `C`;
+//! - a block is evicted between two references (or after its last one, by
+//!   the rest of the trace) iff that gap's distance `D >= C`; it is then
+//!   dirty iff it was written since its last eviction, i.e. every gap since
+//!   its last write had a distance below `C`. With `M` the largest of those
+//!   gap distances, the gap expels a dirty block exactly for `M < C <= D`,
+//!   an interval: a difference array gives write expulsions at every `C`.
+//!
+//! Distances come from a Fenwick tree over reference times marking each
+//! block's latest reference: `O(log n)` per reference.
+
+use std::collections::HashMap;
+
+/// A Fenwick (binary indexed) tree of counts over reference times.
+struct Fenwick(Vec<u32>);
+
+impl Fenwick {
+    fn add(&mut self, i: usize, delta: i32) {
+        let mut i = i + 1;
+        while i <= self.0.len() {
+            self.0[i - 1] = self.0[i - 1].wrapping_add_signed(delta);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// Sum of counts at times `0..i`.
+    fn prefix(&self, i: usize) -> u64 {
+        let (mut i, mut s) = (i, 0u64);
+        while i > 0 {
+            s += u64::from(self.0[i - 1]);
+            i &= i - 1;
+        }
+        s
+    }
+
+    fn grow(&mut self, len: usize) {
+        // Rebuilding keeps the tree's invariants for the new length.
+        if len > self.0.len() {
+            let old: Vec<u32> = (0..self.0.len())
+                .map(|i| (self.prefix(i + 1) - self.prefix(i)) as u32)
+                .collect();
+            self.0 = vec![0; len.next_power_of_two()];
+            for (i, v) in old.into_iter().enumerate() {
+                if v != 0 {
+                    self.add(i, v as i32);
+                }
+            }
+        }
+    }
+}
+
+/// What a stream knows of one block.
+#[derive(Clone, Copy)]
+struct BlockState {
+    /// Time of its latest reference.
+    last: u32,
+    /// Whether it was written since... ever (a write makes it a candidate).
+    written: bool,
+    /// Largest gap distance since its latest write.
+    gap_max: u32,
+}
+
+/// The stack-distance analysis of one sub-cache's stream.
+pub struct StackAnalysis {
+    tree: Fenwick,
+    blocks: HashMap<u64, BlockState>,
+    time: u32,
+    /// Read requests by their largest reuse distance (`None`: cold).
+    request_max: Histogram,
+    /// Read block references by reuse distance.
+    block_distance: Histogram,
+    /// Write expulsions: +1 at `C = M + 1`, -1 at `C = D + 1`.
+    expulsions: Vec<i64>,
+    /// The request being read, its largest distance so far (`u32::MAX`
+    /// for cold).
+    open_request: Option<u32>,
+}
+
+/// Counts by distance, with cold (first) references apart.
+#[derive(Default, Clone)]
+struct Histogram {
+    by_distance: Vec<u64>,
+    cold: u64,
+}
+
+impl Histogram {
+    fn add(&mut self, distance: Option<u32>) {
+        match distance {
+            None => self.cold += 1,
+            Some(d) => {
+                let d = d as usize;
+                if d >= self.by_distance.len() {
+                    self.by_distance.resize(d + 1, 0);
+                }
+                self.by_distance[d] += 1;
+            }
+        }
+    }
+
+    /// Counts that miss in a cache of `c` blocks: distance `>= c`, or cold.
+    fn misses(&self, c: usize) -> u64 {
+        self.cold + self.by_distance.iter().skip(c).sum::<u64>()
+    }
+}
+
+impl Default for StackAnalysis {
+    fn default() -> Self {
+        StackAnalysis {
+            tree: Fenwick(vec![0; 1024]),
+            blocks: HashMap::new(),
+            time: 0,
+            request_max: Histogram::default(),
+            block_distance: Histogram::default(),
+            expulsions: Vec::new(),
+            open_request: None,
+        }
+    }
+}
+
+impl StackAnalysis {
+    /// Starts a read request (its blocks follow with [`reference`]).
+    ///
+    /// [`reference`]: StackAnalysis::reference
+    pub fn begin_read(&mut self) {
+        self.open_request = Some(0);
+    }
+
+    /// Ends the read request begun last.
+    pub fn end_read(&mut self) {
+        if let Some(max) = self.open_request.take() {
+            self.request_max.add((max != u32::MAX).then_some(max));
+        }
+    }
+
+    /// One reference to `block`, a read or a write.
+    pub fn reference(&mut self, block: u64, write: bool) {
+        let now = self.time;
+        self.time += 1;
+        self.tree.grow(self.time as usize);
+        let distance = self.blocks.get(&block).map(|s| {
+            let between = self.tree.prefix(now as usize) - self.tree.prefix(s.last as usize + 1);
+            between as u32
+        });
+        if let Some(prev) = self.blocks.get(&block).map(|s| s.last) {
+            self.tree.add(prev as usize, -1);
+        }
+        self.tree.add(now as usize, 1);
+        if let Some(d) = distance {
+            if let Some(state) = self.blocks.get(&block).copied() {
+                self.gap(state, d);
+            }
+        }
+        let state = self.blocks.entry(block).or_insert(BlockState {
+            last: now,
+            written: false,
+            gap_max: 0,
+        });
+        state.last = now;
+        if write {
+            state.written = true;
+            state.gap_max = 0;
+        } else if let Some(d) = distance {
+            state.gap_max = state.gap_max.max(d);
+        }
+        if !write {
+            self.block_distance.add(distance);
+            if let Some(max) = self.open_request.as_mut() {
+                *max = match distance {
+                    None => u32::MAX,
+                    Some(d) => (*max).max(d),
+                };
+            }
+        }
+    }
+
+    /// A gap of distance `d` after a reference to a block in `state`: an
+    /// eviction at every size `C <= d`, a dirty one for `gap_max < C`.
+    fn gap(&mut self, state: BlockState, d: u32) {
+        if !state.written || d < state.gap_max + 1 {
+            return;
+        }
+        let (from, to) = (state.gap_max as usize + 1, d as usize + 1);
+        if to >= self.expulsions.len() {
+            self.expulsions.resize(to + 1, 0);
+        }
+        self.expulsions[from] += 1;
+        self.expulsions[to] -= 1;
+    }
+
+    /// Closes the trace: each block's last gap runs to the end.
+    pub fn finish(&mut self) {
+        let now = self.time as usize;
+        let states: Vec<BlockState> = self.blocks.values().copied().collect();
+        for s in states {
+            let d = self.tree.prefix(now) - self.tree.prefix(s.last as usize + 1);
+            self.gap(s, d as u32);
+        }
+    }
+
+    /// Read requests that miss in a cache of `c` blocks.
+    pub fn read_misses(&self, c: usize) -> u64 {
+        self.request_max.misses(c)
+    }
+
+    /// Read block references that miss in a cache of `c` blocks.
+    pub fn block_misses(&self, c: usize) -> u64 {
+        self.block_distance.misses(c)
+    }
+
+    /// Dirty blocks expelled from a cache of `c` blocks.
+    pub fn write_expulsions(&self, c: usize) -> u64 {
+        let end = (c + 1).min(self.expulsions.len());
+        self.expulsions[..end].iter().sum::<i64>().max(0) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances_count_distinct_blocks_in_between() {
+        let mut s = StackAnalysis::default();
+        for b in [1, 2, 3, 2, 1] {
+            s.begin_read();
+            s.reference(b, false);
+            s.end_read();
+        }
+        s.finish();
+        // 1,2,3 cold; 2 at distance 1 (only 3); 1 at distance 2 (2, 3).
+        assert_eq!(s.read_misses(1), 5);
+        assert_eq!(s.read_misses(2), 4);
+        assert_eq!(s.read_misses(3), 3);
+        assert_eq!(s.read_misses(100), 3);
+    }
+
+    #[test]
+    fn a_written_block_is_expelled_only_when_evicted_dirty() {
+        let mut s = StackAnalysis::default();
+        s.reference(9, true);
+        for b in [1, 2, 3] {
+            s.reference(b, false);
+        }
+        s.reference(9, false);
+        s.finish();
+        // The write to 9 then three others: evicted dirty for C <= 3.
+        assert_eq!(s.write_expulsions(1), 1);
+        assert_eq!(s.write_expulsions(3), 1);
+        assert_eq!(s.write_expulsions(4), 0);
+    }
+}
