@@ -114,7 +114,7 @@ const FILE_BITS: u32 = 37;
 /// if a part does not fit (8 sub-caches, 2^37 files, 2^24 blocks a file).
 pub fn block_key(subcache: usize, file: u64, index: u64) -> Option<u64> {
     let fits = subcache < 8 && file >> FILE_BITS == 0 && index >> INDEX_BITS == 0;
-    fits.then(|| ((subcache as u64) << (FILE_BITS + INDEX_BITS)) | (file << INDEX_BITS) | index)
+    fits.then_some(((subcache as u64) << (FILE_BITS + INDEX_BITS)) | (file << INDEX_BITS) | index)
 }
 
 /// The sub-cache a block key belongs to.
