@@ -12,10 +12,12 @@
 //!
 //! The same seed gives the same requests, on any machine.
 
+mod fs;
 mod leff;
 mod sprite;
 mod zipf;
 
+pub use fs::FsWorkload;
 pub use leff::Leff;
 pub use sprite::SpriteLike;
 pub use zipf::ZipfWorkload;
