@@ -1,6 +1,7 @@
 //! The `coopcache` command.
 
 mod coop;
+mod mrc;
 mod output;
 mod plot;
 mod progress;
@@ -22,7 +23,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Simulate: local policies on a trace, or (with --algorithms) cooperative caching on a
-    /// multi-client trace or workload; `sim sweep` for the sensitivity studies.
+    /// multi-client trace or workload; `sim sweep` for the sensitivity studies; `sim mrc`
+    /// for attribute caches.
     Sim(SimCommand),
 }
 
@@ -38,7 +40,10 @@ struct SimCommand {
 #[derive(Subcommand)]
 enum SimSub {
     /// The paper's sensitivity studies (Figures 8-13): CSV files and PNG charts.
-    Sweep(sweep::SweepArgs),
+    Sweep(Box<sweep::SweepArgs>),
+    /// Attribute caches: read request miss ratio and disk accesses against total cache size
+    /// for several configurations (the attribute-cache paper's Figures 9 and 12-14).
+    Mrc(mrc::MrcArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,7 +52,11 @@ fn main() -> ExitCode {
         Command::Sim(SimCommand {
             sub: Some(SimSub::Sweep(args)),
             ..
-        }) => sweep::run(args),
+        }) => sweep::run(*args),
+        Command::Sim(SimCommand {
+            sub: Some(SimSub::Mrc(args)),
+            ..
+        }) => mrc::run(args),
         Command::Sim(SimCommand { args, .. }) => sim::run(args),
     };
     match result {

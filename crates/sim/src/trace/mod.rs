@@ -11,11 +11,13 @@ mod blocks;
 mod compose;
 mod csv_map;
 mod decompress;
+mod file_csv;
 mod lines;
 
 pub use compose::{Compose, ComposeMode, IdSpace};
 pub use csv_map::CsvSpec;
 pub use decompress::{BytesRead, Compression};
+pub use file_csv::{photo_sizes, read_file_requests};
 
 use crate::error::{OptionError, TraceError};
 use std::fmt;

@@ -2,12 +2,15 @@
 
 use super::{parse_fraction, parse_param, unknown_key};
 use crate::error::OptionError;
+use crate::trace::photo_sizes;
 use coopcache_core::attr::{Access, FileRequest, FileType};
 use rand::Rng;
 use rand::prelude::Distribution;
 use rand_distr::{LogNormal, Zipf};
 use rand_pcg::Pcg64;
 use rand_pcg::rand_core::SeedableRng;
+use std::path::Path;
+use std::sync::Arc;
 
 /// A workstation's file-system requests as the attribute-cache paper
 /// characterises its eleven traces (section 1 and appendix A.4): most
@@ -42,6 +45,9 @@ pub struct FsWorkload {
     pub data_median: u64,
     /// Log-normal shape (sigma) of datafile sizes.
     pub data_sigma: f64,
+    /// Real datafile sizes to draw from instead of the log-normal (key
+    /// `size_sample=PATH`: the Tencent photo sample's sizes).
+    pub size_sample: Option<Arc<[u64]>>,
     /// Median executable size, bytes.
     pub exec_median: u64,
     /// Log-normal shape of executable sizes.
@@ -71,13 +77,14 @@ impl Default for FsWorkload {
     fn default() -> Self {
         FsWorkload {
             clients: 1,
-            requests: 500_000,
+            requests: 2_000_000,
             directories: 400,
             files: 8_000,
-            file_skew: 1.0,
+            file_skew: 1.2,
             exec_fraction: 0.08,
             data_median: 3 << 10,
-            data_sigma: 2.0,
+            data_sigma: 2.5,
+            size_sample: None,
             exec_median: 48 << 10,
             exec_sigma: 1.2,
             max_file: 32 << 20,
@@ -85,7 +92,7 @@ impl Default for FsWorkload {
             whole_fraction: 0.5,
             run_mean: 128 << 10,
             write_fraction: 0.15,
-            stat_fraction: 0.35,
+            stat_fraction: 0.5,
             inodes_per_stat: 6,
             inode_write_fraction: 0.6,
             seed: 1,
@@ -93,7 +100,7 @@ impl Default for FsWorkload {
     }
 }
 
-const KEYS: &str = "clients, requests, directories, files, file_skew, exec_fraction, data_median, data_sigma, \
+const KEYS: &str = "clients, requests, directories, files, file_skew, exec_fraction, data_median, data_sigma, size_sample, \
                     exec_median, exec_sigma, max_file, request_size, whole_fraction, run_mean, write_fraction, \
                     stat_fraction, inodes_per_stat, inode_write_fraction, seed";
 
@@ -111,6 +118,14 @@ impl FsWorkload {
             "exec_fraction" => self.exec_fraction = parse_fraction(key, value)?,
             "data_median" => self.data_median = parse_param(key, value, bytes)?,
             "data_sigma" => self.data_sigma = parse_param(key, value, "a log-normal sigma")?,
+            "size_sample" => {
+                let sizes = photo_sizes(Path::new(value)).map_err(|e| OptionError {
+                    what: "workload setting",
+                    value: format!("{key}={value}"),
+                    expected: format!("a Tencent photo trace with sizes in field 5 ({e})"),
+                })?;
+                self.size_sample = Some(sizes.into());
+            }
             "exec_median" => self.exec_median = parse_param(key, value, bytes)?,
             "exec_sigma" => self.exec_sigma = parse_param(key, value, "a log-normal sigma")?,
             "max_file" => self.max_file = parse_param(key, value, bytes)?,
@@ -125,6 +140,11 @@ impl FsWorkload {
             _ => return Err(unknown_key("fs", key, KEYS)),
         }
         Ok(())
+    }
+
+    /// Applies `key=value,...` settings.
+    pub fn set_all(&mut self, settings: &str) -> Result<(), OptionError> {
+        super::set_pairs(settings, |k, v| self.set(k, v))
     }
 
     /// The requests.
@@ -159,22 +179,41 @@ struct FsGen {
 impl FsGen {
     fn new(p: FsWorkload) -> Self {
         let mut rng = Pcg64::seed_from_u64(p.seed);
-        let lognormal = |median: u64, sigma: f64| LogNormal::new((median.max(1) as f64).ln(), sigma.max(0.0)).ok();
-        let (data, exec) = (lognormal(p.data_median, p.data_sigma), lognormal(p.exec_median, p.exec_sigma));
+        let lognormal = |median: u64, sigma: f64| {
+            LogNormal::new((median.max(1) as f64).ln(), sigma.max(0.0)).ok()
+        };
+        let (data, exec) = (
+            lognormal(p.data_median, p.data_sigma),
+            lognormal(p.exec_median, p.exec_sigma),
+        );
         let files = (0..p.files)
             .map(|_| {
                 let executable = rng.random_bool(p.exec_fraction);
-                let dist = if executable { exec } else { data };
-                let size = dist.map_or(p.data_median, |d| d.sample(&mut rng) as u64).clamp(1, p.max_file.max(1));
+                let size = match (&p.size_sample, executable) {
+                    (Some(sample), false) => sample[rng.random_range(0..sample.len())],
+                    _ => {
+                        let dist = if executable { exec } else { data };
+                        dist.map_or(p.data_median, |d| d.sample(&mut rng) as u64)
+                    }
+                };
+                let size = size.clamp(1, p.max_file.max(1));
                 File {
-                    kind: if executable { FileType::Executable } else { FileType::Datafile },
+                    kind: if executable {
+                        FileType::Executable
+                    } else {
+                        FileType::Datafile
+                    },
                     size,
                 }
             })
             .collect();
-        let dir_sizes = (0..p.directories.max(1)).map(|_| 512 << rng.random_range(0..4)).collect();
+        let dir_sizes = (0..p.directories.max(1))
+            .map(|_| 512 << rng.random_range(0..2))
+            .collect();
         FsGen {
-            popularity: (p.files > 0).then(|| Zipf::new(f64::from(p.files), p.file_skew.max(0.0)).ok()).flatten(),
+            popularity: (p.files > 0)
+                .then(|| Zipf::new(f64::from(p.files), p.file_skew.max(0.0)).ok())
+                .flatten(),
             rng,
             files,
             dir_sizes,
@@ -185,7 +224,15 @@ impl FsGen {
         }
     }
 
-    fn push(&mut self, file: u64, kind: FileType, file_size: u64, offset: u64, len: u64, access: Access) {
+    fn push(
+        &mut self,
+        file: u64,
+        kind: FileType,
+        file_size: u64,
+        offset: u64,
+        len: u64,
+        access: Access,
+    ) {
         self.pending.push_back(FileRequest {
             client: self.client,
             file,
@@ -197,26 +244,51 @@ impl FsGen {
         });
     }
 
+    /// Files per directory: file `f` is in directory `f / per_dir`, so
+    /// popular files share directories, as a user's working files do.
+    fn per_dir(&self) -> u64 {
+        u64::from(self.p.files)
+            .div_ceil(self.dir_sizes.len() as u64)
+            .max(1)
+    }
+
     fn read_directory(&mut self, dir: u64) {
         let size = self.dir_sizes[dir as usize];
-        self.push(DIR_BASE + dir, FileType::Directory, size, 0, size, Access::Read);
+        self.push(
+            DIR_BASE + dir,
+            FileType::Directory,
+            size,
+            0,
+            size,
+            Access::Read,
+        );
     }
 
     fn inode(&mut self, n: u64, access: Access) {
-        self.push(INODE_BASE + n, FileType::Inode, INODE_BYTES, 0, INODE_BYTES, access);
+        self.push(
+            INODE_BASE + n,
+            FileType::Inode,
+            INODE_BYTES,
+            0,
+            INODE_BYTES,
+            access,
+        );
     }
 
     fn episode(&mut self) -> Option<()> {
         self.client = self.rng.random_range(0..self.p.clients.max(1));
-        let dirs = self.dir_sizes.len() as u64;
+        let per_dir = self.per_dir();
         let f = self.popularity.as_ref()?.sample(&mut self.rng) as u64 - 1;
-        let dir = f % dirs;
+        let dir = f / per_dir;
         if self.rng.random_bool(self.p.stat_fraction) {
             self.read_directory(dir);
             for _ in 0..self.p.inodes_per_stat {
                 // Another file of the same directory.
-                let k = self.rng.random_range(0..(self.p.files as u64 / dirs).max(1));
-                self.inode((k * dirs + dir).min(u64::from(self.p.files) - 1), Access::Read);
+                let k = self.rng.random_range(0..per_dir);
+                self.inode(
+                    (dir * per_dir + k).min(u64::from(self.p.files) - 1),
+                    Access::Read,
+                );
             }
             return Some(());
         }
@@ -236,7 +308,11 @@ impl FsGen {
     /// A datafile access: whole if small, else whole or a run; in
     /// `request_size` requests.
     fn data_access(&mut self, f: u64, file: File) {
-        let access = if self.rng.random_bool(self.p.write_fraction) { Access::Write } else { Access::Read };
+        let access = if self.rng.random_bool(self.p.write_fraction) {
+            Access::Write
+        } else {
+            Access::Read
+        };
         let (start, len) = if file.size < 64 << 10 || self.rng.random_bool(self.p.whole_fraction) {
             (0, file.size)
         } else {
@@ -280,12 +356,22 @@ mod tests {
     #[test]
     fn matches_the_papers_characterisation() {
         let reqs: Vec<FileRequest> = FsWorkload::default().generate().collect();
-        assert_eq!(reqs.len(), 500_000);
-        let id = reqs.iter().filter(|r| matches!(r.kind, FileType::Inode | FileType::Directory)).count();
+        assert_eq!(reqs.len(), 2_000_000);
+        let id = reqs
+            .iter()
+            .filter(|r| matches!(r.kind, FileType::Inode | FileType::Directory))
+            .count();
         let id_share = id as f64 / reqs.len() as f64;
-        assert!((0.70..=0.80).contains(&id_share), "inodes and directories are {id_share:.2} of requests");
-        let small = reqs.iter().filter(|r| r.file_size < 10 << 10).count() as f64 / reqs.len() as f64;
-        assert!(small > 0.5, "{small:.2} of requests go to files under 10 KiB");
+        assert!(
+            (0.70..=0.80).contains(&id_share),
+            "inodes and directories are {id_share:.2} of requests"
+        );
+        let small =
+            reqs.iter().filter(|r| r.file_size < 10 << 10).count() as f64 / reqs.len() as f64;
+        assert!(
+            small > 0.5,
+            "{small:.2} of requests go to files under 10 KiB"
+        );
         // Bytes in sequential runs over 64 KiB: consecutive requests to one
         // file, each starting where the last ended.
         let (mut run_file, mut run_end, mut run_bytes) = (u64::MAX, 0, 0u64);
@@ -304,7 +390,14 @@ mod tests {
             run_end = r.offset + r.len;
         }
         let share = long as f64 / total as f64;
-        assert!((0.4..=0.8).contains(&share), "{share:.2} of datafile bytes in runs over 64 KiB");
-        assert!(reqs.iter().filter(|r| r.kind == FileType::Executable).all(|r| r.offset == 0 && r.len == r.file_size));
+        assert!(
+            (0.4..=0.8).contains(&share),
+            "{share:.2} of datafile bytes in runs over 64 KiB"
+        );
+        assert!(
+            reqs.iter()
+                .filter(|r| r.kind == FileType::Executable)
+                .all(|r| r.offset == 0 && r.len == r.file_size)
+        );
     }
 }

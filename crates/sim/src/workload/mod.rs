@@ -86,15 +86,7 @@ impl Workload {
 
     /// Applies comma-separated `key=value` settings.
     pub fn set_all(&mut self, settings: &str) -> Result<(), OptionError> {
-        for pair in settings.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').ok_or_else(|| OptionError {
-                what: "workload setting",
-                value: pair.to_string(),
-                expected: "key=value".into(),
-            })?;
-            self.set(key.trim(), value.trim())?;
-        }
-        Ok(())
+        set_pairs(settings, |k, v| self.set(k, v))
     }
 
     /// The requests, generated lazily.
@@ -128,6 +120,22 @@ impl FromStr for Workload {
             }),
         }
     }
+}
+
+/// Applies `key=value,...` settings through `set`, in order.
+pub(crate) fn set_pairs(
+    settings: &str,
+    mut set: impl FnMut(&str, &str) -> Result<(), OptionError>,
+) -> Result<(), OptionError> {
+    for pair in settings.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').ok_or_else(|| OptionError {
+            what: "workload setting",
+            value: pair.to_string(),
+            expected: "key=value".into(),
+        })?;
+        set(key.trim(), value.trim())?;
+    }
+    Ok(())
 }
 
 /// Parses one parameter value, naming the key in the error.
