@@ -5,7 +5,7 @@ use crate::sim::{SimArgs, open_traces, trace_label};
 use crate::table;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
+use coopcache_core::coop::{AlgorithmKind, ClassPolicies, ClusterConfig, Level};
 use coopcache_sim::coop::report::{
     Comparison, MIN_CLIENT_READS, client_speedups, compare, find_base,
 };
@@ -155,6 +155,7 @@ impl CoopArgs {
             },
             penalties: self.profile().penalties(),
             seed: self.seed,
+            classes: ClassPolicies::uniform(),
         })
     }
 

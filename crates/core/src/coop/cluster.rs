@@ -3,8 +3,8 @@
 
 use super::wlru::Penalties;
 use super::{
-    CentralManager, CentralNode, DirectNode, DirectoryManager, GreedyNode, HashNode,
-    ManagerMachine, ManagerMode, NChanceNode, NoData, NodeMachine, WlruNode,
+    CentralManager, CentralNode, ClassPolicies, DirectNode, DirectoryManager, GreedyNode, HashNode,
+    ManagerMachine, ManagerMode, NChanceNode, NoData, NodeMachine, SizeClassed, WlruNode,
 };
 use crate::error::CapacityError;
 use crate::policy::{BlockKey, Lru, Policy, PolicyFactory, PolicyKind};
@@ -64,12 +64,19 @@ impl AlgorithmKind {
 
     /// Builds a cluster of this algorithm's state machines, with no block
     /// data (the simulator's), and hands it to `visitor`.
-    pub fn build<K: BlockKey, V: ClusterVisitor<K>>(
+    pub fn build<K: BlockKey + SizeClassed, V: ClusterVisitor<K>>(
         self,
         config: &ClusterConfig,
         visitor: V,
     ) -> Result<V::Output, ConfigError> {
         config.validate()?;
+        if self != AlgorithmKind::NChance && !config.classes.is_default() {
+            return Err(ConfigError::new(
+                "size-class policies with algorithm",
+                self.name(),
+                "nchance, the algorithm that applies them",
+            ));
+        }
         let builder = Builder {
             kind: self,
             config,
@@ -133,6 +140,8 @@ pub struct ClusterConfig {
     pub penalties: Penalties,
     /// Seed of every random choice (N-Chance's peers).
     pub seed: u64,
+    /// Size-class policies (N-Chance only); uniform changes nothing.
+    pub classes: ClassPolicies,
 }
 
 impl ClusterConfig {
@@ -154,6 +163,7 @@ impl ClusterConfig {
                 singlet_us: 15_600,
             },
             seed: 1,
+            classes: ClassPolicies::uniform(),
         }
     }
 
@@ -260,7 +270,7 @@ struct Builder<'a, V> {
     visitor: V,
 }
 
-impl<K: BlockKey, V: ClusterVisitor<K>> PolicyFactory<K> for Builder<'_, V> {
+impl<K: BlockKey + SizeClassed, V: ClusterVisitor<K>> PolicyFactory<K> for Builder<'_, V> {
     type Output = Result<V::Output, ConfigError>;
 
     fn make<P: Policy<K> + Send + 'static>(
@@ -296,18 +306,14 @@ impl<K: BlockKey, V: ClusterVisitor<K>> PolicyFactory<K> for Builder<'_, V> {
             }
             AlgorithmKind::NChance => {
                 let nodes = build_nodes(n, |i| {
-                    Ok(NChanceNode::new(
-                        i,
-                        n,
-                        c.chances,
-                        new(c.node_capacity)?,
-                        NoData,
-                        c.seed,
-                    )?)
+                    Ok(
+                        NChanceNode::new(i, n, c.chances, new(c.node_capacity)?, NoData, c.seed)?
+                            .with_classes(c.classes.clone()),
+                    )
                 })?;
                 self.visitor.visit(Cluster {
                     nodes,
-                    manager: manager(forwarding)?,
+                    manager: manager(forwarding)?.with_classes(c.classes.clone()),
                 })
             }
             AlgorithmKind::Direct => {

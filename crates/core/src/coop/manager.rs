@@ -3,7 +3,8 @@
 
 use super::local::LocalCache;
 use super::{
-    Addr, BlockStore, Directory, Holders, Level, ManagerMachine, Msg, NodeId, Outbox, hash_owner,
+    Addr, BlockStore, ClassPolicies, Directory, Holders, Level, ManagerMachine, Msg, NodeId,
+    Outbox, SizeClassed, hash_owner,
 };
 use crate::policy::{BlockKey, Lookup, Policy};
 
@@ -31,6 +32,12 @@ pub struct ManagerMode {
 /// node caches it) fetched from the origin and kept in the manager's
 /// memory. A write invalidates every other copy (write-invalidate) and is
 /// written through to the origin.
+///
+/// Size-class policies ([`DirectoryManager::with_classes`]) decide per
+/// block's class whether a read may be forwarded to a peer
+/// (`cooperative`), whether a block read from the origin is kept
+/// (`exclusive` keeps none), and the manager takes the blocks nodes
+/// discard ([`Msg::Discard`]) into its memory.
 #[derive(Clone, Debug)]
 pub struct DirectoryManager<K, C, S> {
     cache: LocalCache<K, C, S>,
@@ -39,9 +46,10 @@ pub struct DirectoryManager<K, C, S> {
     nodes: u32,
     /// Each node's lowest block weight, as it last reported (Weighted LRU).
     lowest_weight: Vec<u64>,
+    classes: ClassPolicies,
 }
 
-impl<K: BlockKey, C: Policy<K>, S: BlockStore<K>> DirectoryManager<K, C, S> {
+impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager<K, C, S> {
     /// A manager for `nodes` nodes caching in `cache` with data in `store`.
     pub fn new(nodes: u32, cache: C, store: S, mode: ManagerMode) -> Self {
         DirectoryManager {
@@ -50,7 +58,13 @@ impl<K: BlockKey, C: Policy<K>, S: BlockStore<K>> DirectoryManager<K, C, S> {
             mode,
             nodes,
             lowest_weight: vec![u64::MAX; nodes as usize],
+            classes: ClassPolicies::uniform(),
         }
+    }
+
+    /// The same manager applying `classes`' policies.
+    pub fn with_classes(self, classes: ClassPolicies) -> Self {
+        DirectoryManager { classes, ..self }
     }
 
     /// The directory of node caches.
@@ -97,7 +111,7 @@ impl<K: BlockKey, C: Policy<K>, S: BlockStore<K>> DirectoryManager<K, C, S> {
                 return;
             }
         }
-        let holder = if self.mode.forward {
+        let holder = if self.mode.forward && self.classes.policy(&block).cooperative {
             self.directory.holders(block).any_except(reader)
         } else {
             None
@@ -183,7 +197,7 @@ fn notice<K, D>(block: K, node: NodeId, singlet: bool, out: &mut Outbox<K, D>) {
 
 impl<K, C, S> ManagerMachine<K, S::Data> for DirectoryManager<K, C, S>
 where
-    K: BlockKey,
+    K: BlockKey + SizeClassed,
     C: Policy<K>,
     S: BlockStore<K>,
 {
@@ -202,7 +216,9 @@ where
                 hops,
             } = msg
             {
-                self.keep(block, data.clone(), out);
+                if !self.classes.policy(&block).exclusive {
+                    self.keep(block, data.clone(), out);
+                }
                 let msg = Msg::Data {
                     block,
                     data,
@@ -231,6 +247,12 @@ where
                 self.serve(block, reader, hops, out);
             }
             Msg::Dropped { block } => self.remove_holder(block, node, out),
+            Msg::Discard { block, data } => {
+                self.remove_holder(block, node, out);
+                if !self.cache.contains(block) {
+                    self.keep(block, data, out);
+                }
+            }
             Msg::Cached { block } => self.add_holder(block, node, out),
             Msg::Moved { block, to } if !self.mode.singlet_notices => {
                 self.directory.transfer(block, node, to)

@@ -146,7 +146,9 @@ pub enum Msg<K, D> {
         /// Where to send it, or nowhere (drop it).
         to: Option<NodeId>,
     },
-    /// Manager to origin: read `block` for `reader`.
+    /// Manager to origin: read `block` for `reader`; or a node to the
+    /// origin: read `block` from the node's own replica (size-class
+    /// policies), the reply coming back to the node.
     Fetch {
         /// The block.
         block: K,
@@ -155,7 +157,7 @@ pub enum Msg<K, D> {
         /// Hops so far.
         hops: u8,
     },
-    /// Origin to manager: the block [`Msg::Fetch`] asked for.
+    /// Origin to whoever sent the [`Msg::Fetch`]: the block it asked for.
     Fetched {
         /// The block.
         block: K,
@@ -168,6 +170,15 @@ pub enum Msg<K, D> {
     },
     /// Manager to origin: store `block` (write-through).
     Store {
+        /// The block.
+        block: K,
+        /// Its contents.
+        data: D,
+    },
+    /// Node to manager: the node lets go of `block`; keep it in the
+    /// manager's memory (a discard cache, size-class policies). Also says
+    /// the node no longer caches it.
+    Discard {
         /// The block.
         block: K,
         /// Its contents.
@@ -188,7 +199,7 @@ pub fn load_units<K, D>(msg: &Msg<K, D>) -> u64 {
         Msg::Write { .. } | Msg::Store { .. } | Msg::Fetch { .. } => 0,
         // A block read from the origin: the disk transfer.
         Msg::Fetched { .. } => 2,
-        Msg::Data { .. } | Msg::Recirculate { .. } | Msg::Place { .. } => 3,
+        Msg::Data { .. } | Msg::Recirculate { .. } | Msg::Place { .. } | Msg::Discard { .. } => 3,
         _ => 1,
     }
 }

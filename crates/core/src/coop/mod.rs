@@ -22,6 +22,7 @@
 //! | Hash-Distributed | [`HashNode`] | [`DirectoryManager`] placing in partitions |
 
 mod central;
+mod classes;
 mod cluster;
 mod direct;
 mod directory;
@@ -35,6 +36,9 @@ mod store;
 mod wlru;
 
 pub use central::{CentralManager, CentralNode};
+pub use classes::{
+    ClassError, ClassPolicies, ClassPolicy, MAX_CLASSES, SizeClass, SizeClassed, class_key,
+};
 pub use cluster::{
     AlgorithmKind, Cluster, ClusterConfig, ClusterVisitor, ConfigError, UnknownAlgorithm,
 };

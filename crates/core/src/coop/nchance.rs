@@ -4,7 +4,9 @@
 use super::local::{
     LocalCache, ask_manager, complete, notify_dropped, serve_forward, write_through,
 };
-use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
+use super::{
+    Addr, BlockStore, ClassPolicies, Level, Msg, NodeId, NodeMachine, Outbox, SizeClassed,
+};
 use crate::policy::{BlockKey, Lookup, Policy};
 use crate::queue::{IndexedLists, ListTag};
 use rand_core::{RngCore, SeedableRng};
@@ -93,6 +95,14 @@ const MAX_INCOMING: usize = 64;
 ///
 /// With `n = 0` no block is ever forwarded and no question asked: the node
 /// behaves exactly as Greedy Forwarding's.
+///
+/// Size-class policies ([`NChanceNode::with_classes`]) change, per block's
+/// class, only the paths they name: `forward_evictions` off drops a singlet
+/// instead of forwarding it; `discard_cache` sends every block the node
+/// lets go of to the manager's memory ([`Msg::Discard`]) instead of just
+/// saying it is gone; `replica` reads a local miss from the node's own disk
+/// (a [`Msg::Fetch`] to the origin, telling the manager it caches the
+/// block) instead of asking the manager.
 #[derive(Clone, Debug)]
 pub struct NChanceNode<K, P, S: BlockStore<K>> {
     id: NodeId,
@@ -114,9 +124,10 @@ pub struct NChanceNode<K, P, S: BlockStore<K>> {
     /// Reused for the blocks one admission evicts, so a miss allocates
     /// nothing.
     scratch: Vec<(K, Option<S::Data>)>,
+    classes: ClassPolicies,
 }
 
-impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
+impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
     /// Node `id` of `nodes`, forwarding singlets with `n` chances, caching
     /// with `policy`, keeping data in `store`, its random peer choices drawn
     /// from a generator seeded with `seed`.
@@ -140,7 +151,29 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
             asking: None,
             scratch: Vec::new(),
             rng: Pcg64Mcg::seed_from_u64(seed ^ u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            classes: ClassPolicies::uniform(),
         })
+    }
+
+    /// The same node applying `classes`' policies.
+    pub fn with_classes(self, classes: ClassPolicies) -> Self {
+        NChanceNode { classes, ..self }
+    }
+
+    /// Lets go of `block`, which this node no longer caches and will not
+    /// forward: to the manager's discard cache if its class has one and the
+    /// data is here, else just a notice.
+    fn let_go(&mut self, block: K, data: Option<S::Data>, out: &mut Outbox<K, S::Data>) {
+        match data {
+            Some(data) if self.classes.policy(&block).discard_cache => {
+                out.send(
+                    Addr::Node(self.id),
+                    Addr::Manager,
+                    Msg::Discard { block, data },
+                );
+            }
+            _ => notify_dropped(self.id, block, out),
+        }
     }
 
     /// What is known about cached `block`.
@@ -209,7 +242,7 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
                     },
                 );
             }
-            _ => notify_dropped(self.id, block, out),
+            (_, data) => self.let_go(block, data, out),
         }
     }
 
@@ -217,17 +250,17 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
     fn dispose(&mut self, block: K, data: Option<S::Data>, out: &mut Outbox<K, S::Data>) {
         let mark = self.mark(block);
         self.unmark_gone(block);
+        let forwards = self.n > 0 && self.classes.policy(&block).forward_evictions;
         match mark {
-            Some(Mark::Recirculating(chances)) if chances > 1 => {
+            Some(Mark::Recirculating(chances)) if chances > 1 && forwards => {
                 self.forward(block, data, chances - 1, out)
             }
-            Some(Mark::Recirculating(_)) => notify_dropped(self.id, block, out),
-            Some(Mark::Singlet) if self.n > 0 => self.forward(block, data, self.n, out),
-            None if self.n > 0 && data.is_some() => {
+            Some(Mark::Singlet) if forwards => self.forward(block, data, self.n, out),
+            None if forwards && data.is_some() => {
                 self.limbo.insert(block, data);
                 out.send(Addr::Node(self.id), Addr::Manager, Msg::IsSinglet { block });
             }
-            _ => notify_dropped(self.id, block, out),
+            _ => self.let_go(block, data, out),
         }
     }
 
@@ -301,8 +334,8 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
     /// Drops one of this node's blocks without forwarding it.
     fn discard(&mut self, block: K, out: &mut Outbox<K, S::Data>) {
         self.unmark_gone(block);
-        if self.cache.remove(block).is_some() {
-            notify_dropped(self.id, block, out);
+        if let Some(data) = self.cache.remove(block) {
+            self.let_go(block, Some(data), out);
         }
     }
 
@@ -319,9 +352,9 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
             let mut evicted = std::mem::take(&mut self.scratch);
             self.cache
                 .admit(block, miss, |victim, data| evicted.push((victim, data)));
-            for (victim, _) in evicted.drain(..) {
+            for (victim, data) in evicted.drain(..) {
                 self.unmark_gone(victim);
-                notify_dropped(self.id, victim, out);
+                self.let_go(victim, data, out);
             }
             self.scratch = evicted;
         }
@@ -334,7 +367,7 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
             if singlet {
                 self.forward(block, data, self.n, out);
             } else {
-                notify_dropped(self.id, block, out);
+                self.let_go(block, data, out);
             }
             return;
         }
@@ -385,7 +418,7 @@ enum Victim<K> {
 
 impl<K, P, S> NodeMachine<K, S::Data> for NChanceNode<K, P, S>
 where
-    K: BlockKey,
+    K: BlockKey + SizeClassed,
     P: Policy<K>,
     S: BlockStore<K>,
 {
@@ -406,7 +439,18 @@ where
             Lookup::Miss(miss) => {
                 self.admit_own(block, miss, out);
                 self.set_mark(block, None);
-                ask_manager(self.id, block, out);
+                if self.classes.policy(&block).replica {
+                    let me = Addr::Node(self.id);
+                    out.send(me, Addr::Manager, Msg::Cached { block });
+                    let fetch = Msg::Fetch {
+                        block,
+                        reader: self.id,
+                        hops: 0,
+                    };
+                    out.send(me, Addr::Origin, fetch);
+                } else {
+                    ask_manager(self.id, block, out);
+                }
             }
         }
     }
@@ -437,6 +481,12 @@ where
                 level,
                 hops,
             } => self.cache.receive(self.id, block, data, level, hops, out),
+            // A read of this node's own replica.
+            Msg::Fetched {
+                block, data, hops, ..
+            } => self
+                .cache
+                .receive(self.id, block, data, Level::Origin, hops, out),
             Msg::Forward {
                 block,
                 reader,
@@ -449,7 +499,7 @@ where
                 chances,
             } => {
                 if self.incoming.len() >= MAX_INCOMING {
-                    notify_dropped(self.id, block, out);
+                    self.let_go(block, Some(data), out);
                 } else {
                     self.incoming.push_back(Incoming {
                         block,

@@ -229,15 +229,15 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
                     .cluster
                     .manager
                     .handle(from, msg, now, &mut self.outbox),
-                Addr::Origin => self.origin(msg),
+                Addr::Origin => self.origin(from, msg),
             }
         }
         read_load
     }
 
-    /// The simulated origin answers every fetch at once (its time is
-    /// charged by the cost profile) and absorbs writes.
-    fn origin(&mut self, msg: Msg<u64, ()>) {
+    /// The simulated origin answers every fetch at once, to whoever asked
+    /// (its time is charged by the cost profile), and absorbs writes.
+    fn origin(&mut self, from: Addr, msg: Msg<u64, ()>) {
         if let Msg::Fetch {
             block,
             reader,
@@ -250,7 +250,7 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
                 reader,
                 hops,
             };
-            self.outbox.send(Addr::Origin, Addr::Manager, reply);
+            self.outbox.send(Addr::Origin, from, reply);
         }
     }
 }
