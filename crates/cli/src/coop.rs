@@ -9,7 +9,7 @@ use coopcache_core::coop::{AlgorithmKind, ClassPolicies, ClusterConfig, Level};
 use coopcache_sim::coop::report::{
     Comparison, MIN_CLIENT_READS, client_speedups, compare, find_base,
 };
-use coopcache_sim::coop::{CoopResult, CoopSpec, CostProfile, simulate};
+use coopcache_sim::coop::{CoopResult, CoopSpec, CostProfile, Hardware, simulate};
 use coopcache_sim::size::CacheSize;
 use coopcache_sim::trace::Requests;
 use coopcache_sim::workload::Workload;
@@ -25,7 +25,7 @@ pub struct CoopArgs {
     #[arg(long, value_delimiter = ',')]
     pub(crate) algorithms: Option<Vec<AlgorithmKind>>,
 
-    /// A synthetic multi-client workload instead of a trace: sprite-like, leff, zipf.
+    /// A synthetic multi-client workload instead of a trace: sprite-like, leff, zipf, web.
     #[arg(long)]
     pub(crate) workload: Option<Workload>,
 
@@ -37,13 +37,13 @@ pub struct CoopArgs {
     #[arg(long)]
     clients: Option<u32>,
 
-    /// Cache per node.
-    #[arg(long, default_value = "16MiB")]
-    client_cache: CacheSize,
+    /// Cache per node (default 16MiB; 200MiB for the web workload, the paper's nodes).
+    #[arg(long)]
+    client_cache: Option<CacheSize>,
 
-    /// The manager's own cache.
-    #[arg(long, default_value = "128MiB")]
-    manager_cache: CacheSize,
+    /// The manager's own cache (default 128MiB; 200MiB for the web workload's storage node).
+    #[arg(long)]
+    manager_cache: Option<CacheSize>,
 
     /// N-Chance: how many times an unreferenced singlet is passed on.
     #[arg(long, default_value_t = 2)]
@@ -77,6 +77,15 @@ pub struct CoopArgs {
     /// Write PNG charts in the manner of the paper's Figures 4-7 into this directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) plot: Option<PathBuf>,
+
+    /// Size-class policy files (TOML), comma-separated: run N-Chance under each and compare
+    /// cluster throughput (see docs/class-policies.md).
+    #[arg(long, value_delimiter = ',', value_name = "FILE")]
+    pub(crate) class_policy: Vec<PathBuf>,
+
+    /// Disks and links for throughput with --class-policy: webstone-1999, dc-2026.
+    #[arg(long, default_value = "webstone-1999")]
+    pub(crate) hardware: Hardware,
 }
 
 /// What the study runs on: a workload or a trace, with its node count.
@@ -86,6 +95,10 @@ pub(crate) struct Input {
     pub(crate) nodes: u32,
     pub(crate) warmup: u64,
     pub(crate) progress: Option<Progress>,
+    /// Bytes per block of the requests.
+    pub(crate) block_size: u64,
+    /// Whether the input is the web workload (its sizes are WebStone's).
+    pub(crate) web: bool,
 }
 
 impl CoopArgs {
@@ -114,6 +127,8 @@ impl CoopArgs {
                     warmup: self.warmup.unwrap_or_else(|| workload.default_warmup()),
                     requests: workload.requests_iter(),
                     progress: None,
+                    block_size: workload.block_size().unwrap_or(sim.block_size),
+                    web: matches!(workload, Workload::Web(_)),
                 })
             }
             (None, false) => {
@@ -128,29 +143,40 @@ impl CoopArgs {
                     nodes,
                     warmup: self.warmup.unwrap_or(0),
                     progress: Some(progress),
+                    block_size: sim.block_size,
+                    web: false,
                 })
             }
         }
     }
 
-    /// The cluster configuration for `nodes` nodes.
-    pub(crate) fn config(&self, sim: &SimArgs, nodes: u32) -> Result<ClusterConfig> {
+    /// The cluster configuration for `input`.
+    pub(crate) fn config(&self, sim: &SimArgs, input: &Input) -> Result<ClusterConfig> {
+        let (nodes, block_size) = (input.nodes, input.block_size);
+        // The paper's web cluster: 256 MB machines, about 200 MB of cache.
+        let (client, manager) = if input.web {
+            (CacheSize::Bytes(200 << 20), CacheSize::Bytes(200 << 20))
+        } else {
+            (CacheSize::Bytes(16 << 20), CacheSize::Bytes(128 << 20))
+        };
+        let client_cache = self.client_cache.unwrap_or(client);
+        let manager_cache = self.manager_cache.unwrap_or(manager);
         let [policy] = sim.policy[..] else {
             bail!(
                 "with --algorithms give one --policy for the nodes' local caches, not {}",
                 sim.policy.len()
             );
         };
-        let node_capacity = self.client_cache.blocks(sim.block_size)?;
+        let node_capacity = client_cache.blocks(block_size)?;
         Ok(ClusterConfig {
             nodes,
             node_capacity,
-            manager_capacity: self.manager_cache.blocks(sim.block_size)?,
+            manager_capacity: manager_cache.blocks(block_size)?,
             policy,
             chances: self.chances,
             central_fraction: self.central_fraction,
             direct_remote: match self.direct_remote {
-                Some(size) => size.blocks(sim.block_size)?,
+                Some(size) => size.blocks(block_size)?,
                 None => node_capacity,
             },
             penalties: self.profile().penalties(),
@@ -185,7 +211,7 @@ fn count_clients(sim: &SimArgs) -> Result<u32> {
 pub fn run(sim: &SimArgs) -> Result<()> {
     let args = &sim.coop;
     let input = args.input(sim)?;
-    let config = args.config(sim, input.nodes)?;
+    let config = args.config(sim, &input)?;
     let wanted = args.algorithms.clone().unwrap_or_default();
     if wanted.is_empty() {
         bail!(
@@ -202,6 +228,7 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             config: config.clone(),
             profile: args.profile(),
             warmup: input.warmup,
+            hardware: None,
         })
         .collect();
     let progress = input.progress;

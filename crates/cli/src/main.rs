@@ -1,5 +1,6 @@
 //! The `coopcache` command.
 
+mod classes;
 mod coop;
 mod mrc;
 mod output;

@@ -107,12 +107,15 @@ pub fn run(args: SimArgs) -> Result<()> {
             .build_global()
             .context("starting worker threads")?;
     }
+    if !args.coop.class_policy.is_empty() {
+        return crate::classes::run(&args);
+    }
     if args.coop.algorithms.is_some() {
         return crate::coop::run(&args);
     }
     if args.coop.workload.is_some() {
         bail!(
-            "--workload drives a cluster: add --algorithms (e.g. --algorithms base,greedy,nchance)"
+            "--workload drives a cluster: add --algorithms (e.g. --algorithms base,greedy,nchance) or --class-policy"
         );
     }
     if args.traces.is_empty() {

@@ -187,12 +187,13 @@ pub fn run(args: SweepArgs) -> Result<()> {
     }
     let input = coop.input(sim)?;
     let label = input.label.clone();
-    let config = coop.config(sim, input.nodes)?;
+    let config = coop.config(sim, &input)?;
     let base = CoopSpec {
         algorithm: AlgorithmKind::Base,
         config,
         profile: coop.profile(),
         warmup: input.warmup,
+        hardware: None,
     };
     // Every point replays the whole trace: read it into memory once.
     let requests: Vec<Request> = input
@@ -206,7 +207,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
     };
     let mut all = Vec::new();
     for &s in &sweeps {
-        all.extend(points(s, &base, sim.block_size)?);
+        all.extend(points(s, &base, input.block_size)?);
     }
     let bar = progress(all.len() as u64);
     let results: Vec<CoopResult> = all

@@ -9,6 +9,7 @@
 
 pub mod attr;
 mod chunks;
+pub mod class_file;
 pub mod coop;
 pub mod error;
 pub mod replay;

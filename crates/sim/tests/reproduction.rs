@@ -17,6 +17,7 @@ fn study() -> Vec<CoopResult> {
             config: ClusterConfig::paper(workload.clients()),
             profile: CostProfile::ATM_1994,
             warmup: workload.default_warmup(),
+            hardware: None,
         })
         .collect();
     simulate(workload.requests_iter(), &specs, |_| {}).unwrap()

@@ -1,5 +1,6 @@
 //! Driving a cluster's state machines with a trace, in virtual time.
 
+use super::hardware::{Busy, Hardware, Resources};
 use super::profile::CostProfile;
 use crate::trace::{Op, Request};
 use coopcache_core::coop::{
@@ -67,6 +68,8 @@ pub struct Stats {
     pub messages: u64,
     /// Requests replayed, warm-up included.
     pub requests: u64,
+    /// What the disks and links did, if a [`Hardware`] was given.
+    pub busy: Option<Busy>,
 }
 
 impl Stats {
@@ -123,6 +126,7 @@ pub struct Simulation<N, M> {
     profile: CostProfile,
     warmup: u64,
     stats: Stats,
+    resources: Option<Resources>,
 }
 
 impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
@@ -139,7 +143,16 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
                 clients,
                 ..Stats::default()
             },
+            resources: None,
         }
+    }
+
+    /// Also accounts the busy time of the disks and links of `hw`, moving
+    /// blocks of `block_bytes`, for throughput.
+    pub fn with_hardware(mut self, hw: Hardware, block_bytes: u64) -> Self {
+        let nodes = self.cluster.nodes.len();
+        self.resources = Some(Resources::new(hw, nodes, block_bytes));
+        self
     }
 
     /// The cluster, for inspection between requests.
@@ -153,7 +166,8 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
     }
 
     /// Consumes the simulation, returning its figures.
-    pub fn into_stats(self) -> Stats {
+    pub fn into_stats(mut self) -> Stats {
+        self.stats.busy = self.resources.map(Resources::into_busy);
         self.stats
     }
 
@@ -186,6 +200,9 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
                 continue;
             }
             let time = self.profile.read_time_us(done.level, done.hops);
+            if let Some(res) = &mut self.resources {
+                res.served(u64::from(r.size));
+            }
             let s = &mut self.stats;
             s.reads += 1;
             s.by_level[done.level.index()] += 1;
@@ -211,6 +228,9 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
         let mut read_load = 0;
         while let Some(Envelope { from, to, msg }) = self.outbox.next_message() {
             self.stats.messages += 1;
+            if let (true, Some(res)) = (measured, &mut self.resources) {
+                account(res, from, to, &msg);
+            }
             if measured && (from == Addr::Manager || to == Addr::Manager) {
                 let units = load_units(&msg);
                 if on_read_path(&msg) {
@@ -252,6 +272,21 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
             };
             self.outbox.send(Addr::Origin, from, reply);
         }
+    }
+}
+
+/// Books a message's use of the disks and links.
+fn account(res: &mut Resources, from: Addr, to: Addr, msg: &Msg<u64, ()>) {
+    match *msg {
+        Msg::Fetch { block, .. } | Msg::Store { block, .. } => res.disk_access(from, block),
+        // The origin's reply is local to the machine that read the disk.
+        Msg::Fetched { .. } => {}
+        Msg::Data { .. }
+        | Msg::Recirculate { .. }
+        | Msg::Place { .. }
+        | Msg::Discard { .. }
+        | Msg::Write { .. } => res.message(from, to, true),
+        _ => res.message(from, to, false),
     }
 }
 

@@ -2,10 +2,12 @@
 //! driven by a multi-client trace, with the paper's cost model and figures.
 
 pub mod driver;
+pub mod hardware;
 pub mod profile;
 pub mod report;
 
 pub use driver::{ClientOutOfRange, ClientStats, Load, Simulation, Stats};
+pub use hardware::{Busy, Hardware};
 pub use profile::CostProfile;
 
 use crate::chunks::for_each_chunk;
@@ -28,6 +30,9 @@ pub struct CoopSpec {
     pub profile: CostProfile,
     /// Requests excluded from every figure at the start.
     pub warmup: u64,
+    /// Disks and links to account for throughput, and the block size they
+    /// move; `None` for the latency study alone.
+    pub hardware: Option<(Hardware, u64)>,
 }
 
 /// What one simulated cluster measured.
@@ -117,7 +122,10 @@ impl ClusterVisitor<u64> for BoxRun {
         N: NodeMachine<u64, ()> + Send + 'static,
         M: ManagerMachine<u64, ()> + Send + 'static,
     {
-        let sim = Simulation::new(cluster, self.0.profile, self.0.warmup);
+        let mut sim = Simulation::new(cluster, self.0.profile, self.0.warmup);
+        if let Some((hw, block_bytes)) = self.0.hardware {
+            sim = sim.with_hardware(hw, block_bytes);
+        }
         Box::new(ClusterRun {
             sim,
             spec: self.0,

@@ -8,18 +8,24 @@
 //!   files, calibrated to the paper's Sprite base case;
 //! - [`Leff`]: fixed per-client access probabilities, as the workload the
 //!   paper validated its simulator with;
-//! - [`ZipfWorkload`]: every client reading one Zipf-popular block set.
+//! - [`ZipfWorkload`]: every client reading one Zipf-popular block set;
+//! - [`WebStone`]: static web documents in WebStone's size classes on two
+//!   serving nodes, for size-class policies;
+//! - [`FsWorkload`]: file-system requests with file types and sizes, for
+//!   attribute caches (file requests, not blocks: `coopcache sim mrc`).
 //!
 //! The same seed gives the same requests, on any machine.
 
 mod fs;
 mod leff;
 mod sprite;
+mod web;
 mod zipf;
 
 pub use fs::FsWorkload;
 pub use leff::Leff;
 pub use sprite::SpriteLike;
+pub use web::{WEBSTONE_BOUNDS, WebStone};
 pub use zipf::ZipfWorkload;
 
 use crate::error::OptionError;
@@ -36,11 +42,13 @@ pub enum Workload {
     Leff(Leff),
     /// [`ZipfWorkload`]
     Zipf(ZipfWorkload),
+    /// [`WebStone`]
+    Web(WebStone),
 }
 
 impl Workload {
     /// The names `--workload` takes.
-    pub const NAMES: [&'static str; 3] = ["sprite-like", "leff", "zipf"];
+    pub const NAMES: [&'static str; 4] = ["sprite-like", "leff", "zipf", "web"];
 
     /// The name of this workload.
     pub fn name(&self) -> &'static str {
@@ -48,6 +56,7 @@ impl Workload {
             Workload::SpriteLike(_) => "sprite-like",
             Workload::Leff(_) => "leff",
             Workload::Zipf(_) => "zipf",
+            Workload::Web(_) => "web",
         }
     }
 
@@ -57,6 +66,7 @@ impl Workload {
             Workload::SpriteLike(w) => w.clients,
             Workload::Leff(w) => w.clients,
             Workload::Zipf(w) => w.clients,
+            Workload::Web(w) => w.clients,
         }
     }
 
@@ -66,13 +76,26 @@ impl Workload {
             Workload::SpriteLike(w) => w.requests,
             Workload::Leff(w) => w.requests,
             Workload::Zipf(w) => w.requests,
+            Workload::Web(w) => w.requests,
         }
     }
 
     /// The default warm-up: the paper warmed its caches with the first
-    /// 400,000 of 700,000 Sprite accesses, so 4/7 of the requests.
+    /// 400,000 of 700,000 Sprite accesses, so 4/7 of the requests; half of
+    /// a web run.
     pub fn default_warmup(&self) -> u64 {
-        self.requests() * 4 / 7
+        match self {
+            Workload::Web(w) => w.requests / 2,
+            _ => self.requests() * 4 / 7,
+        }
+    }
+
+    /// The block size the workload's requests are in, if it sets one.
+    pub fn block_size(&self) -> Option<u64> {
+        match self {
+            Workload::Web(w) => Some(w.block_size),
+            _ => None,
+        }
     }
 
     /// Sets one parameter from its `key=value` text form.
@@ -81,6 +104,7 @@ impl Workload {
             Workload::SpriteLike(w) => w.set(key, value),
             Workload::Leff(w) => w.set(key, value),
             Workload::Zipf(w) => w.set(key, value),
+            Workload::Web(w) => w.set(key, value),
         }
     }
 
@@ -95,6 +119,7 @@ impl Workload {
             Workload::SpriteLike(w) => Box::new(w.generate().map(Ok)),
             Workload::Leff(w) => Box::new(w.generate().map(Ok)),
             Workload::Zipf(w) => Box::new(w.generate().map(Ok)),
+            Workload::Web(w) => Box::new(w.generate().map(Ok)),
         }
     }
 }
@@ -113,10 +138,11 @@ impl FromStr for Workload {
             "sprite-like" | "sprite" => Ok(Workload::SpriteLike(SpriteLike::default())),
             "leff" => Ok(Workload::Leff(Leff::default())),
             "zipf" => Ok(Workload::Zipf(ZipfWorkload::default())),
+            "web" | "webstone" => Ok(Workload::Web(WebStone::default())),
             _ => Err(OptionError {
                 what: "workload",
                 value: s.to_string(),
-                expected: "one of sprite-like, leff, zipf".into(),
+                expected: "one of sprite-like, leff, zipf, web".into(),
             }),
         }
     }
