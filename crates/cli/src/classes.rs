@@ -63,6 +63,11 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             );
         }
     }
+    if args.cache_config.is_some() {
+        bail!(
+            "--class-policy and --cache-config cannot be combined: both keep their tag in a block's id"
+        );
+    }
     let input = args.input(sim)?;
     let config = args.config(sim, &input)?;
     let mut policies = Vec::new();
@@ -92,6 +97,7 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             profile: args.profile(),
             warmup: input.warmup,
             hardware: Some((args.hardware, input.block_size)),
+            attribute: None,
         })
         .collect();
     let progress = input.progress;

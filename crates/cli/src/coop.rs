@@ -6,10 +6,11 @@ use crate::table;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use coopcache_core::coop::{AlgorithmKind, ClassPolicies, ClusterConfig, Level};
+use coopcache_sim::attr::{Scheme, block_requests};
 use coopcache_sim::coop::report::{
     Comparison, MIN_CLIENT_READS, client_speedups, compare, find_base,
 };
-use coopcache_sim::coop::{CoopResult, CoopSpec, CostProfile, Hardware, simulate};
+use coopcache_sim::coop::{AttributeNodes, CoopResult, CoopSpec, CostProfile, Hardware, simulate};
 use coopcache_sim::size::CacheSize;
 use coopcache_sim::trace::Requests;
 use coopcache_sim::workload::Workload;
@@ -83,6 +84,11 @@ pub struct CoopArgs {
     #[arg(long, value_delimiter = ',', value_name = "FILE")]
     pub(crate) class_policy: Vec<PathBuf>,
 
+    /// An attribute cache as each node's local cache: `unix`, `variable` (Table 1 at the node's
+    /// size) or a notation like `64K/128 ID, x/4K Temporal, 2M/128K Sequential` (with --workload fs).
+    #[arg(long, value_name = "NOTATION")]
+    pub(crate) cache_config: Option<Scheme>,
+
     /// Disks and links for throughput with --class-policy: webstone-1999, dc-2026.
     #[arg(long, default_value = "webstone-1999")]
     pub(crate) hardware: Hardware,
@@ -99,6 +105,8 @@ pub(crate) struct Input {
     pub(crate) block_size: u64,
     /// Whether the input is the web workload (its sizes are WebStone's).
     pub(crate) web: bool,
+    /// The nodes' attribute cache, if asked for.
+    pub(crate) attribute: Option<AttributeNodes>,
 }
 
 impl CoopArgs {
@@ -111,6 +119,7 @@ impl CoopArgs {
             ),
             (Some(w), true) => {
                 let mut workload = w.clone();
+                let attribute = self.attribute_nodes(&workload, sim)?;
                 workload.set("seed", &self.seed.to_string())?;
                 if let Some(clients) = self.clients {
                     workload.set("clients", &clients.to_string())?;
@@ -125,13 +134,25 @@ impl CoopArgs {
                     label: workload.name().to_string(),
                     nodes: workload.clients(),
                     warmup: self.warmup.unwrap_or_else(|| workload.default_warmup()),
-                    requests: workload.requests_iter(),
+                    requests: match (&workload, &attribute) {
+                        (Workload::Fs(fs), Some(a)) => {
+                            let resolved = a.config.resolve(self.node_bytes(&workload, sim))?;
+                            Box::new(block_requests(fs.generate(), resolved).map(Ok))
+                        }
+                        _ => workload.requests_iter(),
+                    },
                     progress: None,
                     block_size: workload.block_size().unwrap_or(sim.block_size),
                     web: matches!(workload, Workload::Web(_)),
+                    attribute,
                 })
             }
             (None, false) => {
+                if self.cache_config.is_some() {
+                    bail!(
+                        "--cache-config needs file requests with types and sizes: use --workload fs (`coopcache sim mrc` reads file-request traces)"
+                    );
+                }
                 let nodes = match self.clients {
                     Some(n) => n,
                     None => count_clients(sim)?,
@@ -145,22 +166,62 @@ impl CoopArgs {
                     progress: Some(progress),
                     block_size: sim.block_size,
                     web: false,
+                    attribute: None,
                 })
             }
         }
     }
 
-    /// The cluster configuration for `input`.
-    pub(crate) fn config(&self, sim: &SimArgs, input: &Input) -> Result<ClusterConfig> {
-        let (nodes, block_size) = (input.nodes, input.block_size);
+    /// The cache sizes of a node and of the manager (workload defaults
+    /// unless given).
+    fn cache_sizes(&self, web: bool) -> (CacheSize, CacheSize) {
         // The paper's web cluster: 256 MB machines, about 200 MB of cache.
-        let (client, manager) = if input.web {
+        let (client, manager) = if web {
             (CacheSize::Bytes(200 << 20), CacheSize::Bytes(200 << 20))
         } else {
             (CacheSize::Bytes(16 << 20), CacheSize::Bytes(128 << 20))
         };
-        let client_cache = self.client_cache.unwrap_or(client);
-        let manager_cache = self.manager_cache.unwrap_or(manager);
+        (
+            self.client_cache.unwrap_or(client),
+            self.manager_cache.unwrap_or(manager),
+        )
+    }
+
+    /// A node's cache in bytes.
+    fn node_bytes(&self, workload: &Workload, sim: &SimArgs) -> u64 {
+        let block = workload.block_size().unwrap_or(sim.block_size);
+        match self.cache_sizes(matches!(workload, Workload::Web(_))).0 {
+            CacheSize::Bytes(b) => b,
+            CacheSize::Blocks(n) => n.saturating_mul(block),
+        }
+    }
+
+    /// The nodes' attribute cache for `workload`, if `--cache-config` asks.
+    fn attribute_nodes(
+        &self,
+        workload: &Workload,
+        sim: &SimArgs,
+    ) -> Result<Option<AttributeNodes>> {
+        let Some(scheme) = &self.cache_config else {
+            return Ok(None);
+        };
+        if !matches!(workload, Workload::Fs(_)) {
+            bail!(
+                "--cache-config needs file requests with types and sizes: use --workload fs, not {}",
+                workload.name()
+            );
+        }
+        let config = scheme.at(self.node_bytes(workload, sim));
+        Ok(Some(AttributeNodes {
+            config,
+            block_bytes: workload.block_size().unwrap_or(sim.block_size),
+        }))
+    }
+
+    /// The cluster configuration for `input`.
+    pub(crate) fn config(&self, sim: &SimArgs, input: &Input) -> Result<ClusterConfig> {
+        let (nodes, block_size) = (input.nodes, input.block_size);
+        let (client_cache, manager_cache) = self.cache_sizes(input.web);
         let [policy] = sim.policy[..] else {
             bail!(
                 "with --algorithms give one --policy for the nodes' local caches, not {}",
@@ -229,6 +290,7 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             profile: args.profile(),
             warmup: input.warmup,
             hardware: None,
+            attribute: input.attribute.clone(),
         })
         .collect();
     let progress = input.progress;

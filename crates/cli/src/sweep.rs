@@ -194,6 +194,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
         profile: coop.profile(),
         warmup: input.warmup,
         hardware: None,
+        attribute: input.attribute.clone(),
     };
     // Every point replays the whole trace: read it into memory once.
     let requests: Vec<Request> = input

@@ -139,3 +139,63 @@ fn bad_input_is_a_clear_error() {
         &["--workload-params"],
     );
 }
+
+#[test]
+fn an_attribute_cache_can_be_every_algorithms_node_cache() {
+    let out = coopcache_args(&[
+        "sim",
+        "--workload",
+        "fs",
+        "--workload-params",
+        "requests=20000,clients=3",
+        "--algorithms",
+        "base,direct,greedy,central,nchance,hash,wlru,best",
+        "--client-cache",
+        "4MiB",
+        "--manager-cache",
+        "1MiB",
+        "--cache-config",
+        // Central and Hash keep 20% of 4 MiB local: the fixed 272K fit.
+        "16K/128 ID, x/4K Temporal, 256K/64K Sequential",
+        "--json",
+    ]);
+    let rows = json_rows(&out);
+    assert_eq!(rows.len(), 8);
+    for r in &rows {
+        assert!(r["reads"].as_u64().unwrap() > 0, "{r}");
+    }
+    // The same run without the attribute cache splits requests into 8 KiB
+    // blocks: fewer, larger block reads.
+    let plain = json_rows(&coopcache(
+        "sim --workload fs --workload-params requests=20000,clients=3 --algorithms nchance --client-cache 4MiB --manager-cache 1MiB --json",
+    ));
+    assert!(plain[0]["reads"].as_u64() < rows[4]["reads"].as_u64());
+}
+
+#[test]
+fn attribute_node_caches_need_file_requests() {
+    fails_with(
+        "sim --workload zipf --algorithms nchance --cache-config unix",
+        &["--cache-config", "--workload fs", "zipf"],
+    );
+    let out = coopcache_args(&[
+        "sim",
+        "--workload",
+        "fs",
+        "--algorithms",
+        "nchance",
+        "--client-cache",
+        "64KiB",
+        "--cache-config",
+        "64K/128 ID, x/4K Temporal",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("64K"), "{}", stderr(&out));
+    fails_with(
+        &format!(
+            "sim --workload fs --cache-config unix --class-policy {}/../../docs/class-policies/cc-all.toml",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        &["cannot be combined"],
+    );
+}

@@ -28,6 +28,7 @@ fn throughputs(files: &[&str], hw: Hardware) -> Vec<f64> {
             profile: CostProfile::ATM_1994,
             warmup: workload.default_warmup(),
             hardware: Some((hw, web.block_size)),
+            attribute: None,
         })
         .collect();
     simulate(workload.requests_iter(), &specs, |_| {})

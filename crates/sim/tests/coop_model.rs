@@ -10,15 +10,19 @@
 //! - the manager's view of which node caches what equals the union of the
 //!   nodes' caches.
 //!
-//! And N-Chance with n = 0 serves every read exactly as Greedy does.
+//! And N-Chance with n = 0 serves every read exactly as Greedy does, and
+//! every algorithm keeps its invariants with attribute caches as the
+//! nodes' local caches.
 //! proptest prints the failing case and keeps its seed in
 //! `proptest-regressions/` for replay.
 
 use coopcache_core::PolicyKind;
+use coopcache_core::attr::{Access, FileRequest, FileType};
 use coopcache_core::coop::{
     AlgorithmKind, Cluster, ClusterConfig, ClusterVisitor, Level, ManagerMachine, NodeMachine,
 };
-use coopcache_sim::coop::{CostProfile, Simulation};
+use coopcache_sim::attr::block_requests;
+use coopcache_sim::coop::{AttributeNodes, CoopSpec, CostProfile, Simulation, build};
 use coopcache_sim::trace::{Op, Request};
 use proptest::prelude::*;
 
@@ -154,6 +158,80 @@ fn run(kind: AlgorithmKind, case: &Case) -> Result<Outcomes, TestCaseError> {
     kind.build(&case.config, Check(&case.requests))
         .map_err(|e| TestCaseError::fail(e.to_string()))?
         .map_err(|e| TestCaseError::fail(format!("{kind}: {e}")))
+}
+
+/// Clusters whose nodes have attribute caches, on random file requests.
+fn attr_case() -> impl Strategy<Value = (CoopSpec, Vec<Request>)> {
+    (2u32..5, 0usize..POLICIES.len(), 1u64..1000).prop_flat_map(|(nodes, _, seed)| {
+        let request = (
+            0..nodes,
+            0usize..4,
+            0u64..30,
+            1u64..(1 << 20),
+            0u64..(1 << 20),
+            1u64..(16 << 10),
+            prop::bool::weighted(0.1),
+        )
+            .prop_map(
+                |(client, kind, file, size, offset, len, write)| FileRequest {
+                    client,
+                    file,
+                    kind: FileType::ALL[kind],
+                    // Metadata is small and executables are read whole: keep
+                    // both to a few blocks so a case stays quick.
+                    file_size: match FileType::ALL[kind] {
+                        FileType::Inode | FileType::Directory => size % 2048 + 1,
+                        FileType::Executable => size % (32 << 10) + 1,
+                        FileType::Datafile => size,
+                    },
+                    offset: offset % size,
+                    len,
+                    access: if write { Access::Write } else { Access::Read },
+                },
+            );
+        prop::collection::vec(request, 1..120).prop_map(move |file_requests| {
+            let config: coopcache_core::attr::AttrConfig =
+                "8K/128 ID, x/4K Temporal, 64K/64K Sequential"
+                    .parse()
+                    .unwrap();
+            // 128 blocks of 4 KiB: 512 KiB a node, its 20% local part
+            // still holds the fixed 72 KiB.
+            let resolved = config.resolve(128 * 4096).unwrap();
+            let spec = CoopSpec {
+                algorithm: AlgorithmKind::Base,
+                config: ClusterConfig {
+                    nodes,
+                    node_capacity: 128,
+                    manager_capacity: 16,
+                    central_fraction: 0.8,
+                    direct_remote: 64,
+                    seed,
+                    ..ClusterConfig::paper(nodes)
+                },
+                profile: CostProfile::ATM_1994,
+                warmup: 0,
+                hardware: None,
+                attribute: Some(AttributeNodes {
+                    config,
+                    block_bytes: 4096,
+                }),
+            };
+            let requests = block_requests(file_requests.into_iter(), resolved).collect();
+            (spec, requests)
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    #[test]
+    fn every_algorithm_keeps_its_invariants_with_attribute_caches((spec, requests) in attr_case()) {
+        for algorithm in AlgorithmKind::ALL {
+            let spec = CoopSpec { algorithm, ..spec.clone() };
+            build(&spec, Check(&requests))
+                .map_err(|e| TestCaseError::fail(format!("{algorithm}: {e}")))??;
+        }
+    }
 }
 
 proptest! {

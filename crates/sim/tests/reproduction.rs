@@ -18,6 +18,7 @@ fn study() -> Vec<CoopResult> {
             profile: CostProfile::ATM_1994,
             warmup: workload.default_warmup(),
             hardware: None,
+            attribute: None,
         })
         .collect();
     simulate(workload.requests_iter(), &specs, |_| {}).unwrap()

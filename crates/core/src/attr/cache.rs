@@ -175,6 +175,55 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Random requests of every type and size through random
+        /// configurations: every sub-cache stays within its own capacity,
+        /// and every key lands in the sub-cache its request routes to.
+        #[test]
+        fn no_subcache_ever_exceeds_its_capacity(
+            id in 1u64..64,
+            temporal in 1u64..64,
+            sequential in 0u64..4,
+            requests in proptest::collection::vec(
+                (0usize..4, 0u64..40, 1u64..(3 << 20), 0u64..(1 << 20), 1u64..(256 << 10), proptest::bool::ANY),
+                1..300,
+            ),
+        ) {
+            let notation = if sequential == 0 {
+                format!("{}K/128 ID, x/4K Temporal", id)
+            } else {
+                format!("{}K/128 ID, x/4K Temporal, {}K/64K Sequential", id, sequential * 64)
+            };
+            let config: AttrConfig = notation.parse().unwrap();
+            let total = (id + temporal * 4 + sequential * 64) << 10;
+            let mut cache = AttributeCache::new(config.resolve(total).unwrap()).unwrap();
+            let resolved = cache.resolved().clone();
+            for (kind, file, size, offset, len, remove) in requests {
+                let r = FileRequest {
+                    client: 0,
+                    file,
+                    kind: FileType::ALL[kind],
+                    file_size: size,
+                    offset: offset.min(size - 1),
+                    len,
+                    access: Access::Read,
+                };
+                let route = resolved.route(r.kind, r.file_size);
+                for k in request_keys(&resolved, &r).unwrap() {
+                    proptest::prop_assert_eq!(key_subcache(k), route);
+                    if remove {
+                        cache.remove(k);
+                    } else {
+                        access(&mut cache, k, |_| {});
+                    }
+                }
+                for (i, &(_, blocks, _)) in resolved.subcaches.iter().enumerate() {
+                    proptest::prop_assert!(cache.subcache_len(i) <= blocks, "sub-cache {} over {}", i, blocks);
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_flood_of_large_files_leaves_inodes_alone() {
         let config: AttrConfig = "1K/128 ID, x/4K Temporal, 256K/128K Sequential"

@@ -69,6 +69,40 @@ impl AlgorithmKind {
         config: &ClusterConfig,
         visitor: V,
     ) -> Result<V::Output, ConfigError> {
+        self.check(config)?;
+        let builder = Builder {
+            kind: self,
+            config,
+            visitor,
+        };
+        config.policy.factory(builder)
+    }
+
+    /// Like [`AlgorithmKind::build`], with the nodes' locally managed
+    /// caches made by `new` from a capacity in blocks instead of by
+    /// `config.policy`: an [`AttributeCache`](crate::attr::AttributeCache),
+    /// say. Global parts, remote caches and the manager stay LRU.
+    pub fn build_with<K, P, V>(
+        self,
+        config: &ClusterConfig,
+        new: impl Fn(usize) -> Result<P, ConfigError>,
+        visitor: V,
+    ) -> Result<V::Output, ConfigError>
+    where
+        K: BlockKey + SizeClassed,
+        P: Policy<K> + Send + 'static,
+        V: ClusterVisitor<K>,
+    {
+        self.check(config)?;
+        Builder {
+            kind: self,
+            config,
+            visitor,
+        }
+        .assemble(new)
+    }
+
+    fn check(self, config: &ClusterConfig) -> Result<(), ConfigError> {
         config.validate()?;
         if self != AlgorithmKind::NChance && !config.classes.is_default() {
             return Err(ConfigError::new(
@@ -77,12 +111,7 @@ impl AlgorithmKind {
                 "nchance, the algorithm that applies them",
             ));
         }
-        let builder = Builder {
-            kind: self,
-            config,
-            visitor,
-        };
-        config.policy.factory(builder)
+        Ok(())
     }
 }
 
@@ -230,6 +259,10 @@ pub enum ConfigError {
     /// A cache size the policy cannot take.
     #[error(transparent)]
     Capacity(#[from] CapacityError),
+    /// A node cache that cannot be built at its size (an attribute cache
+    /// whose fixed sub-caches do not fit, say).
+    #[error("node cache: {0}")]
+    NodeCache(String),
 }
 
 impl ConfigError {
@@ -277,6 +310,22 @@ impl<K: BlockKey + SizeClassed, V: ClusterVisitor<K>> PolicyFactory<K> for Build
         self,
         new: fn(usize) -> Result<P, CapacityError>,
     ) -> Self::Output {
+        self.assemble(|capacity| Ok(new(capacity)?))
+    }
+}
+
+impl<V> Builder<'_, V> {
+    /// Builds the cluster with node caches made by `new` from a capacity in
+    /// blocks.
+    fn assemble<K, P>(
+        self,
+        new: impl Fn(usize) -> Result<P, ConfigError>,
+    ) -> Result<V::Output, ConfigError>
+    where
+        K: BlockKey + SizeClassed,
+        P: Policy<K> + Send + 'static,
+        V: ClusterVisitor<K>,
+    {
         let c = self.config;
         let n = c.nodes;
         let manager = |mode| -> Result<_, ConfigError> {

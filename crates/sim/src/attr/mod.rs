@@ -8,10 +8,48 @@ mod stack;
 pub use direct::simulate;
 pub use stack::StackAnalysis;
 
-use coopcache_core::attr::{Access, AttrConfig, FileRequest, FileType, NotationError, block_key};
+use crate::trace::{Op, Request};
+use coopcache_core::attr::{
+    Access, AttrConfig, FileRequest, FileType, NotationError, Resolved, block_key, request_keys,
+};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt;
+
+/// File requests as the block requests a cluster's nodes make: each request
+/// split into the blocks of the sub-cache `resolved` routes it to, keyed as
+/// the attribute cache keys them ([`block_key`]), `size` the sub-cache's
+/// block size. Requests whose ids do not fit a key are skipped.
+pub fn block_requests(
+    requests: impl Iterator<Item = FileRequest>,
+    resolved: Resolved,
+) -> impl Iterator<Item = Request> {
+    requests.enumerate().flat_map(move |(n, r)| {
+        let block = resolved.block_size(resolved.route(r.kind, r.file_size));
+        let op = match r.access {
+            Access::Read => Op::Read,
+            Access::Write => Op::Write,
+        };
+        let keys: Vec<u64> = request_keys(&resolved, &r).into_iter().flatten().collect();
+        keys.into_iter().map(move |id| Request {
+            id,
+            time: n as u64,
+            size: block.min(u64::from(u32::MAX)) as u32,
+            client: r.client,
+            op,
+        })
+    })
+}
+
+/// One cache of `block` bytes for every request: how file requests become
+/// blocks without an attribute cache.
+pub fn uniform(block: u64) -> Resolved {
+    let text = format!("x/{block} Unix");
+    let config: AttrConfig = text.parse().expect("a one-sub-cache notation parses");
+    config
+        .resolve(block.max(1))
+        .expect("one block fits one block")
+}
 
 /// What an attribute cache of one total size did with a trace.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

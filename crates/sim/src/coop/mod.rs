@@ -13,6 +13,7 @@ pub use profile::CostProfile;
 use crate::chunks::for_each_chunk;
 use crate::error::TraceError;
 use crate::trace::{Request, Requests};
+use coopcache_core::attr::{AttrConfig, AttributeCache};
 use coopcache_core::coop::{
     AlgorithmKind, Cluster, ClusterConfig, ClusterVisitor, ConfigError, ManagerMachine, NodeMachine,
 };
@@ -33,6 +34,41 @@ pub struct CoopSpec {
     /// Disks and links to account for throughput, and the block size they
     /// move; `None` for the latency study alone.
     pub hardware: Option<(Hardware, u64)>,
+    /// Attribute caches as the nodes' locally managed caches instead of
+    /// `config.policy`; `None` for the policy.
+    pub attribute: Option<AttributeNodes>,
+}
+
+/// Nodes whose locally managed cache is an attribute cache: its
+/// configuration, resolved at each cache's size in bytes (capacity in
+/// blocks times `block_bytes`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttributeNodes {
+    /// The configuration (fixed: resolve a variable scheme first).
+    pub config: AttrConfig,
+    /// Bytes per block of the cluster's capacities.
+    pub block_bytes: u64,
+}
+
+/// Builds the cluster of `spec` (with attribute node caches if it asks)
+/// and hands it to `visitor`.
+pub fn build<V: ClusterVisitor<u64>>(
+    spec: &CoopSpec,
+    visitor: V,
+) -> Result<V::Output, ConfigError> {
+    match &spec.attribute {
+        None => spec.algorithm.build(&spec.config, visitor),
+        Some(a) => {
+            let new = |blocks: usize| {
+                let resolved = a
+                    .config
+                    .resolve(blocks as u64 * a.block_bytes)
+                    .map_err(|e| ConfigError::NodeCache(e.to_string()))?;
+                Ok(AttributeCache::new(resolved)?)
+            };
+            spec.algorithm.build_with(&spec.config, new, visitor)
+        }
+    }
 }
 
 /// What one simulated cluster measured.
@@ -144,7 +180,7 @@ pub fn simulate(
 ) -> Result<Vec<CoopResult>, CoopError> {
     let mut runs = specs
         .iter()
-        .map(|spec| spec.algorithm.build(&spec.config, BoxRun(spec.clone())))
+        .map(|spec| build(spec, BoxRun(spec.clone())))
         .collect::<Result<Vec<_>, _>>()?;
     let mut done = 0u64;
     for_each_chunk(
@@ -165,7 +201,7 @@ pub fn simulate(
 /// Simulates one cluster over requests already in memory, on the calling
 /// thread (for sweeps, which run many clusters over one trace).
 pub fn simulate_slice(requests: &[Request], spec: &CoopSpec) -> Result<CoopResult, CoopError> {
-    let mut run = spec.algorithm.build(&spec.config, BoxRun(spec.clone()))?;
+    let mut run = build(spec, BoxRun(spec.clone()))?;
     run.feed(requests)?;
     Ok(run.finish())
 }

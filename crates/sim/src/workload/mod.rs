@@ -12,7 +12,9 @@
 //! - [`WebStone`]: static web documents in WebStone's size classes on two
 //!   serving nodes, for size-class policies;
 //! - [`FsWorkload`]: file-system requests with file types and sizes, for
-//!   attribute caches (file requests, not blocks: `coopcache sim mrc`).
+//!   attribute caches (`coopcache sim mrc`, or a cluster whose nodes have
+//!   attribute caches: its requests split into 8 KiB blocks, or the
+//!   attribute cache's).
 //!
 //! The same seed gives the same requests, on any machine.
 
@@ -44,11 +46,17 @@ pub enum Workload {
     Zipf(ZipfWorkload),
     /// [`WebStone`]
     Web(WebStone),
+    /// [`FsWorkload`]
+    Fs(FsWorkload),
 }
 
 impl Workload {
     /// The names `--workload` takes.
-    pub const NAMES: [&'static str; 4] = ["sprite-like", "leff", "zipf", "web"];
+    pub const NAMES: [&'static str; 5] = ["sprite-like", "leff", "zipf", "web", "fs"];
+
+    /// Block size of the `fs` workload's requests without an attribute
+    /// cache: the papers' 8 KiB.
+    pub const FS_BLOCK: u64 = 8 << 10;
 
     /// The name of this workload.
     pub fn name(&self) -> &'static str {
@@ -57,6 +65,7 @@ impl Workload {
             Workload::Leff(_) => "leff",
             Workload::Zipf(_) => "zipf",
             Workload::Web(_) => "web",
+            Workload::Fs(_) => "fs",
         }
     }
 
@@ -67,6 +76,7 @@ impl Workload {
             Workload::Leff(w) => w.clients,
             Workload::Zipf(w) => w.clients,
             Workload::Web(w) => w.clients,
+            Workload::Fs(w) => w.clients,
         }
     }
 
@@ -77,6 +87,7 @@ impl Workload {
             Workload::Leff(w) => w.requests,
             Workload::Zipf(w) => w.requests,
             Workload::Web(w) => w.requests,
+            Workload::Fs(w) => w.requests,
         }
     }
 
@@ -94,6 +105,7 @@ impl Workload {
     pub fn block_size(&self) -> Option<u64> {
         match self {
             Workload::Web(w) => Some(w.block_size),
+            Workload::Fs(_) => Some(Self::FS_BLOCK),
             _ => None,
         }
     }
@@ -105,6 +117,7 @@ impl Workload {
             Workload::Leff(w) => w.set(key, value),
             Workload::Zipf(w) => w.set(key, value),
             Workload::Web(w) => w.set(key, value),
+            Workload::Fs(w) => w.set(key, value),
         }
     }
 
@@ -120,6 +133,10 @@ impl Workload {
             Workload::Leff(w) => Box::new(w.generate().map(Ok)),
             Workload::Zipf(w) => Box::new(w.generate().map(Ok)),
             Workload::Web(w) => Box::new(w.generate().map(Ok)),
+            Workload::Fs(w) => Box::new(
+                crate::attr::block_requests(w.generate(), crate::attr::uniform(Self::FS_BLOCK))
+                    .map(Ok),
+            ),
         }
     }
 }
@@ -139,10 +156,11 @@ impl FromStr for Workload {
             "leff" => Ok(Workload::Leff(Leff::default())),
             "zipf" => Ok(Workload::Zipf(ZipfWorkload::default())),
             "web" | "webstone" => Ok(Workload::Web(WebStone::default())),
+            "fs" => Ok(Workload::Fs(FsWorkload::default())),
             _ => Err(OptionError {
                 what: "workload",
                 value: s.to_string(),
-                expected: "one of sprite-like, leff, zipf, web".into(),
+                expected: "one of sprite-like, leff, zipf, web, fs".into(),
             }),
         }
     }
