@@ -27,6 +27,9 @@ Examples:
   coopcache sim --workload sprite-like --algorithms base,greedy,central,nchance,best --plot figures
   coopcache sim tencent.csv.bz2 --format tencent --algorithms base,nchance --client-cache 1MiB --json
   coopcache sim sweep --workload sprite-like --out sweep
+  coopcache sim mrc --configs 'unix;variable' --plot figures
+  coopcache sim --workload web --class-policy cc-all.toml,cc-23-discard-01.toml
+  coopcache sim --workload fs --algorithms nchance --cache-config variable
   coopcache sim w106.trace.xz --format be32 --policy lru,arc --cache-size 2750,27500
   coopcache sim cs.trace.gz ps.trace.gz --format lirs --compose round-robin --cache-size 1000
   coopcache sim trace.csv --format csv --csv id=2,header=yes --cache-size 64MiB --block-size 4KiB --json

@@ -279,8 +279,14 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
 fn account(res: &mut Resources, from: Addr, to: Addr, msg: &Msg<u64, ()>) {
     match *msg {
         Msg::Fetch { block, .. } | Msg::Store { block, .. } => res.disk_access(from, block),
-        // The origin's reply is local to the machine that read the disk.
-        Msg::Fetched { .. } => {}
+        // The origin's reply is local to the machine that read the disk;
+        // directory updates ride on the node's next message (as in the
+        // server-load units).
+        Msg::Fetched { .. }
+        | Msg::Dropped { .. }
+        | Msg::Cached { .. }
+        | Msg::Moved { .. }
+        | Msg::Weight { .. } => {}
         Msg::Data { .. }
         | Msg::Recirculate { .. }
         | Msg::Place { .. }

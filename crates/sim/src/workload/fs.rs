@@ -25,8 +25,14 @@ use std::sync::Arc;
 /// share of datafile accesses write instead. The inode is then updated (its
 /// access time) with probability `inode_write_fraction`. A *stat* episode
 /// (`ls -l`, `make` checking dates) reads a directory and the inodes of
-/// several of its files. Inodes are 128 bytes; directories 512 B to 4 KiB;
-/// file sizes are log-normal.
+/// several of its files. File `f` lives in directory `f / (files /
+/// directories)`, so popular files share directories as a user's working
+/// files do. Inodes are 128 bytes; directories 512 B or 1 KiB; file sizes
+/// are log-normal (or drawn from a real sample).
+///
+/// The defaults give, on 2,000,000 requests: inodes and directories 74% of
+/// requests, 79% of requests to files under 10 KiB, 66% of datafile bytes
+/// in sequential runs over 64 KiB (the test below checks the ranges).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FsWorkload {
     /// Clients (the paper's traces are of one workstation each).
