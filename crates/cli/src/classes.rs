@@ -2,15 +2,15 @@
 //! policy file, compared by cluster throughput (the request-distribution
 //! paper's Figures 2-6).
 
+use crate::coop::simulate_input;
 use crate::sim::SimArgs;
 use crate::table;
 use anyhow::{Context, Result, bail};
 use coopcache_core::coop::{AlgorithmKind, ClassPolicies, ClusterConfig, Level, class_key};
 use coopcache_sim::class_file::read_class_policies;
-use coopcache_sim::coop::{CoopResult, CoopSpec, simulate};
+use coopcache_sim::coop::{CoopResult, CoopSpec};
 use coopcache_sim::trace::Requests;
 use serde::Serialize;
-use std::io::Write;
 use std::path::Path;
 
 /// A policy file's label: its file name without `.toml`.
@@ -100,28 +100,14 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             attribute: None,
         })
         .collect();
-    let progress = input.progress;
-    let results = simulate(requests, &specs, |n| {
-        if let Some(p) = &progress {
-            p.update(n);
-        }
-    })
-    .with_context(|| format!("simulating {}", input.label));
-    if let Some(p) = &progress {
-        p.finish();
-    }
-    let results = results?;
+    let results = simulate_input(requests, &specs, input.progress, &input.label)?;
     let rows: Vec<Row> = policies
         .iter()
         .zip(&results)
         .map(|((name, classes), r)| Row::new(&input.label, name, classes, r))
         .collect();
     if sim.json {
-        let mut out = std::io::stdout().lock();
-        for row in &rows {
-            serde_json::to_writer(&mut out, row)?;
-            writeln!(out)?;
-        }
+        crate::output::print_json(&rows)?;
     } else {
         println!(
             "{}: {} nodes x {} blocks of {} B, storage node {} blocks, N-Chance n = {}, hardware {}; {} reads measured after {} warm-up requests\n",

@@ -15,7 +15,6 @@ use coopcache_sim::size::CacheSize;
 use coopcache_sim::trace::Requests;
 use coopcache_sim::workload::Workload;
 use serde::Serialize;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Options of the cooperative study (`--algorithms`).
@@ -268,6 +267,25 @@ fn count_clients(sim: &SimArgs) -> Result<u32> {
     Ok(most + 1)
 }
 
+/// Simulates every spec over `requests`, showing `progress` if any.
+pub(crate) fn simulate_input(
+    requests: Requests,
+    specs: &[CoopSpec],
+    progress: Option<Progress>,
+    label: &str,
+) -> Result<Vec<CoopResult>> {
+    let results = simulate(requests, specs, |n| {
+        if let Some(p) = &progress {
+            p.update(n);
+        }
+    })
+    .with_context(|| format!("simulating {label}"));
+    if let Some(p) = &progress {
+        p.finish();
+    }
+    results
+}
+
 /// Runs the study and prints (and plots) its figures.
 pub fn run(sim: &SimArgs) -> Result<()> {
     let args = &sim.coop;
@@ -293,17 +311,7 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             attribute: input.attribute.clone(),
         })
         .collect();
-    let progress = input.progress;
-    let results = simulate(input.requests, &specs, |n| {
-        if let Some(p) = &progress {
-            p.update(n);
-        }
-    })
-    .with_context(|| format!("simulating {}", input.label));
-    if let Some(p) = &progress {
-        p.finish();
-    }
-    let results = results?;
+    let results = simulate_input(input.requests, &specs, input.progress, &input.label)?;
     let base = find_base(&results).context("Base was not simulated")?;
     let shown: Vec<(&CoopResult, Comparison)> = wanted
         .iter()
@@ -432,12 +440,7 @@ fn json_row<'a>(
 }
 
 fn print_json(label: &str, shown: &[(&CoopResult, Comparison)], base: &CoopResult) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    for (r, c) in shown {
-        serde_json::to_writer(&mut out, &json_row(label, r, c, base))?;
-        writeln!(out)?;
-    }
-    Ok(())
+    crate::output::print_json(shown.iter().map(|(r, c)| json_row(label, r, c, base)))
 }
 
 fn pct(x: f64) -> String {

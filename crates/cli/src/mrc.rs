@@ -13,7 +13,6 @@ use coopcache_sim::trace::read_file_requests;
 use coopcache_sim::workload::FsWorkload;
 use rayon::prelude::*;
 use serde::Serialize;
-use std::io::Write;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -218,11 +217,7 @@ pub fn run(args: MrcArgs) -> Result<()> {
         bail!("no configuration fits any of the sizes {}", args.sizes);
     }
     if args.json {
-        let mut out = std::io::stdout().lock();
-        for row in &rows {
-            serde_json::to_writer(&mut out, row)?;
-            writeln!(out)?;
-        }
+        crate::output::print_json(&rows)?;
     } else {
         print_table(&rows);
         print_regions(&rows, &schemes);

@@ -38,11 +38,11 @@ impl Row {
     }
 }
 
-/// One JSON object per line.
-pub fn print_json(rows: &[Row]) -> Result<()> {
+/// One JSON object per line, on stdout.
+pub fn print_json<T: Serialize>(rows: impl IntoIterator<Item = T>) -> Result<()> {
     let mut out = std::io::stdout().lock();
     for row in rows {
-        serde_json::to_writer(&mut out, row)?;
+        serde_json::to_writer(&mut out, &row)?;
         writeln!(out)?;
     }
     Ok(())

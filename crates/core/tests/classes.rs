@@ -161,31 +161,12 @@ impl ClusterVisitor<u64> for Run<'_> {
                 trace.reads.push(d);
                 trace.written_before.push(written.clone());
             }
-            check(&cluster).map_err(|e| TestCaseError::fail(format!("after {now} {r:?}: {e}")))?;
+            cluster
+                .check()
+                .map_err(|e| TestCaseError::fail(format!("after {now} {r:?}: {e}")))?;
         }
         Ok(trace)
     }
-}
-
-fn check<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>>(
-    c: &Cluster<N, M>,
-) -> Result<(), String> {
-    let mut held = Vec::new();
-    for (n, node) in c.nodes.iter().enumerate() {
-        node.check_invariants()
-            .map_err(|e| format!("node {n}: {e}"))?;
-        node.for_each_tracked(&mut |b| held.push((b, n as u32)));
-    }
-    let mut tracked = Vec::new();
-    c.manager.for_each_tracked(&mut |b, n| tracked.push((b, n)));
-    held.sort_unstable();
-    tracked.sort_unstable();
-    if held != tracked {
-        return Err(format!(
-            "directory differs from the caches: held {held:?}, tracked {tracked:?}"
-        ));
-    }
-    Ok(())
 }
 
 fn run(config: &ClusterConfig, requests: &[Request]) -> Result<Trace, TestCaseError> {

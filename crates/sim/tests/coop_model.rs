@@ -124,34 +124,12 @@ impl ClusterVisitor<u64> for Check<'_> {
                 prop_assert!(plausible, "request {}: {:?} after {} hops", i, level, hops);
             }
             outcomes.push(outcome);
-            check_cluster(sim.cluster())
+            sim.cluster()
+                .check()
                 .map_err(|e| TestCaseError::fail(format!("after request {i} {r:?}: {e}")))?;
         }
         Ok(outcomes)
     }
-}
-
-fn check_cluster<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>>(
-    c: &Cluster<N, M>,
-) -> Result<(), String> {
-    let mut held = Vec::new();
-    for (n, node) in c.nodes.iter().enumerate() {
-        node.check_invariants()
-            .map_err(|e| format!("node {n}: {e}"))?;
-        node.for_each_tracked(&mut |b| held.push((b, n as u32)));
-    }
-    let mut tracked = Vec::new();
-    c.manager.for_each_tracked(&mut |b, n| tracked.push((b, n)));
-    held.sort_unstable();
-    tracked.sort_unstable();
-    if held != tracked {
-        let missing: Vec<_> = held.iter().filter(|p| !tracked.contains(p)).collect();
-        let stale: Vec<_> = tracked.iter().filter(|p| !held.contains(p)).collect();
-        return Err(format!(
-            "directory differs from the caches: untracked {missing:?}, stale {stale:?}"
-        ));
-    }
-    Ok(())
 }
 
 fn run(kind: AlgorithmKind, case: &Case) -> Result<Outcomes, TestCaseError> {

@@ -284,6 +284,37 @@ pub struct Cluster<N, M> {
     pub manager: M,
 }
 
+impl<N, M> Cluster<N, M> {
+    /// Checks every machine's own invariants, and that the manager's
+    /// directory equals the union of the nodes' caches (for tests): `Err`
+    /// says what is broken.
+    pub fn check<K: Ord + fmt::Debug, D>(&self) -> Result<(), String>
+    where
+        N: NodeMachine<K, D>,
+        M: ManagerMachine<K, D>,
+    {
+        let mut held = Vec::new();
+        for (n, node) in self.nodes.iter().enumerate() {
+            node.check_invariants()
+                .map_err(|e| format!("node {n}: {e}"))?;
+            node.for_each_tracked(&mut |b| held.push((b, n as super::NodeId)));
+        }
+        let mut tracked = Vec::new();
+        self.manager
+            .for_each_tracked(&mut |b, n| tracked.push((b, n)));
+        held.sort_unstable();
+        tracked.sort_unstable();
+        if held != tracked {
+            let missing: Vec<_> = held.iter().filter(|p| !tracked.contains(p)).collect();
+            let stale: Vec<_> = tracked.iter().filter(|p| !held.contains(p)).collect();
+            return Err(format!(
+                "directory differs from the caches: untracked {missing:?}, stale {stale:?}"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Something to do with a freshly built cluster, whatever its types
 /// ([`AlgorithmKind::build`] monomorphises the caller per algorithm and
 /// policy, so a simulation pays no dynamic dispatch per message).

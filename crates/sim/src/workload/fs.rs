@@ -1,15 +1,13 @@
 //! A file-system workload with file types and sizes, for attribute caches.
 
-use super::{parse_fraction, parse_param, unknown_key};
+use super::{parse_fraction, parse_param, size_sample, unknown_key};
 use crate::error::OptionError;
-use crate::trace::photo_sizes;
 use coopcache_core::attr::{Access, FileRequest, FileType};
 use rand::Rng;
 use rand::prelude::Distribution;
 use rand_distr::{LogNormal, Zipf};
 use rand_pcg::Pcg64;
 use rand_pcg::rand_core::SeedableRng;
-use std::path::Path;
 use std::sync::Arc;
 
 /// A workstation's file-system requests as the attribute-cache paper
@@ -124,14 +122,7 @@ impl FsWorkload {
             "exec_fraction" => self.exec_fraction = parse_fraction(key, value)?,
             "data_median" => self.data_median = parse_param(key, value, bytes)?,
             "data_sigma" => self.data_sigma = parse_param(key, value, "a log-normal sigma")?,
-            "size_sample" => {
-                let sizes = photo_sizes(Path::new(value)).map_err(|e| OptionError {
-                    what: "workload setting",
-                    value: format!("{key}={value}"),
-                    expected: format!("a Tencent photo trace with sizes in field 5 ({e})"),
-                })?;
-                self.size_sample = Some(sizes.into());
-            }
+            "size_sample" => self.size_sample = Some(size_sample(key, value)?),
             "exec_median" => self.exec_median = parse_param(key, value, bytes)?,
             "exec_sigma" => self.exec_sigma = parse_param(key, value, "a log-normal sigma")?,
             "max_file" => self.max_file = parse_param(key, value, bytes)?,

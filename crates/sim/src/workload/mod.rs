@@ -195,6 +195,17 @@ pub(crate) fn parse_param<T: FromStr>(
     })
 }
 
+/// The sizes of the Tencent photo trace at `path` (setting `key`), as a
+/// real size distribution.
+pub(crate) fn size_sample(key: &str, path: &str) -> Result<std::sync::Arc<[u64]>, OptionError> {
+    let sizes = crate::trace::photo_sizes(std::path::Path::new(path)).map_err(|e| OptionError {
+        what: "workload setting",
+        value: format!("{key}={path}"),
+        expected: format!("a Tencent photo trace with sizes in field 5 ({e})"),
+    })?;
+    Ok(sizes.into())
+}
+
 /// A probability in `[0, 1]`.
 pub(crate) fn parse_fraction(key: &str, value: &str) -> Result<f64, OptionError> {
     let v: f64 = parse_param(key, value, "a fraction between 0 and 1")?;

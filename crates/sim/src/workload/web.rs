@@ -1,16 +1,15 @@
 //! A WebStone-like static web workload on a two-node cluster
 //! (`request-distribution-aware-cluster-caching.txt`, section 4.1).
 
-use super::{parse_fraction, parse_param, unknown_key};
+use super::{parse_fraction, parse_param, size_sample, unknown_key};
 use crate::error::OptionError;
-use crate::trace::{Op, Request, photo_sizes};
+use crate::trace::{Op, Request};
 use coopcache_core::coop::class_key;
 use rand::Rng;
 use rand::prelude::Distribution;
 use rand_distr::Zipf;
 use rand_pcg::Pcg64;
 use rand_pcg::rand_core::SeedableRng;
-use std::path::Path;
 use std::sync::Arc;
 
 /// WebStone's four size classes: bounds, and its default request shares.
@@ -89,14 +88,7 @@ impl WebStone {
             "max_size" => self.max_size = parse_param(key, value, "a number of bytes")?,
             "block_size" => self.block_size = parse_param(key, value, "a number of bytes")?,
             "seed" => self.seed = parse_param(key, value, "an unsigned integer")?,
-            "size_sample" => {
-                let sizes = photo_sizes(Path::new(value)).map_err(|e| OptionError {
-                    what: "workload setting",
-                    value: format!("{key}={value}"),
-                    expected: format!("a Tencent photo trace with sizes in field 5 ({e})"),
-                })?;
-                self.size_sample = Some(sizes.into());
-            }
+            "size_sample" => self.size_sample = Some(size_sample(key, value)?),
             _ => match (class("docs"), class("share")) {
                 (Some(i), _) => self.docs[i] = parse_param(key, value, "a number of documents")?,
                 (_, Some(i)) => self.shares[i] = parse_fraction(key, value)?,
