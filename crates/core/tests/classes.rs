@@ -22,7 +22,8 @@
 use coopcache_core::PolicyKind;
 use coopcache_core::coop::{
     Addr, AlgorithmKind, ClassPolicies, ClassPolicy, Cluster, ClusterConfig, ClusterVisitor,
-    Envelope, Level, ManagerMachine, Msg, NodeMachine, Outbox, ReadDone, SizeClassed, class_key,
+    Envelope, Level, ManagerMachine, Msg, NodeMachine, Outbox, ReadDone, SizeClass, SizeClassed,
+    class_key,
 };
 use proptest::prelude::*;
 use std::collections::HashSet;
@@ -64,6 +65,20 @@ fn flipped(flip: Flip) -> ClassPolicy {
         Flip::Replica => p.replica = true,
     }
     p
+}
+
+/// WebStone's four classes with these policies, in order.
+fn webstone_with(policies: impl IntoIterator<Item = ClassPolicy>) -> ClassPolicies {
+    let classes = ClassPolicies::webstone(ClassPolicy::default())
+        .classes()
+        .iter()
+        .zip(policies)
+        .map(|(c, policy)| SizeClass {
+            policy,
+            ..c.clone()
+        })
+        .collect();
+    ClassPolicies::new(classes).unwrap()
 }
 
 fn config(nodes: u32, capacity: usize, manager: usize, chances: u8, seed: u64) -> ClusterConfig {
@@ -282,16 +297,10 @@ proptest! {
         let flip = FLIPS[flip];
         let mut policies = vec![ClassPolicy::default(); 4];
         policies[class] = flipped(flip);
-        let classes = ClassPolicies::new(
-            ClassPolicies::webstone(ClassPolicy::default())
-                .classes()
-                .iter()
-                .zip(policies)
-                .map(|(c, policy)| coopcache_core::coop::SizeClass { policy, ..c.clone() })
-                .collect(),
-        )
-        .unwrap();
-        let c = ClusterConfig { classes, ..config(nodes, capacity, manager, chances, seed) };
+        let c = ClusterConfig {
+            classes: webstone_with(policies),
+            ..config(nodes, capacity, manager, chances, seed)
+        };
         let t = run(&c, &reqs)?;
         check_flip(flip, class, &t)?;
     }
@@ -323,24 +332,13 @@ proptest! {
         seed in 1u64..1000,
         flags in prop::collection::vec(prop::array::uniform5(any::<bool>()), 4),
     ) {
-        let classes = ClassPolicies::new(
-            ClassPolicies::webstone(ClassPolicy::default())
-                .classes()
-                .iter()
-                .zip(&flags)
-                .map(|(c, f)| coopcache_core::coop::SizeClass {
-                    policy: ClassPolicy {
-                        cooperative: f[0],
-                        forward_evictions: f[1],
-                        discard_cache: f[2],
-                        exclusive: f[3],
-                        replica: f[4],
-                    },
-                    ..c.clone()
-                })
-                .collect(),
-        )
-        .unwrap();
+        let classes = webstone_with(flags.iter().map(|f| ClassPolicy {
+            cooperative: f[0],
+            forward_evictions: f[1],
+            discard_cache: f[2],
+            exclusive: f[3],
+            replica: f[4],
+        }));
         let c = ClusterConfig { classes, ..config(nodes, capacity, manager, chances, seed) };
         run(&c, &reqs)?;
     }
