@@ -330,21 +330,39 @@ fn plot(dir: &std::path::Path, label: &str, rows: &[Row], schemes: &[Scheme]) ->
             .filter_map(|r| Some((kib(r), f(r)?)))
             .collect()
     };
-    let series: Vec<Series> = names
-        .iter()
-        .map(|n| Series {
-            name: n,
-            points: curve(n, |r| Some(r.read_miss_ratio)),
-        })
-        .collect();
-    xy(
-        &dir.join("attr-miss-ratio.png"),
-        &format!("Read request miss ratio, {label}"),
-        ("total cache (KiB)", "read request miss ratio"),
-        &series,
-        true,
-        Style::Lines,
-    )?;
+    // One curve per configuration: read request miss ratio (the paper's
+    // Figures 9 and 12) and write expulsions per write (Figure 11).
+    let per_config: [(&str, &str, &str, Pick); 2] = [
+        (
+            "attr-miss-ratio.png",
+            "Read request miss ratio",
+            "read request miss ratio",
+            |r| Some(r.read_miss_ratio),
+        ),
+        (
+            "attr-expulsions.png",
+            "Write expulsions per write request",
+            "write expulsions / write",
+            |r| Some(r.expulsions_per_write),
+        ),
+    ];
+    for (file, title, y_label, pick) in per_config {
+        let series: Vec<Series> = names
+            .iter()
+            .map(|n| Series {
+                name: n,
+                points: curve(n, pick),
+            })
+            .collect();
+        xy(
+            &dir.join(file),
+            &format!("{title}, {label}"),
+            ("total cache (KiB)", y_label),
+            &series,
+            true,
+            Style::Lines,
+        )?;
+    }
     if names.len() < 2 {
         return Ok(());
     }

@@ -111,7 +111,11 @@ fn a_csv_trace_is_read_and_plotted() {
     ));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("wrote charts"));
-    for png in ["attr-miss-ratio.png", "attr-disk-accesses.png"] {
+    for png in [
+        "attr-miss-ratio.png",
+        "attr-expulsions.png",
+        "attr-disk-accesses.png",
+    ] {
         let bytes = std::fs::read(plots.join(png)).unwrap();
         assert!(bytes.starts_with(b"\x89PNG"), "{png}");
     }
