@@ -6,6 +6,7 @@
 use anyhow::{Context, Result, anyhow};
 use plotters::prelude::*;
 use plotters::style::FontStyle;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::Once;
 
@@ -79,11 +80,14 @@ pub fn stacked_bars(
         .max(f64::MIN_POSITIVE)
         * 1.15;
     let n = bars.len();
+    // Many bars: names turned upright so they do not collide.
+    let upright = n > 8;
+    let longest = bars.iter().map(String::len).max().unwrap_or(0) as u32;
     let mut chart = drawn(
         ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 22))
             .margin(15)
-            .x_label_area_size(40)
+            .x_label_area_size(if upright { 20 + 7 * longest } else { 40 })
             .y_label_area_size(70)
             // A segmented range includes its end: bars 0..=n-1.
             .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..top),
@@ -93,12 +97,27 @@ pub fn stacked_bars(
             .configure_mesh()
             .disable_x_mesh()
             .y_desc(y_label)
+            .x_labels(n)
             .x_label_formatter(&|x| match x {
-                SegmentValue::CenterOf(i) => bars.get(*i).cloned().unwrap_or_default(),
+                SegmentValue::CenterOf(i) if !upright => bars.get(*i).cloned().unwrap_or_default(),
                 _ => String::new(),
             })
             .draw(),
     )?;
+    if upright {
+        // Turned clockwise, each name starting just under its bar (the
+        // mesh would centre it on the axis).
+        let style = TextStyle::from(
+            ("sans-serif", 12)
+                .into_font()
+                .transform(FontTransform::Rotate90),
+        )
+        .pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, name) in bars.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i), 0.0));
+            drawn(root.draw_text(name, &style, (x, y + 6)))?;
+        }
+    }
     for (k, seg) in segments.iter().enumerate() {
         let rects = (0..n).map(|i| {
             let below: f64 = segments[..k]
