@@ -67,7 +67,7 @@ pub struct MrcArgs {
     #[arg(long)]
     json: bool,
 
-    /// Write PNG charts (miss ratio curves, disk accesses relative to the baseline) here.
+    /// Write PNG charts here: miss ratio and write expulsion curves, disk accesses against the baseline.
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
 }

@@ -167,12 +167,34 @@ impl FromStr for AttrConfig {
     type Err = NotationError;
 
     /// Parses `size/block category, ...`, e.g. `64K/128 ID, x/4K Temporal,
-    /// 2M/128K Sequential`, where `x` is the rest of the total.
+    /// 2M/128K Sequential`, where `x` is the rest of the total; a part
+    /// `cutoff=1M` moves the Temporal/Sequential line from 512 KiB.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         const FORM: &str = "`size/block category` with size a byte count like 64K or x, block like 128 or 4K, \
                             category one of ID, inode, General, Temporal, Sequential, Unix";
         let mut subcaches = Vec::new();
+        let mut cutoff = DEFAULT_CUTOFF;
         for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+            if let Some((key, value)) = part.split_once('=') {
+                if !key.trim().eq_ignore_ascii_case("cutoff") {
+                    return Err(error(
+                        part,
+                        format!("`{}` is not a setting; expected cutoff=SIZE", key.trim()),
+                    ));
+                }
+                cutoff = parse_bytes(value.trim())
+                    .filter(|&b| b > 0)
+                    .ok_or_else(|| {
+                        error(
+                            part,
+                            format!(
+                                "cutoff `{}` is not a positive byte count like 512K",
+                                value.trim()
+                            ),
+                        )
+                    })?;
+                continue;
+            }
             let words: Vec<&str> = part.split_whitespace().collect();
             let [sizes, category] = words[..] else {
                 return Err(error(part, format!("expected {FORM}")));
@@ -242,10 +264,7 @@ impl FromStr for AttrConfig {
                 "more than one sub-cache sized `x` (the rest of the total)",
             ));
         }
-        let config = AttrConfig {
-            subcaches,
-            cutoff: DEFAULT_CUTOFF,
-        };
+        let config = AttrConfig { subcaches, cutoff };
         for kind in FileType::ALL {
             for large in [false, true] {
                 if config.route_index(kind, large).is_none() {
@@ -268,6 +287,9 @@ impl fmt::Display for AttrConfig {
                 SubCacheSize::Rest => "x".into(),
             };
             write!(f, "{size}/{} {}", format_bytes(c.block), c.category.name())?;
+        }
+        if self.cutoff != DEFAULT_CUTOFF {
+            write!(f, ", cutoff={}", format_bytes(self.cutoff))?;
         }
         Ok(())
     }
@@ -467,11 +489,25 @@ mod tests {
             ("64K/128 ID, x/4K General, 1M/4K General", "appears twice"),
             ("64K/128 ID", "no sub-cache takes datafiles"),
             ("", "no sub-cache"),
+            ("64K/128 ID, x/4K General, cutoff=big", "cutoff `big`"),
+            (
+                "64K/128 ID, x/4K General, size=1M",
+                "`size` is not a setting",
+            ),
         ];
         for (bad, needle) in cases {
             let err = bad.parse::<AttrConfig>().unwrap_err().to_string();
             assert!(err.contains(needle), "{bad}: {err}");
         }
+        // The cut-off moves the Temporal/Sequential line and prints back.
+        let c: AttrConfig = "x/4K Temporal, 1M/64K Sequential, 64K/128 ID, cutoff=2M"
+            .parse()
+            .unwrap();
+        let r = c.resolve(4 << 20).unwrap();
+        assert_eq!(r.route(FileType::Datafile, 1 << 20), 0);
+        assert_eq!(r.route(FileType::Datafile, 2 << 20), 1);
+        assert_eq!(c.to_string().parse::<AttrConfig>().unwrap(), c);
+        assert!(c.to_string().ends_with("cutoff=2M"), "{c}");
         let small = AttrConfig::unix_baseline()
             .resolve(32 << 10)
             .unwrap_err()

@@ -95,11 +95,12 @@ impl WebStone {
                 _ => return Err(unknown_key("web", key, KEYS)),
             },
         }
-        if self.block_size == 0 || self.min_size == 0 || self.min_size > self.max_size {
+        let block_fits = (1..=u64::from(u32::MAX)).contains(&self.block_size);
+        if !block_fits || self.min_size == 0 || self.min_size > self.max_size {
             return Err(OptionError {
                 what: "workload setting",
                 value: format!("{key}={value}"),
-                expected: "a block size above 0 and 0 < min_size <= max_size".into(),
+                expected: "a block size from 1 byte to 4 GiB and 0 < min_size <= max_size".into(),
             });
         }
         Ok(())
