@@ -99,6 +99,9 @@ enum Size {
     Text(String),
 }
 
+/// A `[[class]]` table. Its options repeat [`Options`]'s fields because
+/// serde cannot flatten a struct into one that denies unknown fields, and
+/// a misspelt key must be refused.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Class {

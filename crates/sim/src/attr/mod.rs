@@ -10,7 +10,7 @@ pub use stack::StackAnalysis;
 
 use crate::trace::{Op, Request};
 use coopcache_core::attr::{
-    Access, AttrConfig, FileRequest, FileType, NotationError, Resolved, block_key, request_keys,
+    Access, AttrConfig, FileRequest, FileType, NotationError, Resolved, block_key, span,
 };
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -30,14 +30,20 @@ pub fn block_requests(
             Access::Read => Op::Read,
             Access::Write => Op::Write,
         };
-        let keys: Vec<u64> = request_keys(&resolved, &r).into_iter().flatten().collect();
-        keys.into_iter().map(move |id| Request {
-            id,
-            time: n as u64,
-            size: block.min(u64::from(u32::MAX)) as u32,
-            client: r.client,
-            op,
-        })
+        // The keys `request_keys` gives, without borrowing `resolved` past
+        // this request: none if the last block does not fit a key.
+        let (subcache, first, end) = span(&resolved, &r);
+        let fits = block_key(subcache, r.file, end.saturating_sub(1)).is_some();
+        let indexes = if fits { first..end } else { 0..0 };
+        indexes
+            .filter_map(move |i| block_key(subcache, r.file, i))
+            .map(move |id| Request {
+                id,
+                time: n as u64,
+                size: block.min(u64::from(u32::MAX)) as u32,
+                client: r.client,
+                op,
+            })
     })
 }
 
