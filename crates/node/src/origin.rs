@@ -1,0 +1,1 @@
+//! Origins (filled in next).

@@ -1,0 +1,1 @@
+//! The cluster CA, node certificates and mutual TLS (filled in next).
