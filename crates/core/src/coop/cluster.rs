@@ -154,7 +154,8 @@ pub struct ClusterConfig {
     pub nodes: u32,
     /// Cache per node.
     pub node_capacity: usize,
-    /// The manager's own cache.
+    /// The manager's own cache; 0 for none (the directory-based
+    /// algorithms only), as a live node managing a slice of the files.
     pub manager_capacity: usize,
     /// The replacement policy of the nodes' locally managed caches.
     pub policy: PolicyKind,
@@ -360,12 +361,11 @@ impl<V> Builder<'_, V> {
         let c = self.config;
         let n = c.nodes;
         let manager = |mode| -> Result<_, ConfigError> {
-            Ok(DirectoryManager::new(
-                n,
-                Lru::new(c.manager_capacity)?,
-                NoData,
-                mode,
-            ))
+            let m = DirectoryManager::new(n, Lru::new(c.manager_capacity.max(1))?, NoData, mode);
+            Ok(match c.manager_capacity {
+                0 => m.without_memory(),
+                _ => m,
+            })
         };
         let forwarding = ManagerMode {
             forward: true,

@@ -140,6 +140,20 @@ impl<K: BlockKey> Directory<K> {
         self.map.remove(&block).unwrap_or_default()
     }
 
+    /// Forgets `node` as a holder of every block, returning how many
+    /// copies it held. Walks the whole directory: for failures, not reads.
+    pub fn remove_node(&mut self, node: NodeId) -> usize {
+        let mut removed = 0;
+        self.map.retain(|_, h| {
+            if h.contains(node) {
+                h.remove(node);
+                removed += 1;
+            }
+            !h.is_empty()
+        });
+        removed
+    }
+
     /// Blocks tracked.
     pub fn len(&self) -> usize {
         self.map.len()

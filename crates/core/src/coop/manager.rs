@@ -47,6 +47,9 @@ pub struct DirectoryManager<K, C, S> {
     /// Each node's lowest block weight, as it last reported (Weighted LRU).
     lowest_weight: Vec<u64>,
     classes: ClassPolicies,
+    /// Whether the manager keeps blocks in its own memory; a live node
+    /// managing a slice of the files is only a directory.
+    memory: bool,
 }
 
 impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager<K, C, S> {
@@ -59,7 +62,25 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
             nodes,
             lowest_weight: vec![u64::MAX; nodes as usize],
             classes: ClassPolicies::uniform(),
+            memory: true,
         }
+    }
+
+    /// The same manager keeping no block in its own memory (a manager
+    /// capacity of 0): reads it cannot forward go to the origin, and
+    /// discarded blocks are dropped.
+    pub fn without_memory(self) -> Self {
+        DirectoryManager {
+            memory: false,
+            ..self
+        }
+    }
+
+    /// Forgets `node` as a holder of every block (it failed or left), and
+    /// returns how many copies were forgotten. Reads are then forwarded
+    /// only to live holders.
+    pub fn forget_node(&mut self, node: NodeId) -> usize {
+        self.directory.remove_node(node)
     }
 
     /// The same manager applying `classes`' policies.
@@ -99,7 +120,7 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
     /// Serves `reader`'s miss: from memory, from another node, or from the
     /// origin.
     fn serve(&mut self, block: K, reader: NodeId, hops: u8, out: &mut Outbox<K, S::Data>) {
-        if let Lookup::Hit = self.cache.lookup(block) {
+        if self.memory && matches!(self.cache.lookup(block), Lookup::Hit) {
             if let Some(data) = self.cache.get(block) {
                 let msg = Msg::Data {
                     block,
@@ -143,6 +164,9 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
 
     /// Keeps `data` as `block` in the manager's memory, evicting as needed.
     fn keep(&mut self, block: K, data: S::Data, out: &mut Outbox<K, S::Data>) {
+        if !self.memory {
+            return;
+        }
         if let Lookup::Miss(miss) = self.cache.lookup(block) {
             let (hash_partitions, nodes) = (self.mode.hash_partitions, self.nodes);
             self.cache.admit(block, miss, |victim, data| {

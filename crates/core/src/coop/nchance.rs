@@ -121,6 +121,9 @@ pub struct NChanceNode<K, P, S: BlockStore<K>> {
     /// The block asked about while making room for `incoming[0]`.
     asking: Option<K>,
     rng: Pcg64Mcg,
+    /// The live peers to forward to, when a driver tracks membership;
+    /// `None` means every other node of `0..nodes` (the simulator).
+    peers: Option<Vec<NodeId>>,
     /// Reused for the blocks one admission evicts, so a miss allocates
     /// nothing.
     scratch: Vec<(K, Option<S::Data>)>,
@@ -150,6 +153,7 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
             incoming: VecDeque::new(),
             asking: None,
             scratch: Vec::new(),
+            peers: None,
             rng: Pcg64Mcg::seed_from_u64(seed ^ u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             classes: ClassPolicies::uniform(),
         })
@@ -209,11 +213,31 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
         }
     }
 
+    /// Forwards singlets only to `peers` from now on: the live members
+    /// other than this node, as a driver with real membership sees them.
+    /// Sorted, the draw is the same as the simulator's over `0..nodes`.
+    pub fn set_peers(&mut self, peers: &[NodeId]) {
+        let mut live: Vec<NodeId> = peers.iter().copied().filter(|&p| p != self.id).collect();
+        live.sort_unstable();
+        live.dedup();
+        self.peers = Some(live);
+    }
+
     /// A uniformly random node other than this one.
     fn random_peer(&mut self) -> Option<NodeId> {
-        let others = self.nodes.checked_sub(1).filter(|&o| o > 0)?;
+        let others = match &self.peers {
+            Some(live) => live.len() as u32,
+            None => self.nodes.saturating_sub(1),
+        };
+        if others == 0 {
+            return None;
+        }
         let pick = ((u128::from(self.rng.next_u64()) * u128::from(others)) >> 64) as NodeId;
-        Some(if pick >= self.id { pick + 1 } else { pick })
+        Some(match &self.peers {
+            Some(live) => live[pick as usize],
+            None if pick >= self.id => pick + 1,
+            None => pick,
+        })
     }
 
     /// Forwards singlet `block` to a random peer with `chances` left, or

@@ -1,0 +1,135 @@
+//! The hooks a live driver needs from the cooperation state machines: a
+//! manager without memory (a node managing a slice of the files), forgetting
+//! a failed node, and N-Chance forwarding over the live members only.
+
+use coopcache_core::coop::{
+    Addr, DirectoryManager, Level, ManagerMachine, ManagerMode, Msg, NChanceNode, NoData,
+    NodeMachine, Outbox,
+};
+use coopcache_core::policy::Lru;
+
+type Out = Outbox<u64, ()>;
+
+fn drain(out: &mut Out) -> Vec<(Addr, Addr, Msg<u64, ()>)> {
+    std::iter::from_fn(|| out.next_message())
+        .map(|e| (e.from, e.to, e.msg))
+        .collect()
+}
+
+fn manager(mode: ManagerMode) -> DirectoryManager<u64, Lru<u64>, NoData> {
+    DirectoryManager::new(4, Lru::new(8).unwrap(), NoData, mode)
+}
+
+fn read(m: &mut impl ManagerMachine<u64, ()>, node: u32, block: u64, out: &mut Out) {
+    let msg = Msg::Read {
+        block,
+        reader: node,
+        hops: 1,
+    };
+    m.handle(Addr::Node(node), msg, 0, out);
+}
+
+fn fetched(m: &mut impl ManagerMachine<u64, ()>, node: u32, block: u64, out: &mut Out) {
+    let msg = Msg::Fetched {
+        block,
+        data: (),
+        reader: node,
+        hops: 2,
+    };
+    m.handle(Addr::Origin, msg, 0, out);
+}
+
+#[test]
+fn a_manager_without_memory_never_serves_from_it() {
+    let mut out = Out::default();
+    for (memory, second_read_goes_to) in [(true, Addr::Node(1)), (false, Addr::Origin)] {
+        let m = manager(ManagerMode::default());
+        let mut m = if memory { m } else { m.without_memory() };
+        read(&mut m, 0, 7, &mut out);
+        fetched(&mut m, 0, 7, &mut out);
+        drain(&mut out);
+        read(&mut m, 1, 7, &mut out);
+        let sent = drain(&mut out);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert_eq!(sent[0].1, second_read_goes_to, "memory {memory}: {sent:?}");
+        if let Msg::Data { level, .. } = sent[0].2 {
+            assert_eq!(level, Level::ManagerMemory);
+        }
+    }
+}
+
+#[test]
+fn a_forgotten_node_is_never_forwarded_to() {
+    let forwarding = ManagerMode {
+        forward: true,
+        ..ManagerMode::default()
+    };
+    let mut m = manager(forwarding).without_memory();
+    let mut out = Out::default();
+    for node in [0, 1] {
+        read(&mut m, node, 7, &mut out);
+    }
+    read(&mut m, 2, 9, &mut out);
+    drain(&mut out);
+    assert_eq!(m.forget_node(0), 1);
+    assert_eq!(m.forget_node(2), 1);
+    assert_eq!(m.directory().len(), 1, "block 9 had no other holder");
+    read(&mut m, 3, 7, &mut out);
+    let sent = drain(&mut out);
+    assert_eq!(sent[0].1, Addr::Node(1), "{sent:?}");
+    read(&mut m, 3, 9, &mut out);
+    assert_eq!(drain(&mut out)[0].1, Addr::Origin);
+}
+
+/// Node 2 of 5 evicting singlets: which peer each forward goes to.
+fn forward_targets(peers: Option<&[u32]>) -> Vec<u32> {
+    let mut node = NChanceNode::new(2, 5, 2, Lru::new(1).unwrap(), NoData, 42).unwrap();
+    if let Some(peers) = peers {
+        node.set_peers(peers);
+    }
+    let mut out = Out::default();
+    let mut targets = Vec::new();
+    for block in 0..400u64 {
+        node.read(block, 0, &mut out);
+        node.handle(
+            Addr::Manager,
+            Msg::Data {
+                block,
+                data: (),
+                level: Level::Origin,
+                hops: 2,
+            },
+            0,
+            &mut out,
+        );
+        // The previous block was evicted and asked about: it is a singlet.
+        if block > 0 {
+            let answer = Msg::Singlet {
+                block: block - 1,
+                singlet: true,
+            };
+            node.handle(Addr::Manager, answer, 0, &mut out);
+        }
+        for (_, to, msg) in drain(&mut out) {
+            if let (Addr::Node(peer), Msg::Recirculate { .. }) = (to, msg) {
+                targets.push(peer);
+            }
+        }
+    }
+    targets
+}
+
+#[test]
+fn nchance_over_all_live_members_draws_as_the_simulator() {
+    let sim = forward_targets(None);
+    assert!(sim.len() > 300, "{} forwards", sim.len());
+    assert_eq!(forward_targets(Some(&[4, 0, 3, 1, 2])), sim);
+}
+
+#[test]
+fn nchance_forwards_only_to_live_members() {
+    let targets = forward_targets(Some(&[3, 9]));
+    assert!(targets.iter().all(|&p| p == 3 || p == 9), "{targets:?}");
+    assert!(targets.contains(&3) && targets.contains(&9));
+    assert!(forward_targets(Some(&[2])).is_empty(), "no peer but itself");
+}
