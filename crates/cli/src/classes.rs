@@ -56,12 +56,12 @@ fn classed(requests: Requests, classes: ClassPolicies) -> Requests {
 /// Runs the comparison.
 pub fn run(sim: &SimArgs) -> Result<()> {
     let args = &sim.coop;
-    if let Some(algorithms) = &args.algorithms {
-        if algorithms.as_slice() != [AlgorithmKind::NChance] {
-            bail!(
-                "size-class policies are applied by N-Chance: drop --algorithms or give --algorithms nchance"
-            );
-        }
+    if let Some(algorithms) = &args.algorithms
+        && algorithms.as_slice() != [AlgorithmKind::NChance]
+    {
+        bail!(
+            "size-class policies are applied by N-Chance: drop --algorithms or give --algorithms nchance"
+        );
     }
     if args.cache_config.is_some() {
         bail!(

@@ -224,13 +224,13 @@ impl FromStr for AttrConfig {
             let category = Category::parse(category).ok_or_else(|| {
                 error(part, format!("category `{category}` is not one of ID, inode, General, Temporal, Sequential, Unix"))
             })?;
-            if let SubCacheSize::Bytes(bytes) = size {
-                if bytes < block {
-                    return Err(error(
-                        part,
-                        format!("a {bytes}-byte sub-cache cannot hold one {block}-byte block"),
-                    ));
-                }
+            if let SubCacheSize::Bytes(bytes) = size
+                && bytes < block
+            {
+                return Err(error(
+                    part,
+                    format!("a {bytes}-byte sub-cache cannot hold one {block}-byte block"),
+                ));
             }
             if subcaches
                 .iter()

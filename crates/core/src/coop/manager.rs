@@ -110,27 +110,28 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
     /// [`DirectoryManager::add_holder`].
     fn remove_holder(&mut self, block: K, node: NodeId, out: &mut Outbox<K, S::Data>) {
         self.directory.remove(block, node);
-        if self.mode.singlet_notices {
-            if let Holders::One(last) = *self.directory.holders(block) {
-                notice(block, last, true, out);
-            }
+        if self.mode.singlet_notices
+            && let Holders::One(last) = *self.directory.holders(block)
+        {
+            notice(block, last, true, out);
         }
     }
 
     /// Serves `reader`'s miss: from memory, from another node, or from the
     /// origin.
     fn serve(&mut self, block: K, reader: NodeId, hops: u8, out: &mut Outbox<K, S::Data>) {
-        if self.memory && matches!(self.cache.lookup(block), Lookup::Hit) {
-            if let Some(data) = self.cache.get(block) {
-                let msg = Msg::Data {
-                    block,
-                    data,
-                    level: Level::ManagerMemory,
-                    hops: hops.saturating_add(1),
-                };
-                out.send(Addr::Manager, Addr::Node(reader), msg);
-                return;
-            }
+        if self.memory
+            && matches!(self.cache.lookup(block), Lookup::Hit)
+            && let Some(data) = self.cache.get(block)
+        {
+            let msg = Msg::Data {
+                block,
+                data,
+                level: Level::ManagerMemory,
+                hops: hops.saturating_add(1),
+            };
+            out.send(Addr::Manager, Addr::Node(reader), msg);
+            return;
         }
         let holder = if self.mode.forward && self.classes.policy(&block).cooperative {
             self.directory.holders(block).any_except(reader)

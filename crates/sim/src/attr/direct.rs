@@ -31,11 +31,11 @@ pub fn simulate(
                 Lookup::Hit => {}
                 Lookup::Miss(miss) => {
                     while cache.needs_room(&miss) {
-                        if let Some(victim) = cache.evict(&miss) {
-                            if dirty.remove(&victim) {
-                                p.write_expulsions += 1;
-                                p.origin_write_bytes += resolved.block_size(miss);
-                            }
+                        if let Some(victim) = cache.evict(&miss)
+                            && dirty.remove(&victim)
+                        {
+                            p.write_expulsions += 1;
+                            p.origin_write_bytes += resolved.block_size(miss);
                         }
                     }
                     cache.insert(key, miss);

@@ -155,10 +155,10 @@ impl StackAnalysis {
             self.tree.add(prev as usize, -1);
         }
         self.tree.add(now as usize, 1);
-        if let Some(d) = distance {
-            if let Some(state) = self.blocks.get(&block).copied() {
-                self.gap(state, d);
-            }
+        if let Some(d) = distance
+            && let Some(state) = self.blocks.get(&block).copied()
+        {
+            self.gap(state, d);
         }
         let state = self.blocks.entry(block).or_insert(BlockState {
             last: now,
