@@ -5,6 +5,25 @@
 //! - [`tls`]: the cluster CA, node certificates and mutual-TLS configs.
 //! - [`origin`]: the slow shared storage behind the cluster (a directory,
 //!   S3 or HTTP, through `object_store`).
+//! - [`frame`]: the wire format (docs/PROTOCOL.md); [`link`]: connections.
+//! - [`machine`]: the core machines a node runs; [`driver`]: the task
+//!   that drives them; [`handle`]: starting a node and reading through it.
+//! - [`store`], [`budget`]: block bytes within the memory budget.
+//! - [`gateway`]: HTTP access, status and metrics; [`client`]: its client.
 
+pub mod block;
+pub mod budget;
+pub mod client;
+pub mod driver;
+pub mod frame;
+pub mod gateway;
+pub mod handle;
+pub mod link;
+pub mod machine;
+pub mod metrics;
 pub mod origin;
+pub mod store;
 pub mod tls;
+
+pub use handle::{NodeError, NodeHandle, NodeOptions, start};
+pub use machine::LiveAlgorithm;

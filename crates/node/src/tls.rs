@@ -1,1 +1,789 @@
-//! The cluster CA, node certificates and mutual TLS (filled in next).
+//! The cluster CA, node certificates and mutual TLS between nodes.
+//!
+//! A cluster's key directory holds:
+//!
+//! - `ca.pem`, `ca.key`: the cluster CA. `ca.key` is only needed where
+//!   certificates are issued; a node needs `ca.pem` and its own pair.
+//! - `NAME.pem`, `NAME.key`: node `NAME`'s certificate and private key.
+//!
+//! Every node certificate carries the DNS name [`SERVER_NAME`], and every
+//! client connects with that server name: TLS proves "a member of this
+//! cluster", and [`peer_name`] then says which member. A process without a
+//! certificate from the cluster CA cannot complete a handshake in either
+//! direction.
+//!
+//! Keys are ECDSA P-256. Only TLS 1.3 is offered. The crypto provider is
+//! always `ring`, passed explicitly, so no process-wide default is needed.
+
+use std::fs;
+use std::io::{self, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::ServerCertVerifier;
+use rustls::crypto::CryptoProvider;
+use rustls::server::WebPkiClientVerifier;
+use rustls::sign::CertifiedKey;
+use rustls::{CertificateError, InconsistentKeys, RootCertStore};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, DnsName, PrivateKeyDer, ServerName, UnixTime};
+use time::{Duration, OffsetDateTime};
+use x509_parser::certificate::X509Certificate;
+use x509_parser::extensions::GeneralName;
+
+/// The DNS name every node certificate carries and every client asks for.
+pub const SERVER_NAME: &str = "coopcache.cluster";
+
+/// The cluster CA's certificate, in the key directory.
+pub const CA_CERT_FILE: &str = "ca.pem";
+
+/// The cluster CA's private key, in the key directory.
+pub const CA_KEY_FILE: &str = "ca.key";
+
+/// How long the cluster CA is valid, at least (longer if node certificates
+/// are asked to live longer): node certificates are renewed with
+/// [`issue`]; renewing the CA means a new cluster.
+pub const CA_VALID_DAYS: u32 = 3650;
+
+/// The longest node name, in bytes.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// The CA's common name; [`issue`] rebuilds the issuer from it.
+const CA_COMMON_NAME: &str = "coopcache cluster CA";
+
+/// Certificates start this long before they are made, so that a node whose
+/// clock is a little behind still accepts a freshly issued peer.
+const BACKDATE: Duration = Duration::hours(1);
+
+/// What went wrong creating, issuing or loading cluster keys. Nothing is
+/// left half-written except where a variant says so.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A node name outside `[A-Za-z0-9._-]{1,64}`, starting with `.`, or the
+    /// reserved `ca`. Nothing was written.
+    #[error(
+        "invalid node name {name:?}: expected 1 to {MAX_NAME_LEN} characters of A-Z a-z 0-9 . _ -, \
+         not starting with '.', and not \"ca\""
+    )]
+    BadName {
+        /// The refused name.
+        name: String,
+    },
+    /// A validity period that is empty or inverted. Nothing was written.
+    #[error("invalid validity for {name}: {reason}")]
+    BadValidity {
+        /// The node (or `ca`) the certificate was for.
+        name: String,
+        /// What is wrong with the period.
+        reason: String,
+    },
+    /// `init_cluster` found an existing CA file and left the directory alone.
+    #[error(
+        "{} already exists: refusing to overwrite the cluster CA \
+         (every node certificate depends on it); move it away to start a new cluster",
+        path.display()
+    )]
+    CaExists {
+        /// The existing file.
+        path: PathBuf,
+    },
+    /// A file that should be in the key directory is not.
+    #[error("{} does not exist; {hint}", path.display())]
+    Missing {
+        /// The missing file.
+        path: PathBuf,
+        /// The command that creates it.
+        hint: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A file that is not PEM, or PEM without the expected section.
+    #[error("{} is not a PEM {expected}: {reason}", path.display())]
+    NotPem {
+        /// The file.
+        path: PathBuf,
+        /// What the file should hold (`CERTIFICATE`, `PRIVATE KEY`).
+        expected: &'static str,
+        /// What the PEM parser said.
+        reason: String,
+    },
+    /// A certificate that is PEM but not a usable X.509 certificate for a
+    /// cluster node (unparseable, wrong name, missing the cluster SAN...).
+    #[error("{}: {reason}", path.display())]
+    BadCert {
+        /// The certificate file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A private key that is PEM but that `ring` cannot use.
+    #[error("{}: unusable private key: {reason}", path.display())]
+    BadKey {
+        /// The key file.
+        path: PathBuf,
+        /// What `rustls` said.
+        reason: String,
+    },
+    /// A certificate past its end date.
+    #[error("{} expired on {not_after} (now {now}); {renew}", path.display())]
+    Expired {
+        /// The certificate file.
+        path: PathBuf,
+        /// The certificate's end date.
+        not_after: String,
+        /// The time of the check.
+        now: String,
+        /// How to replace the certificate.
+        renew: String,
+    },
+    /// A certificate whose start date is still ahead (or this clock is behind).
+    #[error("{} is not valid before {not_before} (now {now}); check this machine's clock", path.display())]
+    NotYetValid {
+        /// The certificate file.
+        path: PathBuf,
+        /// The certificate's start date.
+        not_before: String,
+        /// The time of the check.
+        now: String,
+    },
+    /// A node certificate that the cluster CA did not sign.
+    #[error(
+        "{} is not signed by the cluster CA in {} ({reason}); \
+         it belongs to another cluster or the CA was re-created",
+        cert.display(),
+        ca.display()
+    )]
+    NotSignedByCa {
+        /// The node certificate file.
+        cert: PathBuf,
+        /// The CA certificate file.
+        ca: PathBuf,
+        /// What the verifier said.
+        reason: String,
+    },
+    /// A private key that is not the key of the certificate next to it.
+    #[error("{} does not match the certificate {}", key.display(), cert.display())]
+    KeyMismatch {
+        /// The key file.
+        key: PathBuf,
+        /// The certificate file.
+        cert: PathBuf,
+    },
+    /// Generating or signing a certificate failed. Files written before the
+    /// failure are left in place.
+    #[error("generating the certificate for {name}: {source}")]
+    Generate {
+        /// The node (or `ca`) the certificate was for.
+        name: String,
+        /// What `rcgen` said.
+        source: rcgen::Error,
+    },
+    /// Building a TLS configuration from loaded keys failed.
+    #[error("building the TLS configuration for {name}: {source}")]
+    Config {
+        /// The node.
+        name: String,
+        /// What `rustls` said.
+        source: rustls::Error,
+    },
+}
+
+/// Creates a cluster in `dir`: the directory (mode 0700 on Unix), the CA
+/// and a certificate for each of `names`, each valid for `valid_days`.
+///
+/// All names are checked before anything is written. Refuses (naming the
+/// file) if `dir` already has `ca.key` or `ca.pem`.
+pub fn init_cluster(dir: &Path, names: &[String], valid_days: u32) -> Result<(), TlsError> {
+    for name in names {
+        check_name(name)?;
+    }
+    check_days("ca", valid_days)?;
+    create_dir(dir)?;
+    for file in [CA_KEY_FILE, CA_CERT_FILE] {
+        let path = dir.join(file);
+        if path.exists() {
+            return Err(TlsError::CaExists { path });
+        }
+    }
+    create_ca(dir, CA_VALID_DAYS.max(valid_days))?;
+    for name in names {
+        issue(dir, name, valid_days)?;
+    }
+    Ok(())
+}
+
+/// Issues (or renews) node `name`'s certificate and key, signed by the CA in
+/// `dir`, valid from now for `valid_days` (but never past the CA's end).
+///
+/// `name` must match `[A-Za-z0-9._-]{1,64}`. `NAME.key` is written with
+/// mode 0600; both files are replaced atomically, one after the other.
+pub fn issue(dir: &Path, name: &str, valid_days: u32) -> Result<(), TlsError> {
+    check_name(name)?;
+    check_days(name, valid_days)?;
+    let ca = CaSigner::load(dir)?;
+    let now = OffsetDateTime::now_utc();
+    let not_after = (now + Duration::days(i64::from(valid_days))).min(ca.not_after);
+    issue_signed(dir, name, &ca, now - BACKDATE, not_after)
+}
+
+/// Like [`issue`], with an explicit validity period, which may lie in the
+/// past or the future (for renewal schedules and tests of expiry).
+pub fn issue_with_validity(
+    dir: &Path,
+    name: &str,
+    not_before: OffsetDateTime,
+    not_after: OffsetDateTime,
+) -> Result<(), TlsError> {
+    check_name(name)?;
+    let ca = CaSigner::load(dir)?;
+    issue_signed(dir, name, &ca, not_before, not_after)
+}
+
+/// Whether `dir` holds a cluster: its CA certificate `ca.pem` exists.
+pub fn has_cluster(dir: &Path) -> bool {
+    dir.join(CA_CERT_FILE).is_file()
+}
+
+/// Checks a node name: `[A-Za-z0-9._-]{1,64}`, not starting with `.` (no
+/// hidden files) and not `ca` (the CA's files).
+pub fn check_name(name: &str) -> Result<(), TlsError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.chars().all(allowed)
+        && !name.starts_with('.')
+        && name != "ca";
+    match ok {
+        true => Ok(()),
+        false => Err(TlsError::BadName {
+            name: name.to_owned(),
+        }),
+    }
+}
+
+/// The node name in a verified peer's certificate chain (as returned by
+/// `peer_certificates()`): the end-entity certificate's common name, or
+/// else its DNS name that is not [`SERVER_NAME`]. `None` if the chain is
+/// empty or unparseable or names no node.
+pub fn peer_name(certs: &[CertificateDer<'_>]) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(certs.first()?).ok()?;
+    if let Some(cn) = cert.subject().iter_common_name().next() {
+        return cn.as_str().ok().map(str::to_owned);
+    }
+    let san = cert.subject_alternative_name().ok()??;
+    san.value.general_names.iter().find_map(|n| match n {
+        GeneralName::DNSName(d) if *d != SERVER_NAME => Some((*d).to_owned()),
+        _ => None,
+    })
+}
+
+/// A node's TLS identity: its name and the configurations for accepting
+/// and making mutual-TLS connections within its cluster.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// The node's name (its certificate's common name).
+    pub name: String,
+    /// Accepts only clients with a certificate from the cluster CA.
+    pub server: Arc<rustls::ServerConfig>,
+    /// Trusts only the cluster CA and presents the node's certificate;
+    /// connect with server name [`SERVER_NAME`].
+    pub client: Arc<rustls::ClientConfig>,
+}
+
+impl Identity {
+    /// Loads node `name`'s identity from `dir` (`ca.pem`, `NAME.pem`,
+    /// `NAME.key`), checking that the files exist and are PEM, that both
+    /// certificates are valid now, that the CA signed the node certificate
+    /// for `name`, and that the key matches it.
+    pub fn load(dir: &Path, name: &str) -> Result<Identity, TlsError> {
+        check_name(name)?;
+        let now = OffsetDateTime::now_utc();
+        let ca_path = dir.join(CA_CERT_FILE);
+        let ca = read_certs(&ca_path, &init_hint(dir))?.swap_remove(0);
+        check_dates(&ca_path, &ca, now, &new_cluster_hint(dir))?;
+        let cert_path = dir.join(format!("{name}.pem"));
+        let chain = read_certs(&cert_path, &issue_hint(dir, name))?;
+        check_dates(&cert_path, &chain[0], now, &issue_hint(dir, name))?;
+        verify_chain(&ca, &ca_path, &chain, &cert_path)?;
+        check_issued_to(&chain, name, &cert_path)?;
+        let key_path = dir.join(format!("{name}.key"));
+        let key = read_key(&key_path, &issue_hint(dir, name))?;
+        check_key(&chain, &key, &key_path, &cert_path)?;
+        let config_error = |source| TlsError::Config {
+            name: name.to_owned(),
+            source,
+        };
+        let roots = Arc::new(root_store(&ca, &ca_path)?);
+        let server = server_config(roots.clone(), chain.clone(), key.clone_key());
+        let client = client_config(roots, chain, key);
+        Ok(Identity {
+            name: name.to_owned(),
+            server: Arc::new(server.map_err(config_error)?),
+            client: Arc::new(client.map_err(config_error)?),
+        })
+    }
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn server_config(
+    roots: Arc<RootCertStore>,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<rustls::ServerConfig, rustls::Error> {
+    let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider())
+        .build()
+        .map_err(|e| rustls::Error::General(e.to_string()))?;
+    rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+}
+
+fn client_config(
+    roots: Arc<RootCertStore>,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<rustls::ClientConfig, rustls::Error> {
+    rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+}
+
+fn root_store(ca: &CertificateDer<'static>, ca_path: &Path) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    roots.add(ca.clone()).map_err(|e| TlsError::BadCert {
+        path: ca_path.to_owned(),
+        reason: format!("not usable as a trust anchor: {e}"),
+    })?;
+    Ok(roots)
+}
+
+/// Checks that `chain` leads to `ca`, as both a TLS server and a TLS client
+/// would check it (signature, `SERVER_NAME`, both key purposes).
+fn verify_chain(
+    ca: &CertificateDer<'static>,
+    ca_path: &Path,
+    chain: &[CertificateDer<'static>],
+    cert_path: &Path,
+) -> Result<(), TlsError> {
+    let roots = Arc::new(root_store(ca, ca_path)?);
+    let as_error = |e: rustls::Error| chain_error(e, ca_path, cert_path);
+    let server_name = ServerName::try_from(SERVER_NAME)
+        .map_err(|e| as_error(rustls::Error::General(e.to_string())))?;
+    let now = UnixTime::now();
+    let (end_entity, intermediates) = (&chain[0], &chain[1..]);
+    let as_server = WebPkiServerVerifier::builder_with_provider(roots.clone(), provider())
+        .build()
+        .map_err(|e| as_error(rustls::Error::General(e.to_string())))?;
+    as_server
+        .verify_server_cert(end_entity, intermediates, &server_name, &[], now)
+        .map_err(as_error)?;
+    let as_client = WebPkiClientVerifier::builder_with_provider(roots, provider())
+        .build()
+        .map_err(|e| as_error(rustls::Error::General(e.to_string())))?;
+    as_client
+        .verify_client_cert(end_entity, intermediates, now)
+        .map_err(as_error)?;
+    Ok(())
+}
+
+fn chain_error(e: rustls::Error, ca_path: &Path, cert_path: &Path) -> TlsError {
+    use CertificateError::{BadSignature, UnknownIssuer};
+    match e {
+        rustls::Error::InvalidCertificate(UnknownIssuer | BadSignature) => {
+            TlsError::NotSignedByCa {
+                cert: cert_path.to_owned(),
+                ca: ca_path.to_owned(),
+                reason: e.to_string(),
+            }
+        }
+        e => TlsError::BadCert {
+            path: cert_path.to_owned(),
+            reason: format!("not a valid cluster node certificate: {e}"),
+        },
+    }
+}
+
+/// Refuses a certificate file renamed from another node's.
+fn check_issued_to(
+    chain: &[CertificateDer<'static>],
+    name: &str,
+    cert_path: &Path,
+) -> Result<(), TlsError> {
+    match peer_name(chain) {
+        Some(found) if found == name => Ok(()),
+        found => Err(TlsError::BadCert {
+            path: cert_path.to_owned(),
+            reason: format!(
+                "issued to node {}, not {name}",
+                found.as_deref().unwrap_or("(none)")
+            ),
+        }),
+    }
+}
+
+fn check_key(
+    chain: &[CertificateDer<'static>],
+    key: &PrivateKeyDer<'static>,
+    key_path: &Path,
+    cert_path: &Path,
+) -> Result<(), TlsError> {
+    match CertifiedKey::from_der(chain.to_vec(), key.clone_key(), &provider()) {
+        Ok(_) => Ok(()),
+        Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
+            Err(TlsError::KeyMismatch {
+                key: key_path.to_owned(),
+                cert: cert_path.to_owned(),
+            })
+        }
+        Err(e) => Err(TlsError::BadKey {
+            path: key_path.to_owned(),
+            reason: e.to_string(),
+        }),
+    }
+}
+
+fn parse_x509<'a>(path: &Path, der: &'a [u8]) -> Result<X509Certificate<'a>, TlsError> {
+    x509_parser::parse_x509_certificate(der)
+        .map(|(_, cert)| cert)
+        .map_err(|e| TlsError::BadCert {
+            path: path.to_owned(),
+            reason: format!("not an X.509 certificate: {e}"),
+        })
+}
+
+/// The dates are checked here, before the chain, so that an expired
+/// certificate is reported as expired rather than as untrusted.
+fn check_dates(
+    path: &Path,
+    der: &CertificateDer<'_>,
+    now: OffsetDateTime,
+    renew: &str,
+) -> Result<(), TlsError> {
+    let cert = parse_x509(path, der)?;
+    let validity = cert.validity();
+    let now_text = x509_parser::time::ASN1Time::from(now).to_string();
+    if now > validity.not_after.to_datetime() {
+        return Err(TlsError::Expired {
+            path: path.to_owned(),
+            not_after: validity.not_after.to_string(),
+            now: now_text,
+            renew: renew.to_owned(),
+        });
+    }
+    if now < validity.not_before.to_datetime() {
+        return Err(TlsError::NotYetValid {
+            path: path.to_owned(),
+            not_before: validity.not_before.to_string(),
+            now: now_text,
+        });
+    }
+    Ok(())
+}
+
+fn init_hint(dir: &Path) -> String {
+    format!(
+        "create the cluster with `coopcache cluster init --dir {}`",
+        dir.display()
+    )
+}
+
+fn new_cluster_hint(dir: &Path) -> String {
+    format!(
+        "a cluster CA cannot be renewed: move {} away and create a new cluster \
+         with `coopcache cluster init --dir {}`",
+        dir.display(),
+        dir.display()
+    )
+}
+
+fn issue_hint(dir: &Path, name: &str) -> String {
+    format!(
+        "issue it with `coopcache cluster issue {name} --dir {}` where ca.key is, \
+         and copy {name}.pem and {name}.key here",
+        dir.display()
+    )
+}
+
+fn read(path: &Path, hint: &str) -> Result<Vec<u8>, TlsError> {
+    fs::read(path).map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => TlsError::Missing {
+            path: path.to_owned(),
+            hint: hint.to_owned(),
+        },
+        _ => TlsError::Io {
+            path: path.to_owned(),
+            source,
+        },
+    })
+}
+
+/// The certificates of a PEM file, at least one.
+fn read_certs(path: &Path, hint: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let bytes = read(path, hint)?;
+    let not_pem = |reason: String| TlsError::NotPem {
+        path: path.to_owned(),
+        expected: "CERTIFICATE",
+        reason,
+    };
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| not_pem(e.to_string()))?;
+    match certs.is_empty() {
+        true => Err(not_pem("no CERTIFICATE section".to_owned())),
+        false => Ok(certs),
+    }
+}
+
+fn read_key(path: &Path, hint: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let bytes = read(path, hint)?;
+    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::NotPem {
+        path: path.to_owned(),
+        expected: "PRIVATE KEY",
+        reason: e.to_string(),
+    })
+}
+
+fn check_days(name: &str, valid_days: u32) -> Result<(), TlsError> {
+    match valid_days {
+        0 => Err(TlsError::BadValidity {
+            name: name.to_owned(),
+            reason: "valid_days must be at least 1".to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<(), TlsError> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(|source| TlsError::Io {
+        path: dir.to_owned(),
+        source,
+    })
+}
+
+fn generate_error(name: &str) -> impl FnOnce(rcgen::Error) -> TlsError + '_ {
+    move |source| TlsError::Generate {
+        name: name.to_owned(),
+        source,
+    }
+}
+
+fn ca_params(not_before: OffsetDateTime, not_after: OffsetDateTime) -> CertificateParams {
+    let mut params = CertificateParams::default();
+    params.distinguished_name = common_name_dn(CA_COMMON_NAME);
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    params.not_before = not_before;
+    params.not_after = not_after;
+    params
+}
+
+fn common_name_dn(common_name: &str) -> DistinguishedName {
+    let mut name = DistinguishedName::new();
+    name.push(DnType::CommonName, common_name);
+    name
+}
+
+/// Writes `ca.key` (refusing to replace one) and then `ca.pem`.
+fn create_ca(dir: &Path, valid_days: u32) -> Result<(), TlsError> {
+    let now = OffsetDateTime::now_utc();
+    let params = ca_params(now - BACKDATE, now + Duration::days(i64::from(valid_days)));
+    let key = KeyPair::generate().map_err(generate_error("ca"))?;
+    let cert = params.self_signed(&key).map_err(generate_error("ca"))?;
+    write_ca_file(
+        &dir.join(CA_KEY_FILE),
+        key.serialize_pem().as_bytes(),
+        0o600,
+    )?;
+    write_ca_file(&dir.join(CA_CERT_FILE), cert.pem().as_bytes(), 0o644)
+}
+
+/// The CA loaded from a key directory, ready to sign.
+struct CaSigner {
+    cert: CertificateDer<'static>,
+    cert_path: PathBuf,
+    issuer: Issuer<'static, KeyPair>,
+    not_after: OffsetDateTime,
+}
+
+impl CaSigner {
+    /// The issuer is rebuilt from the CA's common name and key; a CA whose
+    /// subject has more than a common name is caught by the check of every
+    /// issued certificate against `ca.pem`.
+    fn load(dir: &Path) -> Result<CaSigner, TlsError> {
+        let cert_path = dir.join(CA_CERT_FILE);
+        let cert = read_certs(&cert_path, &init_hint(dir))?.swap_remove(0);
+        check_dates(
+            &cert_path,
+            &cert,
+            OffsetDateTime::now_utc(),
+            &new_cluster_hint(dir),
+        )?;
+        let key_path = dir.join(CA_KEY_FILE);
+        let key_pem =
+            String::from_utf8(read(&key_path, &init_hint(dir))?).map_err(|e| TlsError::NotPem {
+                path: key_path.clone(),
+                expected: "PRIVATE KEY",
+                reason: e.to_string(),
+            })?;
+        let key = KeyPair::from_pem(&key_pem).map_err(|e| TlsError::NotPem {
+            path: key_path.clone(),
+            expected: "PRIVATE KEY",
+            reason: e.to_string(),
+        })?;
+        let parsed = parse_x509(&cert_path, &cert)?;
+        let common_name = parsed
+            .subject()
+            .iter_common_name()
+            .next()
+            .and_then(|cn| cn.as_str().ok())
+            .ok_or_else(|| TlsError::BadCert {
+                path: cert_path.clone(),
+                reason: "the CA certificate has no common name".to_owned(),
+            })?;
+        let mut params = ca_params(OffsetDateTime::now_utc(), OffsetDateTime::now_utc());
+        params.distinguished_name = common_name_dn(common_name);
+        let not_after = parsed.validity().not_after.to_datetime();
+        Ok(CaSigner {
+            issuer: Issuer::new(params, key),
+            not_after,
+            cert_path,
+            cert,
+        })
+    }
+}
+
+fn node_params(
+    name: &str,
+    not_before: OffsetDateTime,
+    not_after: OffsetDateTime,
+) -> Result<CertificateParams, TlsError> {
+    if not_before >= not_after {
+        return Err(TlsError::BadValidity {
+            name: name.to_owned(),
+            reason: format!("not_before {not_before} is not before not_after {not_after}"),
+        });
+    }
+    let mut params = CertificateParams::default();
+    params.distinguished_name = common_name_dn(name);
+    params.subject_alt_names = vec![dns_san(SERVER_NAME)?];
+    let is_dns = DnsName::try_from(name).is_ok() && name.parse::<IpAddr>().is_err();
+    if is_dns && name != SERVER_NAME {
+        params.subject_alt_names.push(dns_san(name)?);
+    }
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    params.use_authority_key_identifier_extension = true;
+    params.not_before = not_before;
+    params.not_after = not_after;
+    Ok(params)
+}
+
+fn dns_san(name: &str) -> Result<SanType, TlsError> {
+    name.try_into()
+        .map(SanType::DnsName)
+        .map_err(generate_error(name))
+}
+
+/// Signs a new key for `name`, checks the result against `ca.pem` and only
+/// then replaces `NAME.key` and `NAME.pem`.
+fn issue_signed(
+    dir: &Path,
+    name: &str,
+    ca: &CaSigner,
+    not_before: OffsetDateTime,
+    not_after: OffsetDateTime,
+) -> Result<(), TlsError> {
+    let params = node_params(name, not_before, not_after)?;
+    let key = KeyPair::generate().map_err(generate_error(name))?;
+    let cert = params
+        .signed_by(&key, &ca.issuer)
+        .map_err(generate_error(name))?;
+    let cert_path = dir.join(format!("{name}.pem"));
+    let chain = [cert.der().clone()];
+    // A certificate for another period cannot be verified now; it is built
+    // the same way, so checking the current ones is enough.
+    if (not_before..=not_after).contains(&OffsetDateTime::now_utc()) {
+        verify_chain(&ca.cert, &ca.cert_path, &chain, &cert_path)?;
+    }
+    replace(
+        &dir.join(format!("{name}.key")),
+        key.serialize_pem().as_bytes(),
+        0o600,
+    )?;
+    replace(&cert_path, cert.pem().as_bytes(), 0o644)
+}
+
+/// Creates `path` with `mode` (on Unix), failing if it exists.
+fn create_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Creates one of the CA's files, refusing to replace one.
+fn write_ca_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TlsError> {
+    create_new(path, bytes, mode).map_err(|source| match source.kind() {
+        io::ErrorKind::AlreadyExists => TlsError::CaExists {
+            path: path.to_owned(),
+        },
+        _ => TlsError::Io {
+            path: path.to_owned(),
+            source,
+        },
+    })
+}
+
+/// Replaces `path` atomically: writes a fresh temporary file beside it
+/// (created with `mode`, so a key is never readable by others), then renames.
+fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TlsError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    match fs::remove_file(&tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            return Err(TlsError::Io {
+                path: tmp,
+                source: e,
+            });
+        }
+        _ => {}
+    }
+    create_new(&tmp, bytes, mode).map_err(|source| TlsError::Io {
+        path: tmp.clone(),
+        source,
+    })?;
+    fs::rename(&tmp, path).map_err(|source| TlsError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}

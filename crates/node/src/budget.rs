@@ -1,0 +1,115 @@
+//! The memory budget: how many blocks a node may cache so that its data,
+//! its metadata and its bounded in-flight buffers stay within `--memory`.
+
+/// Bytes set aside from the budget for the runtime, TLS sessions, the
+/// directory and hash records of the files this node manages, and the
+/// bounded queues of frames in flight.
+pub const RESERVE: u64 = 24 << 20;
+
+/// Metadata per cached block beyond its bytes: the policy's entry, the
+/// store's map entry and buffer header, and its share of directory and
+/// hash records at its manager (measured about 200 B; rounded up).
+pub const PER_BLOCK_OVERHEAD: u64 = 256;
+
+/// A node's memory budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// Total bytes the node may use.
+    pub total: u64,
+    /// Block size in bytes.
+    pub block_size: u32,
+}
+
+/// A budget too small for even one block next to the reserve.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "memory budget of {total} bytes is too small: at least {min} bytes are needed ({RESERVE} reserved for the runtime and in-flight buffers, plus room for 16 blocks of {block_size} bytes)"
+)]
+pub struct BudgetError {
+    /// The budget asked for.
+    pub total: u64,
+    /// The smallest that works.
+    pub min: u64,
+    /// The block size.
+    pub block_size: u32,
+}
+
+impl Budget {
+    /// Blocks the node may cache.
+    pub fn blocks(&self) -> Result<usize, BudgetError> {
+        let per_block = u64::from(self.block_size) + PER_BLOCK_OVERHEAD;
+        let min = RESERVE + 16 * per_block;
+        if self.total < min {
+            return Err(BudgetError {
+                total: self.total,
+                min,
+                block_size: self.block_size,
+            });
+        }
+        Ok(((self.total - RESERVE) / per_block) as usize)
+    }
+}
+
+/// Parses a size like `2GiB`, `512MiB`, `64KiB`, `1G`, `100M` or `4096`
+/// (plain bytes).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => {
+            return Err(format!(
+                "size `{s}`: unknown unit `{unit}` (expected B, KiB, MiB, GiB or TiB)"
+            ));
+        }
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("size `{s}`: expected a number with an optional unit, like 2GiB"))?;
+    if !n.is_finite() || n < 0.0 {
+        return Err(format!("size `{s}`: expected a non-negative number"));
+    }
+    Ok((n * mult as f64) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("64 KiB"), Ok(64 << 10));
+        assert_eq!(parse_size("1.5M"), Ok(3 << 19));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(
+            parse_size("2 parsecs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(parse_size("GiB").is_err());
+    }
+
+    #[test]
+    fn blocks_leave_the_reserve_free() {
+        let b = Budget {
+            total: 2 << 30,
+            block_size: 65536,
+        };
+        let n = b.blocks().unwrap() as u64;
+        assert!(n * (65536 + PER_BLOCK_OVERHEAD) + RESERVE <= 2 << 30);
+        assert!((n + 1) * (65536 + PER_BLOCK_OVERHEAD) + RESERVE > 2 << 30);
+        let tiny = Budget {
+            total: 1 << 20,
+            block_size: 65536,
+        };
+        assert!(tiny.blocks().unwrap_err().to_string().contains("too small"));
+    }
+}

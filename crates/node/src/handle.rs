@@ -1,0 +1,388 @@
+//! Starting a node, and the API every access path uses (`coopcache cat`,
+//! the HTTP gateway, the demo, tests): stat a file, read byte ranges.
+
+use crate::block::{BlockId, file_id};
+use crate::budget::{Budget, BudgetError};
+use crate::driver::{Driver, DriverConfig, Event, ReadError, Status};
+use crate::link::{LinkCtx, accept_loop};
+use crate::machine::{LiveAlgorithm, build};
+use crate::metrics::Metrics;
+use crate::origin::{FileVersion, Origin, OriginError, check_path};
+use crate::store::SharedStore;
+use crate::tls::Identity;
+use bytes::{Bytes, BytesMut};
+use coopcache_core::coop::{Level, NodeId};
+use futures::{Stream, StreamExt};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// Blocks a streamed read fetches ahead of the one it is sending.
+pub const READ_AHEAD: usize = 8;
+
+/// Events queued for the driver; senders wait beyond this.
+const EVENT_QUEUE: usize = 1024;
+
+/// Attributes (versions) cached per node, like NFS's attribute cache.
+const MAX_ATTRS: usize = 65536;
+
+/// Everything a node needs to start.
+pub struct NodeOptions {
+    /// This node's id (unique in the cluster).
+    pub id: NodeId,
+    /// Its certificate and TLS configs; its name is the certificate's.
+    pub identity: Identity,
+    /// Where to accept peers.
+    pub listen: SocketAddr,
+    /// The address peers should dial, if not `listen` (a wildcard listen
+    /// address must be given one).
+    pub advertise: Option<String>,
+    /// Seeds to join.
+    pub join: Vec<String>,
+    /// The origin.
+    pub origin: Origin,
+    /// The algorithm.
+    pub algorithm: LiveAlgorithm,
+    /// Memory budget in bytes.
+    pub memory: u64,
+    /// Block size in bytes.
+    pub block_size: u32,
+    /// N-Chance's recirculation count.
+    pub chances: u8,
+    /// Seed of N-Chance's random peer choices.
+    pub seed: u64,
+    /// How long a file's version is trusted before the origin is asked
+    /// again (close-to-open within this window; 0 stats on every open).
+    pub attr_ttl: Duration,
+    /// Least time to wait on peers before reading the origin.
+    pub min_timeout: Duration,
+}
+
+impl NodeOptions {
+    /// Options with the defaults: N-Chance (n = 2), 64 KiB blocks, 2 GiB,
+    /// attributes trusted for 1 s, peer timeout floor 50 ms.
+    pub fn new(id: NodeId, identity: Identity, listen: SocketAddr, origin: Origin) -> Self {
+        NodeOptions {
+            id,
+            identity,
+            listen,
+            advertise: None,
+            join: Vec::new(),
+            origin,
+            algorithm: LiveAlgorithm::NChance,
+            memory: 2 << 30,
+            block_size: 64 << 10,
+            chances: 2,
+            seed: 1,
+            attr_ttl: Duration::from_secs(1),
+            min_timeout: Duration::from_millis(50),
+        }
+    }
+}
+
+/// Why a node could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// Memory budget too small.
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
+    /// Block size out of range.
+    #[error("block size {0} bytes: expected a power of two from 512 B to 4 MiB")]
+    BlockSize(u32),
+    /// Listening failed.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The origin refused.
+    #[error(transparent)]
+    Origin(#[from] OriginError),
+    /// A read failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A range outside the file.
+    #[error("range {start}-{end} is outside {path} ({size} bytes)")]
+    Range {
+        /// The file.
+        path: String,
+        /// Range start.
+        start: u64,
+        /// Range end (exclusive).
+        end: u64,
+        /// File size.
+        size: u64,
+    },
+    /// The node stopped.
+    #[error("the node is shutting down")]
+    Shutdown,
+    /// Bad settings.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A running node.
+pub struct NodeHandle {
+    events: mpsc::Sender<Event>,
+    origin: Arc<Origin>,
+    block_size: u32,
+    attr_ttl: Duration,
+    attrs: Mutex<HashMap<String, (Arc<FileVersion>, Instant)>>,
+    metrics: Arc<Metrics>,
+    listen: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Starts a node: listens, dials the seeds, and serves.
+pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
+    let bs = opts.block_size;
+    if !(512..=(4 << 20)).contains(&bs) || !bs.is_power_of_two() {
+        return Err(NodeError::BlockSize(bs));
+    }
+    let capacity = Budget {
+        total: opts.memory,
+        block_size: bs,
+    }
+    .blocks()?;
+    let listener = TcpListener::bind(opts.listen)
+        .await
+        .map_err(|source| NodeError::Listen {
+            addr: opts.listen,
+            source,
+        })?;
+    let listen = listener.local_addr().map_err(|source| NodeError::Listen {
+        addr: opts.listen,
+        source,
+    })?;
+    let advertise = opts.advertise.clone().unwrap_or_else(|| listen.to_string());
+    let metrics = Arc::new(Metrics::default());
+    let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+    let name = opts.identity.name.clone();
+    let ctx = Arc::new(LinkCtx {
+        identity: Arc::new(opts.identity),
+        id: opts.id,
+        listen: advertise,
+        block_size: bs,
+        events: tx.clone(),
+        metrics: metrics.clone(),
+    });
+    let store = SharedStore::default();
+    let (node, manager) = build(
+        opts.algorithm,
+        opts.id,
+        capacity,
+        opts.chances,
+        opts.seed,
+        store.clone(),
+    )
+    .map_err(|e| NodeError::Config(e.to_string()))?;
+    let origin = Arc::new(opts.origin);
+    let driver = Driver::new(
+        DriverConfig {
+            id: opts.id,
+            name,
+            algorithm: opts.algorithm.to_string(),
+            block_size: bs,
+            budget: opts.memory,
+            capacity,
+            min_timeout: opts.min_timeout,
+        },
+        node,
+        manager,
+        store,
+        origin.clone(),
+        metrics.clone(),
+        ctx.clone(),
+        tx.clone(),
+    );
+    let tasks = vec![
+        tokio::spawn(driver.run(rx)),
+        tokio::spawn(accept_loop(listener, ctx)),
+    ];
+    for seed in opts.join {
+        let _ = tx.send(Event::Join(seed)).await;
+    }
+    Ok(NodeHandle {
+        events: tx,
+        origin,
+        block_size: bs,
+        attr_ttl: opts.attr_ttl,
+        attrs: Mutex::new(HashMap::new()),
+        metrics,
+        listen,
+        tasks,
+    })
+}
+
+impl NodeHandle {
+    /// Where the node accepts peers.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen
+    }
+
+    /// The node's counters.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The block size.
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    /// Joins the cluster through `addr`.
+    pub async fn join(&self, addr: String) -> Result<(), NodeError> {
+        self.events
+            .send(Event::Join(addr))
+            .await
+            .map_err(|_| NodeError::Shutdown)
+    }
+
+    /// The node's status.
+    pub async fn status(&self) -> Result<Status, NodeError> {
+        let (tx, rx) = oneshot::channel();
+        self.events
+            .send(Event::Status(tx))
+            .await
+            .map_err(|_| NodeError::Shutdown)?;
+        rx.await.map_err(|_| NodeError::Shutdown)
+    }
+
+    /// The version of `path` (checked: it must stay inside the origin),
+    /// from the attribute cache if younger than the TTL.
+    pub async fn stat(&self, path: &str) -> Result<Arc<FileVersion>, NodeError> {
+        check_path(path)?;
+        if let Some((v, at)) = self.lock_attrs().get(path) {
+            if at.elapsed() < self.attr_ttl {
+                return Ok(v.clone());
+            }
+        }
+        let v = Arc::new(self.origin.stat(path).await?);
+        let mut attrs = self.lock_attrs();
+        if attrs.len() >= MAX_ATTRS {
+            attrs.clear();
+        }
+        attrs.insert(path.to_string(), (v.clone(), Instant::now()));
+        Ok(v)
+    }
+
+    fn lock_attrs(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (Arc<FileVersion>, Instant)>> {
+        self.attrs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Block `index` of `path` at `version`, and the level that served it.
+    pub async fn read_block(
+        &self,
+        path: &Arc<str>,
+        version: &Arc<FileVersion>,
+        index: u32,
+    ) -> Result<(Bytes, Level), NodeError> {
+        let block = BlockId {
+            file: file_id(path, &version.version),
+            index,
+        };
+        let (tx, rx) = oneshot::channel();
+        let ev = Event::Read {
+            path: path.clone(),
+            version: version.clone(),
+            block,
+            reply: tx,
+        };
+        self.events
+            .send(ev)
+            .await
+            .map_err(|_| NodeError::Shutdown)?;
+        Ok(rx.await.map_err(|_| NodeError::Shutdown)??)
+    }
+
+    /// The blocks covering `range` of a file of `size` bytes, each with
+    /// the part of it inside the range.
+    fn blocks(&self, range: &Range<u64>) -> impl Iterator<Item = (u32, Range<usize>)> + use<> {
+        let bs = u64::from(self.block_size);
+        let (start, end) = (range.start, range.end);
+        let first = start / bs;
+        let last = end.div_ceil(bs);
+        (first..last).map(move |i| {
+            let b0 = i * bs;
+            let lo = start.max(b0) - b0;
+            let hi = end.min(b0 + bs) - b0;
+            (i as u32, lo as usize..hi as usize)
+        })
+    }
+
+    /// Streams `range` of `path` at `version` (clamped to the file),
+    /// reading up to [`READ_AHEAD`] blocks ahead.
+    pub fn stream(
+        self: &Arc<Self>,
+        path: Arc<str>,
+        version: Arc<FileVersion>,
+        range: Range<u64>,
+    ) -> impl Stream<Item = Result<Bytes, NodeError>> + use<> {
+        let end = range.end.min(version.size);
+        let start = range.start.min(end);
+        let me = self.clone();
+        futures::stream::iter(self.blocks(&(start..end)))
+            .map(move |(index, part)| {
+                let (me, path, version) = (me.clone(), path.clone(), version.clone());
+                async move {
+                    let (data, _) = me.read_block(&path, &version, index).await?;
+                    if data.len() < part.end {
+                        return Err(NodeError::Config(format!(
+                            "block {index} of {path} has {} bytes, expected at least {}",
+                            data.len(),
+                            part.end
+                        )));
+                    }
+                    Ok(data.slice(part))
+                }
+            })
+            .buffered(READ_AHEAD)
+    }
+
+    /// Reads `range` of `path` (the whole file if `None`) into memory.
+    /// Errors if the range starts past the end of the file.
+    pub async fn read(
+        self: &Arc<Self>,
+        path: &str,
+        range: Option<Range<u64>>,
+    ) -> Result<Bytes, NodeError> {
+        let version = self.stat(path).await?;
+        let range = range.unwrap_or(0..version.size);
+        if range.start > version.size || range.start > range.end {
+            return Err(NodeError::Range {
+                path: path.to_string(),
+                start: range.start,
+                end: range.end,
+                size: version.size,
+            });
+        }
+        let mut out = BytesMut::new();
+        let mut s = std::pin::pin!(self.stream(Arc::from(path), version, range));
+        while let Some(part) = s.next().await {
+            out.extend_from_slice(&part?);
+        }
+        Ok(out.freeze())
+    }
+
+    /// Stops the node: its driver, listener and links.
+    pub fn shutdown(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for NodeHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

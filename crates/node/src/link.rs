@@ -1,0 +1,339 @@
+//! Connections between nodes: mutual TLS under the cluster CA, a `Hello`
+//! each way, then frames. Each node dials every member it knows and sends
+//! on that connection; it receives on the connections others dial to it.
+
+use crate::driver::Event;
+use crate::frame::{self, HEADER, PROTOCOL_VERSION, Wire};
+use crate::metrics::Metrics;
+use crate::tls::{Identity, SERVER_NAME, peer_name};
+use bytes::{Bytes, BytesMut};
+use coopcache_core::coop::NodeId;
+use rustls_pki_types::ServerName;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, mpsc};
+
+/// Frames queued for one peer; beyond this new messages are dropped (and
+/// counted): the protocol recovers from a lost message by timeout.
+pub const PEER_QUEUE: usize = 64;
+
+/// Most connections a node accepts at once.
+pub const MAX_INBOUND: usize = 256;
+
+/// Time allowed for TCP connect, TLS handshake and `Hello`.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Time allowed to write a batch of frames to a peer.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Bytes of frames written to the socket at once.
+const WRITE_BATCH: usize = 256 << 10;
+
+/// What every connection of one node needs.
+pub struct LinkCtx {
+    /// This node's certificate and TLS configs.
+    pub identity: Arc<Identity>,
+    /// This node's id.
+    pub id: NodeId,
+    /// This node's listen address as peers should dial it.
+    pub listen: String,
+    /// Block size, checked against each peer's.
+    pub block_size: u32,
+    /// Where connection events go.
+    pub events: mpsc::Sender<Event>,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+}
+
+/// Why a connection ended.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// Socket or TLS failure.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A bad frame.
+    #[error("{0}")]
+    Frame(#[from] frame::FrameError),
+    /// The peer is not a member we can talk to.
+    #[error("{0}")]
+    Refused(String),
+    /// Too slow.
+    #[error("timed out {0}")]
+    Timeout(&'static str),
+}
+
+impl LinkCtx {
+    fn hello(&self) -> Wire {
+        Wire::Hello {
+            version: PROTOCOL_VERSION,
+            node: self.id,
+            name: self.identity.name.clone(),
+            listen: self.listen.clone(),
+            block_size: self.block_size,
+        }
+    }
+
+    fn max_frame(&self) -> usize {
+        frame::max_frame(self.block_size)
+    }
+
+    /// Checks a peer's `Hello` against its certificate and our settings.
+    fn check_hello(&self, wire: Wire, cert_name: &str) -> Result<(NodeId, String), LinkError> {
+        let Wire::Hello {
+            version,
+            node,
+            name,
+            listen,
+            block_size,
+        } = wire
+        else {
+            return Err(LinkError::Refused("first frame is not a Hello".into()));
+        };
+        if version != PROTOCOL_VERSION {
+            return Err(LinkError::Refused(format!(
+                "peer speaks protocol version {version}, this node {PROTOCOL_VERSION}"
+            )));
+        }
+        if name != cert_name {
+            return Err(LinkError::Refused(format!(
+                "peer says it is `{name}` but its certificate is `{cert_name}`"
+            )));
+        }
+        if block_size != self.block_size {
+            return Err(LinkError::Refused(format!(
+                "peer `{name}` uses blocks of {block_size} bytes, this node {}",
+                self.block_size
+            )));
+        }
+        if node == self.id {
+            return Err(LinkError::Refused(format!(
+                "peer `{name}` claims this node's id {node}"
+            )));
+        }
+        Ok((node, listen))
+    }
+}
+
+/// Reads one frame, or `None` at a clean end of stream.
+pub async fn read_frame<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max: usize,
+) -> Result<Option<Wire>, LinkError> {
+    let mut header = [0u8; HEADER];
+    match r.read_exact(&mut header).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    // The length is checked before the buffer is allocated.
+    let len = frame::body_len(header, max)?;
+    let mut body = BytesMut::zeroed(len);
+    r.read_exact(&mut body).await?;
+    Ok(Some(frame::decode(body.freeze())?))
+}
+
+/// Writes one frame.
+pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, wire: &Wire) -> Result<(), LinkError> {
+    let mut buf = BytesMut::new();
+    frame::encode(wire, &mut buf);
+    w.write_all(&buf).await?;
+    w.flush().await?;
+    Ok(())
+}
+
+async fn timed<T>(
+    what: &'static str,
+    f: impl Future<Output = Result<T, LinkError>>,
+) -> Result<T, LinkError> {
+    tokio::time::timeout(HANDSHAKE_TIMEOUT, f)
+        .await
+        .map_err(|_| LinkError::Timeout(what))?
+}
+
+/// Accepts peers' connections until the listener fails.
+pub async fn accept_loop(listener: TcpListener, ctx: Arc<LinkCtx>) {
+    let limit = Arc::new(Semaphore::new(MAX_INBOUND));
+    loop {
+        let (stream, addr) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = limit.clone().try_acquire_owned() else {
+            ctx.metrics.peer_errors.inc();
+            tracing::warn!(%addr, "refused connection: {MAX_INBOUND} already open");
+            continue;
+        };
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_inbound(stream, &ctx).await {
+                ctx.metrics.peer_errors.inc();
+                tracing::warn!(%addr, error = %e, "peer connection closed");
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// One inbound connection: handshake, then every frame to the driver.
+async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError> {
+    stream.set_nodelay(true)?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(ctx.identity.server.clone());
+    let mut tls = timed("in the TLS handshake", async {
+        Ok(acceptor.accept(stream).await?)
+    })
+    .await?;
+    let cert_name = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(peer_name)
+        .ok_or_else(|| LinkError::Refused("peer presented no node certificate".into()))?;
+    let max = ctx.max_frame();
+    let hello = timed("waiting for Hello", async {
+        read_frame(&mut tls, max)
+            .await?
+            .ok_or_else(|| LinkError::Refused("closed before Hello".into()))
+    })
+    .await?;
+    let (node, _) = ctx.check_hello(hello, &cert_name)?;
+    timed("sending Hello", write_frame(&mut tls, &ctx.hello())).await?;
+    while let Some(wire) = read_frame(&mut tls, max).await? {
+        if ctx
+            .events
+            .send(Event::Frame { from: node, wire })
+            .await
+            .is_err()
+        {
+            break; // the node is shutting down
+        }
+    }
+    Ok(())
+}
+
+/// Dials `addr` and keeps a connection to it, sending what arrives on
+/// `queue`; reconnects with backoff until `queue` is closed. Reports each
+/// connection and disconnection to the driver.
+pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: mpsc::Receiver<Wire>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match dial(&addr, &ctx).await {
+            Ok((tls, id, name, listen)) => {
+                backoff = Duration::from_millis(100);
+                let up = Event::LinkUp {
+                    addr: addr.clone(),
+                    id,
+                    name: name.clone(),
+                    listen,
+                };
+                if ctx.events.send(up).await.is_err() {
+                    return;
+                }
+                let result = pump(tls, &mut queue).await;
+                let closed = matches!(result, Ok(true));
+                if let Err(e) = result {
+                    ctx.metrics.peer_errors.inc();
+                    tracing::warn!(peer = %name, error = %e, "link lost");
+                }
+                let down = Event::LinkDown {
+                    addr: addr.clone(),
+                    id: Some(id),
+                };
+                if closed || ctx.events.send(down).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(%addr, error = %e, "dial failed");
+                let down = Event::LinkDown {
+                    addr: addr.clone(),
+                    id: None,
+                };
+                if ctx.events.send(down).await.is_err() {
+                    return;
+                }
+            }
+        }
+        // Drop what was queued for the dead connection while waiting.
+        let wait = tokio::time::sleep(backoff);
+        tokio::pin!(wait);
+        loop {
+            tokio::select! {
+                _ = &mut wait => break,
+                m = queue.recv() => if m.is_none() { return },
+            }
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(2));
+    }
+}
+
+type Tls = tokio_rustls::client::TlsStream<TcpStream>;
+
+async fn dial(addr: &str, ctx: &LinkCtx) -> Result<(Tls, NodeId, String, String), LinkError> {
+    let stream = timed("connecting", async { Ok(TcpStream::connect(addr).await?) }).await?;
+    stream.set_nodelay(true)?;
+    let connector = tokio_rustls::TlsConnector::from(ctx.identity.client.clone());
+    let server = ServerName::try_from(SERVER_NAME)
+        .map_err(|e| LinkError::Refused(format!("server name: {e}")))?;
+    let mut tls = timed("in the TLS handshake", async {
+        Ok(connector.connect(server, stream).await?)
+    })
+    .await?;
+    let cert_name = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(peer_name)
+        .ok_or_else(|| LinkError::Refused("peer presented no node certificate".into()))?;
+    timed("sending Hello", write_frame(&mut tls, &ctx.hello())).await?;
+    let hello = timed("waiting for Hello", async {
+        read_frame(&mut tls, ctx.max_frame())
+            .await?
+            .ok_or_else(|| LinkError::Refused("closed before Hello".into()))
+    })
+    .await?;
+    let (id, listen) = ctx.check_hello(hello, &cert_name)?;
+    Ok((tls, id, cert_name, listen))
+}
+
+/// Sends queued frames in batches until the queue closes (`Ok(true)`) or
+/// the connection fails or the peer closes it.
+async fn pump(tls: Tls, queue: &mut mpsc::Receiver<Wire>) -> Result<bool, LinkError> {
+    let (mut rd, mut wr) = tokio::io::split(tls);
+    let mut buf = BytesMut::with_capacity(64 << 10);
+    let mut probe = [0u8; 1];
+    loop {
+        let first = tokio::select! {
+            m = queue.recv() => match m {
+                Some(m) => m,
+                None => return Ok(true),
+            },
+            // The peer never writes after its Hello: a read returning means
+            // it closed or broke the connection.
+            r = rd.read(&mut probe) => {
+                r?;
+                return Err(LinkError::Refused("peer closed the connection".into()));
+            }
+        };
+        buf.clear();
+        frame::encode(&first, &mut buf);
+        while buf.len() < WRITE_BATCH {
+            match queue.try_recv() {
+                Ok(m) => frame::encode(&m, &mut buf),
+                Err(_) => break,
+            }
+        }
+        let data: Bytes = buf.split().freeze();
+        tokio::time::timeout(WRITE_TIMEOUT, async {
+            wr.write_all(&data).await?;
+            wr.flush().await
+        })
+        .await
+        .map_err(|_| LinkError::Timeout("writing to a peer"))??;
+    }
+}

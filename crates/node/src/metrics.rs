@@ -1,0 +1,126 @@
+//! The node's counters: one set feeds `coopcache status`, `/v1/status`
+//! and Prometheus `/metrics`.
+
+use coopcache_core::coop::Level;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// The level label of `coopcache_reads_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LevelLabel {
+    /// local, manager, peer or origin.
+    pub level: &'static str,
+}
+
+/// The name of a level in metrics and status.
+pub fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Local => "local",
+        Level::ManagerMemory => "manager",
+        Level::RemoteNode => "peer",
+        Level::Origin => "origin",
+    }
+}
+
+/// Every counter of a node.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Block reads completed, by the level that served them.
+    pub reads: Family<LevelLabel, Counter>,
+    /// Block reads that failed (origin error).
+    pub read_errors: Counter,
+    /// Reads sent to the origin.
+    pub origin_reads: Counter,
+    /// Bytes read from the origin.
+    pub origin_bytes: Counter,
+    /// Blocks from peers whose hash did not match the manager's record.
+    pub integrity_failures: Counter,
+    /// Reads that waited on a peer past the timeout and went to the origin.
+    pub timeouts: Counter,
+    /// Malformed frames, refused handshakes, broken connections.
+    pub peer_errors: Counter,
+    /// Messages dropped because a peer's queue was full or it was down.
+    pub dropped_messages: Counter,
+    /// Bytes of cached block data.
+    pub cached_bytes: Gauge,
+    /// The memory budget.
+    pub budget_bytes: Gauge,
+    /// Live members, this node included.
+    pub members: Gauge,
+}
+
+impl Metrics {
+    /// Counts a read served by `level`.
+    pub fn read(&self, level: Level) {
+        self.reads
+            .get_or_create(&LevelLabel {
+                level: level_name(level),
+            })
+            .inc();
+    }
+
+    /// Reads served by `level` so far.
+    pub fn reads_at(&self, level: Level) -> u64 {
+        self.reads
+            .get_or_create(&LevelLabel {
+                level: level_name(level),
+            })
+            .get()
+    }
+
+    /// The Prometheus text exposition of every counter.
+    pub fn encode(&self) -> String {
+        let mut r = Registry::with_prefix("coopcache");
+        r.register("reads", "Block reads by serving level", self.reads.clone());
+        let counters: [(&str, &str, &Counter); 7] = [
+            ("read_errors", "Block reads that failed", &self.read_errors),
+            (
+                "origin_reads",
+                "Reads sent to the origin",
+                &self.origin_reads,
+            ),
+            (
+                "origin_bytes",
+                "Bytes read from the origin",
+                &self.origin_bytes,
+            ),
+            (
+                "integrity_failures",
+                "Peer blocks whose hash did not match",
+                &self.integrity_failures,
+            ),
+            (
+                "timeouts",
+                "Reads that timed out waiting on a peer",
+                &self.timeouts,
+            ),
+            (
+                "peer_errors",
+                "Bad frames, refused handshakes and broken peer connections",
+                &self.peer_errors,
+            ),
+            (
+                "dropped_messages",
+                "Messages dropped on a full queue or a down peer",
+                &self.dropped_messages,
+            ),
+        ];
+        for (name, help, c) in counters {
+            r.register(name, help, c.clone());
+        }
+        r.register(
+            "cached_bytes",
+            "Bytes of cached blocks",
+            self.cached_bytes.clone(),
+        );
+        r.register("budget_bytes", "Memory budget", self.budget_bytes.clone());
+        r.register("members", "Live members", self.members.clone());
+        let mut s = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut s, &r);
+        s
+    }
+}

@@ -1,1 +1,0 @@
-//! Origins (filled in next).

@@ -1,0 +1,109 @@
+//! What can go wrong between the cache and its origin.
+
+use std::path::PathBuf;
+
+/// An error opening, probing or reading an origin.
+///
+/// None of these leave anything behind: the origin is only ever read, so a
+/// failed call changes nothing in the origin or in the cache that asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OriginError {
+    /// The file does not exist in the origin (the HTTP gateway answers 404).
+    #[error("{path} not found in the origin")]
+    NotFound {
+        /// The path as the caller gave it.
+        path: String,
+    },
+    /// The file changed since it was stat'ed: its version no longer matches.
+    /// Stat it again and drop any blocks cached under the old version.
+    #[error("{path} changed in the origin since it was stat'ed; stat it again")]
+    Changed {
+        /// The path as the caller gave it.
+        path: String,
+    },
+    /// A user-supplied path was refused before reaching the origin.
+    #[error("path {path:?} refused: {why}; a path must be relative and stay inside the origin")]
+    BadPath {
+        /// The path as the caller gave it.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The origin spec is not one of the accepted forms.
+    #[error("origin {spec:?} refused: {why}")]
+    BadSpec {
+        /// The spec as given.
+        spec: String,
+        /// What is wrong with it, and the accepted forms.
+        why: String,
+    },
+    /// A local origin directory does not exist or is not a directory.
+    #[error("origin directory {} is not usable: {why}", dir.display())]
+    BadDir {
+        /// The directory named by the spec.
+        dir: PathBuf,
+        /// Why it cannot be used.
+        why: String,
+    },
+    /// A store option key or value was refused.
+    #[error("origin option {key:?} refused for {spec:?}: {why}")]
+    BadOption {
+        /// The spec the option was given with.
+        spec: String,
+        /// The option key.
+        key: String,
+        /// Why it was refused.
+        why: String,
+    },
+    /// The origin could not be reached or refused the probe at startup.
+    #[error("origin {origin} is unreachable: {source}")]
+    Unreachable {
+        /// The origin's description.
+        origin: String,
+        /// What the store said.
+        #[source]
+        source: object_store::Error,
+    },
+    /// The store failed in another way while reading `path`.
+    #[error("origin read of {path} failed: {source}")]
+    Io {
+        /// The path as the caller gave it.
+        path: String,
+        /// What the store said.
+        #[source]
+        source: object_store::Error,
+    },
+    /// The store returned a different number of bytes than asked for.
+    #[error("origin returned {got} bytes of {path} where {expected} were asked for")]
+    Short {
+        /// The path as the caller gave it.
+        path: String,
+        /// Bytes asked for (after clamping to the file size).
+        expected: u64,
+        /// Bytes returned.
+        got: u64,
+    },
+}
+
+impl OriginError {
+    /// Whether the file does not exist (the HTTP gateway maps this to 404).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, OriginError::NotFound { .. })
+    }
+
+    /// Whether the file changed under the version the caller held.
+    pub fn is_changed(&self) -> bool {
+        matches!(self, OriginError::Changed { .. })
+    }
+
+    /// Classifies a store error met while working on `path`.
+    pub(crate) fn from_store(path: &str, source: object_store::Error) -> OriginError {
+        let path = path.to_owned();
+        match source {
+            object_store::Error::NotFound { .. } => OriginError::NotFound { path },
+            object_store::Error::Precondition { .. } => OriginError::Changed { path },
+            source => OriginError::Io { path, source },
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! A loopback cluster in one test process, over a generated origin.
+#![allow(dead_code)]
+
+use coopcache_node::origin::Origin;
+use coopcache_node::tls::{Identity, init_cluster};
+use coopcache_node::{LiveAlgorithm, NodeHandle, NodeOptions, start};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct TestCluster {
+    pub nodes: Vec<Arc<NodeHandle>>,
+    pub origin_dir: PathBuf,
+    pub keys: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+/// Deterministic file contents: distinct per file and offset.
+pub fn contents(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+pub fn write_files(dir: &Path, files: &[(&str, usize)]) {
+    for (i, (name, len)) in files.iter().enumerate() {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, contents(i as u64 + 1, *len)).unwrap();
+    }
+}
+
+pub struct Shape {
+    pub nodes: u32,
+    pub algorithm: LiveAlgorithm,
+    pub memory: u64,
+    pub block_size: u32,
+    pub origin_delay: Duration,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            nodes: 3,
+            algorithm: LiveAlgorithm::NChance,
+            memory: 64 << 20,
+            block_size: 64 << 10,
+            origin_delay: Duration::ZERO,
+        }
+    }
+}
+
+pub async fn cluster(shape: Shape, files: &[(&str, usize)]) -> TestCluster {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin_dir = tmp.path().join("origin");
+    std::fs::create_dir_all(&origin_dir).unwrap();
+    write_files(&origin_dir, files);
+    let keys = tmp.path().join("keys");
+    let names: Vec<String> = (0..shape.nodes).map(|i| format!("node-{i}")).collect();
+    init_cluster(&keys, &names, 30).unwrap();
+    let mut nodes: Vec<Arc<NodeHandle>> = Vec::new();
+    for i in 0..shape.nodes {
+        let identity = Identity::load(&keys, &names[i as usize]).unwrap();
+        let origin = Origin::open(origin_dir.to_str().unwrap())
+            .unwrap()
+            .with_delay(shape.origin_delay);
+        let mut opts = NodeOptions::new(i, identity, "127.0.0.1:0".parse().unwrap(), origin);
+        opts.algorithm = shape.algorithm;
+        opts.memory = shape.memory;
+        opts.block_size = shape.block_size;
+        opts.attr_ttl = Duration::from_secs(60);
+        if let Some(first) = nodes.first() {
+            opts.join = vec![first.listen_addr().to_string()];
+        }
+        nodes.push(Arc::new(start(opts).await.unwrap()));
+    }
+    wait_for_members(&nodes, shape.nodes as usize).await;
+    TestCluster {
+        nodes,
+        origin_dir,
+        keys,
+        _tmp: tmp,
+    }
+}
+
+pub async fn wait_for_members(nodes: &[Arc<NodeHandle>], n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut all = true;
+        for node in nodes {
+            if node.status().await.unwrap().members.len() != n {
+                all = false;
+            }
+        }
+        if all {
+            return;
+        }
+        assert!(Instant::now() < deadline, "cluster did not form");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
