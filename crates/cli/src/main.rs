@@ -1,8 +1,13 @@
 //! The `coopcache` command.
 
+mod access;
 mod classes;
+mod cluster;
 mod coop;
+mod demo;
+mod live;
 mod mrc;
+mod node;
 mod output;
 mod plot;
 mod progress;
@@ -26,7 +31,18 @@ enum Command {
     /// Simulate: local policies on a trace, or (with --algorithms) cooperative caching on a
     /// multi-client trace or workload; `sim sweep` for the sensitivity studies; `sim mrc`
     /// for attribute caches.
-    Sim(SimCommand),
+    Sim(Box<SimCommand>),
+    /// Runs a cooperative cache node (the daemon).
+    Node(Box<node::NodeArgs>),
+    /// The cluster's CA and node certificates.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCmd),
+    /// Writes a file (or a range of it) read through a node to stdout.
+    Cat(access::CatArgs),
+    /// A node's members, memory, reads per level and origin traffic.
+    Status(access::StatusArgs),
+    /// A 4-node cluster on loopback, read with and without cooperation.
+    Demo(Box<demo::DemoArgs>),
 }
 
 #[derive(clap::Args)]
@@ -47,18 +63,29 @@ enum SimSub {
     Mrc(mrc::MrcArgs),
 }
 
+fn run_sim(cmd: SimCommand) -> anyhow::Result<()> {
+    match cmd {
+        SimCommand {
+            sub: Some(SimSub::Sweep(args)),
+            ..
+        } => sweep::run(*args),
+        SimCommand {
+            sub: Some(SimSub::Mrc(args)),
+            ..
+        } => mrc::run(args),
+        SimCommand { args, .. } => sim::run(args),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Sim(SimCommand {
-            sub: Some(SimSub::Sweep(args)),
-            ..
-        }) => sweep::run(*args),
-        Command::Sim(SimCommand {
-            sub: Some(SimSub::Mrc(args)),
-            ..
-        }) => mrc::run(args),
-        Command::Sim(SimCommand { args, .. }) => sim::run(args),
+        Command::Sim(sim) => run_sim(*sim),
+        Command::Node(args) => node::run(*args),
+        Command::Cluster(cmd) => cluster::run(cmd),
+        Command::Cat(args) => access::cat(args),
+        Command::Status(args) => access::status(args),
+        Command::Demo(args) => demo::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

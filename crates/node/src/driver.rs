@@ -167,6 +167,9 @@ struct Member {
     rtt: Option<Duration>,
 }
 
+/// A message with its sender's role, held back for later delivery.
+type Addressed = (Addr, Msg<BlockId, Bytes>);
+
 /// The driver's settings.
 pub struct DriverConfig {
     /// This node's id.
@@ -209,7 +212,7 @@ pub struct Driver {
     queued: VecDeque<Event>,
     /// Forwards for blocks this node is still reading: served when its
     /// data arrives (cluster-wide singleflight).
-    deferred: HashMap<BlockId, Vec<(Addr, Msg<BlockId, Bytes>)>>,
+    deferred: HashMap<BlockId, Vec<Addressed>>,
     /// The manager's record of each block's hash, oldest first for
     /// trimming.
     hashes: HashMap<BlockId, (Hash, u32)>,
@@ -549,13 +552,13 @@ impl Driver {
     fn route(&mut self, from: Addr, to: Addr, msg: Msg<BlockId, Bytes>) {
         let me = self.cfg.id;
         match to {
-            Addr::Node(n) if n == me => self.to_node(me, from, msg),
+            Addr::Node(n) if n == me => self.deliver_to_node(me, from, msg),
             Addr::Node(n) => self.send(n, Wire::Core { from, to, msg }),
             Addr::Manager => {
                 let block = block_of(&msg);
                 let m = self.manager_for(block);
                 if m == me {
-                    self.to_manager(me, msg);
+                    self.deliver_to_manager(me, msg);
                 } else {
                     self.send(m, Wire::Core { from, to, msg });
                 }
@@ -580,7 +583,7 @@ impl Driver {
     }
 
     /// A message for this node's manager slice, from node `from`.
-    fn to_manager(&mut self, from: NodeId, msg: Msg<BlockId, Bytes>) {
+    fn deliver_to_manager(&mut self, from: NodeId, msg: Msg<BlockId, Bytes>) {
         let now = self.now();
         let mut out = std::mem::take(&mut self.mgr_out);
         manage(&mut self.manager, Addr::Node(from), msg, now, &mut out);
@@ -595,7 +598,7 @@ impl Driver {
                     hops,
                 } => match self.hashes.get(&block).copied() {
                     Some((hash, len)) => {
-                        self.to_reader(reader, Wire::Expect { block, hash, len });
+                        self.deliver_to_reader(reader, Wire::Expect { block, hash, len });
                         self.out.send(env.from, env.to, env.msg);
                     }
                     None => self.out.send(
@@ -614,7 +617,7 @@ impl Driver {
         self.mgr_out = out;
     }
 
-    fn to_reader(&mut self, reader: NodeId, wire: Wire) {
+    fn deliver_to_reader(&mut self, reader: NodeId, wire: Wire) {
         if reader == self.cfg.id {
             self.on_wire(reader, wire);
         } else {
@@ -623,7 +626,7 @@ impl Driver {
     }
 
     /// A message for this node's machine.
-    fn to_node(&mut self, sender: NodeId, from: Addr, msg: Msg<BlockId, Bytes>) {
+    fn deliver_to_node(&mut self, sender: NodeId, from: Addr, msg: Msg<BlockId, Bytes>) {
         let now = self.now();
         match msg {
             Msg::Data { block, .. } => {
@@ -725,7 +728,7 @@ impl Driver {
                 to,
                 msg,
             } => match to {
-                Addr::Manager => self.to_manager(from, msg),
+                Addr::Manager => self.deliver_to_manager(from, msg),
                 Addr::Node(n) if n == self.cfg.id => {
                     // Trust the connection's identity, not the claimed role,
                     // except that a node may speak for its manager slice.
@@ -733,7 +736,7 @@ impl Driver {
                         Addr::Manager => Addr::Manager,
                         _ => Addr::Node(from),
                     };
-                    self.to_node(from, role, msg)
+                    self.deliver_to_node(from, role, msg)
                 }
                 _ => {
                     self.metrics.peer_errors.inc();
@@ -751,19 +754,19 @@ impl Driver {
             Wire::Record { block, hash, len } => self.record(block, hash, len),
             Wire::HashOf { block } => {
                 let hash = self.hashes.get(&block).copied();
-                self.to_reader(from, Wire::HashIs { block, hash });
+                self.deliver_to_reader(from, Wire::HashIs { block, hash });
             }
             Wire::HashIs { block, hash } => self.verify_recirculated(block, hash),
             Wire::Ping(n) => self.send(from, Wire::Pong(n)),
             Wire::Pong(n) => {
-                if let Some((peer, sent)) = self.pings.remove(&n) {
-                    if let Some(m) = self.members.get_mut(&peer) {
-                        let sample = sent.elapsed();
-                        m.rtt = Some(match m.rtt {
-                            Some(old) => (old * 7 + sample) / 8,
-                            None => sample,
-                        });
-                    }
+                if let Some((peer, sent)) = self.pings.remove(&n)
+                    && let Some(m) = self.members.get_mut(&peer)
+                {
+                    let sample = sent.elapsed();
+                    m.rtt = Some(match m.rtt {
+                        Some(old) => (old * 7 + sample) / 8,
+                        None => sample,
+                    });
                 }
             }
             Wire::Members(list) => {

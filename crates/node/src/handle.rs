@@ -259,10 +259,10 @@ impl NodeHandle {
     /// from the attribute cache if younger than the TTL.
     pub async fn stat(&self, path: &str) -> Result<Arc<FileVersion>, NodeError> {
         check_path(path)?;
-        if let Some((v, at)) = self.lock_attrs().get(path) {
-            if at.elapsed() < self.attr_ttl {
-                return Ok(v.clone());
-            }
+        if let Some((v, at)) = self.lock_attrs().get(path)
+            && at.elapsed() < self.attr_ttl
+        {
+            return Ok(v.clone());
         }
         let v = Arc::new(self.origin.stat(path).await?);
         let mut attrs = self.lock_attrs();

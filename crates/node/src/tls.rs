@@ -544,7 +544,7 @@ fn read_certs(path: &Path, hint: &str) -> Result<Vec<CertificateDer<'static>>, T
     };
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| not_pem(e.to_string()))?;
+        .map_err(|e| not_pem(pem_reason(e, "CERTIFICATE")))?;
     match certs.is_empty() {
         true => Err(not_pem("no CERTIFICATE section".to_owned())),
         false => Ok(certs),
@@ -556,8 +556,23 @@ fn read_key(path: &Path, hint: &str) -> Result<PrivateKeyDer<'static>, TlsError>
     PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::NotPem {
         path: path.to_owned(),
         expected: "PRIVATE KEY",
-        reason: e.to_string(),
+        reason: pem_reason(e, "PRIVATE KEY"),
     })
+}
+
+/// The PEM parser's error in words (its own `Display` prints lines as bytes).
+fn pem_reason(e: rustls_pki_types::pem::Error, expected: &str) -> String {
+    use rustls_pki_types::pem::Error;
+    match e {
+        Error::MissingSectionEnd { end_marker } => {
+            format!("no {} line", String::from_utf8_lossy(&end_marker))
+        }
+        Error::IllegalSectionStart { line } => {
+            format!("bad BEGIN line {:?}", String::from_utf8_lossy(&line))
+        }
+        Error::NoItemsFound => format!("no {expected} section"),
+        e => e.to_string(),
+    }
 }
 
 fn check_days(name: &str, valid_days: u32) -> Result<(), TlsError> {
@@ -661,9 +676,10 @@ impl CaSigner {
                 path: cert_path.clone(),
                 reason: "the CA certificate has no common name".to_owned(),
             })?;
-        let mut params = ca_params(OffsetDateTime::now_utc(), OffsetDateTime::now_utc());
+        let validity = parsed.validity();
+        let not_after = validity.not_after.to_datetime();
+        let mut params = ca_params(validity.not_before.to_datetime(), not_after);
         params.distinguished_name = common_name_dn(common_name);
-        let not_after = parsed.validity().not_after.to_datetime();
         Ok(CaSigner {
             issuer: Issuer::new(params, key),
             not_after,

@@ -57,7 +57,7 @@ pub enum OriginError {
         why: String,
     },
     /// The origin could not be reached or refused the probe at startup.
-    #[error("origin {origin} is unreachable: {source}")]
+    #[error("origin {origin} failed its startup probe (unreachable or misconfigured): {source}")]
     Unreachable {
         /// The origin's description.
         origin: String,
@@ -65,8 +65,8 @@ pub enum OriginError {
         #[source]
         source: object_store::Error,
     },
-    /// The store failed in another way while reading `path`.
-    #[error("origin read of {path} failed: {source}")]
+    /// The store failed in another way while stat'ing or reading `path`.
+    #[error("origin request for {path} failed: {source}")]
     Io {
         /// The path as the caller gave it.
         path: String,

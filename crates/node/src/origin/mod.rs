@@ -12,6 +12,7 @@
 //! symbolic links found inside its directory: placing them there is the
 //! operator's choice.)
 
+mod backend;
 mod error;
 mod path;
 mod spec;
@@ -22,34 +23,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-use object_store::http::HttpBuilder;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{ClientConfigKey, GetOptions, GetRange, ObjectMeta, ObjectStore, RetryConfig};
+use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 
 pub use error::OriginError;
 pub use path::check_path;
 pub use spec::{ACCEPTED_FORMS, OriginSpec};
-
-/// Retries for remote origins: a few quick ones for a dropped connection or
-/// a 5xx, bounded so an unreachable origin fails in seconds, not the
-/// three minutes `object_store` allows by default.
-fn retry_config() -> RetryConfig {
-    RetryConfig {
-        max_retries: 3,
-        retry_timeout: Duration::from_secs(15),
-        ..RetryConfig::default()
-    }
-}
-
-/// Which kind of store an origin is; decides how [`Origin::check`] probes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Backend {
-    Local,
-    S3,
-    Http,
-}
 
 /// A version of a file in the origin: its size and a version string that
 /// changes whenever the content may have changed.
@@ -59,6 +38,12 @@ enum Backend {
 /// `inode-mtime-size` (hex, mtime in microseconds), so a rewritten or
 /// replaced file never matches an old version. A store without ETags falls
 /// back to `lm-<last-modified µs>-<size>`.
+///
+/// The limit of a time-based version: a file rewritten in place (same inode)
+/// at the same size within one tick of the file system's timestamp clock
+/// (a few milliseconds on Linux; one second for nginx's ETag) keeps its
+/// version. Replacing a file by rename, or changing its size, always gives
+/// a new one; S3's ETag is a content hash and has no such limit.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FileVersion {
     /// The file's size in bytes.
@@ -104,7 +89,7 @@ pub struct Origin {
     /// Key prefix inside the store (S3); empty for a directory or HTTP,
     /// whose store is rooted at the prefix already.
     prefix: Path,
-    backend: Backend,
+    backend: backend::Backend,
     description: String,
     delay: Option<Duration>,
 }
@@ -128,9 +113,9 @@ impl Origin {
     /// `timeout`, ...). A local directory takes no options.
     pub fn open_with(spec: &str, options: &[(&str, &str)]) -> Result<Origin, OriginError> {
         match spec.parse::<OriginSpec>()? {
-            OriginSpec::Local(dir) => open_local(spec, &dir, options),
-            OriginSpec::S3 { bucket, prefix } => open_s3(spec, &bucket, &prefix, options),
-            OriginSpec::Http { url } => open_http(spec, &url, options),
+            OriginSpec::Local(dir) => backend::open_local(spec, &dir, options),
+            OriginSpec::S3 { bucket, prefix } => backend::open_s3(spec, &bucket, &prefix, options),
+            OriginSpec::Http { url } => backend::open_http(spec, &url, options),
         }
     }
 
@@ -217,14 +202,14 @@ impl Origin {
     /// including 404 or 403, shows it is reachable.
     pub async fn check(&self) -> Result<(), OriginError> {
         let probe = match self.backend {
-            Backend::Local | Backend::S3 => {
+            backend::Backend::Local | backend::Backend::S3 => {
                 let prefix = (!self.prefix.as_ref().is_empty()).then_some(&self.prefix);
                 match self.store.list(prefix).next().await {
                     Some(Err(e)) => Err(e),
                     _ => Ok(()),
                 }
             }
-            Backend::Http => match self.store.head(&Path::default()).await {
+            backend::Backend::Http => match self.store.head(&Path::default()).await {
                 Err(
                     object_store::Error::NotFound { .. }
                     | object_store::Error::PermissionDenied { .. }
@@ -253,97 +238,5 @@ impl Origin {
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;
         }
-    }
-}
-
-fn open_local(
-    spec: &str,
-    dir: &std::path::Path,
-    options: &[(&str, &str)],
-) -> Result<Origin, OriginError> {
-    if let Some((key, _)) = options.first() {
-        return Err(OriginError::BadOption {
-            spec: spec.into(),
-            key: (*key).into(),
-            why: "a local directory takes no options".into(),
-        });
-    }
-    let bad_dir = |why: String| OriginError::BadDir {
-        dir: dir.to_owned(),
-        why,
-    };
-    match std::fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => return Err(bad_dir("it is not a directory".into())),
-        Err(e) => return Err(bad_dir(e.to_string())),
-    }
-    let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| bad_dir(e.to_string()))?;
-    let root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
-    Ok(Origin {
-        store: Arc::new(store),
-        prefix: Path::default(),
-        backend: Backend::Local,
-        description: format!("local directory {}", root.display()),
-        delay: None,
-    })
-}
-
-fn open_s3(
-    spec: &str,
-    bucket: &str,
-    prefix: &str,
-    options: &[(&str, &str)],
-) -> Result<Origin, OriginError> {
-    let mut builder = AmazonS3Builder::from_env()
-        .with_bucket_name(bucket)
-        .with_retry(retry_config());
-    for (key, value) in options {
-        let parsed: AmazonS3ConfigKey = key.parse().map_err(|e| bad_option(spec, key, e))?;
-        builder = builder.with_config(parsed, *value);
-    }
-    let endpoint = builder.get_config_value(&AmazonS3ConfigKey::Endpoint);
-    let store = builder.build().map_err(|e| bad_spec(spec, e))?;
-    let prefix = Path::parse(prefix).map_err(|e| bad_spec(spec, e))?;
-    let mut description = format!("s3://{bucket}/{prefix}");
-    if let Some(endpoint) = endpoint {
-        description = format!("{description} at {endpoint}");
-    }
-    Ok(Origin {
-        store: Arc::new(store),
-        prefix,
-        backend: Backend::S3,
-        description,
-        delay: None,
-    })
-}
-
-fn open_http(spec: &str, url: &str, options: &[(&str, &str)]) -> Result<Origin, OriginError> {
-    let mut builder = HttpBuilder::new().with_url(url).with_retry(retry_config());
-    for (key, value) in options {
-        let parsed: ClientConfigKey = key.parse().map_err(|e| bad_option(spec, key, e))?;
-        builder = builder.with_config(parsed, *value);
-    }
-    let store = builder.build().map_err(|e| bad_spec(spec, e))?;
-    Ok(Origin {
-        store: Arc::new(store),
-        prefix: Path::default(),
-        backend: Backend::Http,
-        description: url.to_owned(),
-        delay: None,
-    })
-}
-
-fn bad_spec(spec: &str, e: impl std::fmt::Display) -> OriginError {
-    OriginError::BadSpec {
-        spec: spec.into(),
-        why: e.to_string(),
-    }
-}
-
-fn bad_option(spec: &str, key: &str, e: impl std::fmt::Display) -> OriginError {
-    OriginError::BadOption {
-        spec: spec.into(),
-        key: key.into(),
-        why: e.to_string(),
     }
 }

@@ -93,17 +93,3 @@ fn percent_decode(part: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decodes_escapes_and_keeps_malformed_ones() {
-        assert_eq!(percent_decode("%2e%2E"), "..");
-        assert_eq!(percent_decode("100% done"), "100% done");
-        assert_eq!(percent_decode("a%2"), "a%2");
-        assert_eq!(percent_decode("%zz"), "%zz");
-        assert_eq!(percent_decode("%+1"), "%+1");
-    }
-}

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use super::OriginError;
 
-/// The forms [`OriginSpec::from_str`] accepts, for error messages.
+/// The forms an [`OriginSpec`] is parsed from, for error messages.
 pub const ACCEPTED_FORMS: &str = "accepted forms: DIR, file:///DIR, s3://BUCKET[/PREFIX], \
      http://HOST[:PORT][/PREFIX], https://HOST[:PORT][/PREFIX]";
 
@@ -88,56 +88,4 @@ fn parse_http(spec: &str) -> Result<OriginSpec, &'static str> {
     Ok(OriginSpec::Http {
         url: spec.trim_end_matches('/').to_owned(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(spec: &str) -> Result<OriginSpec, OriginError> {
-        spec.parse()
-    }
-
-    #[test]
-    fn accepted_forms() {
-        assert!(matches!(parse("data"), Ok(OriginSpec::Local(p)) if p == "data"));
-        assert!(matches!(parse("file:///srv/x"), Ok(OriginSpec::Local(p)) if p == "/srv/x"));
-        assert_eq!(
-            parse("s3://b/some/prefix/").ok(),
-            Some(OriginSpec::S3 {
-                bucket: "b".into(),
-                prefix: "some/prefix".into()
-            })
-        );
-        assert_eq!(
-            parse("s3://b").ok(),
-            Some(OriginSpec::S3 {
-                bucket: "b".into(),
-                prefix: String::new()
-            })
-        );
-        assert_eq!(
-            parse("http://h:8080/p/").ok(),
-            Some(OriginSpec::Http {
-                url: "http://h:8080/p".into()
-            })
-        );
-    }
-
-    #[test]
-    fn refused_forms() {
-        for spec in [
-            "",
-            "ftp://h/x",
-            "file://rel",
-            "s3://",
-            "s3:///p",
-            "s3://b/../x",
-            "http:///x",
-            "http://h/?q",
-        ] {
-            let err = parse(spec).err().map(|e| e.to_string()).unwrap_or_default();
-            assert!(err.contains("accepted forms"), "{spec}: {err}");
-        }
-    }
 }

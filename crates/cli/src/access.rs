@@ -1,0 +1,76 @@
+//! `coopcache cat` and `coopcache status`: a node's gateway as a user
+//! reaches it.
+
+use crate::live::runtime;
+use anyhow::{Result, bail};
+use coopcache_node::client::Client;
+use std::io::Write;
+
+#[derive(clap::Args)]
+pub struct CatArgs {
+    /// The file, relative to the origin.
+    path: String,
+    /// First byte to read.
+    #[arg(long, default_value_t = 0)]
+    offset: u64,
+    /// Bytes to read [default: to the end of the file].
+    #[arg(long)]
+    length: Option<u64>,
+    /// The node's gateway.
+    #[arg(long, env = "COOPCACHE_HTTP", default_value = "127.0.0.1:7171")]
+    node: String,
+}
+
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    /// The node's gateway.
+    #[arg(long, env = "COOPCACHE_HTTP", default_value = "127.0.0.1:7171")]
+    node: String,
+    /// JSON instead of a summary.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn cat(args: CatArgs) -> Result<()> {
+    let client = Client::new(&args.node);
+    let range = match (args.offset, args.length) {
+        (_, Some(0)) => return Ok(()),
+        (0, None) => None,
+        (o, None) => Some(o..u64::MAX),
+        (o, Some(l)) => Some(o..o.saturating_add(l)),
+    };
+    let data = runtime()?.block_on(client.read(&args.path, range))?;
+    std::io::stdout().lock().write_all(&data)?;
+    Ok(())
+}
+
+pub fn status(args: StatusArgs) -> Result<()> {
+    let client = Client::new(&args.node);
+    let s = runtime()?.block_on(client.status())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(());
+    }
+    println!("node {} (id {}), algorithm {}", s.name, s.id, s.algorithm);
+    println!(
+        "memory: {:.1} MiB cached in {} blocks, budget {:.1} MiB",
+        s.cached_bytes as f64 / 1048576.0,
+        s.cached_blocks,
+        s.budget_bytes as f64 / 1048576.0
+    );
+    println!("members ({}):", s.members.len());
+    for m in &s.members {
+        let rtt = m.rtt_us.map_or("-".to_string(), |r| format!("{r} us"));
+        println!("  {:>10}  {:<20} {:<22} rtt {rtt}", m.id, m.name, m.listen);
+    }
+    let reads: Vec<String> = s.reads.iter().map(|(l, n)| format!("{l} {n}")).collect();
+    println!("reads: {}", reads.join(", "));
+    println!(
+        "origin: {} reads, {} bytes; integrity failures {}, timeouts {}, peer errors {}",
+        s.origin_reads, s.origin_bytes, s.integrity_failures, s.timeouts, s.peer_errors
+    );
+    if s.members.is_empty() {
+        bail!("node reported no members");
+    }
+    Ok(())
+}

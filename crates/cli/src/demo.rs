@@ -1,0 +1,341 @@
+//! `coopcache demo`: a 4-node cluster on loopback over a generated origin
+//! with an emulated per-read latency, read with and without cooperation,
+//! side by side. Everything lives in a temporary directory removed at the
+//! end, also on Ctrl-C.
+
+use crate::live::{parse_duration, parse_size, runtime};
+use crate::plot::{Segment, stacked_bars};
+use anyhow::{Context, Result, bail};
+use coopcache_core::coop::Level;
+use coopcache_node::origin::Origin;
+use coopcache_node::tls::{Identity, init_cluster};
+use coopcache_node::{LiveAlgorithm, NodeHandle, NodeOptions, start};
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use rand_pcg::Pcg64Mcg;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct DemoArgs {
+    /// Nodes in the cluster.
+    #[arg(long, default_value_t = 4)]
+    nodes: u32,
+    /// Files in the generated origin.
+    #[arg(long, default_value_t = 64)]
+    files: u32,
+    /// Size of each file.
+    #[arg(long, default_value = "512KiB", value_parser = parse_size)]
+    file_size: u64,
+    /// Block size.
+    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+    block_size: u64,
+    /// Cache per node, beyond the runtime reserve (the cluster's total is a
+    /// quarter of the data by default).
+    #[arg(long, default_value = "2MiB", value_parser = parse_size)]
+    cache: u64,
+    /// Block reads per node.
+    #[arg(long, default_value_t = 1500)]
+    reads: u32,
+    /// Zipf exponent of file popularity.
+    #[arg(long, default_value_t = 0.9)]
+    skew: f64,
+    /// Emulated latency of every origin request (a WAN or busy NFS server;
+    /// this kernel has no netem, so the origin sleeps before answering).
+    #[arg(long, default_value = "5ms", value_parser = parse_duration)]
+    origin_delay: Duration,
+    /// Algorithms to compare.
+    #[arg(long, value_delimiter = ',', default_value = "base,nchance")]
+    algorithms: Vec<String>,
+    /// Seed of the workload.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where to write the plot.
+    #[arg(long, default_value = "coopcache-demo.png")]
+    plot: PathBuf,
+    /// JSON lines instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct Outcome {
+    algorithm: String,
+    nodes: u32,
+    reads: u64,
+    origin_reads: u64,
+    origin_bytes: u64,
+    local: u64,
+    peer: u64,
+    origin: u64,
+    mean_ms: f64,
+    p99_ms: f64,
+    wrong_bytes: u64,
+    integrity_failures: u64,
+    seconds: f64,
+}
+
+pub fn run(args: DemoArgs) -> Result<()> {
+    if args.nodes == 0 || args.files == 0 || args.reads == 0 {
+        bail!("--nodes, --files and --reads must be at least 1");
+    }
+    let algorithms: Vec<LiveAlgorithm> = args
+        .algorithms
+        .iter()
+        .map(|a| a.parse().map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    let rt = runtime()?;
+    let tmp = tempfile::Builder::new()
+        .prefix("coopcache-demo-")
+        .tempdir()?;
+    let outcome = rt.block_on(async {
+        tokio::select! {
+            r = demo(&args, &algorithms, tmp.path()) => r.map(Some),
+            _ = tokio::signal::ctrl_c() => Ok(None),
+        }
+    });
+    rt.shutdown_timeout(Duration::from_secs(1));
+    drop(tmp);
+    let Some(outcomes) = outcome? else {
+        eprintln!("interrupted; cluster stopped and temporary files removed");
+        return Ok(());
+    };
+    report(&args, &outcomes)
+}
+
+async fn demo(args: &DemoArgs, algorithms: &[LiveAlgorithm], dir: &Path) -> Result<Vec<Outcome>> {
+    let origin_dir = dir.join("origin");
+    let blocks_per_file = args.file_size.div_ceil(args.block_size);
+    let digests = generate(&origin_dir, args, blocks_per_file)?;
+    eprintln!(
+        "origin: {} files of {} KiB in {}, {} per origin request; {} nodes with {} KiB of cache each",
+        args.files,
+        args.file_size >> 10,
+        origin_dir.display(),
+        humantime(args.origin_delay),
+        args.nodes,
+        args.cache >> 10
+    );
+    let keys = dir.join("keys");
+    let names: Vec<String> = (0..args.nodes).map(|i| format!("node-{i}")).collect();
+    init_cluster(&keys, &names, 1)?;
+    let mut out = Vec::new();
+    for &algorithm in algorithms {
+        eprintln!("running {algorithm} ...");
+        out.push(
+            run_one(
+                args,
+                algorithm,
+                &origin_dir,
+                &keys,
+                &names,
+                &digests,
+                blocks_per_file,
+            )
+            .await?,
+        );
+    }
+    Ok(out)
+}
+
+fn humantime(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Writes the origin's files and returns each block's SHA-256.
+fn generate(dir: &Path, args: &DemoArgs, blocks_per_file: u64) -> Result<Vec<Vec<[u8; 32]>>> {
+    std::fs::create_dir_all(dir)?;
+    let mut rng = Pcg64Mcg::seed_from_u64(args.seed);
+    let mut digests = Vec::new();
+    for f in 0..args.files {
+        let mut data = vec![0u8; args.file_size as usize];
+        rng.fill(&mut data[..]);
+        std::fs::write(dir.join(format!("file-{f:04}.bin")), &data)?;
+        digests.push(
+            (0..blocks_per_file)
+                .map(|b| {
+                    let s = (b * args.block_size) as usize;
+                    let e = (s + args.block_size as usize).min(data.len());
+                    Sha256::digest(&data[s..e]).into()
+                })
+                .collect(),
+        );
+    }
+    Ok(digests)
+}
+
+async fn run_one(
+    args: &DemoArgs,
+    algorithm: LiveAlgorithm,
+    origin_dir: &Path,
+    keys: &Path,
+    names: &[String],
+    digests: &[Vec<[u8; 32]>],
+    blocks_per_file: u64,
+) -> Result<Outcome> {
+    let mut nodes: Vec<Arc<NodeHandle>> = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let origin = Origin::open(origin_dir.to_str().context("origin path")?)?
+            .with_delay(args.origin_delay);
+        let identity = Identity::load(keys, name)?;
+        let mut opts = NodeOptions::new(i as u32, identity, "127.0.0.1:0".parse()?, origin);
+        opts.algorithm = algorithm;
+        opts.block_size = u32::try_from(args.block_size)?;
+        opts.memory = coopcache_node::budget::RESERVE
+            + args.cache / args.block_size
+                * (args.block_size + coopcache_node::budget::PER_BLOCK_OVERHEAD);
+        opts.attr_ttl = Duration::from_secs(3600);
+        if let Some(first) = nodes.first() {
+            opts.join = vec![first.listen_addr().to_string()];
+        }
+        nodes.push(Arc::new(start(opts).await?));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for n in &nodes {
+        while n.status().await?.members.len() < nodes.len() {
+            if Instant::now() > deadline {
+                bail!("the demo cluster did not form within 10 s");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let node = node.clone();
+        let (files, reads, skew, seed) = (args.files, args.reads, args.skew, args.seed);
+        let digests: Vec<Vec<[u8; 32]>> = digests.to_vec();
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Pcg64Mcg::seed_from_u64(seed ^ ((i as u64 + 1) * 0x9e37_79b9));
+            let zipf = Zipf::new(f64::from(files), skew).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut lat = Vec::with_capacity(reads as usize);
+            let (mut wrong, mut levels) = (0u64, [0u64; 4]);
+            for _ in 0..reads {
+                let f = zipf.sample(&mut rng) as usize - 1;
+                let b = rng.random_range(0..blocks_per_file) as u32;
+                let path: Arc<str> = Arc::from(format!("file-{f:04}.bin"));
+                let t = Instant::now();
+                let version = node.stat(&path).await?;
+                let (data, level) = node.read_block(&path, &version, b).await?;
+                lat.push(t.elapsed());
+                levels[level.index()] += 1;
+                let digest: [u8; 32] = Sha256::digest(&data).into();
+                if digest != digests[f][b as usize] {
+                    wrong += data.len() as u64;
+                }
+            }
+            anyhow::Ok((lat, wrong, levels))
+        }));
+    }
+    let mut lat = Vec::new();
+    let (mut wrong, mut levels) = (0, [0u64; 4]);
+    for t in tasks {
+        let (l, w, lv) = t.await??;
+        lat.extend(l);
+        wrong += w;
+        for i in 0..4 {
+            levels[i] += lv[i];
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let (mut origin_reads, mut origin_bytes, mut integrity_failures) = (0, 0, 0);
+    for n in &nodes {
+        let s = n.status().await?;
+        origin_reads += s.origin_reads;
+        origin_bytes += s.origin_bytes;
+        integrity_failures += s.integrity_failures;
+        n.shutdown();
+    }
+    lat.sort_unstable();
+    let mean = lat.iter().map(Duration::as_secs_f64).sum::<f64>() / lat.len().max(1) as f64;
+    let p99 = lat
+        .get((lat.len() * 99 / 100).min(lat.len().saturating_sub(1)))
+        .map_or(0.0, Duration::as_secs_f64);
+    Ok(Outcome {
+        algorithm: algorithm.to_string(),
+        nodes: args.nodes,
+        reads: lat.len() as u64,
+        origin_reads,
+        origin_bytes,
+        local: levels[Level::Local.index()],
+        peer: levels[Level::RemoteNode.index()],
+        origin: levels[Level::Origin.index()],
+        mean_ms: mean * 1e3,
+        p99_ms: p99 * 1e3,
+        wrong_bytes: wrong,
+        integrity_failures,
+        seconds,
+    })
+}
+
+fn report(args: &DemoArgs, outcomes: &[Outcome]) -> Result<()> {
+    if args.json {
+        crate::output::print_json(outcomes)?;
+    } else {
+        let header = [
+            "algorithm",
+            "reads",
+            "origin reads",
+            "origin MiB",
+            "local",
+            "peer",
+            "origin",
+            "mean ms",
+            "p99 ms",
+            "wrong bytes",
+        ];
+        let rows: Vec<Vec<String>> = outcomes
+            .iter()
+            .map(|o| {
+                vec![
+                    o.algorithm.clone(),
+                    o.reads.to_string(),
+                    o.origin_reads.to_string(),
+                    format!("{:.1}", o.origin_bytes as f64 / 1048576.0),
+                    o.local.to_string(),
+                    o.peer.to_string(),
+                    o.origin.to_string(),
+                    format!("{:.2}", o.mean_ms),
+                    format!("{:.2}", o.p99_ms),
+                    o.wrong_bytes.to_string(),
+                ]
+            })
+            .collect();
+        crate::table::print(&header, &rows, 1);
+        if let [base, .., coop] = outcomes
+            && base.origin_reads > 0
+        {
+            println!(
+                "\n{} needs {:.0}% fewer origin reads than {} and reads {:.2}x faster on average; wrong bytes: {}",
+                coop.algorithm,
+                100.0 * (1.0 - coop.origin_reads as f64 / base.origin_reads as f64),
+                base.algorithm,
+                base.mean_ms / coop.mean_ms.max(1e-9),
+                outcomes.iter().map(|o| o.wrong_bytes).sum::<u64>()
+            );
+        }
+    }
+    let bars: Vec<String> = outcomes.iter().map(|o| o.algorithm.clone()).collect();
+    let seg = |name, f: fn(&Outcome) -> u64| Segment {
+        name,
+        values: outcomes.iter().map(|o| f(o) as f64).collect(),
+    };
+    stacked_bars(
+        &args.plot,
+        "coopcache demo: where each block read was served",
+        "block reads",
+        &bars,
+        &[
+            seg("local memory", |o| o.local),
+            seg("peer memory", |o| o.peer),
+            seg("origin", |o| o.origin),
+        ],
+    )?;
+    eprintln!("plot: {}", args.plot.display());
+    if outcomes.iter().any(|o| o.wrong_bytes > 0) {
+        bail!("wrong bytes delivered");
+    }
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! `coopcache node`: the daemon. Settings come from flags, then the
+//! environment (`COOPCACHE_*`), then a TOML file (`--config`), then
+//! defaults: with none at all it serves the current directory as a
+//! single-node cluster.
+
+use crate::live::{init_logs, parse_duration, parse_size, runtime};
+use anyhow::{Context, Result, bail};
+use coopcache_node::origin::Origin;
+use coopcache_node::tls::{self, Identity};
+use coopcache_node::{LiveAlgorithm, NodeOptions};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug, Default)]
+pub struct NodeArgs {
+    /// TOML file with any of the settings below (names as the flags, with
+    /// `_` for `-`); unknown keys are refused.
+    #[arg(long, env = "COOPCACHE_CONFIG")]
+    config: Option<PathBuf>,
+    /// The origin: a directory (default: the current one), s3://bucket/prefix
+    /// (credentials and endpoint from AWS_* variables) or http(s)://host/prefix.
+    #[arg(long, env = "COOPCACHE_ORIGIN")]
+    origin: Option<String>,
+    /// Memory budget for cached blocks and metadata [default: 2GiB].
+    #[arg(long, env = "COOPCACHE_MEMORY", value_parser = parse_size)]
+    memory: Option<u64>,
+    /// Cooperation algorithm: nchance, greedy or base [default: nchance].
+    #[arg(long, env = "COOPCACHE_ALGORITHM")]
+    algorithm: Option<String>,
+    /// Address to accept peers on [default: 127.0.0.1:7170].
+    #[arg(long, env = "COOPCACHE_LISTEN")]
+    listen: Option<SocketAddr>,
+    /// Address peers should dial, if not the listen address.
+    #[arg(long, env = "COOPCACHE_ADVERTISE")]
+    advertise: Option<String>,
+    /// HTTP gateway address (local access, status, metrics) [default: 127.0.0.1:7171].
+    #[arg(long, env = "COOPCACHE_HTTP")]
+    http: Option<SocketAddr>,
+    /// Peers to join (host:port), comma-separated or repeated.
+    #[arg(long, env = "COOPCACHE_JOIN", value_delimiter = ',')]
+    join: Vec<String>,
+    /// Directory of the cluster's keys (ca.pem, NAME.pem, NAME.key)
+    /// [default: ~/.local/share/coopcache].
+    #[arg(long, env = "COOPCACHE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// This node's name, as on its certificate [default: node].
+    #[arg(long, env = "COOPCACHE_NAME")]
+    name: Option<String>,
+    /// This node's id, unique in the cluster [default: derived from the name].
+    #[arg(long, env = "COOPCACHE_ID")]
+    id: Option<u32>,
+    /// Block size [default: 64KiB].
+    #[arg(long, env = "COOPCACHE_BLOCK_SIZE", value_parser = parse_size)]
+    block_size: Option<u64>,
+    /// N-Chance recirculation count [default: 2].
+    #[arg(long, env = "COOPCACHE_CHANCES")]
+    chances: Option<u8>,
+    /// How long a file's version is trusted before the origin is asked again [default: 1s].
+    #[arg(long, env = "COOPCACHE_ATTR_TTL", value_parser = parse_duration)]
+    attr_ttl: Option<Duration>,
+    /// Emulated delay per origin request, for experiments (this kernel has no netem) [default: 0].
+    #[arg(long, env = "COOPCACHE_ORIGIN_DELAY", value_parser = parse_duration)]
+    origin_delay: Option<Duration>,
+    /// Log JSON lines instead of text.
+    #[arg(long, env = "COOPCACHE_LOG_JSON")]
+    log_json: bool,
+}
+
+/// The settings a TOML file may hold.
+#[derive(serde::Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    origin: Option<String>,
+    memory: Option<String>,
+    algorithm: Option<String>,
+    listen: Option<SocketAddr>,
+    advertise: Option<String>,
+    http: Option<SocketAddr>,
+    join: Option<Vec<String>>,
+    data_dir: Option<PathBuf>,
+    name: Option<String>,
+    id: Option<u32>,
+    block_size: Option<String>,
+    chances: Option<u8>,
+    attr_ttl: Option<String>,
+    origin_delay: Option<String>,
+}
+
+fn load_file(path: &std::path::Path) -> Result<FileConfig> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("config file {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "config file {}: {}",
+            path.display(),
+            e.to_string().trim_end()
+        )
+    })
+}
+
+fn default_data_dir() -> PathBuf {
+    match std::env::var_os("XDG_DATA_HOME").or_else(|| std::env::var_os("HOME")) {
+        Some(base) if std::env::var_os("XDG_DATA_HOME").is_some() => {
+            PathBuf::from(base).join("coopcache")
+        }
+        Some(home) => PathBuf::from(home).join(".local/share/coopcache"),
+        None => PathBuf::from(".coopcache"),
+    }
+}
+
+/// A node id from its name, when none is given.
+fn id_of(name: &str) -> u32 {
+    let h = blake3::hash(name.as_bytes());
+    u32::from_le_bytes([
+        h.as_bytes()[0],
+        h.as_bytes()[1],
+        h.as_bytes()[2],
+        h.as_bytes()[3],
+    ])
+}
+
+pub fn run(args: NodeArgs) -> Result<()> {
+    init_logs(args.log_json)?;
+    let file = match &args.config {
+        Some(p) => load_file(p)?,
+        None => FileConfig::default(),
+    };
+    let size = |flag: Option<u64>, file: &Option<String>, key: &str, default: u64| -> Result<u64> {
+        match (flag, file) {
+            (Some(v), _) => Ok(v),
+            (None, Some(s)) => parse_size(s).map_err(|e| anyhow::anyhow!("config key {key}: {e}")),
+            (None, None) => Ok(default),
+        }
+    };
+    let duration = |flag: Option<Duration>,
+                    file: &Option<String>,
+                    key: &str,
+                    default: Duration|
+     -> Result<Duration> {
+        match (flag, file) {
+            (Some(v), _) => Ok(v),
+            (None, Some(s)) => {
+                parse_duration(s).map_err(|e| anyhow::anyhow!("config key {key}: {e}"))
+            }
+            (None, None) => Ok(default),
+        }
+    };
+    let memory = size(args.memory, &file.memory, "memory", 2 << 30)?;
+    let block_size = size(args.block_size, &file.block_size, "block_size", 64 << 10)?;
+    let block_size = u32::try_from(block_size).context("block size too large")?;
+    let attr_ttl = duration(
+        args.attr_ttl,
+        &file.attr_ttl,
+        "attr_ttl",
+        Duration::from_secs(1),
+    )?;
+    let origin_delay = duration(
+        args.origin_delay,
+        &file.origin_delay,
+        "origin_delay",
+        Duration::ZERO,
+    )?;
+    let algorithm: LiveAlgorithm = args
+        .algorithm
+        .or(file.algorithm)
+        .unwrap_or_else(|| "nchance".into())
+        .parse()
+        .map_err(anyhow::Error::msg)?;
+    let origin_spec = args.origin.or(file.origin).unwrap_or_else(|| ".".into());
+    let listen = args
+        .listen
+        .or(file.listen)
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7170)));
+    let http = args
+        .http
+        .or(file.http)
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7171)));
+    let name = args.name.or(file.name).unwrap_or_else(|| "node".into());
+    let data_dir = args
+        .data_dir
+        .or(file.data_dir)
+        .unwrap_or_else(default_data_dir);
+    let join = if args.join.is_empty() {
+        file.join.unwrap_or_default()
+    } else {
+        args.join
+    };
+    let advertise = args.advertise.or(file.advertise);
+    if listen.ip().is_unspecified() && advertise.is_none() {
+        bail!(
+            "--listen {listen} is a wildcard address: give --advertise HOST:PORT, the address peers should dial"
+        );
+    }
+
+    if !tls::has_cluster(&data_dir) {
+        tls::init_cluster(&data_dir, std::slice::from_ref(&name), 365)?;
+        tracing::info!(dir = %data_dir.display(), %name, "no cluster keys found: created a new cluster CA and a certificate for this node; issue more with `coopcache cluster issue NAME --dir DIR`");
+    } else if !data_dir.join(format!("{name}.pem")).exists() && data_dir.join("ca.key").exists() {
+        tls::issue(&data_dir, &name, 365)?;
+        tracing::info!(%name, "issued a certificate for this node from the cluster CA");
+    }
+    let identity = Identity::load(&data_dir, &name)?;
+    let origin = Origin::open(&origin_spec)?.with_delay(origin_delay);
+
+    let rt = runtime()?;
+    rt.block_on(async move {
+        origin.check().await?;
+        tracing::info!(origin = origin.describe(), "origin reachable");
+        let mut opts = NodeOptions::new(args.id.or(file.id).unwrap_or_else(|| id_of(&name)), identity, listen, origin);
+        opts.algorithm = algorithm;
+        opts.memory = memory;
+        opts.block_size = block_size;
+        opts.chances = args.chances.or(file.chances).unwrap_or(2);
+        opts.attr_ttl = attr_ttl;
+        opts.join = join;
+        opts.advertise = advertise;
+        let node = Arc::new(coopcache_node::start(opts).await?);
+        let gateway = tokio::net::TcpListener::bind(http)
+            .await
+            .with_context(|| format!("cannot listen on --http {http}"))?;
+        tracing::info!(peers = %node.listen_addr(), %http, %name, %algorithm, memory, "node serving");
+        tokio::select! {
+            r = coopcache_node::gateway::serve(gateway, node.clone()) => r.context("gateway")?,
+            _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
+        }
+        node.shutdown();
+        Ok(())
+    })
+}
