@@ -1,0 +1,304 @@
+//! The wire format against arbitrary input: decoding never panics, lengths
+//! over the limit are refused before anything is allocated, every frame
+//! the encoder writes decodes to the same value, and the decoder accepts
+//! only what the encoder would write (so a frame has one encoding).
+//!
+//! proptest prints the failing case and keeps its seed in
+//! `proptest-regressions/` for replay.
+
+use bytes::{Bytes, BytesMut};
+use coopcache_core::coop::{Addr, Level, MAX_CHANCES, Msg};
+use coopcache_node::block::BlockId;
+use coopcache_node::frame::{
+    self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, Wire, body_len, decode, encode,
+};
+use coopcache_node::link::read_frame;
+use proptest::prelude::*;
+
+/// Largest block data the roundtrip cases carry.
+const MAX_DATA: usize = 4096;
+
+fn block() -> impl Strategy<Value = BlockId> {
+    (any::<u64>(), any::<u32>()).prop_map(|(file, index)| BlockId { file, index })
+}
+
+fn addr() -> impl Strategy<Value = Addr> {
+    prop_oneof![
+        any::<u32>().prop_map(Addr::Node),
+        Just(Addr::Manager),
+        Just(Addr::Origin),
+    ]
+}
+
+fn level() -> impl Strategy<Value = Level> {
+    prop::sample::select(Level::ALL.to_vec())
+}
+
+fn data() -> impl Strategy<Value = Bytes> {
+    prop::collection::vec(any::<u8>(), 0..=MAX_DATA).prop_map(Bytes::from)
+}
+
+/// Names and addresses: any characters, within the encoder's byte limit.
+fn name() -> impl Strategy<Value = String> {
+    "\\PC{0,40}".prop_filter("at most MAX_NAME bytes", |s| s.len() <= MAX_NAME)
+}
+
+/// The messages a live link carries (frame.rs: `put_msg`).
+fn msg() -> impl Strategy<Value = Msg<BlockId, Bytes>> {
+    let path = (block(), any::<u32>(), any::<u8>(), 0u8..4);
+    prop_oneof![
+        path.prop_map(|(block, reader, hops, kind)| match kind {
+            0 => Msg::Read {
+                block,
+                reader,
+                hops
+            },
+            1 => Msg::Forward {
+                block,
+                reader,
+                hops
+            },
+            2 => Msg::NotHere {
+                block,
+                reader,
+                hops
+            },
+            _ => Msg::Fetch {
+                block,
+                reader,
+                hops
+            },
+        }),
+        (block(), data(), level(), any::<u8>()).prop_map(|(block, data, level, hops)| {
+            Msg::Data {
+                block,
+                data,
+                level,
+                hops,
+            }
+        }),
+        block().prop_map(|block| Msg::Dropped { block }),
+        block().prop_map(|block| Msg::Cached { block }),
+        (block(), any::<u32>()).prop_map(|(block, to)| Msg::Moved { block, to }),
+        block().prop_map(|block| Msg::IsSinglet { block }),
+        (block(), any::<bool>()).prop_map(|(block, singlet)| Msg::Singlet { block, singlet }),
+        (block(), data(), 1..=MAX_CHANCES).prop_map(|(block, data, chances)| {
+            Msg::Recirculate {
+                block,
+                data,
+                chances,
+            }
+        }),
+        block().prop_map(|block| Msg::Invalidate { block }),
+    ]
+}
+
+fn wire() -> impl Strategy<Value = Wire> {
+    let hash = any::<[u8; 32]>();
+    prop_oneof![
+        (any::<u16>(), any::<u32>(), name(), name(), any::<u32>()).prop_map(
+            |(version, node, name, listen, block_size)| Wire::Hello {
+                version,
+                node,
+                name,
+                listen,
+                block_size,
+            }
+        ),
+        prop::collection::vec((any::<u32>(), name()), 0..8).prop_map(Wire::Members),
+        any::<u64>().prop_map(Wire::Ping),
+        any::<u64>().prop_map(Wire::Pong),
+        (addr(), addr(), msg()).prop_map(|(from, to, msg)| Wire::Core { from, to, msg }),
+        (block(), hash, any::<u32>(), any::<bool>()).prop_map(|(block, hash, len, expect)| {
+            match expect {
+                true => Wire::Expect { block, hash, len },
+                false => Wire::Record { block, hash, len },
+            }
+        }),
+        (block(), any::<u8>()).prop_map(|(block, hops)| Wire::FetchOrigin { block, hops }),
+        block().prop_map(|block| Wire::HashOf { block }),
+        (block(), prop::option::of((hash, any::<u32>())))
+            .prop_map(|(block, hash)| Wire::HashIs { block, hash }),
+    ]
+}
+
+fn encoded(w: &Wire) -> BytesMut {
+    let mut buf = BytesMut::new();
+    encode(w, &mut buf);
+    buf
+}
+
+fn header_of(buf: &[u8]) -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h.copy_from_slice(&buf[..HEADER]);
+    h
+}
+
+/// Decodes `body`; if it is accepted, it must be exactly what the encoder
+/// writes for the value it decoded to.
+fn check_canonical(body: &[u8]) -> Result<(), TestCaseError> {
+    if let Ok(w) = decode(Bytes::copy_from_slice(body)) {
+        let again = encoded(&w);
+        prop_assert_eq!(&again[HEADER..], body, "{:?} has two encodings", w);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn decoding_arbitrary_bytes_never_panics(body in prop::collection::vec(any::<u8>(), 0..600)) {
+        check_canonical(&body)?;
+    }
+
+    /// Bytes that start like a frame of each kind reach deeper than
+    /// uniformly random ones.
+    #[test]
+    fn decoding_any_kind_with_arbitrary_body_never_panics(
+        kind in 0u8..12,
+        tag in 0u8..14,
+        body in prop::collection::vec(any::<u8>(), 0..120),
+    ) {
+        let mut b = vec![kind];
+        if kind == 5 {
+            // A core frame: two node addresses, then a message tag.
+            b.extend_from_slice(&[0, 0, 0, 0, 1, 1, tag]);
+        }
+        b.extend_from_slice(&body);
+        check_canonical(&b)?;
+    }
+
+    /// A valid frame cut short, bit-flipped or extended is refused or
+    /// decodes to something that re-encodes to it, and never panics.
+    #[test]
+    fn mutated_frames_never_panic(
+        w in wire(),
+        cut in any::<prop::sample::Index>(),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 0..4),
+        extra in prop::collection::vec(any::<u8>(), 0..3),
+    ) {
+        let buf = encoded(&w);
+        let body = &buf[HEADER..];
+        let short = &body[..cut.index(body.len() + 1)];
+        check_canonical(short)?;
+        let mut flipped = body.to_vec();
+        for (at, bit) in &flips {
+            let i = at.index(flipped.len());
+            flipped[i] ^= 1 << bit;
+        }
+        check_canonical(&flipped)?;
+        let mut longer = body.to_vec();
+        longer.extend_from_slice(&extra);
+        if !extra.is_empty() {
+            // Bytes after a complete frame are refused, except after a
+            // data-carrying message, whose data runs to the frame's end.
+            let carries_data = matches!(
+                &w,
+                Wire::Core { msg: Msg::Data { .. } | Msg::Recirculate { .. }, .. }
+            );
+            if !carries_data {
+                let refused = matches!(
+                    decode(Bytes::from(longer.clone())),
+                    Err(FrameError::Malformed { .. })
+                );
+                prop_assert!(refused, "{:?} with {} bytes appended was accepted", w, extra.len());
+            }
+        }
+        check_canonical(&longer)?;
+    }
+
+    #[test]
+    fn every_frame_roundtrips(w in wire()) {
+        let buf = encoded(&w);
+        let len = body_len(header_of(&buf), frame::max_frame(MAX_DATA as u32)).unwrap();
+        prop_assert_eq!(len, buf.len() - HEADER);
+        prop_assert_eq!(decode(buf.freeze().slice(HEADER..)).unwrap(), w);
+    }
+
+    /// Every length in a header is refused if over the limit and accepted
+    /// if within it; zero is an empty frame.
+    #[test]
+    fn lengths_over_the_limit_are_refused(len in any::<u32>(), max in 0usize..(1 << 24)) {
+        let got = body_len(len.to_be_bytes(), max);
+        let len = len as usize;
+        let want = match len {
+            0 => Err(FrameError::Empty),
+            l if l > max => Err(FrameError::TooLong { len, max }),
+            l => Ok(l),
+        };
+        prop_assert_eq!(got, want);
+    }
+
+    /// A stream announcing a frame over the limit is refused at its header,
+    /// before the body (never sent here) is waited for or allocated.
+    #[test]
+    fn a_stream_with_an_oversized_header_is_refused(
+        over in 1u32..u32::MAX / 2,
+        block_size in prop::sample::select(vec![512u32, 4096, 65536, 4 << 20]),
+    ) {
+        let max = frame::max_frame(block_size);
+        let announced = (max as u32).saturating_add(over);
+        let stream = announced.to_be_bytes();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let got = rt.block_on(read_frame(&mut &stream[..], max));
+        let refused = matches!(
+            got,
+            Err(coopcache_node::link::LinkError::Frame(FrameError::TooLong { .. }))
+        );
+        prop_assert!(refused, "{:?}", got);
+    }
+
+    /// Reading arbitrary bytes as a stream of frames never panics, and
+    /// every frame it yields is one the encoder would write.
+    #[test]
+    fn reading_arbitrary_streams_never_panics(stream in prop::collection::vec(any::<u8>(), 0..2000)) {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut r = &stream[..];
+        rt.block_on(async {
+            while let Ok(Some(w)) = read_frame(&mut r, frame::max_frame(512)).await {
+                let _ = encoded(&w);
+            }
+        });
+    }
+}
+
+/// The limits the decoder applies are those the encoder respects: a frame
+/// with the most members, or the longest names, still fits its size check
+/// when each entry is small.
+#[test]
+fn the_largest_hello_fits_the_smallest_frame_limit() {
+    let long = "x".repeat(MAX_NAME);
+    let hello = Wire::Hello {
+        version: u16::MAX,
+        node: u32::MAX,
+        name: long.clone(),
+        listen: long,
+        block_size: 512,
+    };
+    let buf = encoded(&hello);
+    assert!(buf.len() - HEADER <= MAX_OVERHEAD);
+    assert!(body_len(header_of(&buf), frame::max_frame(512)).is_ok());
+    // Names longer than the limit are cut to it, not refused.
+    let cut = Wire::Hello {
+        version: 1,
+        node: 1,
+        name: "y".repeat(MAX_NAME + 10),
+        listen: String::new(),
+        block_size: 512,
+    };
+    match decode(encoded(&cut).freeze().slice(HEADER..)).unwrap() {
+        Wire::Hello { name, .. } => assert_eq!(name.len(), MAX_NAME),
+        other => panic!("{other:?}"),
+    }
+    // A Members frame over MAX_MEMBERS is cut to it.
+    let many = Wire::Members(
+        (0..MAX_MEMBERS as u32 + 5)
+            .map(|i| (i, String::new()))
+            .collect(),
+    );
+    match decode(encoded(&many).freeze().slice(HEADER..)).unwrap() {
+        Wire::Members(m) => assert_eq!(m.len(), MAX_MEMBERS),
+        other => panic!("{other:?}"),
+    }
+}
