@@ -89,9 +89,17 @@ impl Client {
         Ok(resp)
     }
 
-    /// Reads `range` of `path` (the whole file if `None`).
+    /// Reads `range` of `path` (the whole file if `None`). The path is
+    /// checked as the gateway would (it must stay inside the origin) and
+    /// each segment percent-encoded, so an HTTP client's URL clean-up can
+    /// never turn it into another path.
     pub async fn read(&self, path: &str, range: Option<Range<u64>>) -> Result<Bytes, ClientError> {
-        let url = format!("{}/v1/files/{}", self.base, path.trim_start_matches('/'));
+        crate::origin::check_path(path).map_err(|e| ClientError::Bad {
+            url: path.to_string(),
+            why: e.to_string(),
+        })?;
+        let encoded: Vec<String> = path.split('/').map(encode_segment).collect();
+        let url = format!("{}/v1/files/{}", self.base, encoded.join("/"));
         let resp = self.get(url.clone(), range).await?;
         resp.bytes()
             .await
@@ -107,4 +115,18 @@ impl Client {
             why: e.to_string(),
         })
     }
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+fn encode_segment(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }

@@ -1,0 +1,891 @@
+//! The daemon as an operator runs it: real `coopcache node` processes on
+//! 127.0.0.1, read through `coopcache cat` and the HTTP gateway.
+//!
+//! Every node is a child process owned by a [`Node`] guard that kills it on
+//! drop, so no daemon outlives its test, even one that fails. Origin files
+//! are pseudo-random bytes from a seed printed by each test; set
+//! `COOPCACHE_LIVE_SEED` to replay one.
+
+mod common;
+
+use common::{coopcache_args, stderr, stdout};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coopcache");
+
+/// The daemon's default block size (64 KiB).
+const BLOCK: u64 = 64 << 10;
+
+/// How long a cluster may take to form or a node to answer.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+// ---- origin files ------------------------------------------------------
+
+/// The seed of a test's files: `COOPCACHE_LIVE_SEED` or the clock, printed.
+fn seed(test: &str) -> u64 {
+    let seed = std::env::var("COOPCACHE_LIVE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    eprintln!("{test}: seed {seed} (replay with COOPCACHE_LIVE_SEED={seed})");
+    seed
+}
+
+/// `len` pseudo-random bytes (splitmix64) from `seed`.
+fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// The files of an origin, by path relative to its root.
+type Files = BTreeMap<String, Vec<u8>>;
+
+/// Writes `sizes` (path, bytes) of random content under `dir`.
+fn write_origin(dir: &Path, seed: u64, sizes: &[(String, usize)]) -> Files {
+    let mut files = Files::new();
+    for (i, (path, len)) in sizes.iter().enumerate() {
+        let data = random_bytes(seed ^ (i as u64 + 1).wrapping_mul(0x100_0000_01b3), *len);
+        let full = dir.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(&full, &data).unwrap();
+        files.insert(path.clone(), data);
+    }
+    files
+}
+
+fn blocks_of(len: usize) -> u64 {
+    (len as u64).div_ceil(BLOCK)
+}
+
+fn sha(data: &[u8]) -> Vec<u8> {
+    Sha256::digest(data).to_vec()
+}
+
+// ---- nodes -------------------------------------------------------------
+
+/// A loopback address with a port free a moment ago. Another process may
+/// take it before the node binds it: [`Node::start`] retries then.
+fn free_addr() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+/// Runs `coopcache cluster init --dir DIR --nodes NAMES`.
+fn cluster_init(dir: &Path, names: &[&str]) {
+    let out = coopcache_args(&[
+        "cluster",
+        "init",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--nodes",
+        &names.join(","),
+    ]);
+    assert!(out.status.success(), "cluster init: {}", stderr(&out));
+}
+
+/// How to start one node.
+struct NodeSpec<'a> {
+    name: &'a str,
+    keys: &'a Path,
+    origin: &'a Path,
+    join: Option<SocketAddr>,
+    extra: &'a [&'a str],
+}
+
+/// A running `coopcache node`, killed (SIGKILL) and reaped on drop.
+struct Node {
+    name: String,
+    child: Child,
+    http: SocketAddr,
+    listen: SocketAddr,
+    log: PathBuf,
+}
+
+impl Node {
+    /// Starts a node and waits until its gateway answers, retrying with
+    /// other ports if one was taken in between.
+    fn start(spec: &NodeSpec) -> Node {
+        for _ in 0..5 {
+            let mut node = Node::spawn(spec);
+            match node.wait_ready() {
+                Ok(()) => return node,
+                Err(log) if log.contains("cannot listen") || log.contains("in use") => {
+                    eprintln!("{}: port taken, retrying", spec.name);
+                }
+                Err(log) => panic!("node {} did not start:\n{log}", spec.name),
+            }
+        }
+        panic!("node {}: no free ports after 5 tries", spec.name);
+    }
+
+    fn spawn(spec: &NodeSpec) -> Node {
+        let (listen, http) = (free_addr(), free_addr());
+        let log = spec.keys.join(format!("{}-{}.log", spec.name, http.port()));
+        let mut cmd = Command::new(BIN);
+        cmd.arg("node")
+            .args(["--name", spec.name])
+            .args(["--data-dir", spec.keys.to_str().unwrap()])
+            .args(["--origin", spec.origin.to_str().unwrap()])
+            .args(["--listen", &listen.to_string()])
+            .args(["--http", &http.to_string()])
+            .args(spec.extra);
+        if let Some(seed) = spec.join {
+            cmd.args(["--join", &seed.to_string()]);
+        }
+        let child = cmd
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Node {
+            name: spec.name.to_string(),
+            child,
+            http,
+            listen,
+            log,
+        }
+    }
+
+    /// Waits for the gateway; the node's log if it exited first.
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if let Ok(Some(code)) = self.child.try_wait() {
+                return Err(format!("exited with {code}:\n{}", self.log_text()));
+            }
+            if get(self.http, "/v1/status", None).is_ok_and(|r| r.code == 200) {
+                return Ok(());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!(
+            "no gateway after {PATIENCE:?}:\n{}",
+            self.log_text()
+        ))
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn status(&self) -> Value {
+        status_at(self.http).unwrap_or_else(|e| panic!("{}: status: {e}", self.name))
+    }
+
+    /// SIGKILL, as `kill -9` sends it.
+    fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Nodes named `names` sharing `keys`; all but the first join the first.
+fn start_cluster(names: &[&str], keys: &Path, origin: &Path, extra: &[&str]) -> Vec<Node> {
+    let first = Node::start(&NodeSpec {
+        name: names[0],
+        keys,
+        origin,
+        join: None,
+        extra,
+    });
+    let seed = first.listen;
+    let mut nodes = vec![first];
+    for name in &names[1..] {
+        nodes.push(Node::start(&NodeSpec {
+            name,
+            keys,
+            origin,
+            join: Some(seed),
+            extra,
+        }));
+    }
+    for node in &nodes {
+        wait_until(
+            &format!("{} sees {} members", node.name, names.len()),
+            || members(&node.status()) == names.len(),
+        );
+    }
+    nodes
+}
+
+/// Polls `cond` every 20 ms; fails the test after [`PATIENCE`].
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---- the gateway -------------------------------------------------------
+
+/// An HTTP answer.
+struct Reply {
+    code: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// `GET path` with an optional `Range` value, over a fresh connection.
+fn get(addr: SocketAddr, path: &str, range: Option<&str>) -> std::io::Result<Reply> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let range = range.map_or(String::new(), |r| format!("Range: {r}\r\n"));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{range}\r\n"
+    )?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    parse_reply(&raw).ok_or_else(|| std::io::Error::other("malformed HTTP answer"))
+}
+
+fn parse_reply(raw: &[u8]) -> Option<Reply> {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&raw[..split]).ok()?;
+    let mut lines = head.split("\r\n");
+    let code = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut reply = Reply {
+        code,
+        headers,
+        body: raw[split + 4..].to_vec(),
+    };
+    if reply
+        .header("transfer-encoding")
+        .is_some_and(|v| v.contains("chunked"))
+    {
+        reply.body = dechunk(&reply.body)?;
+    }
+    Some(reply)
+}
+
+fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = raw.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&raw[..eol]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(out);
+        }
+        let data = raw.get(eol + 2..eol + 2 + size)?;
+        out.extend_from_slice(data);
+        raw = raw.get(eol + 4 + size..)?;
+    }
+}
+
+/// A whole file through the gateway at `addr`; fails on any non-200.
+fn fetch(addr: SocketAddr, path: &str) -> Result<Vec<u8>, String> {
+    let r = get(addr, &format!("/v1/files/{path}"), None).map_err(|e| e.to_string())?;
+    if r.code != 200 {
+        return Err(format!("{path}: HTTP {}: {}", r.code, r.text()));
+    }
+    Ok(r.body)
+}
+
+fn status_at(addr: SocketAddr) -> Result<Value, String> {
+    let r = get(addr, "/v1/status", None).map_err(|e| e.to_string())?;
+    if r.code != 200 {
+        return Err(format!("HTTP {}: {}", r.code, r.text()));
+    }
+    serde_json::from_slice(&r.body).map_err(|e| e.to_string())
+}
+
+fn members(status: &Value) -> usize {
+    status["members"].as_array().map_or(0, Vec::len)
+}
+
+/// Block reads a node's status counts at `level` (local, manager, peer, origin).
+fn reads_at(status: &Value, level: &str) -> u64 {
+    status["reads"][level].as_u64().unwrap_or(0)
+}
+
+/// A counter at the top of a node's status.
+fn counter(status: &Value, key: &str) -> u64 {
+    status[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("status has no counter {key}: {status}"))
+}
+
+/// Block reads served by another node: its manager's memory or a peer.
+fn from_cluster(status: &Value) -> u64 {
+    reads_at(status, "peer") + reads_at(status, "manager")
+}
+
+/// `coopcache cat PATH ARGS --node HTTP`.
+fn cat(node: &Node, path: &str, args: &[&str]) -> Output {
+    let http = node.http.to_string();
+    let mut all = vec!["cat", path];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--node", &http]);
+    coopcache_args(&all)
+}
+
+/// Runs `coopcache ARGS` that should exit by itself, killing it after
+/// `limit` so a daemon that starts by mistake cannot hang the test.
+fn run_briefly(args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "coopcache {} still running after {limit:?}: {}",
+                args.join(" "),
+                stderr(&out)
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+// ---- 1. a cluster reads once from the origin ---------------------------
+
+#[test]
+fn three_nodes_serve_origin_bytes_and_read_each_block_once() {
+    let started = Instant::now();
+    let seed = seed("three_nodes");
+    let tmp = tempfile::tempdir().unwrap();
+    let (keys, origin) = (tmp.path().join("keys"), tmp.path().join("origin"));
+    let sizes: Vec<(String, usize)> = (0..4)
+        .map(|i| (format!("data/f{i}.bin"), 1_000_003 + i * 7919))
+        .collect();
+    let files = write_origin(&origin, seed, &sizes);
+    cluster_init(&keys, &["a", "b", "c"]);
+    let nodes = start_cluster(&["a", "b", "c"], &keys, &origin, &["--memory", "256MiB"]);
+
+    status_json_lists_every_member(&nodes);
+    cat_returns_origin_bytes(&nodes, &files);
+    each_block_is_read_once_from_the_origin(&nodes, &files);
+    gateway_follows_http(&nodes[0], &files);
+    eprintln!("three_nodes: {:.1?}", started.elapsed());
+}
+
+fn status_json_lists_every_member(nodes: &[Node]) {
+    for node in nodes {
+        let out = coopcache_args(&["status", "--json", "--node", &node.http.to_string()]);
+        assert!(out.status.success(), "status: {}", stderr(&out));
+        let s: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(members(&s), 3, "{}: {s}", node.name);
+        assert_eq!(s["name"], node.name.as_str());
+    }
+}
+
+fn cat_returns_origin_bytes(nodes: &[Node], files: &Files) {
+    let (path, data) = files.iter().next().unwrap();
+    for node in nodes {
+        let out = cat(node, path, &[]);
+        assert!(
+            out.status.success(),
+            "cat via {}: {}",
+            node.name,
+            stderr(&out)
+        );
+        assert!(
+            out.stdout == *data,
+            "cat {path} via {}: wrong bytes",
+            node.name
+        );
+        let out = cat(node, path, &["--offset", "70000", "--length", "200000"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(out.stdout == data[70000..270000], "range via {}", node.name);
+        let tail = (data.len() - 1000).to_string();
+        let out = cat(node, path, &["--offset", &tail]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            out.stdout == data[data.len() - 1000..],
+            "tail via {}",
+            node.name
+        );
+    }
+}
+
+/// All three nodes read a file none has read yet, one after the other:
+/// the origin sees each of its blocks exactly once.
+fn each_block_is_read_once_from_the_origin(nodes: &[Node], files: &Files) {
+    let (path, data) = files.iter().nth(1).unwrap();
+    let origin_reads = || -> u64 {
+        nodes
+            .iter()
+            .map(|n| counter(&n.status(), "origin_reads"))
+            .sum()
+    };
+    let before = origin_reads();
+    for node in nodes {
+        let got = fetch(node.http, path).unwrap();
+        assert!(got == *data, "{path} via {}: wrong bytes", node.name);
+    }
+    let read = origin_reads() - before;
+    let per_node: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("{}: {}", n.name, n.status()["reads"]))
+        .collect();
+    assert_eq!(
+        read,
+        blocks_of(data.len()),
+        "origin reads for {path} by the cluster; reads by level: {per_node:?}"
+    );
+}
+
+fn gateway_follows_http(node: &Node, files: &Files) {
+    let (path, data) = files.iter().next().unwrap();
+    let url = format!("/v1/files/{path}");
+    let size = data.len();
+    let r = get(node.http, &url, Some("bytes=100-199")).unwrap();
+    assert_eq!(r.code, 206, "{}", r.text());
+    assert_eq!(
+        r.header("content-range"),
+        Some(&*format!("bytes 100-199/{size}"))
+    );
+    assert!(r.body == data[100..200]);
+
+    let r = get(node.http, &url, Some(&format!("bytes={size}-"))).unwrap();
+    assert_eq!(r.code, 416, "{}", r.text());
+    assert_eq!(r.header("content-range"), Some(&*format!("bytes */{size}")));
+
+    let r = get(node.http, "/v1/files/data/no-such-file.bin", None).unwrap();
+    assert_eq!(r.code, 404, "{}", r.text());
+    assert!(r.text().contains("no-such-file.bin"), "{}", r.text());
+
+    let r = get(node.http, "/metrics", None).unwrap();
+    assert_eq!(r.code, 200);
+    let text = r.text();
+    for name in [
+        "coopcache_reads_total{level=\"origin\"}",
+        "coopcache_origin_reads_total",
+    ] {
+        assert!(text.contains(name), "/metrics lacks {name}:\n{text}");
+    }
+}
+
+// ---- 2. SIGKILL of a peer during a read storm --------------------------
+
+/// One whole-file read of the storm.
+struct StormRead {
+    path: String,
+    start: Instant,
+    end: Instant,
+    result: Result<Vec<u8>, String>,
+}
+
+/// B caches every file; A reads them all with 8 threads; B is killed with
+/// SIGKILL once a quarter of A's blocks came from the cluster. Every read
+/// must complete with the origin's bytes, and the test checks that the
+/// kill really fell inside the transfer.
+#[test]
+fn sigkill_of_a_peer_mid_storm_loses_no_read() {
+    let started = Instant::now();
+    let seed = seed("sigkill");
+    let tmp = tempfile::tempdir().unwrap();
+    let (keys, origin) = (tmp.path().join("keys"), tmp.path().join("origin"));
+    let sizes: Vec<(String, usize)> = (0..48)
+        .map(|i| (format!("storm/f{i:02}.bin"), (512 << 10) + i * 4099))
+        .collect();
+    let files = write_origin(&origin, seed, &sizes);
+    let total: u64 = files.values().map(|d| blocks_of(d.len())).sum();
+    cluster_init(&keys, &["a", "b", "c"]);
+    let extra = ["--memory", "256MiB", "--origin-delay", "2ms"];
+    let mut nodes = start_cluster(&["a", "b", "c"], &keys, &origin, &extra);
+
+    for (path, data) in &files {
+        assert!(fetch(nodes[1].http, path).unwrap() == *data, "{path} via b");
+    }
+    // B's records reach the managers asynchronously.
+    thread::sleep(Duration::from_millis(500));
+    // C holds nothing: whatever A gets from the cluster comes from B.
+    assert_eq!(counter(&nodes[2].status(), "cached_blocks"), 0);
+    let a0 = nodes[0].status();
+
+    let (reads, kill) = storm_with_kill(&mut nodes, &files, total / 4);
+    let a1 = nodes[0].status();
+    eprintln!(
+        "sigkill: {total} blocks; at the kill A had {} from the cluster; after: {} reads {:?}, origin reads {}",
+        kill.from_b,
+        reads.len(),
+        a1["reads"],
+        counter(&a1, "origin_reads") - counter(&a0, "origin_reads")
+    );
+
+    for r in &reads {
+        let got = r
+            .result
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{}: {e}", r.path));
+        assert_eq!(sha(got), sha(&files[&r.path]), "{}: bytes differ", r.path);
+    }
+    kill_fell_mid_transfer(&reads, &kill, total, &a0, &a1);
+    // The survivors go on: C reads through the loss of B too.
+    let (path, data) = files.iter().last().unwrap();
+    let out = cat(&nodes[2], path, &[]);
+    assert!(
+        out.status.success() && out.stdout == *data,
+        "{}",
+        stderr(&out)
+    );
+    eprintln!("sigkill: {:.1?}", started.elapsed());
+}
+
+/// When B died and what A's status said just before.
+struct Kill {
+    at: Instant,
+    from_b: u64,
+}
+
+/// Reads every file through A on 8 threads and SIGKILLs B once A has
+/// `threshold` more blocks from the cluster than before.
+fn storm_with_kill(nodes: &mut [Node], files: &Files, threshold: u64) -> (Vec<StormRead>, Kill) {
+    let a = nodes[0].http;
+    let base = from_cluster(&nodes[0].status());
+    let paths: Vec<String> = files.keys().cloned().collect();
+    let reads = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..8)
+        .map(|t| {
+            let mine: Vec<String> = paths.iter().skip(t).step_by(8).cloned().collect();
+            let reads = reads.clone();
+            thread::spawn(move || {
+                for path in mine {
+                    let start = Instant::now();
+                    let result = fetch(a, &path);
+                    let end = Instant::now();
+                    let r = StormRead {
+                        path,
+                        start,
+                        end,
+                        result,
+                    };
+                    reads.lock().unwrap().push(r);
+                }
+            })
+        })
+        .collect();
+    let from_b = loop {
+        let n = from_cluster(&status_at(a).unwrap()) - base;
+        if n >= threshold || reads.lock().unwrap().len() == paths.len() {
+            break n;
+        }
+        thread::sleep(Duration::from_millis(2));
+    };
+    let at = Instant::now();
+    nodes[1].kill9();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let reads = std::mem::take(&mut *reads.lock().unwrap());
+    (reads, Kill { at, from_b })
+}
+
+/// The kill is only a test of recovery if it cut transfers in flight:
+/// A was being served by B before it (and had not yet got everything),
+/// some reads finished before it, some were running across it, and the
+/// blocks B took with it had to come from the origin after.
+fn kill_fell_mid_transfer(reads: &[StormRead], kill: &Kill, total: u64, a0: &Value, a1: &Value) {
+    assert!(
+        kill.from_b > 0 && kill.from_b < total,
+        "A had {} of {total} blocks from B at the kill: the kill missed the storm",
+        kill.from_b
+    );
+    let before = reads.iter().filter(|r| r.end < kill.at).count();
+    let across = reads
+        .iter()
+        .filter(|r| r.start < kill.at && r.end > kill.at)
+        .count();
+    eprintln!(
+        "sigkill: {before} reads done before the kill, {across} in flight across it, {} after",
+        reads.len() - before - across
+    );
+    assert!(before > 0, "no read had finished when B was killed");
+    assert!(across > 0, "no read was in flight when B was killed");
+    let origin = counter(a1, "origin_reads") - counter(a0, "origin_reads");
+    assert!(
+        origin > 0,
+        "A read nothing from the origin after B died: B's blocks were not lost mid-storm"
+    );
+}
+
+// ---- 3. bad input --------------------------------------------------------
+
+#[test]
+fn bad_config_key_names_the_file_and_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(&bad, "memory = \"64MiB\"\nmemroy_limit = \"1GiB\"\n").unwrap();
+    let (listen, http) = (free_addr().to_string(), free_addr().to_string());
+    let keys = tmp.path().join("keys");
+    let args = [
+        "node",
+        "--config",
+        bad.to_str().unwrap(),
+        "--data-dir",
+        keys.to_str().unwrap(),
+        "--origin",
+        tmp.path().to_str().unwrap(),
+        "--listen",
+        &listen,
+        "--http",
+        &http,
+    ];
+    let out = run_briefly(&args, PATIENCE);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains(bad.to_str().unwrap()), "file not named: {err}");
+    assert!(err.contains("memroy_limit"), "key not named: {err}");
+}
+
+#[test]
+fn missing_origin_directory_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let keys = tmp.path().join("keys");
+    let missing = "/does/not/exist/coopcache-origin";
+    let (listen, http) = (free_addr().to_string(), free_addr().to_string());
+    let args = [
+        "node",
+        "--origin",
+        missing,
+        "--data-dir",
+        keys.to_str().unwrap(),
+        "--listen",
+        &listen,
+        "--http",
+        &http,
+    ];
+    let out = run_briefly(&args, PATIENCE);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains(missing), "directory not named: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Paths that leave the origin are refused by name, through the raw
+/// gateway (literal and percent-encoded `..`) and through `coopcache cat`.
+#[test]
+fn paths_outside_the_origin_are_refused() {
+    let seed = seed("paths");
+    let tmp = tempfile::tempdir().unwrap();
+    let (keys, origin) = (tmp.path().join("keys"), tmp.path().join("origin"));
+    write_origin(&origin, seed, &[("in.bin".to_string(), 1000)]);
+    cluster_init(&keys, &["a"]);
+    let nodes = start_cluster(&["a"], &keys, &origin, &["--memory", "64MiB"]);
+
+    for raw in [
+        "/v1/files/../etc/passwd",
+        "/v1/files/..%2F..%2Fetc%2Fpasswd",
+    ] {
+        let r = get(nodes[0].http, raw, None).unwrap();
+        assert_eq!(r.code, 400, "GET {raw}: {}", r.text());
+        assert!(r.text().contains("refused"), "GET {raw}: {}", r.text());
+    }
+
+    let out = cat(&nodes[0], "../etc/passwd", &[]);
+    assert!(!out.status.success(), "cat ../etc/passwd succeeded");
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert!(err.contains("../etc/passwd"), "path not named: {err}");
+    assert!(
+        err.contains("refused") || err.contains("inside the origin"),
+        "`cat ../etc/passwd` does not say the path is refused: {err}"
+    );
+}
+
+/// A node with a certificate from another cluster's CA dials the first
+/// cluster: it never becomes a member, and serves its own reads from the
+/// origin alone.
+#[test]
+fn node_of_another_cluster_is_kept_out() {
+    let started = Instant::now();
+    let seed = seed("intruder");
+    let tmp = tempfile::tempdir().unwrap();
+    let (keys, origin) = (tmp.path().join("keys"), tmp.path().join("origin"));
+    let other = tmp.path().join("other-keys");
+    let files = write_origin(&origin, seed, &[("x/f.bin".to_string(), 1_000_003)]);
+    cluster_init(&keys, &["a", "b"]);
+    cluster_init(&other, &["x"]);
+    let nodes = start_cluster(&["a", "b"], &keys, &origin, &["--memory", "64MiB"]);
+    let (path, data) = files.iter().next().unwrap();
+    assert!(fetch(nodes[0].http, path).unwrap() == *data);
+    let errors = |nodes: &[Node]| -> u64 {
+        nodes
+            .iter()
+            .map(|n| counter(&n.status(), "peer_errors"))
+            .sum()
+    };
+    let errors0 = errors(&nodes);
+
+    let intruder = Node::start(&NodeSpec {
+        name: "x",
+        keys: &other,
+        origin: &origin,
+        join: Some(nodes[0].listen),
+        extra: &["--memory", "64MiB"],
+    });
+    thread::sleep(Duration::from_secs(3));
+    for node in &nodes {
+        assert_eq!(members(&node.status()), 2, "{} let x in", node.name);
+    }
+    assert_eq!(members(&intruder.status()), 1, "x joined a foreign cluster");
+    assert!(
+        errors(&nodes) > errors0,
+        "the cluster saw no refused handshake: did x dial at all? {}",
+        intruder.log_text()
+    );
+
+    let out = cat(&intruder, path, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout == *data, "x served wrong bytes");
+    let s = intruder.status();
+    assert_eq!(from_cluster(&s), 0, "x got blocks from the cluster: {s}");
+    assert_eq!(counter(&s, "origin_reads"), blocks_of(data.len()), "{s}");
+    eprintln!("intruder: {:.1?}", started.elapsed());
+}
+
+// ---- 4. the memory budget ------------------------------------------------
+
+/// Peak resident memory of a process, sampled from /proc every 5 ms.
+#[derive(Default, Clone, Copy, Debug)]
+struct Peak {
+    rss_kib: u64,
+    anon_kib: u64,
+    file_kib: u64,
+    samples: u64,
+}
+
+fn proc_kib(status: &str, key: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Samples `pid` until `stop`; the peak of each kind of resident memory.
+fn sample_rss(pid: u32, stop: Arc<AtomicBool>) -> thread::JoinHandle<Peak> {
+    thread::spawn(move || {
+        let mut peak = Peak::default();
+        while !stop.load(Ordering::SeqCst) {
+            let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                break;
+            };
+            peak.rss_kib = peak.rss_kib.max(proc_kib(&s, "VmRSS:"));
+            peak.anon_kib = peak.anon_kib.max(proc_kib(&s, "RssAnon:"));
+            peak.file_kib = peak.file_kib.max(proc_kib(&s, "RssFile:"));
+            peak.samples += 1;
+            thread::sleep(Duration::from_millis(5));
+        }
+        peak
+    })
+}
+
+/// One node with a 48 MiB budget reads a 96 MiB working set twice: its
+/// resident memory never exceeds the budget.
+#[test]
+fn resident_memory_stays_within_the_budget() {
+    let started = Instant::now();
+    let seed = seed("budget");
+    let budget: u64 = 48 << 20;
+    let tmp = tempfile::tempdir().unwrap();
+    let (keys, origin) = (tmp.path().join("keys"), tmp.path().join("origin"));
+    let sizes: Vec<(String, usize)> = (0..24)
+        .map(|i| (format!("big/f{i:02}.bin"), 4 << 20))
+        .collect();
+    let files = write_origin(&origin, seed, &sizes);
+    cluster_init(&keys, &["solo"]);
+    let nodes = start_cluster(&["solo"], &keys, &origin, &["--memory", "48MiB"]);
+    let node = &nodes[0];
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = sample_rss(node.pid(), stop.clone());
+    for pass in 0..2 {
+        thread::scope(|s| {
+            for t in 0..8 {
+                let (files, http) = (&files, node.http);
+                s.spawn(move || {
+                    for (path, data) in files.iter().skip(t).step_by(8) {
+                        let got = fetch(http, path).unwrap();
+                        assert!(got == *data, "pass {pass}: {path}: wrong bytes");
+                    }
+                });
+            }
+        });
+    }
+    let status = node.status();
+    stop.store(true, Ordering::SeqCst);
+    let peak = sampler.join().unwrap();
+    eprintln!(
+        "budget: {} MiB; peak VmRSS {:.1} MiB (anon {:.1}, file {:.1}) over {} samples; cached {:.1} MiB in {} blocks; {:.1?}",
+        budget >> 20,
+        peak.rss_kib as f64 / 1024.0,
+        peak.anon_kib as f64 / 1024.0,
+        peak.file_kib as f64 / 1024.0,
+        peak.samples,
+        counter(&status, "cached_bytes") as f64 / 1048576.0,
+        counter(&status, "cached_blocks"),
+        started.elapsed()
+    );
+    assert!(peak.samples > 10, "too few samples: {peak:?}");
+    assert!(
+        peak.rss_kib * 1024 <= budget,
+        "resident memory {:.1} MiB exceeds the {} MiB budget: {peak:?}",
+        peak.rss_kib as f64 / 1024.0,
+        budget >> 20
+    );
+}
