@@ -190,32 +190,11 @@ fn run(config: &ClusterConfig, requests: &[Request]) -> Result<Trace, TestCaseEr
         .map_err(|e| TestCaseError::fail(e.to_string()))?
 }
 
-fn block_of(msg: &Msg<u64, ()>) -> Option<u64> {
-    match *msg {
-        Msg::Read { block, .. }
-        | Msg::Forward { block, .. }
-        | Msg::Data { block, .. }
-        | Msg::NotHere { block, .. }
-        | Msg::Dropped { block }
-        | Msg::Cached { block }
-        | Msg::Moved { block, .. }
-        | Msg::IsSinglet { block }
-        | Msg::Singlet { block, .. }
-        | Msg::Recirculate { block, .. }
-        | Msg::Fetch { block, .. }
-        | Msg::Fetched { block, .. }
-        | Msg::Discard { block, .. }
-        | Msg::Write { block, .. }
-        | Msg::Invalidate { block } => Some(block),
-        _ => None,
-    }
-}
-
 /// Checks that `flip` on `class` shows exactly where it should.
 fn check_flip(flip: Flip, class: usize, t: &Trace) -> Result<(), TestCaseError> {
     let of_class = |b: u64| b.size_class() == class;
     for env in &t.messages {
-        let Some(block) = block_of(&env.msg) else {
+        let Some(block) = Msg::block(&env.msg) else {
             continue;
         };
         let mine = of_class(block);

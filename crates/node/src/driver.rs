@@ -8,12 +8,12 @@
 use crate::block::{BlockId, manager_of};
 use crate::frame::{Hash, Wire};
 use crate::link::{LinkCtx, PEER_QUEUE, run_link};
-use crate::machine::{LiveManager, LiveNode, manage};
+use crate::machine::{LiveManager, LiveNode};
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError};
 use crate::store::SharedStore;
 use bytes::Bytes;
-use coopcache_core::coop::{Addr, BlockStore, Level, Msg, NodeId, Outbox};
+use coopcache_core::coop::{Addr, BlockStore, Level, ManagerMachine, Msg, NodeId, Outbox};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,6 +84,8 @@ pub enum Event {
         block: BlockId,
         /// Hops of the read's path so far.
         hops: u8,
+        /// How long the origin took.
+        took: Duration,
         /// The bytes or the error.
         result: Result<Bytes, Arc<OriginError>>,
     },
@@ -222,7 +224,7 @@ pub struct Driver {
     /// Ping nonces in flight.
     pings: HashMap<u64, (NodeId, Instant)>,
     nonce: u64,
-    /// Smoothed origin read time.
+    /// Smoothed origin read time (an eighth of each new sample).
     origin_time: Duration,
     started: Instant,
 }
@@ -324,8 +326,12 @@ impl Driver {
             Event::OriginDone {
                 block,
                 hops,
+                took,
                 result,
-            } => self.origin_done(block, hops, result),
+            } => {
+                self.origin_time = (self.origin_time * 7 + took) / 8;
+                self.origin_done(block, hops, result)
+            }
             Event::Status(reply) => {
                 let _ = reply.send(self.status());
             }
@@ -420,6 +426,7 @@ impl Driver {
         let end = (start + bs).min(version.size);
         self.metrics.origin_reads.inc();
         tokio::spawn(async move {
+            let started = Instant::now();
             let result = origin
                 .read(&path, &version, start..end)
                 .await
@@ -428,6 +435,7 @@ impl Driver {
                 .send(Event::OriginDone {
                     block,
                     hops,
+                    took: started.elapsed(),
                     result,
                 })
                 .await;
@@ -555,7 +563,8 @@ impl Driver {
             Addr::Node(n) if n == me => self.deliver_to_node(me, from, msg),
             Addr::Node(n) => self.send(n, Wire::Core { from, to, msg }),
             Addr::Manager => {
-                let block = block_of(&msg);
+                // Weight (Weighted LRU) never runs live; any manager will do.
+                let block = msg.block().unwrap_or(BlockId { file: 0, index: 0 });
                 let m = self.manager_for(block);
                 if m == me {
                     self.deliver_to_manager(me, msg);
@@ -586,7 +595,7 @@ impl Driver {
     fn deliver_to_manager(&mut self, from: NodeId, msg: Msg<BlockId, Bytes>) {
         let now = self.now();
         let mut out = std::mem::take(&mut self.mgr_out);
-        manage(&mut self.manager, Addr::Node(from), msg, now, &mut out);
+        self.manager.handle(Addr::Node(from), msg, now, &mut out);
         // A forward to a holder: tell the reader what the holder's data
         // must hash to, or, with no record to check it against, send the
         // reader to the origin instead.
@@ -935,32 +944,5 @@ impl Driver {
             timeouts: m.timeouts.get(),
             peer_errors: m.peer_errors.get(),
         }
-    }
-}
-
-/// The block a message is about.
-fn block_of(msg: &Msg<BlockId, Bytes>) -> BlockId {
-    match msg {
-        Msg::Read { block, .. }
-        | Msg::Forward { block, .. }
-        | Msg::Data { block, .. }
-        | Msg::NotHere { block, .. }
-        | Msg::Dropped { block }
-        | Msg::Cached { block }
-        | Msg::Moved { block, .. }
-        | Msg::IsSinglet { block }
-        | Msg::Singlet { block, .. }
-        | Msg::Recirculate { block, .. }
-        | Msg::Place { block, .. }
-        | Msg::Unplace { block }
-        | Msg::Write { block, .. }
-        | Msg::Invalidate { block }
-        | Msg::WhereTo { block, .. }
-        | Msg::GoTo { block, .. }
-        | Msg::Fetch { block, .. }
-        | Msg::Fetched { block, .. }
-        | Msg::Store { block, .. }
-        | Msg::Discard { block, .. } => *block,
-        Msg::Weight { .. } => BlockId { file: 0, index: 0 },
     }
 }

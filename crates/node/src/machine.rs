@@ -5,8 +5,7 @@ use crate::block::BlockId;
 use crate::store::SharedStore;
 use bytes::Bytes;
 use coopcache_core::coop::{
-    Addr, DirectoryManager, GreedyNode, ManagerMachine, ManagerMode, Msg, NChanceNode, NodeId,
-    NodeMachine, Outbox,
+    Addr, DirectoryManager, GreedyNode, ManagerMode, Msg, NChanceNode, NodeId, NodeMachine, Outbox,
 };
 use coopcache_core::policy::Lru;
 use std::fmt;
@@ -149,15 +148,4 @@ impl LiveNode {
     pub fn is_empty(&mut self) -> bool {
         self.len() == 0
     }
-}
-
-/// Handles a message for the manager slice.
-pub fn manage(
-    m: &mut LiveManager,
-    from: Addr,
-    msg: Msg<BlockId, Bytes>,
-    now: u64,
-    out: &mut Outbox<BlockId, Bytes>,
-) {
-    m.handle(from, msg, now, out)
 }

@@ -186,6 +186,36 @@ pub enum Msg<K, D> {
     },
 }
 
+impl<K: Copy, D> Msg<K, D> {
+    /// The block the message is about; `None` for [`Msg::Weight`], which
+    /// is about a node.
+    pub fn block(&self) -> Option<K> {
+        match *self {
+            Msg::Read { block, .. }
+            | Msg::Forward { block, .. }
+            | Msg::Data { block, .. }
+            | Msg::NotHere { block, .. }
+            | Msg::Dropped { block }
+            | Msg::Cached { block }
+            | Msg::Moved { block, .. }
+            | Msg::IsSinglet { block }
+            | Msg::Singlet { block, .. }
+            | Msg::Recirculate { block, .. }
+            | Msg::Place { block, .. }
+            | Msg::Unplace { block }
+            | Msg::Write { block, .. }
+            | Msg::Invalidate { block }
+            | Msg::WhereTo { block, .. }
+            | Msg::GoTo { block, .. }
+            | Msg::Fetch { block, .. }
+            | Msg::Fetched { block, .. }
+            | Msg::Store { block, .. }
+            | Msg::Discard { block, .. } => Some(block),
+            Msg::Weight { .. } => None,
+        }
+    }
+}
+
 /// What a message costs the manager, in the paper's server-load units (one
 /// per message, two more per block of data, two per block read from the
 /// origin; a piggybacked directory update costs nothing). Only messages to

@@ -57,36 +57,7 @@ impl Default for Shape {
 }
 
 pub async fn cluster(shape: Shape, files: &[(&str, usize)]) -> TestCluster {
-    let tmp = tempfile::tempdir().unwrap();
-    let origin_dir = tmp.path().join("origin");
-    std::fs::create_dir_all(&origin_dir).unwrap();
-    write_files(&origin_dir, files);
-    let keys = tmp.path().join("keys");
-    let names: Vec<String> = (0..shape.nodes).map(|i| format!("node-{i}")).collect();
-    init_cluster(&keys, &names, 30).unwrap();
-    let mut nodes: Vec<Arc<NodeHandle>> = Vec::new();
-    for i in 0..shape.nodes {
-        let identity = Identity::load(&keys, &names[i as usize]).unwrap();
-        let origin = Origin::open(origin_dir.to_str().unwrap())
-            .unwrap()
-            .with_delay(shape.origin_delay);
-        let mut opts = NodeOptions::new(i, identity, "127.0.0.1:0".parse().unwrap(), origin);
-        opts.algorithm = shape.algorithm;
-        opts.memory = shape.memory;
-        opts.block_size = shape.block_size;
-        opts.attr_ttl = Duration::from_secs(60);
-        if let Some(first) = nodes.first() {
-            opts.join = vec![first.listen_addr().to_string()];
-        }
-        nodes.push(Arc::new(start(opts).await.unwrap()));
-    }
-    wait_for_members(&nodes, shape.nodes as usize).await;
-    TestCluster {
-        nodes,
-        origin_dir,
-        keys,
-        _tmp: tmp,
-    }
+    cluster_with(shape, files, |_| {}).await
 }
 
 pub async fn wait_for_members(nodes: &[Arc<NodeHandle>], n: usize) {
