@@ -4,12 +4,11 @@
 //! end, also on Ctrl-C.
 
 use crate::live::{parse_duration, parse_size, runtime};
+use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use crate::plot::{Segment, stacked_bars};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use coopcache_core::coop::Level;
-use coopcache_node::origin::Origin;
-use coopcache_node::tls::{Identity, init_cluster};
-use coopcache_node::{LiveAlgorithm, NodeHandle, NodeOptions, start};
+use coopcache_node::LiveAlgorithm;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use rand_pcg::Pcg64Mcg;
@@ -118,24 +117,14 @@ async fn demo(args: &DemoArgs, algorithms: &[LiveAlgorithm], dir: &Path) -> Resu
         args.nodes,
         args.cache >> 10
     );
-    let keys = dir.join("keys");
-    let names: Vec<String> = (0..args.nodes).map(|i| format!("node-{i}")).collect();
-    init_cluster(&keys, &names, 1)?;
+    let mut spec = LoopbackSpec::new(dir, args.nodes, origin_dir.clone())?;
+    spec.origin_delay = args.origin_delay;
+    spec.block_size = u32::try_from(args.block_size)?;
     let mut out = Vec::new();
     for &algorithm in algorithms {
         eprintln!("running {algorithm} ...");
-        out.push(
-            run_one(
-                args,
-                algorithm,
-                &origin_dir,
-                &keys,
-                &names,
-                &digests,
-                blocks_per_file,
-            )
-            .await?,
-        );
+        spec.algorithm = algorithm;
+        out.push(run_one(args, &spec, &digests, blocks_per_file).await?);
     }
     Ok(out)
 }
@@ -168,39 +157,11 @@ fn generate(dir: &Path, args: &DemoArgs, blocks_per_file: u64) -> Result<Vec<Vec
 
 async fn run_one(
     args: &DemoArgs,
-    algorithm: LiveAlgorithm,
-    origin_dir: &Path,
-    keys: &Path,
-    names: &[String],
+    spec: &LoopbackSpec,
     digests: &[Vec<[u8; 32]>],
     blocks_per_file: u64,
 ) -> Result<Outcome> {
-    let mut nodes: Vec<Arc<NodeHandle>> = Vec::new();
-    for (i, name) in names.iter().enumerate() {
-        let origin = Origin::open(origin_dir.to_str().context("origin path")?)?
-            .with_delay(args.origin_delay);
-        let identity = Identity::load(keys, name)?;
-        let mut opts = NodeOptions::new(i as u32, identity, "127.0.0.1:0".parse()?, origin);
-        opts.algorithm = algorithm;
-        opts.block_size = u32::try_from(args.block_size)?;
-        opts.memory = coopcache_node::budget::RESERVE
-            + args.cache / args.block_size
-                * (args.block_size + coopcache_node::budget::PER_BLOCK_OVERHEAD);
-        opts.attr_ttl = Duration::from_secs(3600);
-        if let Some(first) = nodes.first() {
-            opts.join = vec![first.listen_addr().to_string()];
-        }
-        nodes.push(Arc::new(start(opts).await?));
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for n in &nodes {
-        while n.status().await?.members.len() < nodes.len() {
-            if Instant::now() > deadline {
-                bail!("the demo cluster did not form within 10 s");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
+    let nodes = start_cluster(spec, &vec![args.cache; spec.names.len()]).await?;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
@@ -240,32 +201,26 @@ async fn run_one(
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let (mut origin_reads, mut origin_bytes, mut integrity_failures) = (0, 0, 0);
-    for n in &nodes {
-        let s = n.status().await?;
-        origin_reads += s.origin_reads;
-        origin_bytes += s.origin_bytes;
-        integrity_failures += s.integrity_failures;
-        n.shutdown();
-    }
+    let t = totals(&nodes).await?;
+    shutdown(&nodes);
     lat.sort_unstable();
     let mean = lat.iter().map(Duration::as_secs_f64).sum::<f64>() / lat.len().max(1) as f64;
     let p99 = lat
         .get((lat.len() * 99 / 100).min(lat.len().saturating_sub(1)))
         .map_or(0.0, Duration::as_secs_f64);
     Ok(Outcome {
-        algorithm: algorithm.to_string(),
+        algorithm: spec.algorithm.to_string(),
         nodes: args.nodes,
         reads: lat.len() as u64,
-        origin_reads,
-        origin_bytes,
+        origin_reads: t.origin_reads,
+        origin_bytes: t.origin_bytes,
         local: levels[Level::Local.index()],
         peer: levels[Level::RemoteNode.index()],
         origin: levels[Level::Origin.index()],
         mean_ms: mean * 1e3,
         p99_ms: p99 * 1e3,
         wrong_bytes: wrong,
-        integrity_failures,
+        integrity_failures: t.integrity_failures,
         seconds,
     })
 }

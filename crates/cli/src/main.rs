@@ -6,6 +6,7 @@ mod cluster;
 mod coop;
 mod demo;
 mod live;
+mod loopback;
 mod mrc;
 mod node;
 mod output;

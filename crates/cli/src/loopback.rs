@@ -1,0 +1,122 @@
+//! A cluster of nodes in this process on 127.0.0.1, for `demo` and the
+//! benchmarks: certificates under one CA, one origin directory with an
+//! emulated per-request delay, nodes joined through the first.
+
+use anyhow::{Context, Result, bail};
+use coopcache_node::origin::Origin;
+use coopcache_node::tls::{Identity, init_cluster};
+use coopcache_node::{LiveAlgorithm, NodeHandle, NodeOptions, start};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What every node of a loopback cluster shares.
+pub struct LoopbackSpec {
+    /// Directory holding the cluster's CA and certificates.
+    pub keys: PathBuf,
+    /// Node names, one per node (their certificates).
+    pub names: Vec<String>,
+    /// The origin directory.
+    pub origin: PathBuf,
+    /// Emulated latency of every origin request.
+    pub origin_delay: Duration,
+    /// Algorithm.
+    pub algorithm: LiveAlgorithm,
+    /// Block size.
+    pub block_size: u32,
+}
+
+impl LoopbackSpec {
+    /// A spec for `nodes` nodes with certificates created in `dir/keys`.
+    pub fn new(dir: &Path, nodes: u32, origin: PathBuf) -> Result<Self> {
+        let keys = dir.join("keys");
+        let names: Vec<String> = (0..nodes).map(|i| format!("node-{i}")).collect();
+        init_cluster(&keys, &names, 1)?;
+        Ok(LoopbackSpec {
+            keys,
+            names,
+            origin,
+            origin_delay: Duration::ZERO,
+            algorithm: LiveAlgorithm::NChance,
+            block_size: 64 << 10,
+        })
+    }
+}
+
+/// The memory budget that leaves `cache` bytes for cached blocks of
+/// `block_size` after the runtime reserve and per-block metadata.
+pub fn memory_for_cache(cache: u64, block_size: u64) -> u64 {
+    coopcache_node::budget::RESERVE
+        + cache / block_size * (block_size + coopcache_node::budget::PER_BLOCK_OVERHEAD)
+}
+
+/// Starts one node per entry of `caches` (bytes of block cache each),
+/// joined through the first, and waits until every node sees all members.
+pub async fn start_cluster(spec: &LoopbackSpec, caches: &[u64]) -> Result<Vec<Arc<NodeHandle>>> {
+    if caches.len() > spec.names.len() {
+        bail!(
+            "{} nodes asked for but only {} certificates issued",
+            caches.len(),
+            spec.names.len()
+        );
+    }
+    let mut nodes: Vec<Arc<NodeHandle>> = Vec::new();
+    for (i, (&cache, name)) in caches.iter().zip(&spec.names).enumerate() {
+        let origin = Origin::open(spec.origin.to_str().context("origin path is not UTF-8")?)?
+            .with_delay(spec.origin_delay);
+        let identity = Identity::load(&spec.keys, name)?;
+        let mut opts = NodeOptions::new(i as u32, identity, "127.0.0.1:0".parse()?, origin);
+        opts.algorithm = spec.algorithm;
+        opts.block_size = spec.block_size;
+        opts.memory = memory_for_cache(cache, u64::from(spec.block_size));
+        // The origin does not change during a run.
+        opts.attr_ttl = Duration::from_secs(3600);
+        if let Some(first) = nodes.first() {
+            opts.join = vec![first.listen_addr().to_string()];
+        }
+        nodes.push(Arc::new(start(opts).await?));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for n in &nodes {
+        while n.status().await?.members.len() < nodes.len() {
+            if Instant::now() > deadline {
+                bail!("the loopback cluster did not form within 10 s");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    Ok(nodes)
+}
+
+/// Cluster-wide counters summed over nodes.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Totals {
+    /// Origin requests.
+    pub origin_reads: u64,
+    /// Bytes from the origin.
+    pub origin_bytes: u64,
+    /// Peer blocks that failed verification.
+    pub integrity_failures: u64,
+    /// Reads that timed out on a peer.
+    pub timeouts: u64,
+}
+
+/// Sums the nodes' counters.
+pub async fn totals(nodes: &[Arc<NodeHandle>]) -> Result<Totals> {
+    let mut t = Totals::default();
+    for n in nodes {
+        let s = n.status().await?;
+        t.origin_reads += s.origin_reads;
+        t.origin_bytes += s.origin_bytes;
+        t.integrity_failures += s.integrity_failures;
+        t.timeouts += s.timeouts;
+    }
+    Ok(t)
+}
+
+/// Stops every node.
+pub fn shutdown(nodes: &[Arc<NodeHandle>]) {
+    for n in nodes {
+        n.shutdown();
+    }
+}
