@@ -146,6 +146,9 @@ enum Stage {
     Cluster,
     /// Reading the origin.
     Origin,
+    /// The machine served it from a forwarded singlet whose hash is still
+    /// being checked with its manager: the bytes wait for the verdict.
+    Held,
 }
 
 struct Pending {
@@ -160,6 +163,18 @@ struct Pending {
     early: Option<(NodeId, Msg<BlockId, Bytes>)>,
     /// Verified bytes, for the completion.
     data: Option<Bytes>,
+    /// The machine already completed this read (it was held on an
+    /// unverified singlet that then failed): the origin's bytes go
+    /// straight to the waiters.
+    machine_done: bool,
+}
+
+/// A forwarded singlet the machine took before its hash was confirmed.
+struct Unverified {
+    sender: NodeId,
+    data: Bytes,
+    /// When to give up on the manager's answer and drop it.
+    deadline: Instant,
 }
 
 struct Member {
@@ -219,8 +234,9 @@ pub struct Driver {
     /// trimming.
     hashes: HashMap<BlockId, (Hash, u32)>,
     hash_order: VecDeque<BlockId>,
-    /// Forwarded singlets waiting for their hash from the manager.
-    unverified: HashMap<BlockId, (NodeId, Msg<BlockId, Bytes>)>,
+    /// Forwarded singlets the machine holds whose hash the manager has
+    /// not yet confirmed: their bytes, and who sent them.
+    unverified: HashMap<BlockId, Unverified>,
     /// Ping nonces in flight.
     pings: HashMap<u64, (NodeId, Instant)>,
     nonce: u64,
@@ -373,6 +389,7 @@ impl Driver {
                 expect: None,
                 early: None,
                 data: None,
+                machine_done: false,
             },
         );
         let now = self.now();
@@ -393,7 +410,8 @@ impl Driver {
         (rtt * 10 + self.origin_time * 2).max(self.cfg.min_timeout)
     }
 
-    /// Reads past their deadline go to the origin.
+    /// Reads past their deadline go to the origin; a forwarded singlet
+    /// whose hash never came is dropped unverified.
     fn expire(&mut self) {
         let now = Instant::now();
         let late: Vec<BlockId> = self
@@ -406,6 +424,16 @@ impl Driver {
             self.metrics.timeouts.inc();
             tracing::debug!(?block, "peer timeout; reading the origin");
             self.start_origin_read(block, 2);
+        }
+        let unanswered: Vec<BlockId> = self
+            .unverified
+            .iter()
+            .filter(|(_, u)| u.deadline <= now)
+            .map(|(&b, _)| b)
+            .collect();
+        for block in unanswered {
+            self.metrics.timeouts.inc();
+            self.verify_recirculated(block, None);
         }
         self.pump();
     }
@@ -451,6 +479,11 @@ impl Driver {
                 self.metrics.origin_bytes.inc_by(data.len() as u64);
                 let hash = blake3_of(&data);
                 let len = data.len() as u32;
+                if p.machine_done {
+                    let p = self.pending.remove(&block).expect("checked above");
+                    self.finish(block, p, data, Level::Origin);
+                    return;
+                }
                 p.data = Some(data.clone());
                 self.send_to_manager(block, Wire::Record { block, hash, len });
                 let msg = Msg::Data {
@@ -490,23 +523,26 @@ impl Driver {
             let Some(p) = self.pending.remove(&d.block) else {
                 continue;
             };
-            let data = p.data.or_else(|| self.store.get(d.block));
-            match data {
-                Some(data) => {
-                    self.metrics.read(d.level);
-                    for w in p.waiters {
-                        let _ = w.send(Ok((data.clone(), d.level)));
-                    }
-                }
+            if d.level == Level::Local && self.unverified.contains_key(&d.block) {
+                // A hit on a forwarded singlet not yet verified: its bytes
+                // wait for the manager's hash.
+                let held = Pending {
+                    stage: Stage::Held,
+                    machine_done: true,
+                    ..p
+                };
+                self.pending.insert(d.block, held);
+                continue;
+            }
+            match p.data.clone().or_else(|| self.store.get(d.block)) {
+                Some(data) => self.finish(d.block, p, data, d.level),
                 None => {
                     // Cached in the policy but its bytes never arrived (an
                     // earlier read of it failed): read the origin again.
                     self.pending.insert(d.block, Pending { data: None, ..p });
                     self.start_origin_read(d.block, 1);
-                    continue;
                 }
             }
-            self.release_deferred(d.block);
         }
         self.metrics.cached_bytes.set(self.store.bytes() as i64);
         while self.pending.len() < MAX_PENDING {
@@ -515,6 +551,16 @@ impl Driver {
             };
             self.on_event_no_pump(ev);
         }
+    }
+
+    /// Hands `data` to a finished read's waiters and serves the forwards
+    /// that waited for it.
+    fn finish(&mut self, block: BlockId, p: Pending, data: Bytes, level: Level) {
+        self.metrics.read(level);
+        for w in p.waiters {
+            let _ = w.send(Ok((data.clone(), level)));
+        }
+        self.release_deferred(block);
     }
 
     fn on_event_no_pump(&mut self, ev: Event) {
@@ -642,7 +688,7 @@ impl Driver {
                 let Some(p) = self.pending.get_mut(&block) else {
                     return; // late: the read went elsewhere; never keep unverified bytes
                 };
-                if p.stage == Stage::Origin {
+                if p.stage != Stage::Cluster {
                     return;
                 }
                 match p.expect {
@@ -650,8 +696,15 @@ impl Driver {
                     None => p.early = Some((sender, msg)),
                 }
             }
-            Msg::Recirculate { block, .. } => {
-                if self.unverified.len() >= MAX_UNVERIFIED {
+            Msg::Recirculate {
+                block, ref data, ..
+            } => {
+                // The machine takes the singlet at once, in the order the
+                // simulator delivers it; its bytes are checked with the
+                // manager before any local read uses them (a peer that
+                // gets them checks them itself).
+                if self.unverified.len() >= MAX_UNVERIFIED && !self.unverified.contains_key(&block)
+                {
                     self.metrics.dropped_messages.inc();
                     self.out.send(
                         Addr::Node(self.cfg.id),
@@ -660,8 +713,14 @@ impl Driver {
                     );
                     return;
                 }
-                self.unverified.insert(block, (sender, msg));
+                let u = Unverified {
+                    sender,
+                    data: data.clone(),
+                    deadline: Instant::now() + self.peer_timeout(),
+                };
+                self.unverified.insert(block, u);
                 self.send_to_manager(block, Wire::HashOf { block });
+                self.node.handle(from, msg, now, &mut self.out);
             }
             Msg::Forward { block, .. } if self.pending.contains_key(&block) => {
                 let d = self.deferred.entry(block).or_default();
@@ -804,30 +863,44 @@ impl Driver {
         }
     }
 
+    /// The manager's verdict on a forwarded singlet the machine took.
     fn verify_recirculated(&mut self, block: BlockId, hash: Option<(Hash, u32)>) {
-        let Some((sender, msg)) = self.unverified.remove(&block) else {
+        let Some(Unverified { sender, data, .. }) = self.unverified.remove(&block) else {
             return;
         };
-        let good = match (&msg, hash) {
-            (Msg::Recirculate { data, .. }, Some((h, len))) => {
-                data.len() == len as usize && blake3_of(data) == h
-            }
-            _ => false,
-        };
-        if good {
-            let now = self.now();
-            self.node
-                .handle(Addr::Node(sender), msg, now, &mut self.out);
-        } else {
+        let good = hash.is_some_and(|(h, len)| data.len() == len as usize && blake3_of(&data) == h);
+        if !good {
             if hash.is_some() {
                 self.metrics.integrity_failures.inc();
+                tracing::warn!(peer = sender, ?block, "forwarded block failed verification");
             }
-            // Not kept: the manager recorded this node as the holder.
-            self.out.send(
-                Addr::Node(self.cfg.id),
-                Addr::Manager,
-                Msg::Dropped { block },
-            );
+            // Still holding these bytes (not evicted or replaced since):
+            // drop them and tell the manager this node is no holder.
+            if self
+                .store
+                .get(block)
+                .is_some_and(|held| held.as_ptr() == data.as_ptr())
+            {
+                let now = self.now();
+                self.node
+                    .handle(Addr::Manager, Msg::Invalidate { block }, now, &mut self.out);
+                self.out.send(
+                    Addr::Node(self.cfg.id),
+                    Addr::Manager,
+                    Msg::Dropped { block },
+                );
+            }
+        }
+        let Some(p) = self.pending.remove(&block) else {
+            return;
+        };
+        if p.stage != Stage::Held {
+            self.pending.insert(block, p);
+        } else if good {
+            self.finish(block, p, data, Level::Local);
+        } else {
+            self.pending.insert(block, p);
+            self.start_origin_read(block, 1);
         }
     }
 
