@@ -49,6 +49,11 @@ pub struct CoopArgs {
     #[arg(long, default_value_t = 2)]
     chances: u8,
 
+    /// N-Chance: evict forwarded blocks before a node's own (Netcache's
+    /// foreign blocks), as the daemon does; the paper evicts by recency alone.
+    #[arg(long)]
+    foreign_first: bool,
+
     /// Centrally Coordinated and Hash-Distributed: fraction of each node's cache managed globally.
     #[arg(long, default_value_t = 0.8)]
     central_fraction: f64,
@@ -242,6 +247,7 @@ impl CoopArgs {
             penalties: self.profile().penalties(),
             seed: self.seed,
             classes: ClassPolicies::uniform(),
+            foreign_first: self.foreign_first,
         })
     }
 

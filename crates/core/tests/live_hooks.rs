@@ -133,3 +133,59 @@ fn nchance_forwards_only_to_live_members() {
     assert!(targets.contains(&3) && targets.contains(&9));
     assert!(forward_targets(Some(&[2])).is_empty(), "no peer but itself");
 }
+
+/// What node 0 (2 blocks of cache) sends when its own miss needs room while
+/// it holds its own block 10 (older) and block 99 forwarded by node 1.
+fn evicted_for_own_miss(foreign_first: bool) -> Vec<(Addr, Msg<u64, ()>)> {
+    let mut node = NChanceNode::new(0, 2, 2, Lru::new(2).unwrap(), NoData, 1)
+        .unwrap()
+        .with_foreign_first(foreign_first);
+    let mut out = Out::default();
+    node.read(10, 0, &mut out);
+    let data = Msg::Data {
+        block: 10,
+        data: (),
+        level: Level::Origin,
+        hops: 2,
+    };
+    node.handle(Addr::Manager, data, 0, &mut out);
+    let parked = Msg::Recirculate {
+        block: 99,
+        data: (),
+        chances: 2,
+    };
+    node.handle(Addr::Node(1), parked, 0, &mut out);
+    drain(&mut out);
+    node.read(11, 0, &mut out);
+    drain(&mut out)
+        .into_iter()
+        .filter(|(_, _, m)| !matches!(m, Msg::Read { .. }))
+        .map(|(_, to, m)| (to, m))
+        .collect()
+}
+
+#[test]
+fn foreign_first_evicts_a_forwarded_block_before_the_nodes_own() {
+    // The paper's N-Chance evicts by recency: its own block 10 goes (and,
+    // of unknown status, is asked about).
+    assert_eq!(
+        evicted_for_own_miss(false),
+        vec![(Addr::Manager, Msg::IsSinglet { block: 10 })]
+    );
+    // Netcache's rule: the forwarded block goes, passed on with its last
+    // chance, and the node keeps its own.
+    assert_eq!(
+        evicted_for_own_miss(true),
+        vec![
+            (Addr::Manager, Msg::Moved { block: 99, to: 1 }),
+            (
+                Addr::Node(1),
+                Msg::Recirculate {
+                    block: 99,
+                    data: (),
+                    chances: 1
+                }
+            ),
+        ]
+    );
+}

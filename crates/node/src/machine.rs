@@ -94,9 +94,11 @@ pub fn build(
 ) -> Result<(LiveNode, LiveManager), coopcache_core::CapacityError> {
     let policy = Lru::new(capacity)?;
     let node = match algorithm {
-        LiveAlgorithm::NChance => LiveNode::NChance(Box::new(NChanceNode::new(
-            id, 1, chances, policy, store, seed,
-        )?)),
+        // Netcache's rule: blocks parked here by peers go before this
+        // node's own working set when its users need room.
+        LiveAlgorithm::NChance => LiveNode::NChance(Box::new(
+            NChanceNode::new(id, 1, chances, policy, store, seed)?.with_foreign_first(true),
+        )),
         _ => LiveNode::Greedy(GreedyNode::new(id, policy, store)),
     };
     let mode = ManagerMode {

@@ -181,6 +181,8 @@ fn simulate(algorithm: AlgorithmKind, requests: &[Request]) -> Vec<Outcome> {
         manager_capacity: 0,
         chances: 2,
         seed: 1,
+        // As the daemon runs N-Chance (Greedy ignores it).
+        foreign_first: true,
         ..ClusterConfig::paper(NODES)
     };
     algorithm.build(&config, Replay(requests)).unwrap()

@@ -223,6 +223,12 @@ proptest! {
     }
 
     #[test]
+    fn nchance_keeps_its_invariants_evicting_foreign_blocks_first(case in case()) {
+        let config = ClusterConfig { foreign_first: true, ..case.config.clone() };
+        run(AlgorithmKind::NChance, &Case { config, ..case })?;
+    }
+
+    #[test]
     fn nchance_with_no_chances_is_greedy_read_by_read(case in case()) {
         let config = ClusterConfig { chances: 0, ..case.config.clone() };
         let case = Case { config, ..case };

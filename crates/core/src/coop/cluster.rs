@@ -172,6 +172,9 @@ pub struct ClusterConfig {
     pub seed: u64,
     /// Size-class policies (N-Chance only); uniform changes nothing.
     pub classes: ClassPolicies,
+    /// N-Chance: evict forwarded blocks before a node's own (Netcache's
+    /// foreign blocks); off in the paper.
+    pub foreign_first: bool,
 }
 
 impl ClusterConfig {
@@ -194,6 +197,7 @@ impl ClusterConfig {
             },
             seed: 1,
             classes: ClassPolicies::uniform(),
+            foreign_first: false,
         }
     }
 
@@ -388,7 +392,8 @@ impl<V> Builder<'_, V> {
                 let nodes = build_nodes(n, |i| {
                     Ok(
                         NChanceNode::new(i, n, c.chances, new(c.node_capacity)?, NoData, c.seed)?
-                            .with_classes(c.classes.clone()),
+                            .with_classes(c.classes.clone())
+                            .with_foreign_first(c.foreign_first),
                     )
                 })?;
                 self.visitor.visit(Cluster {

@@ -128,6 +128,9 @@ pub struct NChanceNode<K, P, S: BlockStore<K>> {
     /// nothing.
     scratch: Vec<(K, Option<S::Data>)>,
     classes: ClassPolicies,
+    /// Netcache's rule: a block this node needs evicts a forwarded block
+    /// before any of the node's own working set.
+    foreign_first: bool,
 }
 
 impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P, S> {
@@ -156,12 +159,34 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
             peers: None,
             rng: Pcg64Mcg::seed_from_u64(seed ^ u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             classes: ClassPolicies::uniform(),
+            foreign_first: false,
         })
     }
 
     /// The same node applying `classes`' policies.
     pub fn with_classes(self, classes: ClassPolicies) -> Self {
         NChanceNode { classes, ..self }
+    }
+
+    /// The same node evicting forwarded blocks before its own (Netcache's
+    /// foreign blocks): a node's own misses then never push out its working
+    /// set while it holds blocks parked by its peers. Off by default: the
+    /// N-Chance paper inserts a forwarded block as if just referenced and
+    /// evicts by recency alone.
+    pub fn with_foreign_first(self, foreign_first: bool) -> Self {
+        NChanceNode {
+            foreign_first,
+            ..self
+        }
+    }
+
+    /// The forwarded block to evict first under the foreign-first rule:
+    /// the oldest with the fewest chances left.
+    fn oldest_foreign(&self) -> Option<K> {
+        (1..=MAX_CHANCES).find_map(|c| {
+            self.status
+                .tail_key(Status::of(Some(Mark::Recirculating(c))).list())
+        })
     }
 
     /// Lets go of `block`, which this node no longer caches and will not
@@ -290,6 +315,13 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
 
     /// Makes room for `block` (read or written here) and inserts it.
     fn admit_own(&mut self, block: K, miss: P::Miss, out: &mut Outbox<K, S::Data>) {
+        if self.foreign_first
+            && self.cache.policy.len() >= self.cache.policy.capacity()
+            && let Some(victim) = self.oldest_foreign()
+        {
+            let data = self.cache.remove(victim);
+            self.dispose(victim, data, out);
+        }
         let mut evicted = std::mem::take(&mut self.scratch);
         self.cache
             .admit(block, miss, |victim, data| evicted.push((victim, data)));
@@ -345,11 +377,10 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
         if let Some(block) = self.status.tail_key(Status::UNKNOWN.list()) {
             return Victim::Ask(block);
         }
-        let recirculating = (1..=MAX_CHANCES).find_map(|c| {
-            self.status
-                .tail_key(Status::of(Some(Mark::Recirculating(c))).list())
-        });
-        match recirculating.or_else(|| self.cache.policy.iter_oldest_first().next()) {
+        match self
+            .oldest_foreign()
+            .or_else(|| self.cache.policy.iter_oldest_first().next())
+        {
             Some(block) => Victim::Drop(block),
             None => Victim::None,
         }
