@@ -41,8 +41,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 pub fn init_logs(json: bool) -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only for a person at a terminal, not in files or journals.
     let b = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let r = if json {
         b.json().try_init()

@@ -323,8 +323,14 @@ fn kind_name(kind: u8) -> Option<&'static str> {
     })
 }
 
+/// Writes `s`, cut to `MAX_NAME` bytes at a character boundary (a cut
+/// mid-character would make the receiver refuse the whole frame).
 fn put_str(buf: &mut BytesMut, s: &str) {
-    let s = &s.as_bytes()[..s.len().min(MAX_NAME)];
+    let mut end = s.len().min(MAX_NAME);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let s = &s.as_bytes()[..end];
     buf.put_u8(s.len() as u8);
     buf.put_slice(s);
 }
@@ -585,6 +591,19 @@ mod tests {
         let len = body_len(header, max_frame(1 << 20)).unwrap();
         assert_eq!(len, buf.len() - HEADER);
         assert_eq!(decode(buf.freeze().slice(HEADER..)).unwrap(), w);
+    }
+
+    #[test]
+    fn long_names_are_cut_at_a_character_boundary() {
+        // 254 ASCII bytes then a 2-byte character: a cut at 255 bytes
+        // would split it and the receiver would refuse the frame.
+        let long = format!("{}é-and-more", "a".repeat(254));
+        let mut buf = BytesMut::new();
+        encode(&Wire::Members(vec![(1, long)]), &mut buf);
+        let Wire::Members(got) = decode(buf.freeze().slice(HEADER..)).unwrap() else {
+            panic!("not a Members frame");
+        };
+        assert_eq!(got, vec![(1, "a".repeat(254))]);
     }
 
     #[test]
