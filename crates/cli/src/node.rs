@@ -194,6 +194,12 @@ pub fn run(args: NodeArgs) -> Result<()> {
         );
     }
 
+    let origin = Origin::open(&origin_spec)?.with_delay(origin_delay);
+    let rt = runtime()?;
+    // The origin first: a mistyped one must not leave a new CA behind.
+    rt.block_on(origin.check())?;
+    tracing::info!(origin = origin.describe(), "origin reachable");
+
     if !tls::has_cluster(&data_dir) {
         tls::init_cluster(&data_dir, std::slice::from_ref(&name), 365)?;
         tracing::info!(dir = %data_dir.display(), %name, "no cluster keys found: created a new cluster CA and a certificate for this node; issue more with `coopcache cluster issue NAME --dir DIR`");
@@ -202,12 +208,8 @@ pub fn run(args: NodeArgs) -> Result<()> {
         tracing::info!(%name, "issued a certificate for this node from the cluster CA");
     }
     let identity = Identity::load(&data_dir, &name)?;
-    let origin = Origin::open(&origin_spec)?.with_delay(origin_delay);
 
-    let rt = runtime()?;
     rt.block_on(async move {
-        origin.check().await?;
-        tracing::info!(origin = origin.describe(), "origin reachable");
         let mut opts = NodeOptions::new(args.id.or(file.id).unwrap_or_else(|| id_of(&name)), identity, listen, origin);
         opts.algorithm = algorithm;
         opts.memory = memory;

@@ -713,6 +713,8 @@ fn missing_origin_directory_is_named() {
     let err = stderr(&out);
     assert!(err.contains(missing), "directory not named: {err}");
     assert!(!err.contains("panicked"), "{err}");
+    // Checked before any keys are made: nothing is left behind.
+    assert!(!keys.exists(), "a CA was created for a node that never ran");
 }
 
 /// Paths that leave the origin are refused by name, through the raw
