@@ -244,7 +244,10 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: mpsc::Receiver
                     addr: addr.clone(),
                     id: Some(id),
                 };
-                if closed || ctx.events.send(down).await.is_err() {
+                // A closed queue means the driver dropped this link (SWIM
+                // declared the peer down): it must not hear of it again,
+                // as a new link to the same address may be up by now.
+                if closed || queue.is_closed() || ctx.events.send(down).await.is_err() {
                     return;
                 }
             }
