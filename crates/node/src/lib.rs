@@ -16,6 +16,7 @@
 pub mod block;
 pub mod budget;
 pub mod client;
+pub mod discovery;
 pub mod driver;
 pub mod frame;
 pub mod gateway;
