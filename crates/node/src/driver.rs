@@ -7,7 +7,7 @@
 
 use crate::block::{BlockId, manager_of};
 use crate::frame::{Hash, Wire};
-use crate::link::{LinkCtx, PEER_QUEUE, run_link};
+use crate::link::{LinkCtx, LinkTx, link_channels, run_link};
 use crate::machine::{LiveManager, LiveNode};
 use crate::membership::{Change, Effects, GossipError, Swim, SwimId};
 use crate::metrics::Metrics;
@@ -170,6 +170,8 @@ struct Member {
     name: String,
     listen: String,
     queue: mpsc::Sender<Wire>,
+    /// SWIM datagrams, sent ahead of `queue`.
+    gossip: mpsc::Sender<Wire>,
     rtt: Option<Duration>,
 }
 
@@ -208,7 +210,7 @@ pub struct Driver {
     ctx: Arc<LinkCtx>,
     events: mpsc::Sender<Event>,
     /// Links by dialled address.
-    links: HashMap<String, mpsc::Sender<Wire>>,
+    links: HashMap<String, LinkTx>,
     /// Linked members other than this node (live unless in `down`).
     members: BTreeMap<NodeId, Member>,
     /// Members SWIM declared down: not live even while a link to them is
@@ -866,13 +868,13 @@ impl Driver {
         if self.members.values().any(|m| m.listen == addr) {
             return;
         }
-        let (tx, rx) = mpsc::channel(PEER_QUEUE);
+        let (tx, rx) = link_channels();
         self.links.insert(addr.clone(), tx);
         tokio::spawn(run_link(addr, self.ctx.clone(), rx));
     }
 
     fn link_up(&mut self, addr: String, id: NodeId, name: String, listen: String) {
-        let Some(queue) = self.links.get(&addr).cloned() else {
+        let Some(link) = self.links.get(&addr).cloned() else {
             return;
         };
         if self.members.contains_key(&id) {
@@ -886,7 +888,8 @@ impl Driver {
             Member {
                 name,
                 listen: listen.clone(),
-                queue,
+                queue: link.frames,
+                gossip: link.gossip,
                 rtt: None,
             },
         );
@@ -910,7 +913,7 @@ impl Driver {
         if self.members.get(&id).is_some_and(|m| {
             self.links
                 .get(addr)
-                .is_some_and(|q| q.same_channel(&m.queue))
+                .is_some_and(|l| l.frames.same_channel(&m.queue))
         }) {
             if let Some(m) = self.members.remove(&id) {
                 tracing::warn!(peer = %m.name, id, "member down: link lost");
@@ -968,8 +971,10 @@ impl Driver {
             tracing::warn!(dropped = effects.dropped_timers, "swim timers dropped");
         }
         for (to, listen, data) in effects.send {
-            if self.members.contains_key(&to) {
-                self.send(to, Wire::Gossip(data));
+            if let Some(m) = self.members.get(&to) {
+                if m.gossip.try_send(Wire::Gossip(data)).is_err() {
+                    self.metrics.dropped_messages.inc();
+                }
             } else {
                 // No link yet: this datagram is lost (SWIM expects loss)
                 // and the link will carry the next ones.
@@ -1006,7 +1011,7 @@ impl Driver {
         self.down.insert(id);
         if let Some(m) = self.members.remove(&id) {
             tracing::warn!(peer = %m.name, id, "member down: swim");
-            self.links.retain(|_, q| !q.same_channel(&m.queue));
+            self.links.retain(|_, l| !l.frames.same_channel(&m.queue));
         } else {
             tracing::info!(id, "member down: swim");
         }
