@@ -1070,3 +1070,6 @@ impl Driver {
         }
     }
 }
+
+#[cfg(test)]
+mod membership_tests;
