@@ -33,6 +33,9 @@ const MAX_UNVERIFIED: usize = 64;
 /// Members remembered as declared down (the oldest is forgotten first).
 const MAX_DOWN: usize = crate::frame::MAX_MEMBERS;
 
+/// Links (dialled addresses) at once.
+const MAX_LINKS: usize = crate::frame::MAX_MEMBERS;
+
 /// Why a read failed.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum ReadError {
@@ -863,6 +866,13 @@ impl Driver {
 
     fn dial(&mut self, addr: String) {
         if addr == self.ctx.listen || self.links.contains_key(&addr) {
+            return;
+        }
+        // Addresses come from seeds, peers and gossip; each link retries
+        // until dropped, so their number is bounded.
+        if self.links.len() >= MAX_LINKS {
+            self.metrics.dropped_messages.inc();
+            tracing::warn!(%addr, "not dialled: {MAX_LINKS} links already");
             return;
         }
         if self.members.values().any(|m| m.listen == addr) {
