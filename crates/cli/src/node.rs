@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use coopcache_node::origin::Origin;
 use coopcache_node::tls::{self, Identity};
 use coopcache_node::{LiveAlgorithm, NodeOptions};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +41,14 @@ pub struct NodeArgs {
     /// Peers to join (host:port), comma-separated or repeated.
     #[arg(long, env = "COOPCACHE_JOIN", value_delimiter = ',')]
     join: Vec<String>,
+    /// Find members on this subnet by UDP multicast (no --join needed).
+    /// Off by default: announcements are unauthenticated traffic on the
+    /// LAN (TLS still decides who is a member).
+    #[arg(long, env = "COOPCACHE_DISCOVER")]
+    discover: bool,
+    /// Multicast group and port for --discover [default: 239.255.70.67:7172].
+    #[arg(long, env = "COOPCACHE_DISCOVER_GROUP")]
+    discover_group: Option<SocketAddrV4>,
     /// Directory of the cluster's keys (ca.pem, NAME.pem, NAME.key)
     /// [default: ~/.local/share/coopcache].
     #[arg(long, env = "COOPCACHE_DATA_DIR")]
@@ -79,6 +87,8 @@ struct FileConfig {
     advertise: Option<String>,
     http: Option<SocketAddr>,
     join: Option<Vec<String>>,
+    discover: Option<bool>,
+    discover_group: Option<SocketAddrV4>,
     data_dir: Option<PathBuf>,
     name: Option<String>,
     id: Option<u32>,
@@ -188,6 +198,11 @@ pub fn run(args: NodeArgs) -> Result<()> {
         args.join
     };
     let advertise = args.advertise.or(file.advertise);
+    let discover = (args.discover || file.discover.unwrap_or(false)).then(|| {
+        args.discover_group
+            .or(file.discover_group)
+            .unwrap_or(coopcache_node::discovery::DEFAULT_GROUP)
+    });
     if listen.ip().is_unspecified() && advertise.is_none() {
         bail!(
             "--listen {listen} is a wildcard address: give --advertise HOST:PORT, the address peers should dial"
@@ -218,6 +233,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         opts.attr_ttl = attr_ttl;
         opts.join = join;
         opts.advertise = advertise;
+        opts.discover = discover;
         let node = Arc::new(coopcache_node::start(opts).await?);
         let gateway = tokio::net::TcpListener::bind(http)
             .await

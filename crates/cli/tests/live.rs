@@ -799,6 +799,53 @@ fn node_of_another_cluster_is_kept_out() {
     eprintln!("intruder: {:.1?}", started.elapsed());
 }
 
+/// Two processes with `--discover` (one by flag, one by its TOML file)
+/// and no `--join` find each other on loopback multicast and serve the
+/// origin's bytes as one cluster.
+#[test]
+fn processes_with_discovery_and_no_seeds_form_a_cluster() {
+    let seed = seed("discover");
+    let tmp = tempfile::tempdir().unwrap();
+    let (keys, origin) = (tmp.path().join("keys"), tmp.path().join("origin"));
+    let files = write_origin(&origin, seed, &[("d/f.bin".to_string(), 300_001)]);
+    cluster_init(&keys, &["d0", "d1"]);
+    // A group port of this process's own, so parallel runs do not meet.
+    let group = format!("239.255.70.98:{}", 20000 + std::process::id() % 20000);
+    let config = tmp.path().join("d1.toml");
+    std::fs::write(
+        &config,
+        format!("discover = true\ndiscover_group = \"{group}\"\n"),
+    )
+    .unwrap();
+    let by_flag = ["--discover", "--discover-group", group.as_str()];
+    let by_file = ["--config", config.to_str().unwrap()];
+    let nodes: Vec<Node> = [("d0", &by_flag[..]), ("d1", &by_file[..])]
+        .into_iter()
+        .map(|(name, extra)| {
+            Node::start(&NodeSpec {
+                name,
+                keys: &keys,
+                origin: &origin,
+                join: None,
+                extra,
+            })
+        })
+        .collect();
+    for node in &nodes {
+        wait_until(&format!("{} discovers the other", node.name), || {
+            members(&node.status()) == 2
+        });
+    }
+    let (path, data) = files.iter().next().unwrap();
+    assert!(fetch(nodes[0].http, path).unwrap() == *data);
+    assert!(fetch(nodes[1].http, path).unwrap() == *data);
+    let s = nodes[1].status();
+    assert!(
+        from_cluster(&s) > 0,
+        "d1 got nothing from d0, which held every block: {s}"
+    );
+}
+
 // ---- 4. the memory budget ------------------------------------------------
 
 /// Peak resident memory of a process, sampled from /proc every 5 ms.

@@ -7,14 +7,15 @@
 
 use crate::block::{BlockId, manager_of};
 use crate::frame::{Hash, Wire};
-use crate::link::{LinkCtx, PEER_QUEUE, run_link};
+use crate::link::{LinkCtx, LinkTx, link_channels, run_link};
 use crate::machine::{LiveManager, LiveNode};
+use crate::membership::{Change, Effects, GossipError, Swim, SwimId};
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError};
 use crate::store::SharedStore;
 use bytes::Bytes;
 use coopcache_core::coop::{Addr, BlockStore, Level, ManagerMachine, Msg, NodeId, Outbox};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
@@ -28,6 +29,12 @@ const HASHES_PER_BLOCK: usize = 4;
 
 /// Forwarded singlets waiting for their hash.
 const MAX_UNVERIFIED: usize = 64;
+
+/// Members remembered as declared down (the oldest is forgotten first).
+const MAX_DOWN: usize = crate::frame::MAX_MEMBERS;
+
+/// Links (dialled addresses) at once.
+const MAX_LINKS: usize = crate::frame::MAX_MEMBERS;
 
 /// Why a read failed.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -181,6 +188,8 @@ struct Member {
     name: String,
     listen: String,
     queue: mpsc::Sender<Wire>,
+    /// SWIM datagrams, sent ahead of `queue`.
+    gossip: mpsc::Sender<Wire>,
     rtt: Option<Duration>,
 }
 
@@ -219,9 +228,14 @@ pub struct Driver {
     ctx: Arc<LinkCtx>,
     events: mpsc::Sender<Event>,
     /// Links by dialled address.
-    links: HashMap<String, mpsc::Sender<Wire>>,
-    /// Live members other than this node.
+    links: HashMap<String, LinkTx>,
+    /// Linked members other than this node (live unless in `down`).
     members: BTreeMap<NodeId, Member>,
+    /// Members SWIM declared down: not live even while a link to them is
+    /// up, until SWIM sees them (or their next incarnation) alive again.
+    down: BTreeSet<NodeId>,
+    /// The SWIM failure detector.
+    swim: Swim,
     /// Live member ids, this node included, sorted.
     live: Vec<NodeId>,
     pending: HashMap<BlockId, Pending>,
@@ -265,6 +279,19 @@ impl Driver {
         metrics.budget_bytes.set(cfg.budget as i64);
         metrics.members.set(1);
         let live = vec![cfg.id];
+        // The start time as the first incarnation: a restarted node is a
+        // new SWIM identity that wins over the one its peers remember.
+        let incarnation = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_micros() as u64);
+        let swim = Swim::new(
+            SwimId {
+                node: cfg.id,
+                listen: ctx.listen.clone(),
+                incarnation,
+            },
+            incarnation,
+        );
         Driver {
             cfg,
             node,
@@ -278,6 +305,8 @@ impl Driver {
             events,
             links: HashMap::new(),
             members: BTreeMap::new(),
+            down: BTreeSet::new(),
+            swim,
             live,
             pending: HashMap::new(),
             queued: VecDeque::new(),
@@ -308,6 +337,7 @@ impl Driver {
                     None => break,
                 },
                 _ = tick.tick() => {
+                    self.swim_tick();
                     self.expire();
                     if last_ping.elapsed() >= Duration::from_secs(1) {
                         last_ping = Instant::now();
@@ -837,6 +867,7 @@ impl Driver {
                     });
                 }
             }
+            Wire::Gossip(data) => self.on_gossip(from, &data),
             Wire::Members(list) => {
                 for (id, listen) in list {
                     if id != self.cfg.id && !self.members.contains_key(&id) {
@@ -910,16 +941,23 @@ impl Driver {
         if addr == self.ctx.listen || self.links.contains_key(&addr) {
             return;
         }
+        // Addresses come from seeds, peers and gossip; each link retries
+        // until dropped, so their number is bounded.
+        if self.links.len() >= MAX_LINKS {
+            self.metrics.dropped_messages.inc();
+            tracing::warn!(%addr, "not dialled: {MAX_LINKS} links already");
+            return;
+        }
         if self.members.values().any(|m| m.listen == addr) {
             return;
         }
-        let (tx, rx) = mpsc::channel(PEER_QUEUE);
+        let (tx, rx) = link_channels();
         self.links.insert(addr.clone(), tx);
         tokio::spawn(run_link(addr, self.ctx.clone(), rx));
     }
 
     fn link_up(&mut self, addr: String, id: NodeId, name: String, listen: String) {
-        let Some(queue) = self.links.get(&addr).cloned() else {
+        let Some(link) = self.links.get(&addr).cloned() else {
             return;
         };
         if self.members.contains_key(&id) {
@@ -927,21 +965,30 @@ impl Driver {
             self.links.remove(&addr);
             return;
         }
-        tracing::info!(peer = %name, id, %listen, "member up");
+        tracing::info!(peer = %name, id, %listen, down = self.down.contains(&id), "member linked");
         self.members.insert(
             id,
             Member {
                 name,
-                listen,
-                queue,
+                listen: listen.clone(),
+                queue: link.frames,
+                gossip: link.gossip,
                 rtt: None,
             },
         );
         self.membership_changed();
         let list: Vec<(NodeId, String)> = std::iter::once((self.cfg.id, self.ctx.listen.clone()))
-            .chain(self.members.iter().map(|(&i, m)| (i, m.listen.clone())))
+            .chain(
+                self.members
+                    .iter()
+                    .filter(|(i, _)| !self.down.contains(i))
+                    .map(|(&i, m)| (i, m.listen.clone())),
+            )
             .collect();
         self.send(id, Wire::Members(list));
+        // Bring SWIM in: the peer adds us and sends its member list.
+        let effects = self.swim.announce(id, listen, Instant::now());
+        self.swim_effects(effects);
     }
 
     fn link_down(&mut self, addr: &str, id: Option<NodeId>) {
@@ -949,28 +996,109 @@ impl Driver {
         if self.members.get(&id).is_some_and(|m| {
             self.links
                 .get(addr)
-                .is_some_and(|q| q.same_channel(&m.queue))
+                .is_some_and(|l| l.frames.same_channel(&m.queue))
         }) {
             if let Some(m) = self.members.remove(&id) {
-                tracing::warn!(peer = %m.name, id, "member down");
+                tracing::warn!(peer = %m.name, id, "member down: link lost");
             }
-            let forgotten = self.manager.forget_node(id);
-            tracing::info!(
-                id,
-                forgotten,
-                "directory entries dropped for the lost member"
-            );
-            self.membership_changed();
+            self.forget(id);
         }
+    }
+
+    /// Drops `id` from every directory and from the live set.
+    fn forget(&mut self, id: NodeId) {
+        let forgotten = self.manager.forget_node(id);
+        tracing::info!(
+            id,
+            forgotten,
+            "directory entries dropped for the lost member"
+        );
+        self.membership_changed();
     }
 
     fn membership_changed(&mut self) {
         self.live = std::iter::once(self.cfg.id)
-            .chain(self.members.keys().copied())
+            .chain(
+                self.members
+                    .keys()
+                    .copied()
+                    .filter(|i| !self.down.contains(i)),
+            )
             .collect();
         self.live.sort_unstable();
         self.node.set_peers(&self.live);
         self.metrics.members.set(self.live.len() as i64);
+    }
+
+    /// Fires SWIM's due timers (probes, suspicion, gossip).
+    fn swim_tick(&mut self) {
+        let effects = self.swim.tick(Instant::now());
+        self.swim_effects(effects);
+    }
+
+    fn on_gossip(&mut self, from: NodeId, data: &[u8]) {
+        match self.swim.receive(from, data, Instant::now()) {
+            Ok(effects) => self.swim_effects(effects),
+            Err(e @ (GossipError::Spoofed { .. } | GossipError::Undecodable(_))) => {
+                self.metrics.peer_errors.inc();
+                tracing::warn!(peer = from, error = %e, "gossip frame refused");
+            }
+            // Routine after a rejoin: datagrams to our old incarnation.
+            Err(e) => tracing::debug!(peer = from, error = %e, "gossip frame refused"),
+        }
+    }
+
+    /// Carries out what SWIM asked for.
+    fn swim_effects(&mut self, effects: Effects) {
+        if effects.dropped_timers > 0 {
+            tracing::warn!(dropped = effects.dropped_timers, "swim timers dropped");
+        }
+        for (to, listen, data) in effects.send {
+            if let Some(m) = self.members.get(&to) {
+                if m.gossip.try_send(Wire::Gossip(data)).is_err() {
+                    self.metrics.dropped_messages.inc();
+                }
+            } else {
+                // No link yet: this datagram is lost (SWIM expects loss)
+                // and the link will carry the next ones.
+                self.dial(listen);
+            }
+        }
+        for change in effects.changes {
+            match change {
+                Change::Up { node, listen } => {
+                    if self.down.remove(&node) {
+                        tracing::info!(id = node, "member up again (swim)");
+                        self.membership_changed();
+                    }
+                    if node != self.cfg.id && !self.members.contains_key(&node) {
+                        self.dial(listen);
+                    }
+                }
+                Change::Down { node } => self.declare_down(node),
+            }
+        }
+        self.pump();
+    }
+
+    /// SWIM declared `id` down: treated as a lost link even if its TCP
+    /// connection still looks open (a partition or blackhole hangs TCP
+    /// silently), and that connection is dropped.
+    fn declare_down(&mut self, id: NodeId) {
+        if id == self.cfg.id {
+            return;
+        }
+        if self.down.len() >= MAX_DOWN {
+            self.down.pop_first();
+        }
+        self.down.insert(id);
+        if let Some(m) = self.members.remove(&id) {
+            tracing::warn!(peer = %m.name, id, "member down: swim");
+            self.links.retain(|_, l| !l.frames.same_channel(&m.queue));
+        } else {
+            tracing::info!(id, "member down: swim");
+        }
+        self.forget(id);
     }
 
     fn ping_all(&mut self) {
@@ -993,12 +1121,18 @@ impl Driver {
             listen: self.ctx.listen.clone(),
             rtt_us: None,
         }];
-        members.extend(self.members.iter().map(|(&id, mm)| MemberStatus {
-            id,
-            name: mm.name.clone(),
-            listen: mm.listen.clone(),
-            rtt_us: mm.rtt.map(|r| r.as_micros() as u64),
-        }));
+        let down = &self.down;
+        members.extend(
+            self.members
+                .iter()
+                .filter(|(id, _)| !down.contains(id))
+                .map(|(&id, mm)| MemberStatus {
+                    id,
+                    name: mm.name.clone(),
+                    listen: mm.listen.clone(),
+                    rtt_us: mm.rtt.map(|r| r.as_micros() as u64),
+                }),
+        );
         Status {
             id: self.cfg.id,
             name: self.cfg.name.clone(),
@@ -1019,3 +1153,6 @@ impl Driver {
         }
     }
 }
+
+#[cfg(test)]
+mod membership_tests;

@@ -31,6 +31,11 @@ pub const MAX_NAME: usize = 255;
 /// A frame's body beyond the block data it may carry.
 pub const MAX_OVERHEAD: usize = 1024;
 
+/// Largest SWIM datagram a `Gossip` frame carries (foca's
+/// `max_packet_size`): within [`MAX_OVERHEAD`], so it fits any node's
+/// frame limit whatever its block size.
+pub const MAX_GOSSIP: usize = 1000;
+
 /// A frame between two nodes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wire {
@@ -103,6 +108,11 @@ pub enum Wire {
         /// Its recorded hash and length, if the manager has one.
         hash: Option<(Hash, u32)>,
     },
+    /// One SWIM datagram of the failure detector (the `foca` crate's
+    /// encoding), at most [`MAX_GOSSIP`] bytes. Carried over the
+    /// authenticated links, never plain UDP: gossip decides who is live
+    /// and so who manages which files.
+    Gossip(Bytes),
 }
 
 /// What is wrong with a frame.
@@ -142,6 +152,7 @@ const KIND_FETCH_ORIGIN: u8 = 7;
 const KIND_RECORD: u8 = 8;
 const KIND_HASH_OF: u8 = 9;
 const KIND_HASH_IS: u8 = 10;
+const KIND_GOSSIP: u8 = 11;
 
 /// The largest frame a node with blocks of `block_size` bytes accepts.
 pub fn max_frame(block_size: u32) -> usize {
@@ -222,6 +233,10 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
                 None => buf.put_u8(0),
             }
         }
+        Wire::Gossip(data) => {
+            buf.put_u8(KIND_GOSSIP);
+            buf.put_slice(data);
+        }
     }
     let len = (buf.len() - start - HEADER) as u32;
     buf[start..start + HEADER].copy_from_slice(&len.to_be_bytes());
@@ -299,6 +314,16 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
             };
             Wire::HashIs { block, hash }
         }
+        KIND_GOSSIP => {
+            let data = r.rest();
+            if data.len() > MAX_GOSSIP {
+                return Err(r.bad(format!(
+                    "{} bytes of gossip, at most {MAX_GOSSIP}",
+                    data.len()
+                )));
+            }
+            Wire::Gossip(data)
+        }
         _ => return Err(FrameError::UnknownKind(kind)),
     };
     if r.buf.has_remaining() {
@@ -319,6 +344,7 @@ fn kind_name(kind: u8) -> Option<&'static str> {
         KIND_RECORD => "record",
         KIND_HASH_OF => "hash-of",
         KIND_HASH_IS => "hash-is",
+        KIND_GOSSIP => "gossip",
         _ => return None,
     })
 }
@@ -622,6 +648,8 @@ mod tests {
         });
         roundtrip(Wire::Members(vec![(1, "a:1".into()), (2, "b:2".into())]));
         roundtrip(Wire::Ping(5));
+        roundtrip(Wire::Gossip(Bytes::from_static(b"swim datagram")));
+        roundtrip(Wire::Gossip(Bytes::new()));
         roundtrip(Wire::Pong(6));
         roundtrip(Wire::Expect {
             block,
@@ -709,6 +737,18 @@ mod tests {
             decode(Bytes::from(body)),
             Err(FrameError::Malformed { .. })
         ));
+    }
+
+    #[test]
+    fn oversized_gossip_is_refused() {
+        let mut body = vec![KIND_GOSSIP];
+        body.resize(1 + MAX_GOSSIP, 0);
+        assert!(
+            matches!(decode(Bytes::from(body.clone())), Ok(Wire::Gossip(g)) if g.len() == MAX_GOSSIP)
+        );
+        body.push(0);
+        let err = decode(Bytes::from(body)).unwrap_err();
+        assert!(err.to_string().contains("gossip"), "{err}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use crate::block::{BlockId, file_id};
 use crate::budget::{Budget, BudgetError};
+use crate::discovery;
 use crate::driver::{Driver, DriverConfig, Event, ReadError, Status};
 use crate::link::{LinkCtx, accept_loop};
 use crate::machine::{LiveAlgorithm, build};
@@ -14,7 +15,7 @@ use bytes::{Bytes, BytesMut};
 use coopcache_core::coop::{Level, NodeId};
 use futures::{Stream, StreamExt};
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,6 +45,9 @@ pub struct NodeOptions {
     pub advertise: Option<String>,
     /// Seeds to join.
     pub join: Vec<String>,
+    /// Multicast group to announce on and discover members through (one
+    /// subnet, no seeds needed); `None` (the default) turns discovery off.
+    pub discover: Option<SocketAddrV4>,
     /// The origin.
     pub origin: Origin,
     /// The algorithm.
@@ -73,6 +77,7 @@ impl NodeOptions {
             listen,
             advertise: None,
             join: Vec::new(),
+            discover: None,
             origin,
             algorithm: LiveAlgorithm::NChance,
             memory: 2 << 30,
@@ -99,6 +104,14 @@ pub enum NodeError {
     Listen {
         /// The address.
         addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Discovery could not open its multicast socket.
+    #[error("cannot join discovery group {group}: {source}")]
+    Discovery {
+        /// The group.
+        group: SocketAddrV4,
         /// Why.
         source: std::io::Error,
     },
@@ -165,6 +178,30 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     let metrics = Arc::new(Metrics::default());
     let (tx, rx) = mpsc::channel(EVENT_QUEUE);
     let name = opts.identity.name.clone();
+    let discovery = match opts.discover {
+        Some(group) => {
+            // Announce on the interface peers reach us through.
+            let interface = match listen.ip() {
+                IpAddr::V4(ip) if !ip.is_unspecified() => ip,
+                _ => Ipv4Addr::UNSPECIFIED,
+            };
+            let socket = discovery::open(group, interface)
+                .map_err(|source| NodeError::Discovery { group, source })?;
+            let me = discovery::Announcement {
+                cluster: discovery::cluster_tag(&opts.identity.cluster),
+                node: opts.id,
+                listen: advertise.clone(),
+            };
+            Some(discovery::run(
+                socket,
+                group,
+                me,
+                tx.clone(),
+                metrics.clone(),
+            ))
+        }
+        None => None,
+    };
     let ctx = Arc::new(LinkCtx {
         identity: Arc::new(opts.identity),
         id: opts.id,
@@ -202,10 +239,11 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         ctx.clone(),
         tx.clone(),
     );
-    let tasks = vec![
+    let mut tasks = vec![
         tokio::spawn(driver.run(rx)),
         tokio::spawn(accept_loop(listener, ctx)),
     ];
+    tasks.extend(discovery.map(tokio::spawn));
     for seed in opts.join {
         let _ = tx.send(Event::Join(seed)).await;
     }

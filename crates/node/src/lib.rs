@@ -8,18 +8,22 @@
 //! - [`frame`]: the wire format (docs/PROTOCOL.md); [`link`]: connections.
 //! - [`machine`]: the core machines a node runs; [`driver`]: the task
 //!   that drives them; [`handle`]: starting a node and reading through it.
+//! - [`membership`]: SWIM failure detection (foca) over the links;
+//!   [`discovery`]: finding members on one subnet by multicast.
 //! - [`store`], [`budget`]: block bytes within the memory budget.
 //! - [`gateway`]: HTTP access, status and metrics; [`client`]: its client.
 
 pub mod block;
 pub mod budget;
 pub mod client;
+pub mod discovery;
 pub mod driver;
 pub mod frame;
 pub mod gateway;
 pub mod handle;
 pub mod link;
 pub mod machine;
+pub mod membership;
 pub mod metrics;
 pub mod origin;
 pub mod store;

@@ -19,6 +19,64 @@ use tokio::sync::{Semaphore, mpsc};
 /// counted): the protocol recovers from a lost message by timeout.
 pub const PEER_QUEUE: usize = 64;
 
+/// SWIM datagrams queued for one peer. They are sent ahead of every other
+/// frame, so blocks in flight neither delay nor crowd out the failure
+/// detector's probes (which would make a busy member look dead).
+pub const GOSSIP_QUEUE: usize = 16;
+
+/// The sending ends of one dialled link: frames in order, and gossip ahead
+/// of them. Dropping it closes the link.
+#[derive(Clone, Debug)]
+pub struct LinkTx {
+    /// Every frame but gossip, in order.
+    pub frames: mpsc::Sender<Wire>,
+    /// `Gossip` frames, sent first.
+    pub gossip: mpsc::Sender<Wire>,
+}
+
+/// The receiving ends of a link, for [`run_link`].
+pub struct LinkRx {
+    frames: mpsc::Receiver<Wire>,
+    gossip: mpsc::Receiver<Wire>,
+}
+
+impl LinkRx {
+    /// The next frame to send, gossip first; `None` once the driver
+    /// dropped the link.
+    async fn recv(&mut self) -> Option<Wire> {
+        tokio::select! {
+            biased;
+            m = self.gossip.recv() => m,
+            m = self.frames.recv() => m,
+        }
+    }
+
+    /// A frame ready now, gossip first.
+    fn try_recv(&mut self) -> Option<Wire> {
+        self.gossip
+            .try_recv()
+            .or_else(|_| self.frames.try_recv())
+            .ok()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.frames.is_closed()
+    }
+}
+
+/// A new link's two queues.
+pub fn link_channels() -> (LinkTx, LinkRx) {
+    let (frames, frames_rx) = mpsc::channel(PEER_QUEUE);
+    let (gossip, gossip_rx) = mpsc::channel(GOSSIP_QUEUE);
+    (
+        LinkTx { frames, gossip },
+        LinkRx {
+            frames: frames_rx,
+            gossip: gossip_rx,
+        },
+    )
+}
+
 /// Most connections a node accepts at once.
 pub const MAX_INBOUND: usize = 256;
 
@@ -219,7 +277,7 @@ async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError
 /// Dials `addr` and keeps a connection to it, sending what arrives on
 /// `queue`; reconnects with backoff until `queue` is closed. Reports each
 /// connection and disconnection to the driver.
-pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: mpsc::Receiver<Wire>) {
+pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
     let mut backoff = Duration::from_millis(100);
     loop {
         match dial(&addr, &ctx).await {
@@ -244,7 +302,10 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: mpsc::Receiver
                     addr: addr.clone(),
                     id: Some(id),
                 };
-                if closed || ctx.events.send(down).await.is_err() {
+                // A closed queue means the driver dropped this link (SWIM
+                // declared the peer down): it must not hear of it again,
+                // as a new link to the same address may be up by now.
+                if closed || queue.is_closed() || ctx.events.send(down).await.is_err() {
                     return;
                 }
             }
@@ -303,7 +364,7 @@ async fn dial(addr: &str, ctx: &LinkCtx) -> Result<(Tls, NodeId, String, String)
 
 /// Sends queued frames in batches until the queue closes (`Ok(true)`) or
 /// the connection fails or the peer closes it.
-async fn pump(tls: Tls, queue: &mut mpsc::Receiver<Wire>) -> Result<bool, LinkError> {
+async fn pump(tls: Tls, queue: &mut LinkRx) -> Result<bool, LinkError> {
     let (mut rd, mut wr) = tokio::io::split(tls);
     let mut buf = BytesMut::with_capacity(64 << 10);
     let mut probe = [0u8; 1];
@@ -324,8 +385,8 @@ async fn pump(tls: Tls, queue: &mut mpsc::Receiver<Wire>) -> Result<bool, LinkEr
         frame::encode(&first, &mut buf);
         while buf.len() < WRITE_BATCH {
             match queue.try_recv() {
-                Ok(m) => frame::encode(&m, &mut buf),
-                Err(_) => break,
+                Some(m) => frame::encode(&m, &mut buf),
+                None => break,
             }
         }
         let data: Bytes = buf.split().freeze();

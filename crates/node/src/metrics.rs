@@ -44,6 +44,8 @@ pub struct Metrics {
     pub peer_errors: Counter,
     /// Messages dropped because a peer's queue was full or it was down.
     pub dropped_messages: Counter,
+    /// Discovery datagrams ignored: malformed, or from another cluster.
+    pub discovery_ignored: Counter,
     /// Bytes of cached block data.
     pub cached_bytes: Gauge,
     /// The memory budget.
@@ -75,7 +77,7 @@ impl Metrics {
     pub fn encode(&self) -> String {
         let mut r = Registry::with_prefix("coopcache");
         r.register("reads", "Block reads by serving level", self.reads.clone());
-        let counters: [(&str, &str, &Counter); 7] = [
+        let counters: [(&str, &str, &Counter); 8] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",
@@ -106,6 +108,11 @@ impl Metrics {
                 "dropped_messages",
                 "Messages dropped on a full queue or a down peer",
                 &self.dropped_messages,
+            ),
+            (
+                "discovery_ignored",
+                "Discovery datagrams ignored: malformed or another cluster's",
+                &self.discovery_ignored,
             ),
         ];
         for (name, help, c) in counters {

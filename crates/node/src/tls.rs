@@ -33,6 +33,7 @@ use rustls::sign::CertifiedKey;
 use rustls::{CertificateError, InconsistentKeys, RootCertStore};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, DnsName, PrivateKeyDer, ServerName, UnixTime};
+use sha2::{Digest, Sha256};
 use time::{Duration, OffsetDateTime};
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
@@ -300,6 +301,9 @@ pub struct Identity {
     /// Trusts only the cluster CA and presents the node's certificate;
     /// connect with server name [`SERVER_NAME`].
     pub client: Arc<rustls::ClientConfig>,
+    /// SHA-256 of the cluster CA's certificate (DER): names the cluster
+    /// in discovery announcements without proving anything.
+    pub cluster: [u8; 32],
 }
 
 impl Identity {
@@ -325,6 +329,7 @@ impl Identity {
             name: name.to_owned(),
             source,
         };
+        let cluster: [u8; 32] = Sha256::digest(ca.as_ref()).into();
         let roots = Arc::new(root_store(&ca, &ca_path)?);
         let server = server_config(roots.clone(), chain.clone(), key.clone_key());
         let client = client_config(roots, chain, key);
@@ -332,6 +337,7 @@ impl Identity {
             name: name.to_owned(),
             server: Arc::new(server.map_err(config_error)?),
             client: Arc::new(client.map_err(config_error)?),
+            cluster,
         })
     }
 }

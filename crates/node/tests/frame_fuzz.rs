@@ -107,6 +107,8 @@ fn wire() -> impl Strategy<Value = Wire> {
         ),
         prop::collection::vec((any::<u32>(), name()), 0..8).prop_map(Wire::Members),
         any::<u64>().prop_map(Wire::Ping),
+        prop::collection::vec(any::<u8>(), 0..frame::MAX_GOSSIP)
+            .prop_map(|g| Wire::Gossip(Bytes::from(g))),
         any::<u64>().prop_map(Wire::Pong),
         (addr(), addr(), msg()).prop_map(|(from, to, msg)| Wire::Core { from, to, msg }),
         (block(), hash, any::<u32>(), any::<bool>()).prop_map(|(block, hash, len, expect)| {
@@ -192,10 +194,11 @@ proptest! {
         longer.extend_from_slice(&extra);
         if !extra.is_empty() {
             // Bytes after a complete frame are refused, except after a
-            // data-carrying message, whose data runs to the frame's end.
+            // data-carrying message or gossip, whose bytes run to the
+            // frame's end.
             let carries_data = matches!(
                 &w,
-                Wire::Core { msg: Msg::Data { .. } | Msg::Recirculate { .. }, .. }
+                Wire::Core { msg: Msg::Data { .. } | Msg::Recirculate { .. }, .. } | Wire::Gossip(_)
             );
             if !carries_data {
                 let refused = matches!(

@@ -1,0 +1,132 @@
+//! The driver's membership section: SWIM's verdicts change the live set
+//! (rendezvous hashing, N-Chance's peers) and the manager's directory,
+//! whatever the link says.
+
+use super::*;
+use crate::machine::{LiveAlgorithm, build};
+use crate::membership::Effects;
+use crate::tls::{Identity, init_cluster};
+use coopcache_core::coop::Holders;
+
+const PEER: NodeId = 7;
+const PEER_ADDR: &str = "127.0.0.1:9";
+
+fn driver(dir: &std::path::Path) -> Driver {
+    init_cluster(&dir.join("keys"), &["n0".to_string()], 30).unwrap();
+    let identity = Identity::load(&dir.join("keys"), "n0").unwrap();
+    let metrics = Arc::new(Metrics::default());
+    // Nobody reads the events: the test drives the driver by hand.
+    let (events, _) = mpsc::channel(1);
+    let ctx = Arc::new(LinkCtx {
+        identity: Arc::new(identity),
+        id: 0,
+        listen: "127.0.0.1:7000".into(),
+        block_size: 64 << 10,
+        events: events.clone(),
+        metrics: metrics.clone(),
+    });
+    let store = SharedStore::default();
+    let (node, manager) = build(LiveAlgorithm::NChance, 0, 64, 2, 1, store.clone()).unwrap();
+    let origin = Arc::new(Origin::open(dir.to_str().unwrap()).unwrap());
+    let cfg = DriverConfig {
+        id: 0,
+        name: "n0".into(),
+        algorithm: "nchance".into(),
+        block_size: 64 << 10,
+        budget: 64 << 20,
+        capacity: 64,
+        min_timeout: Duration::from_millis(50),
+    };
+    Driver::new(cfg, node, manager, store, origin, metrics, ctx, events)
+}
+
+/// Dials the peer and reports its link up, as `run_link` would.
+fn link(d: &mut Driver) {
+    d.dial(PEER_ADDR.into());
+    d.link_up(PEER_ADDR.into(), PEER, "n7".into(), PEER_ADDR.into());
+}
+
+fn verdict(d: &mut Driver, change: Change) {
+    d.swim_effects(Effects {
+        changes: vec![change],
+        ..Effects::default()
+    });
+}
+
+fn listed(d: &mut Driver) -> Vec<NodeId> {
+    d.status().members.iter().map(|m| m.id).collect()
+}
+
+#[tokio::test]
+async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = driver(tmp.path());
+    link(&mut d);
+    assert_eq!(d.live, vec![0, PEER]);
+    let block = BlockId { file: 1, index: 0 };
+    d.deliver_to_manager(PEER, Msg::Cached { block });
+    assert_eq!(*d.manager.directory().holders(block), Holders::One(PEER));
+
+    // The link still looks up, but SWIM says down.
+    verdict(&mut d, Change::Down { node: PEER });
+    assert_eq!(d.live, vec![0]);
+    assert_eq!(listed(&mut d), vec![0]);
+    assert_eq!(*d.manager.directory().holders(block), Holders::None);
+    assert!(d.links.is_empty(), "the hung link is dropped");
+
+    // A new link to it does not make it live while SWIM holds it down...
+    link(&mut d);
+    assert!(d.members.contains_key(&PEER));
+    assert_eq!(d.live, vec![0]);
+    assert_eq!(listed(&mut d), vec![0]);
+
+    // ...SWIM seeing it alive does.
+    verdict(
+        &mut d,
+        Change::Up {
+            node: PEER,
+            listen: PEER_ADDR.into(),
+        },
+    );
+    assert_eq!(d.live, vec![0, PEER]);
+    assert_eq!(listed(&mut d), vec![0, PEER]);
+}
+
+#[tokio::test]
+async fn swim_up_for_an_unlinked_member_dials_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = driver(tmp.path());
+    verdict(
+        &mut d,
+        Change::Up {
+            node: PEER,
+            listen: PEER_ADDR.into(),
+        },
+    );
+    assert!(d.links.contains_key(PEER_ADDR));
+    // Live only once the link is up (TLS decides membership).
+    assert_eq!(d.live, vec![0]);
+}
+
+#[tokio::test]
+async fn bad_gossip_frames_are_counted_and_change_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = driver(tmp.path());
+    link(&mut d);
+    let before = d.metrics.peer_errors.get();
+    d.on_wire(PEER, Wire::Gossip(Bytes::from_static(b"\xff\xff\xff junk")));
+    assert_eq!(d.metrics.peer_errors.get(), before + 1);
+    // A real datagram from another member, replayed by this peer.
+    let mut other = Swim::new(
+        SwimId {
+            node: 8,
+            listen: "127.0.0.1:8".into(),
+            incarnation: 1,
+        },
+        1,
+    );
+    let e = other.announce(0, "127.0.0.1:7000".into(), Instant::now());
+    d.on_wire(PEER, Wire::Gossip(e.send[0].2.clone()));
+    assert_eq!(d.metrics.peer_errors.get(), before + 2);
+    assert_eq!(d.live, vec![0, PEER]);
+}

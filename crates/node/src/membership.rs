@@ -1,0 +1,310 @@
+//! Failure detection: SWIM (Das, Gupta and Motivala, 2002) through the
+//! `foca` crate, not a protocol of our own. Foca's datagrams travel as
+//! `Gossip` frames over the authenticated links; this module is sans-IO
+//! like the core: the driver feeds it frames and the clock and carries out
+//! what it returns (datagrams to send, members up and down).
+//!
+//! Links alone notice a peer that closes or resets its connection; SWIM
+//! also notices one that stops answering while its TCP connection still
+//! looks open (a partition or a blackhole route, where TCP retransmits
+//! silently for minutes).
+
+use crate::frame::MAX_GOSSIP;
+use bytes::Bytes;
+use coopcache_core::coop::NodeId;
+use foca::{
+    AccumulatingRuntime, Codec, Config, Foca, NoCustomBroadcast, OwnedNotification, PeriodicParams,
+    PostcardCodec, Timer,
+};
+use rand_pcg::Pcg64;
+use std::collections::BTreeMap;
+use std::num::{NonZeroU32, NonZeroUsize};
+use std::time::{Duration, Instant};
+
+/// SWIM probe period: each member probes one other member this often.
+pub const PROBE_PERIOD: Duration = Duration::from_secs(1);
+
+/// How long a direct probe waits for its ack before asking
+/// [`INDIRECT_PROBES`] other members to probe on its behalf.
+pub const PROBE_RTT: Duration = Duration::from_millis(400);
+
+/// Members asked to probe indirectly.
+pub const INDIRECT_PROBES: usize = 3;
+
+/// How long a suspect member has to refute the suspicion before it is
+/// declared down.
+pub const SUSPECT_TO_DOWN: Duration = Duration::from_secs(3);
+
+/// How often a member gossips its updates to [`GOSSIP_FANOUT`] others,
+/// besides piggybacking them on probes.
+pub const GOSSIP_PERIOD: Duration = Duration::from_millis(200);
+
+/// Members each periodic gossip goes to.
+pub const GOSSIP_FANOUT: usize = 3;
+
+/// How often a member asks one other for its member list (heals a
+/// cluster that joined through different seeds).
+pub const ANNOUNCE_PERIOD: Duration = Duration::from_secs(10);
+
+/// How often a member announces itself to members it holds down, so a
+/// partition heals without an operator.
+pub const ANNOUNCE_DOWN_PERIOD: Duration = Duration::from_secs(3);
+
+/// Timers pending at once; foca keeps a handful per member, so this is
+/// only reached if something is badly wrong (then timers are dropped and
+/// counted, and foca recovers on its next periodic timer).
+pub const MAX_TIMERS: usize = 16 * 1024;
+
+/// A member as SWIM knows it: the node id is its address (one live
+/// identity per id), and the incarnation counter makes a restarted or
+/// rejoining node a new identity that wins over its old one.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SwimId {
+    /// The node's id.
+    pub node: NodeId,
+    /// Where it accepts peers.
+    pub listen: String,
+    /// Its renew counter: the start time in microseconds since the Unix
+    /// epoch, plus one per rejoin.
+    pub incarnation: u64,
+}
+
+impl foca::Identity for SwimId {
+    type Addr = NodeId;
+
+    fn renew(&self) -> Option<Self> {
+        Some(SwimId {
+            incarnation: self.incarnation.wrapping_add(1),
+            ..self.clone()
+        })
+    }
+
+    fn addr(&self) -> NodeId {
+        self.node
+    }
+
+    fn win_addr_conflict(&self, adversary: &Self) -> bool {
+        self.incarnation > adversary.incarnation
+    }
+}
+
+/// A change in who is live, for the driver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// SWIM holds `node` alive (new, or back after being down).
+    Up {
+        /// The node.
+        node: NodeId,
+        /// Where to dial it.
+        listen: String,
+    },
+    /// SWIM declared `node` down.
+    Down {
+        /// The node.
+        node: NodeId,
+    },
+}
+
+/// What the driver must do after feeding [`Swim`].
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// Datagrams to send: to node, its listen address (to dial if there is
+    /// no link yet), the bytes for a `Gossip` frame.
+    pub send: Vec<(NodeId, String, Bytes)>,
+    /// Membership changes, in order.
+    pub changes: Vec<Change>,
+    /// Timers dropped because [`MAX_TIMERS`] were pending.
+    pub dropped_timers: usize,
+}
+
+/// Why a gossip frame was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum GossipError {
+    /// The datagram claims to come from another node than the link's
+    /// certificate-authenticated peer.
+    #[error("gossip from node {from} claims to come from node {claimed}")]
+    Spoofed {
+        /// The link's peer.
+        from: NodeId,
+        /// The datagram's claimed sender.
+        claimed: NodeId,
+    },
+    /// Not a SWIM datagram: its header does not decode.
+    #[error("undecodable gossip: {0}")]
+    Undecodable(String),
+    /// Foca refused the datagram (too big, a bad body, addressed to an
+    /// identity we no longer have, from ourselves); some of these are
+    /// routine after a rejoin.
+    #[error("gossip refused: {0}")]
+    Refused(String),
+}
+
+/// The settings every member must share (documented in docs/PROTOCOL.md).
+pub fn config() -> Config {
+    let mut c = Config::new_lan(NonZeroU32::new(16).unwrap_or(NonZeroU32::MIN));
+    c.probe_period = PROBE_PERIOD;
+    c.probe_rtt = PROBE_RTT;
+    c.num_indirect_probes = NonZeroUsize::new(INDIRECT_PROBES).unwrap_or(NonZeroUsize::MIN);
+    c.suspect_to_down_after = SUSPECT_TO_DOWN;
+    c.max_packet_size = NonZeroUsize::new(MAX_GOSSIP).unwrap_or(NonZeroUsize::MIN);
+    c.notify_down_members = true;
+    c.periodic_gossip = Some(PeriodicParams {
+        frequency: GOSSIP_PERIOD,
+        num_members: NonZeroUsize::new(GOSSIP_FANOUT).unwrap_or(NonZeroUsize::MIN),
+    });
+    c.periodic_announce = Some(PeriodicParams {
+        frequency: ANNOUNCE_PERIOD,
+        num_members: NonZeroUsize::MIN,
+    });
+    c.periodic_announce_to_down_members = Some(PeriodicParams {
+        frequency: ANNOUNCE_DOWN_PERIOD,
+        num_members: NonZeroUsize::new(2).unwrap_or(NonZeroUsize::MIN),
+    });
+    c
+}
+
+type SwimFoca = Foca<SwimId, PostcardCodec, Pcg64, NoCustomBroadcast>;
+
+/// One node's SWIM failure detector.
+pub struct Swim {
+    foca: SwimFoca,
+    runtime: AccumulatingRuntime<SwimId>,
+    /// Foca's timers by due time (and a sequence number to keep equal
+    /// times apart).
+    timers: BTreeMap<(Instant, u64), Timer<SwimId>>,
+    seq: u64,
+}
+
+impl Swim {
+    /// A detector for node `me`, with `seed` for foca's random member
+    /// choices and [`config`]'s settings.
+    pub fn new(me: SwimId, seed: u64) -> Swim {
+        Swim::with_config(me, seed, config())
+    }
+
+    /// A detector with other settings (tests shorten the periods).
+    pub fn with_config(me: SwimId, seed: u64, config: Config) -> Swim {
+        let rng = Pcg64::new(u128::from(seed) | (u128::from(me.node) << 64), 0xa02b);
+        Swim {
+            foca: Foca::new(me, config, rng, PostcardCodec),
+            runtime: AccumulatingRuntime::new(),
+            timers: BTreeMap::new(),
+            seq: 0,
+        }
+    }
+
+    /// This node's current identity (its incarnation changes when it
+    /// rejoins after being declared down).
+    pub fn identity(&self) -> &SwimId {
+        self.foca.identity()
+    }
+
+    /// Asks `node` (just linked, incarnation unknown) to add us and send
+    /// its member list: foca accepts an announce addressed to any
+    /// incarnation of the node.
+    pub fn announce(&mut self, node: NodeId, listen: String, now: Instant) -> Effects {
+        let dst = SwimId {
+            node,
+            listen,
+            incarnation: 0,
+        };
+        if let Err(e) = self.foca.announce(dst, &mut self.runtime) {
+            tracing::debug!(node, error = %e, "swim: announce");
+        }
+        self.drain(now)
+    }
+
+    /// A `Gossip` frame from `from` (the link's authenticated peer).
+    pub fn receive(
+        &mut self,
+        from: NodeId,
+        data: &[u8],
+        now: Instant,
+    ) -> Result<Effects, GossipError> {
+        // Members are authenticated by certificate; a datagram must speak
+        // for the member that sent it, so one member cannot suspect or
+        // refute on another's behalf.
+        let header = Codec::<SwimId>::decode_header(&mut PostcardCodec, data)
+            .map_err(|e| GossipError::Undecodable(e.to_string()))?;
+        if header.src.node != from {
+            return Err(GossipError::Spoofed {
+                from,
+                claimed: header.src.node,
+            });
+        }
+        let result = self.foca.handle_data(data, &mut self.runtime);
+        let effects = self.drain(now);
+        result.map_err(|e| GossipError::Refused(e.to_string()))?;
+        Ok(effects)
+    }
+
+    /// Fires the timers due by `now`.
+    pub fn tick(&mut self, now: Instant) -> Effects {
+        let mut effects = Effects::default();
+        while let Some(entry) = self.timers.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let timer = entry.remove();
+            if let Err(e) = self.foca.handle_timer(timer, &mut self.runtime) {
+                tracing::debug!(error = %e, "swim: timer");
+            }
+            let more = self.drain(now);
+            effects.send.extend(more.send);
+            effects.changes.extend(more.changes);
+            effects.dropped_timers += more.dropped_timers;
+        }
+        effects
+    }
+
+    /// When the next timer is due, if any.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.timers.keys().next().map(|&(at, _)| at)
+    }
+
+    /// Ids of the members SWIM holds alive or suspect.
+    pub fn alive(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.foca.iter_members().map(|m| m.id().node)
+    }
+
+    /// Everything foca asked for during the last call.
+    fn drain(&mut self, now: Instant) -> Effects {
+        let mut effects = Effects::default();
+        while let Some((to, data)) = self.runtime.to_send() {
+            effects.send.push((to.node, to.listen, data));
+        }
+        while let Some((after, timer)) = self.runtime.to_schedule() {
+            if self.timers.len() >= MAX_TIMERS {
+                effects.dropped_timers += 1;
+                continue;
+            }
+            self.seq += 1;
+            self.timers.insert((now + after, self.seq), timer);
+        }
+        while let Some(n) = self.runtime.to_notify() {
+            match n {
+                OwnedNotification::MemberUp(id) => effects.changes.push(Change::Up {
+                    node: id.node,
+                    listen: id.listen,
+                }),
+                OwnedNotification::MemberDown(id) => {
+                    effects.changes.push(Change::Down { node: id.node })
+                }
+                OwnedNotification::Rejoin(id) => {
+                    tracing::info!(
+                        incarnation = id.incarnation,
+                        "swim: this node was declared down; rejoined as a new incarnation"
+                    )
+                }
+                OwnedNotification::Defunct => {
+                    tracing::warn!("swim: this node was declared down and cannot rejoin")
+                }
+                other => tracing::debug!(?other, "swim"),
+            }
+        }
+        effects
+    }
+}
+
+#[cfg(test)]
+mod tests;
