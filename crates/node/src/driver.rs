@@ -27,8 +27,15 @@ pub const MAX_PENDING: usize = 4096;
 /// the cluster's blocks, with room for imbalance); beyond, the oldest go.
 const HASHES_PER_BLOCK: usize = 4;
 
-/// Forwarded singlets waiting for their hash.
-const MAX_UNVERIFIED: usize = 64;
+/// Bytes of forwarded singlets waiting for their hash, part of the budget's
+/// reserve (their bytes outlive the cache's copy if it is evicted first).
+const UNVERIFIED_BYTES: usize = 4 << 20;
+
+/// Forwarded singlets waiting for their hash: `UNVERIFIED_BYTES` worth, and
+/// at least 64 (a burst of evictions at a busy peer sends many at once).
+fn max_unverified(block_size: u32) -> usize {
+    (UNVERIFIED_BYTES / block_size.max(1) as usize).max(64)
+}
 
 /// Members remembered as declared down (the oldest is forgotten first).
 const MAX_DOWN: usize = crate::frame::MAX_MEMBERS;

@@ -122,7 +122,8 @@ impl Driver {
                 // simulator delivers it; its bytes are checked with the
                 // manager before any local read uses them (a peer that
                 // gets them checks them itself).
-                if self.unverified.len() >= MAX_UNVERIFIED && !self.unverified.contains_key(&block)
+                if self.unverified.len() >= max_unverified(self.cfg.block_size)
+                    && !self.unverified.contains_key(&block)
                 {
                     self.metrics.dropped_messages.inc();
                     self.out.send(
