@@ -97,6 +97,12 @@ pub struct Counters {
     pub timeouts: u64,
     /// Peer blocks that failed verification.
     pub integrity_failures: u64,
+    /// Messages dropped (a peer's queue full, or too many recirculated
+    /// blocks awaiting verification).
+    pub dropped_messages: u64,
+    /// Blocks cached now (a level, not a count of events: `since` keeps
+    /// the later value).
+    pub cached_blocks: u64,
 }
 
 impl Counters {
@@ -109,6 +115,8 @@ impl Counters {
             origin_bytes: s.origin_bytes,
             timeouts: s.timeouts,
             integrity_failures: s.integrity_failures,
+            cached_blocks: s.cached_blocks,
+            dropped_messages: node.metrics().dropped_messages.get(),
         })
     }
 
@@ -132,6 +140,8 @@ impl Counters {
             origin_bytes: self.origin_bytes + other.origin_bytes,
             timeouts: self.timeouts + other.timeouts,
             integrity_failures: self.integrity_failures + other.integrity_failures,
+            cached_blocks: self.cached_blocks + other.cached_blocks,
+            dropped_messages: self.dropped_messages + other.dropped_messages,
         }
     }
 
@@ -152,6 +162,10 @@ impl Counters {
             integrity_failures: self
                 .integrity_failures
                 .saturating_sub(earlier.integrity_failures),
+            cached_blocks: self.cached_blocks,
+            dropped_messages: self
+                .dropped_messages
+                .saturating_sub(earlier.dropped_messages),
         }
     }
 
@@ -198,11 +212,8 @@ impl Drop for Bar {
     }
 }
 
-/// Writes a plot and says where, unless `path` is empty.
+/// Writes a plot and says where.
 pub fn plot_to(path: &Path, draw: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    if path.as_os_str().is_empty() {
-        return Ok(());
-    }
     draw(path)?;
     eprintln!("plot: {}", path.display());
     Ok(())

@@ -52,7 +52,7 @@ pub struct StaggeredArgs {
     /// Seed of the files' bytes.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Where to write the plot (empty: no plot).
+    /// Where to write the plot.
     #[arg(long, default_value = "coopcache-bench-staggered.png")]
     plot: PathBuf,
     /// JSON lines instead of tables.
@@ -407,21 +407,24 @@ fn plot(path: &Path, args: &StaggeredArgs, out: &Outcome) -> Result<()> {
         .collect();
     let file = args.file_size as f64;
     let readers = 1..=args.readers;
+    // The cache's line last, so that it is drawn over the target's.
     let series = [
         Series {
-            name: "coopcache",
-            points: cache,
+            name: "target (1.01x the file)",
+            points: readers
+                .clone()
+                .map(|k| (f64::from(k), mib(file * 1.01)))
+                .collect(),
         },
         Series {
             name: "no cooperation (every reader reads the origin)",
             points: readers
-                .clone()
                 .map(|k| (f64::from(k), mib(file * f64::from(k))))
                 .collect(),
         },
         Series {
-            name: "target (1.01x the file)",
-            points: readers.map(|k| (f64::from(k), mib(file * 1.01))).collect(),
+            name: "coopcache",
+            points: cache,
         },
     ];
     xy(

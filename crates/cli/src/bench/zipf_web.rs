@@ -81,7 +81,7 @@ pub struct ZipfWebArgs {
     /// Seed of the file set and the draws.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Where to write the plot (empty: no plot).
+    /// Where to write the plot.
     #[arg(long, default_value = "coopcache-bench-zipf-web.png")]
     plot: PathBuf,
     /// JSON lines instead of a table.
