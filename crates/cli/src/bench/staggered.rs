@@ -123,8 +123,12 @@ const PAPER_PCT: [f64; 3] = [24.5, 2.9, 0.5];
 const TARGET_PCT: [f64; 3] = [5.0, 1.0, 0.5];
 
 pub fn run(args: StaggeredArgs) -> Result<()> {
-    if args.readers == 0 || args.file_size == 0 || args.overhead_sizes.contains(&0) {
-        bail!("--readers, --file-size and --overhead-sizes must be at least 1");
+    if args.readers == 0
+        || args.file_size == 0
+        || args.block_size == 0
+        || args.overhead_sizes.contains(&0)
+    {
+        bail!("--readers, --file-size, --block-size and --overhead-sizes must be at least 1");
     }
     let Some(out) = in_tempdir("coopcache-bench-staggered-", |dir| bench(&args, dir))? else {
         return Ok(());
