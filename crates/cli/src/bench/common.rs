@@ -1,0 +1,240 @@
+//! What every live benchmark shares: a temporary directory and runtime that
+//! are cleaned up also on Ctrl-C, seeded origin files, a progress bar on
+//! terminals, per-node counters, and medians.
+
+use anyhow::Result;
+use coopcache_node::NodeHandle;
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Runs `body` on a fresh runtime with a temporary directory named after
+/// `prefix`, which is removed when the benchmark ends, fails or is
+/// interrupted. `None` means Ctrl-C stopped it.
+pub fn in_tempdir<T, F, Fut>(prefix: &str, body: F) -> Result<Option<T>>
+where
+    F: FnOnce(PathBuf) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let rt = crate::live::runtime()?;
+    let tmp = tempfile::Builder::new().prefix(prefix).tempdir()?;
+    let dir = tmp.path().to_path_buf();
+    let outcome = rt.block_on(async {
+        tokio::select! {
+            r = body(dir) => r.map(Some),
+            _ = tokio::signal::ctrl_c() => Ok(None),
+        }
+    });
+    // Nodes still running (on error or Ctrl-C) are aborted with the runtime,
+    // before their files go.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    drop(tmp);
+    if matches!(outcome, Ok(None)) {
+        eprintln!("interrupted; cluster stopped and temporary files removed");
+    }
+    outcome
+}
+
+/// Writes `size` seeded random bytes to `dir/name` and returns them, so
+/// that every byte read through the cache can be compared with the origin.
+pub fn write_origin_file(dir: &Path, name: &str, size: u64, rng: &mut Pcg64Mcg) -> Result<Vec<u8>> {
+    std::fs::create_dir_all(dir)?;
+    let mut data = vec![0u8; usize::try_from(size)?];
+    rng.fill(&mut data[..]);
+    std::fs::write(dir.join(name), &data)?;
+    Ok(data)
+}
+
+/// The benchmark's random generator for `seed` and `stream` (one stream
+/// per purpose, so that changing one does not shift another).
+pub fn rng(seed: u64, stream: u64) -> Pcg64Mcg {
+    Pcg64Mcg::seed_from_u64(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// Bytes of `got` that differ from `expected` (a length mismatch counts
+/// the missing or extra bytes as wrong).
+pub fn wrong_bytes(got: &[u8], expected: &[u8]) -> u64 {
+    let differ = got.iter().zip(expected).filter(|(a, b)| a != b).count();
+    (differ + got.len().abs_diff(expected.len())) as u64
+}
+
+/// The median of `xs` (the mean of the middle two for an even count; 0
+/// for none).
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Seconds `fut` took, with its output.
+pub async fn timed<T>(fut: impl Future<Output = T>) -> (T, f64) {
+    let started = Instant::now();
+    let out = fut.await;
+    (out, started.elapsed().as_secs_f64())
+}
+
+/// A node's counters at one moment; subtracting two gives what happened
+/// in between.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Counters {
+    /// Block reads by level (local, manager, peer, origin).
+    pub reads: BTreeMap<String, u64>,
+    /// Origin requests.
+    pub origin_reads: u64,
+    /// Bytes from the origin.
+    pub origin_bytes: u64,
+    /// Reads that gave up on a peer and went to the origin.
+    pub timeouts: u64,
+    /// Peer blocks that failed verification.
+    pub integrity_failures: u64,
+    /// Messages dropped (a peer's queue full, or too many recirculated
+    /// blocks awaiting verification).
+    pub dropped_messages: u64,
+    /// Blocks cached now (a level, not a count of events: `since` keeps
+    /// the later value).
+    pub cached_blocks: u64,
+}
+
+impl Counters {
+    /// `node`'s counters now.
+    pub async fn of(node: &NodeHandle) -> Result<Counters> {
+        let s = node.status().await?;
+        Ok(Counters {
+            reads: s.reads,
+            origin_reads: s.origin_reads,
+            origin_bytes: s.origin_bytes,
+            timeouts: s.timeouts,
+            integrity_failures: s.integrity_failures,
+            cached_blocks: s.cached_blocks,
+            dropped_messages: node.metrics().dropped_messages.get(),
+        })
+    }
+
+    /// The counters of all `nodes`, summed.
+    pub async fn sum(nodes: &[Arc<NodeHandle>]) -> Result<Counters> {
+        let mut total = Counters::default();
+        for n in nodes {
+            total = total.plus(&Counters::of(n).await?);
+        }
+        Ok(total)
+    }
+
+    fn plus(&self, other: &Counters) -> Counters {
+        let mut reads = self.reads.clone();
+        for (level, n) in &other.reads {
+            *reads.entry(level.clone()).or_default() += n;
+        }
+        Counters {
+            reads,
+            origin_reads: self.origin_reads + other.origin_reads,
+            origin_bytes: self.origin_bytes + other.origin_bytes,
+            timeouts: self.timeouts + other.timeouts,
+            integrity_failures: self.integrity_failures + other.integrity_failures,
+            cached_blocks: self.cached_blocks + other.cached_blocks,
+            dropped_messages: self.dropped_messages + other.dropped_messages,
+        }
+    }
+
+    /// What happened between `earlier` and these counters.
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        Counters {
+            reads: self
+                .reads
+                .iter()
+                .map(|(l, n)| {
+                    let before = earlier.reads.get(l).copied().unwrap_or(0);
+                    (l.clone(), n.saturating_sub(before))
+                })
+                .collect(),
+            origin_reads: self.origin_reads.saturating_sub(earlier.origin_reads),
+            origin_bytes: self.origin_bytes.saturating_sub(earlier.origin_bytes),
+            timeouts: self.timeouts.saturating_sub(earlier.timeouts),
+            integrity_failures: self
+                .integrity_failures
+                .saturating_sub(earlier.integrity_failures),
+            cached_blocks: self.cached_blocks,
+            dropped_messages: self
+                .dropped_messages
+                .saturating_sub(earlier.dropped_messages),
+        }
+    }
+
+    /// Block reads served at `level` (`local`, `manager`, `peer`, `origin`).
+    pub fn at(&self, level: &str) -> u64 {
+        self.reads.get(level).copied().unwrap_or(0)
+    }
+}
+
+/// A progress bar over a phase's steps, shown only when stdout and stderr
+/// are both terminals (never in pipes, logs or tests).
+pub struct Bar(Option<ProgressBar>);
+
+impl Bar {
+    /// A bar of `total` steps labelled `what`.
+    pub fn new(total: u64, what: &str) -> Bar {
+        let interactive = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+        Bar(interactive.then(|| {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}",
+                )
+                .expect("the template is valid"),
+            );
+            bar.set_message(what.to_string());
+            bar
+        }))
+    }
+
+    /// One more step done.
+    pub fn inc(&self) {
+        if let Some(bar) = &self.0 {
+            bar.inc(1);
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Writes a plot and says where.
+pub fn plot_to(path: &Path, draw: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    draw(path)?;
+    eprintln!("plot: {}", path.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+
+    #[test]
+    fn wrong_bytes_counts_differences_and_length() {
+        assert_eq!(wrong_bytes(b"abc", b"abc"), 0);
+        assert_eq!(wrong_bytes(b"abd", b"abc"), 1);
+        assert_eq!(wrong_bytes(b"ab", b"abc"), 1);
+        assert_eq!(wrong_bytes(b"xbcde", b"abc"), 3);
+    }
+}

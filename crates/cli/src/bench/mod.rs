@@ -1,0 +1,42 @@
+//! `coopcache bench NAME`: live benchmarks on a loopback cluster, each the
+//! experiment of one of the papers, run side by side with its baseline in
+//! one process so that the machine's drift cancels out.
+//!
+//! Every benchmark takes `--json`, has small defaults that finish in a
+//! minute or two on a 2-core machine and flags to scale up to the paper's
+//! sizes, writes a PNG plot, checks every byte read against the origin, and
+//! keeps its files in a temporary directory removed at the end (also on
+//! Ctrl-C). The slow origin is `Origin::with_delay`: a sleep before every
+//! origin request, never in the cache.
+
+mod common;
+mod netcache;
+mod staggered;
+mod zipf_web;
+
+use clap::Subcommand;
+
+/// The benchmarks.
+#[derive(Subcommand)]
+pub enum BenchCmd {
+    /// Netcache's experiment: one busy node reads random 1 KiB ranges of a
+    /// file larger than its memory, with 0 to 6 idle peers, against the
+    /// same node without cooperation.
+    Netcache(netcache::NetcacheArgs),
+    /// C2Cfs's synthetic read: nodes read the same file one after another;
+    /// origin bytes per reader, and one node's overhead against reading
+    /// the origin directly.
+    Staggered(staggered::StaggeredArgs),
+    /// C2Cfs's Filebench web-server run: nodes in turn read Zipf-popular
+    /// whole files; origin bytes per node against the first.
+    ZipfWeb(zipf_web::ZipfWebArgs),
+}
+
+/// Runs one benchmark.
+pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
+    match cmd {
+        BenchCmd::Netcache(args) => netcache::run(args),
+        BenchCmd::Staggered(args) => staggered::run(args),
+        BenchCmd::ZipfWeb(args) => zipf_web::run(args),
+    }
+}

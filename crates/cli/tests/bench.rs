@@ -1,0 +1,178 @@
+//! `coopcache bench netcache|staggered|zipf-web` with tiny parameters: the
+//! JSON has the promised shape, no read returns wrong bytes, and what the
+//! cache must do (serve idle peers' blocks, keep staggered readers off the
+//! origin, serve later nodes' popular files) it does.
+
+mod common;
+use common::coopcache_args;
+use serde_json::Value;
+use std::path::Path;
+
+/// Runs `coopcache bench` with `args`, a plot in `dir`, and `--json`;
+/// returns the JSON lines.
+fn bench(dir: &Path, args: &[&str]) -> Vec<Value> {
+    let plot = dir.join("bench.png");
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", "--plot", plot.to_str().unwrap()]);
+    let out = coopcache_args(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{all:?} failed: {stderr}");
+    assert!(
+        std::fs::metadata(&plot).map(|m| m.len()).unwrap_or(0) > 1000,
+        "{all:?} wrote no plot"
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn u(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+#[test]
+fn netcache_idle_peer_serves_the_busy_nodes_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = bench(
+        dir.path(),
+        &[
+            "netcache",
+            "--file-size",
+            "1MiB",
+            "--reads",
+            "150",
+            "--peers",
+            "0,1",
+            "--origin-delay",
+            "2ms",
+            "--prime-passes",
+            "1",
+        ],
+    );
+    assert_eq!(rows.len(), 3, "base, then 0 and 1 idle peers: {rows:?}");
+    let (base, alone, one) = (&rows[0], &rows[1], &rows[2]);
+    assert_eq!(base["algorithm"], "base");
+    assert_eq!(f(base, "relative"), 1.0);
+    for (r, peers) in [(alone, 0), (one, 1)] {
+        assert_eq!(r["algorithm"], "nchance");
+        assert_eq!(u(r, "peers"), peers);
+        assert!(r["target"].is_number() && r["met"].is_boolean(), "{r}");
+    }
+    for r in &rows {
+        assert_eq!(u(r, "wrong_bytes"), 0, "{r}");
+        assert_eq!(u(r, "integrity_failures"), 0, "{r}");
+        assert_eq!(u(r, "reads"), 150);
+        assert!(f(r, "seconds") > 0.0 && f(r, "mean_read_ms") > 0.0, "{r}");
+    }
+    assert_eq!(f(base, "peer"), 0.0, "no cooperation, no peer reads");
+    assert_eq!(f(alone, "peer"), 0.0, "no peer to read from");
+    assert!(f(base, "origin") > 0.0, "the file does not fit: {base}");
+    assert!(f(one, "peer") > 0.0, "the idle peer served nothing: {one}");
+    assert!(
+        f(one, "origin") < f(base, "origin"),
+        "the idle peer saved no origin reads: {one} vs {base}"
+    );
+}
+
+#[test]
+fn staggered_readers_after_the_first_stay_off_the_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 1u64 << 20;
+    let rows = bench(
+        dir.path(),
+        &[
+            "staggered",
+            "--file-size",
+            "1MiB",
+            "--origin-delay",
+            "1ms",
+            "--overhead-sizes",
+            "64KiB,256KiB,1MiB",
+            "--overhead-reps",
+            "1",
+        ],
+    );
+    let kind = |k: &str| rows.iter().filter(|r| r["kind"] == k).collect::<Vec<_>>();
+    let (readers, total, overhead) = (kind("reader"), kind("total"), kind("overhead"));
+    assert_eq!(
+        (readers.len(), total.len(), overhead.len()),
+        (4, 1, 3),
+        "{rows:?}"
+    );
+    assert_eq!(
+        u(readers[0], "origin_bytes"),
+        size,
+        "the first reader reads the origin"
+    );
+    let sum: u64 = readers.iter().map(|r| u(r, "origin_bytes")).sum();
+    let total = total[0];
+    assert_eq!(u(total, "origin_bytes"), sum);
+    assert!(
+        sum as f64 <= 1.01 * size as f64,
+        "{sum} origin bytes for a {size}-byte file"
+    );
+    assert_eq!(total["met"], true);
+    assert_eq!(u(total, "wrong_bytes"), 0);
+    assert_eq!(u(total, "integrity_failures"), 0);
+    for r in &readers {
+        assert_eq!(u(r, "wrong_bytes"), 0, "{r}");
+    }
+    for (o, size) in overhead.iter().zip([64u64 << 10, 256 << 10, 1 << 20]) {
+        assert_eq!(u(o, "file_size"), size);
+        assert_eq!(u(o, "wrong_bytes"), 0, "{o}");
+        assert!(
+            f(o, "node_seconds") > 0.0 && f(o, "direct_seconds") > 0.0,
+            "{o}"
+        );
+        assert!(o["target_pct"].is_number(), "{o}");
+    }
+}
+
+#[test]
+fn zipf_web_later_nodes_read_less_from_the_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = bench(
+        dir.path(),
+        &[
+            "zipf-web",
+            "--files",
+            "120",
+            "--reads",
+            "150",
+            "--mean-file-size",
+            "16KiB",
+            "--origin-delay",
+            "1ms",
+        ],
+    );
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    let first = u(&rows[0], "origin_bytes");
+    assert!(first > 0);
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(u(r, "node"), k as u64 + 1);
+        assert_eq!(u(r, "wrong_bytes"), 0, "{r}");
+        assert_eq!(u(r, "integrity_failures"), 0, "{r}");
+        // No cache can avoid reading files nobody read before.
+        assert!(u(r, "origin_bytes") >= u(r, "compulsory_bytes"), "{r}");
+        if k > 0 {
+            assert!(
+                u(r, "origin_bytes") < first,
+                "node {} read as much as node 1: {r}",
+                k + 1
+            );
+            assert!(u(r, "peer") > 0, "{r}");
+            assert!(r["met"].is_boolean(), "{r}");
+        }
+    }
+}
