@@ -100,8 +100,9 @@ pub enum Event {
         hops: u8,
         /// How long the origin took.
         took: Duration,
-        /// The bytes or the error.
-        result: Result<Bytes, Arc<OriginError>>,
+        /// The bytes and their BLAKE3 hash (computed by the read's own
+        /// task, off the driver's serial path), or the error.
+        result: Result<(Bytes, Hash), Arc<OriginError>>,
     },
     /// Asks for the node's status.
     Status(oneshot::Sender<Status>),

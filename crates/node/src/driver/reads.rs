@@ -104,6 +104,10 @@ impl Driver {
             let result = origin
                 .read(&path, &version, start..end)
                 .await
+                .map(|data| {
+                    let hash = blake3_of(&data);
+                    (data, hash)
+                })
                 .map_err(Arc::new);
             let _ = events
                 .send(Event::OriginDone {
@@ -120,15 +124,14 @@ impl Driver {
         &mut self,
         block: BlockId,
         hops: u8,
-        result: Result<Bytes, Arc<OriginError>>,
+        result: Result<(Bytes, Hash), Arc<OriginError>>,
     ) {
         let Some(p) = self.pending.get_mut(&block) else {
             return;
         };
         match result {
-            Ok(data) => {
+            Ok((data, hash)) => {
                 self.metrics.origin_bytes.inc_by(data.len() as u64);
-                let hash = blake3_of(&data);
                 let len = data.len() as u32;
                 if p.machine_done {
                     let p = self.pending.remove(&block).expect("checked above");
