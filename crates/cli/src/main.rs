@@ -1,6 +1,7 @@
 //! The `coopcache` command.
 
 mod access;
+mod bench;
 mod classes;
 mod cluster;
 mod coop;
@@ -44,6 +45,10 @@ enum Command {
     Status(access::StatusArgs),
     /// A 4-node cluster on loopback, read with and without cooperation.
     Demo(Box<demo::DemoArgs>),
+    /// Live benchmarks on loopback: latency (against memcached and Redis),
+    /// algorithms (live against the simulator).
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
 }
 
 #[derive(clap::Args)]
@@ -87,6 +92,7 @@ fn main() -> ExitCode {
         Command::Cat(args) => access::cat(args),
         Command::Status(args) => access::status(args),
         Command::Demo(args) => demo::run(*args),
+        Command::Bench(cmd) => bench::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

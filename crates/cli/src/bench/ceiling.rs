@@ -1,0 +1,100 @@
+//! The loopback's physical ceiling, measured with tokio in the same run as
+//! the caches: the round trip of a 1-byte ping-pong and the throughput of
+//! one TCP stream.
+
+use crate::bench::measure::quantile_us;
+use anyhow::Result;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Bytes per write of the stream test.
+const CHUNK: usize = 256 << 10;
+
+/// Round trips timed at most (the rest only run the clock out).
+const MAX_PINGS: usize = 1 << 20;
+
+/// The loopback ceiling.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Ceiling {
+    /// Median round trip of a 1-byte ping-pong, microseconds.
+    pub rtt_p50_us: f64,
+    /// 99th percentile of it.
+    pub rtt_p99_us: f64,
+    /// One TCP stream's throughput, GB/s (10^9 bytes).
+    pub stream_gb_s: f64,
+}
+
+/// Measures both for `duration` each.
+pub async fn measure(duration: Duration) -> Result<Ceiling> {
+    let (rtt_p50_us, rtt_p99_us) = ping_pong(duration).await?;
+    let stream_gb_s = stream(duration).await?;
+    Ok(Ceiling {
+        rtt_p50_us,
+        rtt_p99_us,
+        stream_gb_s,
+    })
+}
+
+async fn pair() -> Result<(TcpStream, TcpStream)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let client = TcpStream::connect(listener.local_addr()?);
+    let (client, accepted) = tokio::join!(client, listener.accept());
+    let (client, (server, _)) = (client?, accepted?);
+    // As the nodes' links do: small frames go out at once.
+    client.set_nodelay(true)?;
+    server.set_nodelay(true)?;
+    Ok((client, server))
+}
+
+async fn ping_pong(duration: Duration) -> Result<(f64, f64)> {
+    let (mut client, mut server) = pair().await?;
+    let echo = tokio::spawn(async move {
+        let mut b = [0u8; 1];
+        while server.read_exact(&mut b).await.is_ok() {
+            if server.write_all(&b).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut samples = Vec::new();
+    let end = Instant::now() + duration;
+    let mut b = [7u8; 1];
+    while Instant::now() < end {
+        let t = Instant::now();
+        client.write_all(&b).await?;
+        client.read_exact(&mut b).await?;
+        if samples.len() < MAX_PINGS {
+            samples.push(t.elapsed());
+        }
+    }
+    drop(client);
+    let _ = echo.await;
+    samples.sort_unstable();
+    Ok((quantile_us(&samples, 0.5), quantile_us(&samples, 0.99)))
+}
+
+async fn stream(duration: Duration) -> Result<f64> {
+    let (mut client, mut server) = pair().await?;
+    let writer = tokio::spawn(async move {
+        let chunk = vec![0x5au8; CHUNK];
+        let end = Instant::now() + duration;
+        while Instant::now() < end {
+            client.write_all(&chunk).await?;
+        }
+        anyhow::Ok(())
+    });
+    let mut buf = vec![0u8; CHUNK];
+    let mut bytes = 0u64;
+    let start = Instant::now();
+    loop {
+        let n = server.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        bytes += n as u64;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    writer.await??;
+    Ok(bytes as f64 / secs.max(f64::MIN_POSITIVE) / 1e9)
+}

@@ -1,0 +1,393 @@
+//! `coopcache bench latency`: remote-memory hits for 8 KiB blocks between
+//! two nodes on loopback, at several reader concurrencies, next to the
+//! loopback TCP ceiling and memcached and Redis, all in one run.
+//!
+//! The reader's reads are made peer hits: the peer reads (primes) the
+//! whole file first, so it caches every block; the reader's cache is the
+//! smallest the budget allows (16 blocks), and its readers take the file's
+//! blocks in turn from a shared cursor, so a block comes round again only
+//! after `--blocks` reads, long after the reader's LRU dropped it. Every
+//! read therefore misses locally and Greedy Forwarding sends it to the
+//! peer. Each read's returned `Level` is counted, and the share of
+//! measured reads that were peer hits is reported next to the figures.
+
+use crate::bench::baseline::{self, GetWorker, Kind};
+use crate::bench::ceiling::{self, Ceiling};
+use crate::bench::measure::{Summary, Worker, closed_loop};
+use crate::live::{parse_duration, runtime};
+use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
+use anyhow::{Result, bail};
+use coopcache_core::coop::Level;
+use coopcache_node::origin::FileVersion;
+use coopcache_node::{LiveAlgorithm, NodeHandle};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Block (and value) size: the papers' 8 KiB.
+const BLOCK: usize = 8 << 10;
+/// The reader's cache: the least the memory budget accepts.
+const READER_CACHE_BLOCKS: u64 = 16;
+/// The file read.
+const FILE: &str = "blocks.bin";
+
+#[derive(clap::Args)]
+pub struct LatencyArgs {
+    /// Concurrent readers (and baseline connections), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,48")]
+    concurrency: Vec<usize>,
+    /// Measured time per system and concurrency.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Unmeasured time before each measurement.
+    #[arg(long, default_value = "300ms", value_parser = parse_duration)]
+    warmup: Duration,
+    /// Distinct blocks read in turn (and baseline keys read at random).
+    #[arg(long, default_value_t = 1024)]
+    blocks: u32,
+    /// memcached's worker threads (the issue's figure used 2).
+    #[arg(long, default_value_t = 2)]
+    memcached_threads: u32,
+    /// Skip memcached and Redis.
+    #[arg(long)]
+    no_baselines: bool,
+    /// Directory for the PNG charts.
+    #[arg(long, default_value = "bench-figures")]
+    plot: PathBuf,
+    /// One JSON object instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One system at one concurrency.
+#[derive(serde::Serialize)]
+struct Row {
+    system: String,
+    #[serde(flatten)]
+    summary: Summary,
+    /// coopcache only: measured reads per level (local, manager memory,
+    /// remote node, origin).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    levels: Option<[u64; 4]>,
+    /// coopcache only: the share of measured reads served from the peer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peer_share: Option<f64>,
+}
+
+/// The targets of issue 6, checked on this run.
+#[derive(serde::Serialize)]
+struct Targets {
+    /// coopcache p50 at the lowest concurrency over the loopback round trip (target <= 2).
+    p50_over_rtt: Option<f64>,
+    /// coopcache reads/s over memcached GET/s at the highest concurrency (target >= 1).
+    reads_over_memcached: Option<f64>,
+}
+
+#[derive(serde::Serialize)]
+struct Report {
+    block_size: usize,
+    ceiling: Ceiling,
+    rows: Vec<Row>,
+    integrity_failures: u64,
+    timeouts: u64,
+    targets: Targets,
+}
+
+pub fn run(args: LatencyArgs) -> Result<()> {
+    if args.concurrency.is_empty() || args.concurrency.contains(&0) {
+        bail!("--concurrency needs positive numbers, e.g. 1,48");
+    }
+    if args.blocks < 2 * READER_CACHE_BLOCKS as u32 {
+        bail!(
+            "--blocks must be at least {} (twice the reader's cache), so reads miss locally",
+            2 * READER_CACHE_BLOCKS
+        );
+    }
+    // Missing servers are named before anything runs.
+    let exes = if args.no_baselines {
+        Vec::new()
+    } else {
+        vec![
+            (Kind::Memcached, baseline::find(Kind::Memcached)?),
+            (Kind::Redis, baseline::find(Kind::Redis)?),
+        ]
+    };
+    let rt = runtime()?;
+    let tmp = tempfile::Builder::new()
+        .prefix("coopcache-bench-latency-")
+        .tempdir()?;
+    let outcome = rt.block_on(async {
+        tokio::select! {
+            r = bench(&args, &exes, tmp.path()) => r.map(Some),
+            _ = tokio::signal::ctrl_c() => Ok(None),
+        }
+    });
+    // Dropping the futures above killed any server still running.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    drop(tmp);
+    let Some(report) = outcome? else {
+        eprintln!("interrupted; servers and cluster stopped, temporary files removed");
+        return Ok(());
+    };
+    if args.json {
+        crate::output::print_json([&report])?;
+    } else {
+        print_report(&report);
+    }
+    plot(&args.plot, &report)?;
+    eprintln!("plots: {}", args.plot.display());
+    Ok(())
+}
+
+async fn bench(args: &LatencyArgs, exes: &[(Kind, PathBuf)], dir: &Path) -> Result<Report> {
+    eprintln!("loopback ceiling ...");
+    let ceiling = ceiling::measure(args.duration).await?;
+    let (mut rows, integrity_failures, timeouts) = coopcache(args, dir).await?;
+    for (kind, exe) in exes {
+        rows.extend(run_baseline(args, *kind, exe, dir).await?);
+    }
+    let at = |system: &str, c: usize| {
+        rows.iter()
+            .find(|r| r.system == system && r.summary.concurrency == c)
+    };
+    let low = args.concurrency.iter().copied().min().unwrap_or(1);
+    let high = args.concurrency.iter().copied().max().unwrap_or(1);
+    let targets = Targets {
+        p50_over_rtt: at("coopcache", low).map(|r| r.summary.p50_us / ceiling.rtt_p50_us),
+        reads_over_memcached: at("coopcache", high)
+            .zip(at("memcached", high))
+            .map(|(c, m)| c.summary.per_s / m.summary.per_s),
+    };
+    Ok(Report {
+        block_size: BLOCK,
+        ceiling,
+        rows,
+        integrity_failures,
+        timeouts,
+        targets,
+    })
+}
+
+/// A reader on node 0 reading the primed file's blocks in turn.
+struct Reader {
+    node: Arc<NodeHandle>,
+    path: Arc<str>,
+    version: Arc<FileVersion>,
+    blocks: u32,
+    /// Shared by all readers: the next block to read.
+    cursor: Arc<AtomicU64>,
+    levels: [u64; 4],
+}
+
+impl Worker for Reader {
+    async fn op(&mut self, measured: bool) -> Result<()> {
+        let b = (self.cursor.fetch_add(1, Ordering::Relaxed) % u64::from(self.blocks)) as u32;
+        let (data, level) = self.node.read_block(&self.path, &self.version, b).await?;
+        if data.len() != BLOCK {
+            bail!("block {b}: {} bytes, expected {BLOCK}", data.len());
+        }
+        if measured {
+            self.levels[level.index()] += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The two-node cluster: primes the peer, then measures the reader at
+/// each concurrency. Returns the rows and the cluster's integrity failures
+/// and peer timeouts.
+async fn coopcache(args: &LatencyArgs, dir: &Path) -> Result<(Vec<Row>, u64, u64)> {
+    let origin = dir.join("origin");
+    std::fs::create_dir_all(&origin)?;
+    let mut data = vec![0u8; args.blocks as usize * BLOCK];
+    Pcg64Mcg::seed_from_u64(7).fill(&mut data[..]);
+    std::fs::write(origin.join(FILE), &data)?;
+    drop(data);
+    let mut spec = LoopbackSpec::new(dir, 2, origin)?;
+    spec.algorithm = LiveAlgorithm::Greedy;
+    spec.block_size = BLOCK as u32;
+    let bs = BLOCK as u64;
+    // The peer holds the whole file with room to spare.
+    let caches = [READER_CACHE_BLOCKS * bs, 2 * u64::from(args.blocks) * bs];
+    let nodes = start_cluster(&spec, &caches).await?;
+    let result = measure_reader(args, &nodes).await;
+    let t = totals(&nodes).await;
+    shutdown(&nodes);
+    let t = t?;
+    Ok((result?, t.integrity_failures, t.timeouts))
+}
+
+async fn measure_reader(args: &LatencyArgs, nodes: &[Arc<NodeHandle>]) -> Result<Vec<Row>> {
+    let (reader, peer) = (&nodes[0], &nodes[1]);
+    eprintln!(
+        "coopcache: priming the peer with {} blocks ...",
+        args.blocks
+    );
+    let primed = peer.read(FILE, None).await?;
+    if primed.len() != args.blocks as usize * BLOCK {
+        bail!("priming read {} bytes", primed.len());
+    }
+    let path: Arc<str> = Arc::from(FILE);
+    let version = reader.stat(FILE).await?;
+    let mut rows = Vec::new();
+    let cursor = Arc::new(AtomicU64::new(0));
+    for &c in &args.concurrency {
+        eprintln!("coopcache: {c} readers ...");
+        let workers = (0..c)
+            .map(|_| Reader {
+                node: reader.clone(),
+                path: path.clone(),
+                version: version.clone(),
+                blocks: args.blocks,
+                cursor: cursor.clone(),
+                levels: [0; 4],
+            })
+            .collect();
+        let (summary, workers) = closed_loop(workers, args.warmup, args.duration).await?;
+        let mut levels = [0u64; 4];
+        for w in &workers {
+            for (l, n) in levels.iter_mut().zip(w.levels) {
+                *l += n;
+            }
+        }
+        let peer_share = levels[Level::RemoteNode.index()] as f64 / summary.ops.max(1) as f64;
+        rows.push(Row {
+            system: "coopcache".into(),
+            summary,
+            levels: Some(levels),
+            peer_share: Some(peer_share),
+        });
+    }
+    Ok(rows)
+}
+
+async fn run_baseline(args: &LatencyArgs, kind: Kind, exe: &Path, dir: &Path) -> Result<Vec<Row>> {
+    eprintln!("{}: starting {} ...", kind.name(), exe.display());
+    let server = baseline::start(kind, exe, args.memcached_threads, dir).await?;
+    baseline::load(&server, args.blocks, BLOCK).await?;
+    let mut rows = Vec::new();
+    for &c in &args.concurrency {
+        eprintln!("{}: {c} connections ...", kind.name());
+        let mut workers = Vec::with_capacity(c);
+        for i in 0..c {
+            workers.push(GetWorker::new(&server, args.blocks, BLOCK, i as u64 + 1).await?);
+        }
+        let (summary, _) = closed_loop(workers, args.warmup, args.duration).await?;
+        rows.push(Row {
+            system: kind.name().into(),
+            summary,
+            levels: None,
+            peer_share: None,
+        });
+    }
+    Ok(rows)
+}
+
+fn print_report(r: &Report) {
+    let c = &r.ceiling;
+    println!(
+        "loopback ceiling: 1-byte round trip p50 {:.1} us (p99 {:.1} us); one TCP stream {:.2} GB/s\n",
+        c.rtt_p50_us, c.rtt_p99_us, c.stream_gb_s
+    );
+    let header = [
+        "system",
+        "concurrency",
+        "p50 us",
+        "p99 us",
+        "reads/s",
+        "peer hits",
+    ];
+    let rows: Vec<Vec<String>> = r
+        .rows
+        .iter()
+        .map(|row| {
+            let s = &row.summary;
+            vec![
+                row.system.clone(),
+                s.concurrency.to_string(),
+                format!("{:.1}", s.p50_us),
+                format!("{:.1}", s.p99_us),
+                format!("{:.0}", s.per_s),
+                row.peer_share
+                    .map_or("-".into(), |p| format!("{:.1}%", 100.0 * p)),
+            ]
+        })
+        .collect();
+    crate::table::print(&header, &rows, 1);
+    println!(
+        "\nintegrity failures {}, peer timeouts {}",
+        r.integrity_failures, r.timeouts
+    );
+    if let Some(x) = r.targets.p50_over_rtt {
+        let verdict = if x <= 2.0 { "met" } else { "missed" };
+        println!("target p50 <= 2x loopback round trip: {x:.1}x ({verdict})");
+    }
+    if let Some(x) = r.targets.reads_over_memcached {
+        let verdict = if x >= 1.0 { "met" } else { "missed" };
+        println!("target reads/s >= memcached's: {x:.2}x ({verdict})");
+    }
+}
+
+/// Latency bars (p50 and p99 per system and concurrency) and throughput
+/// bars (per concurrency, a bar per system).
+fn plot(dir: &Path, r: &Report) -> Result<()> {
+    use crate::plot::{Segment, grouped_bars};
+    std::fs::create_dir_all(dir)?;
+    let groups: Vec<String> = r
+        .rows
+        .iter()
+        .map(|row| format!("{} x{}", row.system, row.summary.concurrency))
+        .collect();
+    grouped_bars(
+        &dir.join("latency-percentiles.png"),
+        "8 KiB reads on loopback: latency",
+        "microseconds",
+        &groups,
+        &[
+            Segment {
+                name: "p50",
+                values: r.rows.iter().map(|row| row.summary.p50_us).collect(),
+            },
+            Segment {
+                name: "p99",
+                values: r.rows.iter().map(|row| row.summary.p99_us).collect(),
+            },
+        ],
+    )?;
+    let mut systems: Vec<&str> = Vec::new();
+    let mut levels: Vec<usize> = Vec::new();
+    for row in &r.rows {
+        if !systems.contains(&row.system.as_str()) {
+            systems.push(&row.system);
+        }
+        if !levels.contains(&row.summary.concurrency) {
+            levels.push(row.summary.concurrency);
+        }
+    }
+    let groups: Vec<String> = levels.iter().map(|c| format!("{c} concurrent")).collect();
+    let series: Vec<Segment> = systems
+        .iter()
+        .map(|&s| Segment {
+            name: s,
+            values: levels
+                .iter()
+                .map(|&c| {
+                    r.rows
+                        .iter()
+                        .find(|row| row.system == s && row.summary.concurrency == c)
+                        .map_or(0.0, |row| row.summary.per_s)
+                })
+                .collect(),
+        })
+        .collect();
+    grouped_bars(
+        &dir.join("latency-throughput.png"),
+        "8 KiB reads on loopback: throughput",
+        "reads (GETs) per second",
+        &groups,
+        &series,
+    )
+}
