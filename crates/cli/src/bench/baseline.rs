@@ -164,6 +164,13 @@ impl Server {
         }
     }
 
+    /// Kills the server and waits for it to exit (dropping it only
+    /// kills it).
+    pub async fn stop(mut self) -> Result<()> {
+        self.child.kill().await?;
+        Ok(())
+    }
+
     /// A new connection.
     pub async fn connect(&self) -> Result<Conn> {
         let s = TcpStream::connect(("127.0.0.1", self.port)).await?;

@@ -1,6 +1,7 @@
 //! The loopback's physical ceiling, measured with tokio in the same run as
-//! the caches: the round trip of a 1-byte ping-pong and the throughput of
-//! one TCP stream.
+//! the caches: the round trip of a 1-byte ping-pong, the same with an
+//! 8 KiB answer (what a remote block read must at least cost), and the
+//! throughput of one TCP stream.
 
 use crate::bench::measure::quantile_us;
 use anyhow::Result;
@@ -21,17 +22,21 @@ pub struct Ceiling {
     pub rtt_p50_us: f64,
     /// 99th percentile of it.
     pub rtt_p99_us: f64,
+    /// Median round trip of a 1-byte request answered with 8 KiB.
+    pub rtt_8k_p50_us: f64,
     /// One TCP stream's throughput, GB/s (10^9 bytes).
     pub stream_gb_s: f64,
 }
 
 /// Measures both for `duration` each.
 pub async fn measure(duration: Duration) -> Result<Ceiling> {
-    let (rtt_p50_us, rtt_p99_us) = ping_pong(duration).await?;
+    let (rtt_p50_us, rtt_p99_us) = ping_pong(duration, 1).await?;
+    let (rtt_8k_p50_us, _) = ping_pong(duration, 8 << 10).await?;
     let stream_gb_s = stream(duration).await?;
     Ok(Ceiling {
         rtt_p50_us,
         rtt_p99_us,
+        rtt_8k_p50_us,
         stream_gb_s,
     })
 }
@@ -47,23 +52,26 @@ async fn pair() -> Result<(TcpStream, TcpStream)> {
     Ok((client, server))
 }
 
-async fn ping_pong(duration: Duration) -> Result<(f64, f64)> {
+/// 1-byte requests each answered with `answer` bytes: p50 and p99.
+async fn ping_pong(duration: Duration, answer: usize) -> Result<(f64, f64)> {
     let (mut client, mut server) = pair().await?;
     let echo = tokio::spawn(async move {
         let mut b = [0u8; 1];
+        let reply = vec![0x5au8; answer];
         while server.read_exact(&mut b).await.is_ok() {
-            if server.write_all(&b).await.is_err() {
+            if server.write_all(&reply).await.is_err() {
                 break;
             }
         }
     });
     let mut samples = Vec::new();
     let end = Instant::now() + duration;
-    let mut b = [7u8; 1];
+    let b = [7u8; 1];
+    let mut reply = vec![0u8; answer];
     while Instant::now() < end {
         let t = Instant::now();
         client.write_all(&b).await?;
-        client.read_exact(&mut b).await?;
+        client.read_exact(&mut reply).await?;
         if samples.len() < MAX_PINGS {
             samples.push(t.elapsed());
         }

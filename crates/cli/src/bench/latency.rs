@@ -91,8 +91,13 @@ struct Report {
     block_size: usize,
     ceiling: Ceiling,
     rows: Vec<Row>,
+    /// A local hit's median latency on the reader (the hand-off to the
+    /// node's driver task and back, no network), microseconds.
+    local_hit_p50_us: f64,
     integrity_failures: u64,
     timeouts: u64,
+    /// Messages the nodes dropped because a peer's send queue was full.
+    dropped_messages: u64,
     targets: Targets,
 }
 
@@ -145,7 +150,7 @@ pub fn run(args: LatencyArgs) -> Result<()> {
 async fn bench(args: &LatencyArgs, exes: &[(Kind, PathBuf)], dir: &Path) -> Result<Report> {
     eprintln!("loopback ceiling ...");
     let ceiling = ceiling::measure(args.duration).await?;
-    let (mut rows, integrity_failures, timeouts) = coopcache(args, dir).await?;
+    let (mut rows, local_hit_p50_us, counters) = coopcache(args, dir).await?;
     for (kind, exe) in exes {
         rows.extend(run_baseline(args, *kind, exe, dir).await?);
     }
@@ -165,8 +170,10 @@ async fn bench(args: &LatencyArgs, exes: &[(Kind, PathBuf)], dir: &Path) -> Resu
         block_size: BLOCK,
         ceiling,
         rows,
-        integrity_failures,
-        timeouts,
+        local_hit_p50_us,
+        integrity_failures: counters.integrity_failures,
+        timeouts: counters.timeouts,
+        dropped_messages: counters.dropped_messages,
         targets,
     })
 }
@@ -196,10 +203,17 @@ impl Worker for Reader {
     }
 }
 
+/// What went wrong in the cluster during the run, summed over nodes.
+struct Counters {
+    integrity_failures: u64,
+    timeouts: u64,
+    dropped_messages: u64,
+}
+
 /// The two-node cluster: primes the peer, then measures the reader at
-/// each concurrency. Returns the rows and the cluster's integrity failures
-/// and peer timeouts.
-async fn coopcache(args: &LatencyArgs, dir: &Path) -> Result<(Vec<Row>, u64, u64)> {
+/// each concurrency. Returns the rows, the local-hit p50, and the
+/// cluster's counters.
+async fn coopcache(args: &LatencyArgs, dir: &Path) -> Result<(Vec<Row>, f64, Counters)> {
     let origin = dir.join("origin");
     std::fs::create_dir_all(&origin)?;
     let mut data = vec![0u8; args.blocks as usize * BLOCK];
@@ -214,10 +228,50 @@ async fn coopcache(args: &LatencyArgs, dir: &Path) -> Result<(Vec<Row>, u64, u64
     let caches = [READER_CACHE_BLOCKS * bs, 2 * u64::from(args.blocks) * bs];
     let nodes = start_cluster(&spec, &caches).await?;
     let result = measure_reader(args, &nodes).await;
+    let local = local_hit(args, &nodes[0]).await;
     let t = totals(&nodes).await;
+    let dropped_messages = nodes
+        .iter()
+        .map(|n| n.metrics().dropped_messages.get())
+        .sum();
     shutdown(&nodes);
     let t = t?;
-    Ok((result?, t.integrity_failures, t.timeouts))
+    let counters = Counters {
+        integrity_failures: t.integrity_failures,
+        timeouts: t.timeouts,
+        dropped_messages,
+    };
+    Ok((result?, local?, counters))
+}
+
+/// A reader that reads one block over and over: after the first read,
+/// every read is a local hit.
+struct LocalReader(Reader);
+
+impl Worker for LocalReader {
+    async fn op(&mut self, measured: bool) -> Result<()> {
+        let r = &mut self.0;
+        let (_, level) = r.node.read_block(&r.path, &r.version, 0).await?;
+        if measured && level != Level::Local {
+            bail!("a repeated read of one block was served from {level:?}, not the local cache");
+        }
+        Ok(())
+    }
+}
+
+/// The median of local hits on the reader, one reader at a time: what
+/// the node's own hand-offs cost without the network.
+async fn local_hit(args: &LatencyArgs, reader: &Arc<NodeHandle>) -> Result<f64> {
+    let worker = LocalReader(Reader {
+        node: reader.clone(),
+        path: Arc::from(FILE),
+        version: reader.stat(FILE).await?,
+        blocks: args.blocks,
+        cursor: Arc::new(AtomicU64::new(0)),
+        levels: [0; 4],
+    });
+    let (s, _) = closed_loop(vec![worker], args.warmup, args.duration / 2).await?;
+    Ok(s.p50_us)
 }
 
 async fn measure_reader(args: &LatencyArgs, nodes: &[Arc<NodeHandle>]) -> Result<Vec<Row>> {
@@ -283,14 +337,19 @@ async fn run_baseline(args: &LatencyArgs, kind: Kind, exe: &Path, dir: &Path) ->
             peer_share: None,
         });
     }
+    server.stop().await?;
     Ok(rows)
 }
 
 fn print_report(r: &Report) {
     let c = &r.ceiling;
     println!(
-        "loopback ceiling: 1-byte round trip p50 {:.1} us (p99 {:.1} us); one TCP stream {:.2} GB/s\n",
-        c.rtt_p50_us, c.rtt_p99_us, c.stream_gb_s
+        "loopback ceiling: 1-byte round trip p50 {:.1} us (p99 {:.1} us), with an 8 KiB answer {:.1} us; one TCP stream {:.2} GB/s",
+        c.rtt_p50_us, c.rtt_p99_us, c.rtt_8k_p50_us, c.stream_gb_s
+    );
+    println!(
+        "coopcache local hit on the reader (no network): p50 {:.1} us\n",
+        r.local_hit_p50_us
     );
     let header = [
         "system",
@@ -318,8 +377,8 @@ fn print_report(r: &Report) {
         .collect();
     crate::table::print(&header, &rows, 1);
     println!(
-        "\nintegrity failures {}, peer timeouts {}",
-        r.integrity_failures, r.timeouts
+        "\nintegrity failures {}, peer timeouts {}, messages dropped on full peer queues {}",
+        r.integrity_failures, r.timeouts, r.dropped_messages
     );
     if let Some(x) = r.targets.p50_over_rtt {
         let verdict = if x <= 2.0 { "met" } else { "missed" };
