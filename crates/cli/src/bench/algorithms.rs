@@ -51,9 +51,14 @@ pub struct AlgorithmsArgs {
     /// Block size.
     #[arg(long, default_value = "8KiB", value_parser = parse_size)]
     block_size: u64,
-    /// Time allowed after each live read before polling for quiet.
-    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    /// Least time allowed after each live read for the messages it left
+    /// behind (N-Chance's forwarded singlets, directory updates).
+    #[arg(long, default_value = "300us", value_parser = parse_duration)]
     settle: Duration,
+    /// And then: how long no node's counters or cache may change before
+    /// the next read is replayed.
+    #[arg(long, default_value = "500us", value_parser = parse_duration)]
+    quiet: Duration,
     /// Directory for the PNG charts.
     #[arg(long, default_value = "bench-figures")]
     plot: PathBuf,
@@ -280,8 +285,7 @@ async fn run_live(
         }
         let settle = Settle {
             after_read: args.settle,
-            poll: Duration::from_millis(1),
-            quiet_polls: 2,
+            quiet: args.quiet,
         };
         let step = (requests.len() / 10).max(1);
         replay::live(&nodes, &versions, requests, settle, |n| {
