@@ -10,6 +10,7 @@
 //! writes are dropped from the trace on both sides (the default workload
 //! has none).
 
+use crate::bench::algorithms_report;
 use crate::bench::replay::{self, Settle, file_name, file_of};
 use crate::live::{parse_duration, parse_size, runtime};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
@@ -69,11 +70,11 @@ pub struct AlgorithmsArgs {
 
 /// Reads per level: local, manager memory, remote node, origin.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-struct Counts {
-    local: u64,
-    manager_memory: u64,
-    remote_node: u64,
-    origin: u64,
+pub(super) struct Counts {
+    pub(super) local: u64,
+    pub(super) manager_memory: u64,
+    pub(super) remote_node: u64,
+    pub(super) origin: u64,
 }
 
 impl Counts {
@@ -90,7 +91,7 @@ impl Counts {
         }
     }
 
-    fn get(&self, l: Level) -> u64 {
+    pub(super) fn get(&self, l: Level) -> u64 {
         [
             self.local,
             self.manager_memory,
@@ -102,24 +103,24 @@ impl Counts {
 
 /// One algorithm's figures.
 #[derive(serde::Serialize)]
-struct Outcome {
-    algorithm: String,
-    workload: String,
-    nodes: u32,
-    cache_blocks: u64,
-    block_size: u64,
-    reads: u64,
-    live: Counts,
-    simulated: Counts,
+pub(super) struct Outcome {
+    pub(super) algorithm: String,
+    pub(super) workload: String,
+    pub(super) nodes: u32,
+    pub(super) cache_blocks: u64,
+    pub(super) block_size: u64,
+    pub(super) reads: u64,
+    pub(super) live: Counts,
+    pub(super) simulated: Counts,
     /// Reads served from the same level live and simulated.
-    same_level: u64,
+    pub(super) same_level: u64,
     /// The first read served from another level, if any.
-    first_difference: Option<usize>,
+    pub(super) first_difference: Option<usize>,
     /// Origin requests the live nodes counted (equals `live.origin`).
-    live_origin_requests: u64,
-    timeouts: u64,
-    integrity_failures: u64,
-    live_seconds: f64,
+    pub(super) live_origin_requests: u64,
+    pub(super) timeouts: u64,
+    pub(super) integrity_failures: u64,
+    pub(super) live_seconds: f64,
 }
 
 pub fn run(args: AlgorithmsArgs) -> Result<()> {
@@ -154,9 +155,9 @@ pub fn run(args: AlgorithmsArgs) -> Result<()> {
     if args.json {
         crate::output::print_json(&outcomes)?;
     } else {
-        print_report(&outcomes);
+        algorithms_report::print(&outcomes);
     }
-    plot(&args.plot, &outcomes)?;
+    algorithms_report::plot(&args.plot, &outcomes)?;
     eprintln!("plots: {}", args.plot.display());
     Ok(())
 }
@@ -317,99 +318,4 @@ async fn run_live(
         integrity_failures: t.integrity_failures,
         live_seconds,
     })
-}
-
-const LEVELS: [(&str, Level); 4] = [
-    ("local", Level::Local),
-    ("manager memory", Level::ManagerMemory),
-    ("remote node", Level::RemoteNode),
-    ("origin", Level::Origin),
-];
-
-fn print_report(outcomes: &[Outcome]) {
-    let Some(first) = outcomes.first() else {
-        return;
-    };
-    println!(
-        "{}: {} reads, {} nodes x {} blocks of {} KiB, manager without memory\n",
-        first.workload,
-        first.reads,
-        first.nodes,
-        first.cache_blocks,
-        first.block_size >> 10
-    );
-    let pct = |n: u64, of: u64| format!("{:.1}%", 100.0 * n as f64 / of.max(1) as f64);
-    let mut rows = Vec::new();
-    for o in outcomes {
-        for (name, l) in LEVELS {
-            let (live, sim) = (o.live.get(l), o.simulated.get(l));
-            rows.push(vec![
-                o.algorithm.clone(),
-                name.to_string(),
-                live.to_string(),
-                pct(live, o.reads),
-                sim.to_string(),
-                pct(sim, o.reads),
-                format!("{:+}", live as i64 - sim as i64),
-            ]);
-        }
-    }
-    crate::table::print(
-        &[
-            "algorithm",
-            "level",
-            "live",
-            "live %",
-            "simulated",
-            "sim %",
-            "live - sim",
-        ],
-        &rows,
-        2,
-    );
-    println!();
-    for o in outcomes {
-        println!(
-            "{}: {} of {} reads served from the simulator's level{}; origin requests {}, peer timeouts {}, integrity failures {}, {:.1} s live",
-            o.algorithm,
-            o.same_level,
-            o.reads,
-            o.first_difference
-                .map_or(String::new(), |i| format!(" (first difference: read {i})")),
-            o.live_origin_requests,
-            o.timeouts,
-            o.integrity_failures,
-            o.live_seconds
-        );
-    }
-}
-
-/// One chart per algorithm: reads per level, live against simulated.
-fn plot(dir: &Path, outcomes: &[Outcome]) -> Result<()> {
-    use crate::plot::{Segment, grouped_bars};
-    std::fs::create_dir_all(dir)?;
-    let groups: Vec<String> = LEVELS.iter().map(|(n, _)| n.to_string()).collect();
-    for o in outcomes {
-        let values = |c: &Counts| LEVELS.iter().map(|&(_, l)| c.get(l) as f64).collect();
-        grouped_bars(
-            &dir.join(format!("algorithms-{}.png", o.algorithm)),
-            &format!(
-                "{} on {}: where {} reads were served",
-                o.algorithm, o.workload, o.reads
-            ),
-            "reads",
-            &groups,
-            &[
-                Segment {
-                    name: "live",
-                    values: values(&o.live),
-                },
-                Segment {
-                    name: "simulated",
-                    values: values(&o.simulated),
-                },
-            ],
-        )?;
-    }
-    Ok(())
 }

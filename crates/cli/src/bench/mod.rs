@@ -2,9 +2,11 @@
 //! within one run (absolute times on a shared machine drift).
 
 mod algorithms;
+mod algorithms_report;
 mod baseline;
 mod ceiling;
 mod latency;
+mod latency_report;
 mod measure;
 mod replay;
 
