@@ -3,7 +3,9 @@
 # loopback, each on a free port with a temporary data directory:
 #   - MinIO, an S3-compatible server, for s3:// origins (built with `go install`;
 #     about 3.5 minutes on 2 cores with an empty Go module cache);
-#   - nginx from Debian, for http:// origins (ETags, ranges, If-Match).
+#   - nginx from Debian, for http:// origins (ETags, ranges, If-Match);
+#   - memcached and redis-server from Debian, the baselines of
+#     `coopcache bench latency` (started by the bench on free ports).
 #
 #   scripts/test-servers.sh install   install what is missing (idempotent)
 #   scripts/test-servers.sh which     print where the tests will find them
@@ -53,6 +55,27 @@ install_nginx() {
     find_nginx
 }
 
+find_baselines() {
+    local missing=""
+    for exe in memcached redis-server; do
+        command -v "$exe" >/dev/null || [ -x "/usr/bin/$exe" ] || missing="$missing $exe"
+    done
+    echo "${missing# }"
+}
+
+install_baselines() {
+    local missing
+    missing=$(find_baselines)
+    if [ -z "$missing" ]; then
+        echo "memcached, redis-server: already installed"
+        return
+    fi
+    command -v apt-get >/dev/null || { echo "$missing: install them with your package manager" >&2; exit 1; }
+    echo "memcached, redis-server: installing the Debian packages"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends memcached redis-server >/dev/null
+}
+
 install_minio() {
     if minio=$(find_minio); then
         echo "minio: already installed at $minio"
@@ -69,11 +92,14 @@ install_minio() {
 case "${1:-}" in
     install)
         install_nginx
+        install_baselines
         install_minio
         ;;
     which)
         echo "minio: $(find_minio || echo 'missing')"
         echo "nginx: $(find_nginx || echo 'missing')"
+        missing=$(find_baselines)
+        echo "memcached, redis-server: ${missing:+missing }${missing:-installed}"
         ;;
     *)
         echo "usage: $0 install|which" >&2

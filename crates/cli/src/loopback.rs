@@ -24,6 +24,9 @@ pub struct LoopbackSpec {
     pub algorithm: LiveAlgorithm,
     /// Block size.
     pub block_size: u32,
+    /// Least time a node waits on peers before reading the origin (the
+    /// node's default if `None`).
+    pub min_timeout: Option<Duration>,
 }
 
 impl LoopbackSpec {
@@ -39,6 +42,7 @@ impl LoopbackSpec {
             origin_delay: Duration::ZERO,
             algorithm: LiveAlgorithm::NChance,
             block_size: 64 << 10,
+            min_timeout: None,
         })
     }
 }
@@ -71,6 +75,9 @@ pub async fn start_cluster(spec: &LoopbackSpec, caches: &[u64]) -> Result<Vec<Ar
         opts.memory = memory_for_cache(cache, u64::from(spec.block_size));
         // The origin does not change during a run.
         opts.attr_ttl = Duration::from_secs(3600);
+        if let Some(t) = spec.min_timeout {
+            opts.min_timeout = t;
+        }
         if let Some(first) = nodes.first() {
             opts.join = vec![first.listen_addr().to_string()];
         }

@@ -45,7 +45,9 @@ enum Command {
     Status(access::StatusArgs),
     /// A 4-node cluster on loopback, read with and without cooperation.
     Demo(Box<demo::DemoArgs>),
-    /// Live benchmarks from the papers on a loopback cluster.
+    /// Live benchmarks on a loopback cluster: the papers' experiments
+    /// (netcache, staggered, zipf-web), latency against memcached and
+    /// Redis, algorithms against the simulator.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
 }

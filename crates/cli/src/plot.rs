@@ -279,3 +279,70 @@ fn short_number(x: f64) -> String {
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text}{suffix}")
 }
+
+/// Groups of bars side by side: for each group, one bar per series (the
+/// benchmarks' figures: latency per system, levels live against
+/// simulated).
+pub fn grouped_bars(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    groups: &[String],
+    series: &[Segment<'_>],
+) -> Result<()> {
+    fonts()?;
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    drawn(root.fill(&WHITE))?;
+    let top = series
+        .iter()
+        .flat_map(|s| s.values.iter().copied())
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE)
+        * 1.2;
+    let n = groups.len();
+    let k = series.len().max(1);
+    let mut chart = drawn(
+        ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            // Each group spans one unit of x; its bars split it.
+            .build_cartesian_2d(0.0..n as f64, 0.0..top),
+    )?;
+    drawn(
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_desc(y_label)
+            .y_label_formatter(&|y| short_number(*y))
+            .x_labels(0)
+            .draw(),
+    )?;
+    let label =
+        TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+    for (i, name) in groups.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+        drawn(root.draw_text(name, &label, (x, y + 6)))?;
+    }
+    let width = 0.8 / k as f64;
+    for (j, s) in series.iter().enumerate() {
+        let rects = (0..n).map(|i| {
+            let x0 = i as f64 + 0.1 + j as f64 * width;
+            let v = s.values.get(i).copied().unwrap_or(0.0);
+            Rectangle::new([(x0, 0.0), (x0 + width * 0.92, v)], color(j).filled())
+        });
+        drawn(chart.draw_series(rects))?
+            .label(s.name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(j).filled()));
+    }
+    drawn(
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw(),
+    )?;
+    drawn(root.present()).with_context(|| format!("writing {}", path.display()))
+}

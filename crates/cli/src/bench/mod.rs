@@ -1,6 +1,7 @@
 //! `coopcache bench NAME`: live benchmarks on a loopback cluster, each the
-//! experiment of one of the papers, run side by side with its baseline in
-//! one process so that the machine's drift cancels out.
+//! experiment of one of the papers or a comparison users would make, run
+//! side by side with its baseline in one process so that the machine's
+//! drift cancels out.
 //!
 //! Every benchmark takes `--json`, has small defaults that finish in a
 //! minute or two on a 2-core machine and flags to scale up to the paper's
@@ -9,8 +10,16 @@
 //! Ctrl-C). The slow origin is `Origin::with_delay`: a sleep before every
 //! origin request, never in the cache.
 
+mod algorithms;
+mod algorithms_report;
+mod baseline;
+mod ceiling;
 mod common;
+mod latency;
+mod latency_report;
+mod measure;
 mod netcache;
+mod replay;
 mod staggered;
 mod zipf_web;
 
@@ -30,6 +39,12 @@ pub enum BenchCmd {
     /// C2Cfs's Filebench web-server run: nodes in turn read Zipf-popular
     /// whole files; origin bytes per node against the first.
     ZipfWeb(zipf_web::ZipfWebArgs),
+    /// Remote-memory hits for 8 KiB blocks between two nodes, next to the
+    /// loopback TCP ceiling and memcached and Redis on the same machine.
+    Latency(Box<latency::LatencyArgs>),
+    /// A multi-client workload replayed through a live loopback cluster
+    /// for each algorithm, next to the simulator's prediction.
+    Algorithms(Box<algorithms::AlgorithmsArgs>),
 }
 
 /// Runs one benchmark.
@@ -38,5 +53,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Netcache(args) => netcache::run(args),
         BenchCmd::Staggered(args) => staggered::run(args),
         BenchCmd::ZipfWeb(args) => zipf_web::run(args),
+        BenchCmd::Latency(args) => latency::run(*args),
+        BenchCmd::Algorithms(args) => algorithms::run(*args),
     }
 }

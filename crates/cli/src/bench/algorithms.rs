@@ -1,0 +1,323 @@
+//! `coopcache bench algorithms`: a multi-client workload (the simulator's
+//! `sprite-like` by default) replayed through a live loopback cluster for
+//! each algorithm the daemon runs, with the simulator's prediction for the
+//! same trace, seed, cache sizes and block size next to it.
+//!
+//! Both sides get the same shape: one node per client, each caching
+//! `--cache-blocks` blocks under LRU, a manager without memory (a live
+//! node's manager slice keeps a directory only), N-Chance with n = 2 and
+//! seed 1 (the daemon's defaults). Live nodes serve a read-only origin, so
+//! writes are dropped from the trace on both sides (the default workload
+//! has none).
+
+use crate::bench::algorithms_report;
+use crate::bench::replay::{self, Settle, file_name, file_of};
+use crate::live::{parse_duration, parse_size, runtime};
+use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
+use anyhow::{Context, Result, bail};
+use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
+use coopcache_node::LiveAlgorithm;
+use coopcache_node::origin::FileVersion;
+use coopcache_sim::trace::{Op, Request};
+use coopcache_sim::workload::Workload;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The default workload: four clients all active, sharing a small set of
+/// files, so that a few thousand requests already exercise cooperation.
+const DEFAULT_PARAMS: &str =
+    "clients=4,requests=3000,active_clients=4,shared_files=200,write_fraction=0";
+
+#[derive(clap::Args)]
+pub struct AlgorithmsArgs {
+    /// Algorithms, comma-separated (the daemon runs base, greedy, nchance).
+    #[arg(long, value_delimiter = ',', default_value = "base,greedy,nchance")]
+    algorithms: Vec<String>,
+    /// The simulator's workload.
+    #[arg(long, default_value = "sprite-like")]
+    workload: Workload,
+    /// Workload parameters as key=value pairs, applied after the defaults
+    /// (sprite-like: `clients=4,requests=3000,active_clients=4,shared_files=200,write_fraction=0`);
+    /// `requests=N` scales the run.
+    #[arg(long, value_name = "KEY=VALUE,...")]
+    workload_params: Option<String>,
+    /// Seed of the workload.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Blocks each node caches (at least 16, the least the budget takes).
+    #[arg(long, default_value_t = 64)]
+    cache_blocks: u64,
+    /// Block size.
+    #[arg(long, default_value = "8KiB", value_parser = parse_size)]
+    block_size: u64,
+    /// Least time allowed after each live read for the messages it left
+    /// behind (N-Chance's forwarded singlets, directory updates).
+    #[arg(long, default_value = "300us", value_parser = parse_duration)]
+    settle: Duration,
+    /// And then: how long no node's counters or cache may change before
+    /// the next read is replayed.
+    #[arg(long, default_value = "500us", value_parser = parse_duration)]
+    quiet: Duration,
+    /// Directory for the PNG charts.
+    #[arg(long, default_value = "bench-figures")]
+    plot: PathBuf,
+    /// JSON lines (one per algorithm) instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Reads per level: local, manager memory, remote node, origin.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub(super) struct Counts {
+    pub(super) local: u64,
+    pub(super) manager_memory: u64,
+    pub(super) remote_node: u64,
+    pub(super) origin: u64,
+}
+
+impl Counts {
+    fn of(levels: &[Level]) -> Self {
+        let mut c = [0u64; 4];
+        for l in levels {
+            c[l.index()] += 1;
+        }
+        Counts {
+            local: c[0],
+            manager_memory: c[1],
+            remote_node: c[2],
+            origin: c[3],
+        }
+    }
+
+    pub(super) fn get(&self, l: Level) -> u64 {
+        [
+            self.local,
+            self.manager_memory,
+            self.remote_node,
+            self.origin,
+        ][l.index()]
+    }
+}
+
+/// One algorithm's figures.
+#[derive(serde::Serialize)]
+pub(super) struct Outcome {
+    pub(super) algorithm: String,
+    pub(super) workload: String,
+    pub(super) nodes: u32,
+    pub(super) cache_blocks: u64,
+    pub(super) block_size: u64,
+    pub(super) reads: u64,
+    pub(super) live: Counts,
+    pub(super) simulated: Counts,
+    /// Reads served from the same level live and simulated.
+    pub(super) same_level: u64,
+    /// The first read served from another level, if any.
+    pub(super) first_difference: Option<usize>,
+    /// Origin requests the live nodes counted (equals `live.origin`).
+    pub(super) live_origin_requests: u64,
+    pub(super) timeouts: u64,
+    pub(super) integrity_failures: u64,
+    pub(super) live_seconds: f64,
+}
+
+pub fn run(args: AlgorithmsArgs) -> Result<()> {
+    let algorithms: Vec<LiveAlgorithm> = args
+        .algorithms
+        .iter()
+        .map(|a| a.parse().map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    if algorithms.is_empty() {
+        bail!("--algorithms needs at least one of base, greedy, nchance");
+    }
+    if args.cache_blocks < 16 {
+        bail!("--cache-blocks must be at least 16 (the least a node's memory budget accepts)");
+    }
+    let (label, nodes, requests) = trace(&args)?;
+    let rt = runtime()?;
+    let tmp = tempfile::Builder::new()
+        .prefix("coopcache-bench-algorithms-")
+        .tempdir()?;
+    let outcome = rt.block_on(async {
+        tokio::select! {
+            r = bench(&args, &algorithms, &label, nodes, &requests, tmp.path()) => r.map(Some),
+            _ = tokio::signal::ctrl_c() => Ok(None),
+        }
+    });
+    rt.shutdown_timeout(Duration::from_secs(1));
+    drop(tmp);
+    let Some(outcomes) = outcome? else {
+        eprintln!("interrupted; cluster stopped and temporary files removed");
+        return Ok(());
+    };
+    if args.json {
+        crate::output::print_json(&outcomes)?;
+    } else {
+        algorithms_report::print(&outcomes);
+    }
+    algorithms_report::plot(&args.plot, &outcomes)?;
+    eprintln!("plots: {}", args.plot.display());
+    Ok(())
+}
+
+/// The workload's read requests, its label and node count.
+fn trace(args: &AlgorithmsArgs) -> Result<(String, u32, Vec<Request>)> {
+    let mut w = args.workload.clone();
+    if matches!(w, Workload::SpriteLike(_)) {
+        w.set_all(DEFAULT_PARAMS)?;
+    }
+    w.set("seed", &args.seed.to_string())?;
+    if let Some(params) = &args.workload_params {
+        w.set_all(params)?;
+    }
+    if let Some(b) = w.block_size()
+        && b != args.block_size
+    {
+        bail!(
+            "the {} workload is in {b}-byte blocks: pass --block-size {b}",
+            w.name()
+        );
+    }
+    let nodes = w.clients();
+    if nodes == 0 {
+        bail!("the workload has no clients: set clients=N");
+    }
+    let mut requests = Vec::new();
+    let mut writes = 0u64;
+    for r in w.requests_iter() {
+        let r = r?;
+        match r.op {
+            Op::Read => requests.push(r),
+            Op::Write => writes += 1,
+        }
+    }
+    if writes > 0 {
+        eprintln!("{writes} writes dropped from both replays: live nodes serve a read-only origin");
+    }
+    if requests.is_empty() {
+        bail!("the workload has no reads");
+    }
+    Ok((w.name().to_string(), nodes, requests))
+}
+
+/// Writes one sparse origin file per trace file, long enough for every
+/// block the trace reads (contents do not matter to where reads are
+/// served; the nodes still verify every peer block).
+fn write_origin(dir: &Path, requests: &[Request], block_size: u64) -> Result<BTreeMap<u64, u64>> {
+    std::fs::create_dir_all(dir)?;
+    let mut blocks: BTreeMap<u64, u64> = BTreeMap::new();
+    for r in requests {
+        let (file, index) = file_of(r.id);
+        let n = blocks.entry(file).or_default();
+        *n = (*n).max(u64::from(index) + 1);
+    }
+    for (&file, &n) in &blocks {
+        let f = std::fs::File::create(dir.join(file_name(file)))?;
+        f.set_len(n * block_size)?;
+    }
+    Ok(blocks)
+}
+
+async fn bench(
+    args: &AlgorithmsArgs,
+    algorithms: &[LiveAlgorithm],
+    label: &str,
+    nodes: u32,
+    requests: &[Request],
+    dir: &Path,
+) -> Result<Vec<Outcome>> {
+    let origin = dir.join("origin");
+    let files = write_origin(&origin, requests, args.block_size)?;
+    eprintln!(
+        "{label}: {} reads by {nodes} clients over {} files; {nodes} nodes of {} blocks of {} KiB",
+        requests.len(),
+        files.len(),
+        args.cache_blocks,
+        args.block_size >> 10
+    );
+    let mut spec = LoopbackSpec::new(dir, nodes, origin)?;
+    spec.block_size = u32::try_from(args.block_size).context("--block-size")?;
+    // A peer is never late here: a timeout would send a read to the
+    // origin, which the simulator never does.
+    spec.min_timeout = Some(Duration::from_secs(10));
+    let config = ClusterConfig {
+        nodes,
+        node_capacity: args.cache_blocks as usize,
+        manager_capacity: 0,
+        chances: 2,
+        seed: 1,
+        // The daemon's N-Chance evicts parked blocks first.
+        foreign_first: true,
+        ..ClusterConfig::paper(nodes)
+    };
+    let mut out = Vec::new();
+    for &algorithm in algorithms {
+        let simulated = replay::simulate(kind_of(algorithm), &config, requests)?;
+        spec.algorithm = algorithm;
+        eprintln!("{algorithm}: replaying live ...");
+        out.push(run_live(args, &spec, &files, requests, label, &simulated).await?);
+    }
+    Ok(out)
+}
+
+fn kind_of(a: LiveAlgorithm) -> AlgorithmKind {
+    match a {
+        LiveAlgorithm::Base => AlgorithmKind::Base,
+        LiveAlgorithm::Greedy => AlgorithmKind::Greedy,
+        LiveAlgorithm::NChance => AlgorithmKind::NChance,
+    }
+}
+
+async fn run_live(
+    args: &AlgorithmsArgs,
+    spec: &LoopbackSpec,
+    files: &BTreeMap<u64, u64>,
+    requests: &[Request],
+    label: &str,
+    simulated: &[Level],
+) -> Result<Outcome> {
+    let caches = vec![args.cache_blocks * args.block_size; spec.names.len()];
+    let nodes = start_cluster(spec, &caches).await?;
+    let started = Instant::now();
+    let result = async {
+        let mut versions: HashMap<u64, Arc<FileVersion>> = HashMap::new();
+        for &f in files.keys() {
+            versions.insert(f, nodes[0].stat(&file_name(f)).await?);
+        }
+        let settle = Settle {
+            after_read: args.settle,
+            quiet: args.quiet,
+        };
+        let step = (requests.len() / 10).max(1);
+        replay::live(&nodes, &versions, requests, settle, |n| {
+            if n % step == 0 {
+                eprintln!("  {n}/{} reads", requests.len());
+            }
+        })
+        .await
+    }
+    .await;
+    let live_seconds = started.elapsed().as_secs_f64();
+    let t = totals(&nodes).await;
+    shutdown(&nodes);
+    let (live, t) = (result?, t?);
+    let first_difference = live.iter().zip(simulated).position(|(a, b)| a != b);
+    Ok(Outcome {
+        algorithm: spec.algorithm.to_string(),
+        workload: label.to_string(),
+        nodes: spec.names.len() as u32,
+        cache_blocks: args.cache_blocks,
+        block_size: args.block_size,
+        reads: live.len() as u64,
+        live: Counts::of(&live),
+        simulated: Counts::of(simulated),
+        same_level: live.iter().zip(simulated).filter(|(a, b)| a == b).count() as u64,
+        first_difference,
+        live_origin_requests: t.origin_reads,
+        timeouts: t.timeouts,
+        integrity_failures: t.integrity_failures,
+        live_seconds,
+    })
+}

@@ -1,0 +1,102 @@
+//! What `coopcache bench algorithms` prints and plots.
+
+use crate::bench::algorithms::{Counts, Outcome};
+use anyhow::Result;
+use coopcache_core::coop::Level;
+use std::path::Path;
+
+const LEVELS: [(&str, Level); 4] = [
+    ("local", Level::Local),
+    ("manager memory", Level::ManagerMemory),
+    ("remote node", Level::RemoteNode),
+    ("origin", Level::Origin),
+];
+
+/// The per-level table, live against simulated, and the agreement.
+pub fn print(outcomes: &[Outcome]) {
+    let Some(first) = outcomes.first() else {
+        return;
+    };
+    println!(
+        "{}: {} reads, {} nodes x {} blocks of {} KiB, manager without memory\n",
+        first.workload,
+        first.reads,
+        first.nodes,
+        first.cache_blocks,
+        first.block_size >> 10
+    );
+    let pct = |n: u64, of: u64| format!("{:.1}%", 100.0 * n as f64 / of.max(1) as f64);
+    let mut rows = Vec::new();
+    for o in outcomes {
+        for (name, l) in LEVELS {
+            let (live, sim) = (o.live.get(l), o.simulated.get(l));
+            rows.push(vec![
+                o.algorithm.clone(),
+                name.to_string(),
+                live.to_string(),
+                pct(live, o.reads),
+                sim.to_string(),
+                pct(sim, o.reads),
+                format!("{:+}", live as i64 - sim as i64),
+            ]);
+        }
+    }
+    crate::table::print(
+        &[
+            "algorithm",
+            "level",
+            "live",
+            "live %",
+            "simulated",
+            "sim %",
+            "live - sim",
+        ],
+        &rows,
+        2,
+    );
+    println!();
+    for o in outcomes {
+        println!(
+            "{}: {} of {} reads served from the simulator's level{}; origin requests {}, peer timeouts {}, integrity failures {}, {:.1} s live",
+            o.algorithm,
+            o.same_level,
+            o.reads,
+            o.first_difference
+                .map_or(String::new(), |i| format!(" (first difference: read {i})")),
+            o.live_origin_requests,
+            o.timeouts,
+            o.integrity_failures,
+            o.live_seconds
+        );
+    }
+}
+
+/// One chart per algorithm: reads per level, live against simulated.
+pub fn plot(dir: &Path, outcomes: &[Outcome]) -> Result<()> {
+    use crate::plot::{Segment, grouped_bars};
+    std::fs::create_dir_all(dir)?;
+    let groups: Vec<String> = LEVELS.iter().map(|(n, _)| n.to_string()).collect();
+    for o in outcomes {
+        let values = |c: &Counts| LEVELS.iter().map(|&(_, l)| c.get(l) as f64).collect();
+        grouped_bars(
+            &dir.join(format!("algorithms-{}.png", o.algorithm)),
+            &format!(
+                "{} on {}: where {} reads were served",
+                o.algorithm, o.workload, o.reads
+            ),
+            "reads",
+            &groups,
+            &[
+                Segment {
+                    name: "live",
+                    values: values(&o.live),
+                },
+                Segment {
+                    name: "simulated",
+                    values: values(&o.simulated),
+                },
+            ],
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! The loopback's physical ceiling, measured with tokio in the same run as
+//! the caches: the round trip of a 1-byte ping-pong (with both ends on one
+//! thread, and across worker threads), the same with an 8 KiB answer (what
+//! a remote block read must at least cost), and the throughput of one TCP
+//! stream.
+
+use crate::bench::measure::quantile_us;
+use anyhow::Result;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Bytes per write of the stream test.
+const CHUNK: usize = 256 << 10;
+
+/// Round trips timed at most (the rest only run the clock out).
+const MAX_PINGS: usize = 1 << 20;
+
+/// The loopback ceiling.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Ceiling {
+    /// Median round trip of a 1-byte ping-pong with both ends on one
+    /// thread: the kernel's loopback path and epoll, no thread wake-up.
+    pub rtt_p50_us: f64,
+    /// 99th percentile of it.
+    pub rtt_p99_us: f64,
+    /// The same with a 1-byte request answered with 8 KiB (what a remote
+    /// block read must at least cost).
+    pub rtt_8k_p50_us: f64,
+    /// Median 1-byte round trip with the two ends on the multi-threaded
+    /// runtime, as the cache's tasks are: each message may wake a parked
+    /// worker thread (on an idle VM, a halted virtual CPU).
+    pub rtt_threads_p50_us: f64,
+    /// One TCP stream's throughput, GB/s (10^9 bytes).
+    pub stream_gb_s: f64,
+}
+
+/// Measures each for `duration`.
+pub async fn measure(duration: Duration) -> Result<Ceiling> {
+    // The strict round trips on a runtime of their own, on one thread.
+    let single = tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(async {
+            let one = ping_pong(duration, 1).await?;
+            let eight = ping_pong(duration, 8 << 10).await?;
+            anyhow::Ok((one, eight))
+        })
+    });
+    let ((rtt_p50_us, rtt_p99_us), (rtt_8k_p50_us, _)) = single.await??;
+    let (rtt_threads_p50_us, _) = ping_pong(duration, 1).await?;
+    let stream_gb_s = stream(duration).await?;
+    Ok(Ceiling {
+        rtt_p50_us,
+        rtt_p99_us,
+        rtt_8k_p50_us,
+        rtt_threads_p50_us,
+        stream_gb_s,
+    })
+}
+
+async fn pair() -> Result<(TcpStream, TcpStream)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let client = TcpStream::connect(listener.local_addr()?);
+    let (client, accepted) = tokio::join!(client, listener.accept());
+    let (client, (server, _)) = (client?, accepted?);
+    // As the nodes' links do: small frames go out at once.
+    client.set_nodelay(true)?;
+    server.set_nodelay(true)?;
+    Ok((client, server))
+}
+
+/// 1-byte requests each answered with `answer` bytes: p50 and p99.
+async fn ping_pong(duration: Duration, answer: usize) -> Result<(f64, f64)> {
+    let (mut client, mut server) = pair().await?;
+    let echo = tokio::spawn(async move {
+        let mut b = [0u8; 1];
+        let reply = vec![0x5au8; answer];
+        while server.read_exact(&mut b).await.is_ok() {
+            if server.write_all(&reply).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut samples = Vec::new();
+    let end = Instant::now() + duration;
+    let b = [7u8; 1];
+    let mut reply = vec![0u8; answer];
+    while Instant::now() < end {
+        let t = Instant::now();
+        client.write_all(&b).await?;
+        client.read_exact(&mut reply).await?;
+        if samples.len() < MAX_PINGS {
+            samples.push(t.elapsed());
+        }
+    }
+    drop(client);
+    let _ = echo.await;
+    samples.sort_unstable();
+    Ok((quantile_us(&samples, 0.5), quantile_us(&samples, 0.99)))
+}
+
+async fn stream(duration: Duration) -> Result<f64> {
+    let (mut client, mut server) = pair().await?;
+    let writer = tokio::spawn(async move {
+        let chunk = vec![0x5au8; CHUNK];
+        let end = Instant::now() + duration;
+        while Instant::now() < end {
+            client.write_all(&chunk).await?;
+        }
+        anyhow::Ok(())
+    });
+    let mut buf = vec![0u8; CHUNK];
+    let mut bytes = 0u64;
+    let start = Instant::now();
+    loop {
+        let n = server.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        bytes += n as u64;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    writer.await??;
+    Ok(bytes as f64 / secs.max(f64::MIN_POSITIVE) / 1e9)
+}

@@ -1,0 +1,355 @@
+//! `coopcache bench latency`: remote-memory hits for 8 KiB blocks between
+//! two nodes on loopback, at several reader concurrencies, next to the
+//! loopback TCP ceiling and memcached and Redis, all in one run.
+//!
+//! The reader's reads are made peer hits: the peer reads (primes) the
+//! whole file first, so it caches every block; the reader's cache is the
+//! smallest the budget allows (16 blocks), and its readers take the file's
+//! blocks in turn from a shared cursor, so a block comes round again only
+//! after `--blocks` reads, long after the reader's LRU dropped it. Every
+//! read therefore misses locally and Greedy Forwarding sends it to the
+//! peer. Each read's returned `Level` is counted, and the share of
+//! measured reads that were peer hits is reported next to the figures.
+
+use crate::bench::baseline::{self, GetWorker, Kind};
+use crate::bench::ceiling::{self, Ceiling};
+use crate::bench::latency_report;
+use crate::bench::measure::{Summary, Worker, closed_loop};
+use crate::live::{parse_duration, runtime};
+use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
+use anyhow::{Result, bail};
+use coopcache_core::coop::Level;
+use coopcache_node::origin::FileVersion;
+use coopcache_node::{LiveAlgorithm, NodeHandle};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Block (and value) size: the papers' 8 KiB.
+const BLOCK: usize = 8 << 10;
+/// The reader's cache: the least the memory budget accepts.
+const READER_CACHE_BLOCKS: u64 = 16;
+/// The file read.
+const FILE: &str = "blocks.bin";
+
+#[derive(clap::Args)]
+pub struct LatencyArgs {
+    /// Concurrent readers (and baseline connections), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,48")]
+    concurrency: Vec<usize>,
+    /// Measured time per system and concurrency.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Unmeasured time before each measurement.
+    #[arg(long, default_value = "300ms", value_parser = parse_duration)]
+    warmup: Duration,
+    /// Distinct blocks read in turn (and baseline keys read at random).
+    #[arg(long, default_value_t = 1024)]
+    blocks: u32,
+    /// memcached's worker threads (the issue's figure used 2).
+    #[arg(long, default_value_t = 2)]
+    memcached_threads: u32,
+    /// Skip memcached and Redis.
+    #[arg(long)]
+    no_baselines: bool,
+    /// Worker threads of the runtime that runs both nodes, the readers
+    /// and the baseline clients (default: one per core); 1 puts every
+    /// task on one thread, so no hand-off has to wake another thread.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Directory for the PNG charts.
+    #[arg(long, default_value = "bench-figures")]
+    plot: PathBuf,
+    /// One JSON object instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One system at one concurrency.
+#[derive(serde::Serialize)]
+pub(super) struct Row {
+    pub(super) system: String,
+    #[serde(flatten)]
+    pub(super) summary: Summary,
+    /// coopcache only: measured reads per level (local, manager memory,
+    /// remote node, origin).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) levels: Option<[u64; 4]>,
+    /// coopcache only: the share of measured reads served from the peer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) peer_share: Option<f64>,
+}
+
+/// The targets of issue 6, checked on this run.
+#[derive(serde::Serialize)]
+pub(super) struct Targets {
+    /// coopcache p50 at the lowest concurrency over the loopback round trip (target <= 2).
+    pub(super) p50_over_rtt: Option<f64>,
+    /// coopcache reads/s over memcached GET/s at the highest concurrency (target >= 1).
+    pub(super) reads_over_memcached: Option<f64>,
+}
+
+#[derive(serde::Serialize)]
+pub(super) struct Report {
+    pub(super) block_size: usize,
+    pub(super) ceiling: Ceiling,
+    pub(super) rows: Vec<Row>,
+    /// A local hit's median latency on the reader (the hand-off to the
+    /// node's driver task and back, no network), microseconds.
+    pub(super) local_hit_p50_us: f64,
+    pub(super) integrity_failures: u64,
+    pub(super) timeouts: u64,
+    /// Messages the nodes dropped because a peer's send queue was full.
+    pub(super) dropped_messages: u64,
+    pub(super) targets: Targets,
+}
+
+pub fn run(args: LatencyArgs) -> Result<()> {
+    if args.concurrency.is_empty() || args.concurrency.contains(&0) {
+        bail!("--concurrency needs positive numbers, e.g. 1,48");
+    }
+    if args.blocks < 2 * READER_CACHE_BLOCKS as u32 {
+        bail!(
+            "--blocks must be at least {} (twice the reader's cache), so reads miss locally",
+            2 * READER_CACHE_BLOCKS
+        );
+    }
+    // Missing servers are named before anything runs.
+    let exes = if args.no_baselines {
+        Vec::new()
+    } else {
+        vec![
+            (Kind::Memcached, baseline::find(Kind::Memcached)?),
+            (Kind::Redis, baseline::find(Kind::Redis)?),
+        ]
+    };
+    let rt = match args.threads {
+        None => runtime()?,
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build()?,
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("coopcache-bench-latency-")
+        .tempdir()?;
+    let outcome = rt.block_on(async {
+        tokio::select! {
+            r = bench(&args, &exes, tmp.path()) => r.map(Some),
+            _ = tokio::signal::ctrl_c() => Ok(None),
+        }
+    });
+    // Dropping the futures above killed any server still running.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    drop(tmp);
+    let Some(report) = outcome? else {
+        eprintln!("interrupted; servers and cluster stopped, temporary files removed");
+        return Ok(());
+    };
+    if args.json {
+        crate::output::print_json([&report])?;
+    } else {
+        latency_report::print(&report);
+    }
+    latency_report::plot(&args.plot, &report)?;
+    eprintln!("plots: {}", args.plot.display());
+    Ok(())
+}
+
+async fn bench(args: &LatencyArgs, exes: &[(Kind, PathBuf)], dir: &Path) -> Result<Report> {
+    eprintln!("loopback ceiling ...");
+    let ceiling = ceiling::measure(args.duration).await?;
+    let (mut rows, local_hit_p50_us, counters) = coopcache(args, dir).await?;
+    for (kind, exe) in exes {
+        rows.extend(run_baseline(args, *kind, exe, dir).await?);
+    }
+    let at = |system: &str, c: usize| {
+        rows.iter()
+            .find(|r| r.system == system && r.summary.concurrency == c)
+    };
+    let low = args.concurrency.iter().copied().min().unwrap_or(1);
+    let high = args.concurrency.iter().copied().max().unwrap_or(1);
+    let targets = Targets {
+        p50_over_rtt: at("coopcache", low).map(|r| r.summary.p50_us / ceiling.rtt_p50_us),
+        reads_over_memcached: at("coopcache", high)
+            .zip(at("memcached", high))
+            .map(|(c, m)| c.summary.per_s / m.summary.per_s),
+    };
+    Ok(Report {
+        block_size: BLOCK,
+        ceiling,
+        rows,
+        local_hit_p50_us,
+        integrity_failures: counters.integrity_failures,
+        timeouts: counters.timeouts,
+        dropped_messages: counters.dropped_messages,
+        targets,
+    })
+}
+
+/// A reader on node 0 reading the primed file's blocks in turn.
+struct Reader {
+    node: Arc<NodeHandle>,
+    path: Arc<str>,
+    version: Arc<FileVersion>,
+    blocks: u32,
+    /// Shared by all readers: the next block to read.
+    cursor: Arc<AtomicU64>,
+    levels: [u64; 4],
+}
+
+impl Worker for Reader {
+    async fn op(&mut self, measured: bool) -> Result<()> {
+        let b = (self.cursor.fetch_add(1, Ordering::Relaxed) % u64::from(self.blocks)) as u32;
+        let (data, level) = self.node.read_block(&self.path, &self.version, b).await?;
+        if data.len() != BLOCK {
+            bail!("block {b}: {} bytes, expected {BLOCK}", data.len());
+        }
+        if measured {
+            self.levels[level.index()] += 1;
+        }
+        Ok(())
+    }
+}
+
+/// What went wrong in the cluster during the run, summed over nodes.
+struct Counters {
+    integrity_failures: u64,
+    timeouts: u64,
+    dropped_messages: u64,
+}
+
+/// The two-node cluster: primes the peer, then measures the reader at
+/// each concurrency. Returns the rows, the local-hit p50, and the
+/// cluster's counters.
+async fn coopcache(args: &LatencyArgs, dir: &Path) -> Result<(Vec<Row>, f64, Counters)> {
+    let origin = dir.join("origin");
+    std::fs::create_dir_all(&origin)?;
+    let mut data = vec![0u8; args.blocks as usize * BLOCK];
+    Pcg64Mcg::seed_from_u64(7).fill(&mut data[..]);
+    std::fs::write(origin.join(FILE), &data)?;
+    drop(data);
+    let mut spec = LoopbackSpec::new(dir, 2, origin)?;
+    spec.algorithm = LiveAlgorithm::Greedy;
+    spec.block_size = BLOCK as u32;
+    let bs = BLOCK as u64;
+    // The peer holds the whole file with room to spare.
+    let caches = [READER_CACHE_BLOCKS * bs, 2 * u64::from(args.blocks) * bs];
+    let nodes = start_cluster(&spec, &caches).await?;
+    let result = measure_reader(args, &nodes).await;
+    let local = local_hit(args, &nodes[0]).await;
+    let t = totals(&nodes).await;
+    let dropped_messages = nodes
+        .iter()
+        .map(|n| n.metrics().dropped_messages.get())
+        .sum();
+    shutdown(&nodes);
+    let t = t?;
+    let counters = Counters {
+        integrity_failures: t.integrity_failures,
+        timeouts: t.timeouts,
+        dropped_messages,
+    };
+    Ok((result?, local?, counters))
+}
+
+/// A reader that reads one block over and over: after the first read,
+/// every read is a local hit.
+struct LocalReader(Reader);
+
+impl Worker for LocalReader {
+    async fn op(&mut self, measured: bool) -> Result<()> {
+        let r = &mut self.0;
+        let (_, level) = r.node.read_block(&r.path, &r.version, 0).await?;
+        if measured && level != Level::Local {
+            bail!("a repeated read of one block was served from {level:?}, not the local cache");
+        }
+        Ok(())
+    }
+}
+
+/// The median of local hits on the reader, one reader at a time: what
+/// the node's own hand-offs cost without the network.
+async fn local_hit(args: &LatencyArgs, reader: &Arc<NodeHandle>) -> Result<f64> {
+    let worker = LocalReader(Reader {
+        node: reader.clone(),
+        path: Arc::from(FILE),
+        version: reader.stat(FILE).await?,
+        blocks: args.blocks,
+        cursor: Arc::new(AtomicU64::new(0)),
+        levels: [0; 4],
+    });
+    let (s, _) = closed_loop(vec![worker], args.warmup, args.duration / 2).await?;
+    Ok(s.p50_us)
+}
+
+async fn measure_reader(args: &LatencyArgs, nodes: &[Arc<NodeHandle>]) -> Result<Vec<Row>> {
+    let (reader, peer) = (&nodes[0], &nodes[1]);
+    eprintln!(
+        "coopcache: priming the peer with {} blocks ...",
+        args.blocks
+    );
+    let primed = peer.read(FILE, None).await?;
+    if primed.len() != args.blocks as usize * BLOCK {
+        bail!("priming read {} bytes", primed.len());
+    }
+    let path: Arc<str> = Arc::from(FILE);
+    let version = reader.stat(FILE).await?;
+    let mut rows = Vec::new();
+    let cursor = Arc::new(AtomicU64::new(0));
+    for &c in &args.concurrency {
+        eprintln!("coopcache: {c} readers ...");
+        let workers = (0..c)
+            .map(|_| Reader {
+                node: reader.clone(),
+                path: path.clone(),
+                version: version.clone(),
+                blocks: args.blocks,
+                cursor: cursor.clone(),
+                levels: [0; 4],
+            })
+            .collect();
+        let (summary, workers) = closed_loop(workers, args.warmup, args.duration).await?;
+        let mut levels = [0u64; 4];
+        for w in &workers {
+            for (l, n) in levels.iter_mut().zip(w.levels) {
+                *l += n;
+            }
+        }
+        let peer_share = levels[Level::RemoteNode.index()] as f64 / summary.ops.max(1) as f64;
+        rows.push(Row {
+            system: "coopcache".into(),
+            summary,
+            levels: Some(levels),
+            peer_share: Some(peer_share),
+        });
+    }
+    Ok(rows)
+}
+
+async fn run_baseline(args: &LatencyArgs, kind: Kind, exe: &Path, dir: &Path) -> Result<Vec<Row>> {
+    eprintln!("{}: starting {} ...", kind.name(), exe.display());
+    let server = baseline::start(kind, exe, args.memcached_threads, dir).await?;
+    baseline::load(&server, args.blocks, BLOCK).await?;
+    let mut rows = Vec::new();
+    for &c in &args.concurrency {
+        eprintln!("{}: {c} connections ...", kind.name());
+        let mut workers = Vec::with_capacity(c);
+        for i in 0..c {
+            workers.push(GetWorker::new(&server, args.blocks, BLOCK, i as u64 + 1).await?);
+        }
+        let (summary, _) = closed_loop(workers, args.warmup, args.duration).await?;
+        rows.push(Row {
+            system: kind.name().into(),
+            summary,
+            levels: None,
+            peer_share: None,
+        });
+    }
+    server.stop().await?;
+    Ok(rows)
+}

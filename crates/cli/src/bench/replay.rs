@@ -1,0 +1,154 @@
+//! One trace, two ways: through the simulator and through a live loopback
+//! cluster, one request at a time, each read's level recorded. The live
+//! replay follows `crates/node/tests/equivalence.rs`: after each read it
+//! waits for the cluster to go quiet (N-Chance's forwarded singlets and
+//! the directory updates run after the read completes), because the
+//! simulator runs every request to quiescence.
+
+use anyhow::{Context, Result, bail};
+use coopcache_core::coop::{
+    AlgorithmKind, Cluster, ClusterConfig, ClusterVisitor, Level, ManagerMachine, NodeMachine,
+};
+use coopcache_node::NodeHandle;
+use coopcache_node::origin::FileVersion;
+use coopcache_sim::coop::{CostProfile, Simulation};
+use coopcache_sim::trace::Request;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Bits of a trace id that number the block within its file (the
+/// sprite-like workload's `file << 16 | block`).
+pub const BLOCK_BITS: u32 = 16;
+
+/// The live file and block index of trace block `id`.
+pub fn file_of(id: u64) -> (u64, u32) {
+    (id >> BLOCK_BITS, (id & ((1 << BLOCK_BITS) - 1)) as u32)
+}
+
+/// The origin file holding trace file `file`.
+pub fn file_name(file: u64) -> String {
+    format!("f{file}.bin")
+}
+
+/// The simulator's level for each read of `requests`.
+pub fn simulate(
+    algorithm: AlgorithmKind,
+    config: &ClusterConfig,
+    requests: &[Request],
+) -> Result<Vec<Level>> {
+    algorithm
+        .build(config, Levels(requests))
+        .with_context(|| format!("building the simulated {algorithm} cluster"))?
+}
+
+struct Levels<'a>(&'a [Request]);
+
+impl ClusterVisitor<u64> for Levels<'_> {
+    type Output = Result<Vec<Level>>;
+
+    fn visit<N, M>(self, cluster: Cluster<N, M>) -> Result<Vec<Level>>
+    where
+        N: NodeMachine<u64, ()> + Send + 'static,
+        M: ManagerMachine<u64, ()> + Send + 'static,
+    {
+        let mut sim = Simulation::new(cluster, CostProfile::ATM_1994, 0);
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(i, r)| match sim.request(r)? {
+                Some((level, _hops)) => Ok(level),
+                None => bail!("simulated read {i} did not complete at quiescence"),
+            })
+            .collect()
+    }
+}
+
+/// How the live replay waits for quiet after each read.
+#[derive(Clone, Copy, Debug)]
+pub struct Settle {
+    /// Least time allowed after a read for the messages it left behind.
+    pub after_read: Duration,
+    /// The nodes are polled (as fast as they answer) until their counters
+    /// and caches have not changed for this long.
+    pub quiet: Duration,
+}
+
+/// Replays `requests` on the live `nodes` (client `c` reads through node
+/// `c`), returning each read's level.
+pub async fn live(
+    nodes: &[Arc<NodeHandle>],
+    versions: &HashMap<u64, Arc<FileVersion>>,
+    requests: &[Request],
+    settle: Settle,
+    mut progress: impl FnMut(usize),
+) -> Result<Vec<Level>> {
+    let names: HashMap<u64, Arc<str>> = versions
+        .keys()
+        .map(|&f| (f, Arc::from(file_name(f).as_str())))
+        .collect();
+    let mut levels = Vec::with_capacity(requests.len());
+    for (i, r) in requests.iter().enumerate() {
+        let (file, index) = file_of(r.id);
+        let node = nodes
+            .get(r.client as usize)
+            .with_context(|| format!("request {i}: client {} has no node", r.client))?;
+        let (path, version) = names
+            .get(&file)
+            .zip(versions.get(&file))
+            .with_context(|| format!("request {i}: no origin file for trace file {file}"))?;
+        let (_, level) = node.read_block(path, version, index).await?;
+        levels.push(level);
+        quiet(nodes, settle).await?;
+        progress(i + 1);
+    }
+    Ok(levels)
+}
+
+/// Waits until no node's counters or cache have changed for
+/// `settle.quiet`, and at least `settle.after_read` after the read.
+///
+/// The nodes are polled back to back rather than on a timer: tokio's
+/// timer ticks in milliseconds, which made each replayed read cost about
+/// 8 ms, while a message crosses loopback in tens of microseconds.
+async fn quiet(nodes: &[Arc<NodeHandle>], settle: Settle) -> Result<()> {
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(5);
+    let mut last = Vec::new();
+    let mut changed = start;
+    loop {
+        let mut now = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            let s = node.status().await?;
+            now.push((
+                s.cached_blocks,
+                s.origin_reads,
+                s.reads.values().sum::<u64>(),
+            ));
+        }
+        let t = Instant::now();
+        if now != last {
+            changed = t;
+            last = now;
+        } else if t - start >= settle.after_read && t - changed >= settle.quiet {
+            return Ok(());
+        }
+        if t > deadline {
+            bail!("the cluster did not go quiet within 5 s of a read");
+        }
+        // Let the nodes' tasks run between polls.
+        tokio::task::yield_now().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_ids_split_into_file_and_block() {
+        assert_eq!(file_of(3 << 16 | 7), (3, 7));
+        assert_eq!(file_of(5), (0, 5));
+        assert_eq!(file_name(12), "f12.bin");
+    }
+}
