@@ -3,7 +3,7 @@
 //! side by side. Everything lives in a temporary directory removed at the
 //! end, also on Ctrl-C.
 
-use crate::live::{parse_duration, parse_size, runtime};
+use crate::live::{in_tempdir, parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use crate::plot::{Segment, stacked_bars};
 use anyhow::{Result, bail};
@@ -85,20 +85,12 @@ pub fn run(args: DemoArgs) -> Result<()> {
         .iter()
         .map(|a| a.parse().map_err(anyhow::Error::msg))
         .collect::<Result<_>>()?;
-    let rt = runtime()?;
-    let tmp = tempfile::Builder::new()
-        .prefix("coopcache-demo-")
-        .tempdir()?;
-    let outcome = rt.block_on(async {
-        tokio::select! {
-            r = demo(&args, &algorithms, tmp.path()) => r.map(Some),
-            _ = tokio::signal::ctrl_c() => Ok(None),
-        }
-    });
-    rt.shutdown_timeout(Duration::from_secs(1));
-    drop(tmp);
-    let Some(outcomes) = outcome? else {
-        eprintln!("interrupted; cluster stopped and temporary files removed");
+    let (a, algs) = (&args, &algorithms);
+    let outcome = in_tempdir(
+        "coopcache-demo-",
+        |dir| async move { demo(a, algs, &dir).await },
+    )?;
+    let Some(outcomes) = outcome else {
         return Ok(());
     };
     report(&args, &outcomes)

@@ -1,6 +1,8 @@
 //! Settings shared by the live commands: durations, sizes, logging.
 
 use anyhow::{Result, anyhow};
+use std::future::Future;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Parses `10ms`, `2s`, `1.5s`, `500us`, `0`.
@@ -59,6 +61,45 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
+}
+
+/// Runs `body` on a fresh runtime with a temporary directory named after
+/// `prefix`, which is removed when the command ends, fails or is
+/// interrupted. `None` means Ctrl-C stopped it.
+pub fn in_tempdir<T, F, Fut>(prefix: &str, body: F) -> Result<Option<T>>
+where
+    F: FnOnce(PathBuf) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    in_tempdir_on(runtime()?, prefix, body)
+}
+
+/// [`in_tempdir`] on the runtime `rt`.
+pub fn in_tempdir_on<T, F, Fut>(
+    rt: tokio::runtime::Runtime,
+    prefix: &str,
+    body: F,
+) -> Result<Option<T>>
+where
+    F: FnOnce(PathBuf) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let tmp = tempfile::Builder::new().prefix(prefix).tempdir()?;
+    let dir = tmp.path().to_path_buf();
+    let outcome = rt.block_on(async {
+        tokio::select! {
+            r = body(dir) => r.map(Some),
+            _ = tokio::signal::ctrl_c() => Ok(None),
+        }
+    });
+    // Nodes and servers still running (on error or Ctrl-C) are aborted
+    // with the runtime, before their files go.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    drop(tmp);
+    if matches!(outcome, Ok(None)) {
+        eprintln!("interrupted; everything started was stopped and temporary files removed");
+    }
+    outcome
 }
 
 #[cfg(test)]

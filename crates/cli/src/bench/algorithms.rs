@@ -12,7 +12,7 @@
 
 use crate::bench::algorithms_report;
 use crate::bench::replay::{self, Settle, file_name, file_of};
-use crate::live::{parse_duration, parse_size, runtime};
+use crate::live::{in_tempdir, parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use anyhow::{Context, Result, bail};
 use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
@@ -136,20 +136,11 @@ pub fn run(args: AlgorithmsArgs) -> Result<()> {
         bail!("--cache-blocks must be at least 16 (the least a node's memory budget accepts)");
     }
     let (label, nodes, requests) = trace(&args)?;
-    let rt = runtime()?;
-    let tmp = tempfile::Builder::new()
-        .prefix("coopcache-bench-algorithms-")
-        .tempdir()?;
-    let outcome = rt.block_on(async {
-        tokio::select! {
-            r = bench(&args, &algorithms, &label, nodes, &requests, tmp.path()) => r.map(Some),
-            _ = tokio::signal::ctrl_c() => Ok(None),
-        }
-    });
-    rt.shutdown_timeout(Duration::from_secs(1));
-    drop(tmp);
-    let Some(outcomes) = outcome? else {
-        eprintln!("interrupted; cluster stopped and temporary files removed");
+    let (a, algs, label, requests) = (&args, &algorithms, &label, &requests);
+    let outcome = in_tempdir("coopcache-bench-algorithms-", |dir| async move {
+        bench(a, algs, label, nodes, requests, &dir).await
+    })?;
+    let Some(outcomes) = outcome else {
         return Ok(());
     };
     if args.json {

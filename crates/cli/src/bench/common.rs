@@ -10,36 +10,11 @@ use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// Runs `body` on a fresh runtime with a temporary directory named after
-/// `prefix`, which is removed when the benchmark ends, fails or is
-/// interrupted. `None` means Ctrl-C stopped it.
-pub fn in_tempdir<T, F, Fut>(prefix: &str, body: F) -> Result<Option<T>>
-where
-    F: FnOnce(PathBuf) -> Fut,
-    Fut: Future<Output = Result<T>>,
-{
-    let rt = crate::live::runtime()?;
-    let tmp = tempfile::Builder::new().prefix(prefix).tempdir()?;
-    let dir = tmp.path().to_path_buf();
-    let outcome = rt.block_on(async {
-        tokio::select! {
-            r = body(dir) => r.map(Some),
-            _ = tokio::signal::ctrl_c() => Ok(None),
-        }
-    });
-    // Nodes still running (on error or Ctrl-C) are aborted with the runtime,
-    // before their files go.
-    rt.shutdown_timeout(Duration::from_secs(1));
-    drop(tmp);
-    if matches!(outcome, Ok(None)) {
-        eprintln!("interrupted; cluster stopped and temporary files removed");
-    }
-    outcome
-}
+pub use crate::live::in_tempdir;
 
 /// Writes `size` seeded random bytes to `dir/name` and returns them, so
 /// that every byte read through the cache can be compared with the origin.

@@ -15,7 +15,7 @@ use crate::bench::baseline::{self, GetWorker, Kind};
 use crate::bench::ceiling::{self, Ceiling};
 use crate::bench::latency_report;
 use crate::bench::measure::{Summary, Worker, closed_loop};
-use crate::live::{parse_duration, runtime};
+use crate::live::{in_tempdir_on, parse_duration, runtime};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use anyhow::{Result, bail};
 use coopcache_core::coop::Level;
@@ -134,20 +134,13 @@ pub fn run(args: LatencyArgs) -> Result<()> {
             .enable_all()
             .build()?,
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("coopcache-bench-latency-")
-        .tempdir()?;
-    let outcome = rt.block_on(async {
-        tokio::select! {
-            r = bench(&args, &exes, tmp.path()) => r.map(Some),
-            _ = tokio::signal::ctrl_c() => Ok(None),
-        }
-    });
-    // Dropping the futures above killed any server still running.
-    rt.shutdown_timeout(Duration::from_secs(1));
-    drop(tmp);
-    let Some(report) = outcome? else {
-        eprintln!("interrupted; servers and cluster stopped, temporary files removed");
+    // Dropping the bench's future (on Ctrl-C or error) kills any server
+    // still running.
+    let (a, exes) = (&args, &exes);
+    let outcome = in_tempdir_on(rt, "coopcache-bench-latency-", |dir| async move {
+        bench(a, exes, &dir).await
+    })?;
+    let Some(report) = outcome else {
         return Ok(());
     };
     if args.json {
