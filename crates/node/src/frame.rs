@@ -159,6 +159,28 @@ pub fn max_frame(block_size: u32) -> usize {
     block_size as usize + MAX_OVERHEAD
 }
 
+/// `members` as `Members` frames each within `max_frame(block_size)`: at
+/// small block sizes a long list of long addresses would not fit one.
+pub fn members_frames(members: &[(NodeId, String)], block_size: u32) -> Vec<Wire> {
+    // Kind byte and count, then per member its id, length byte and address.
+    let budget = max_frame(block_size) - 3;
+    let mut frames = Vec::new();
+    let (mut chunk, mut used) = (Vec::new(), 0);
+    for (id, addr) in members {
+        let size = 4 + 1 + addr.len().min(MAX_NAME);
+        if !chunk.is_empty() && (used + size > budget || chunk.len() == MAX_MEMBERS) {
+            frames.push(Wire::Members(std::mem::take(&mut chunk)));
+            used = 0;
+        }
+        chunk.push((*id, addr.clone()));
+        used += size;
+    }
+    if !chunk.is_empty() {
+        frames.push(Wire::Members(chunk));
+    }
+    frames
+}
+
 /// Appends `wire` as one frame (header included) to `buf`.
 pub fn encode(wire: &Wire, buf: &mut BytesMut) {
     let start = buf.len();
@@ -617,6 +639,29 @@ mod tests {
         let len = body_len(header, max_frame(1 << 20)).unwrap();
         assert_eq!(len, buf.len() - HEADER);
         assert_eq!(decode(buf.freeze().slice(HEADER..)).unwrap(), w);
+    }
+
+    #[test]
+    fn members_lists_are_split_to_fit_small_frames() {
+        let members: Vec<(NodeId, String)> = (0..40)
+            .map(|i| (i, format!("{}:{i}", "h".repeat(200))))
+            .collect();
+        let frames = members_frames(&members, 512);
+        assert!(frames.len() > 1, "one frame of {} members", members.len());
+        let mut back = Vec::new();
+        for w in &frames {
+            let mut buf = BytesMut::new();
+            encode(w, &mut buf);
+            let mut header = [0u8; HEADER];
+            header.copy_from_slice(&buf[..HEADER]);
+            body_len(header, max_frame(512)).expect("within the frame limit");
+            let Wire::Members(m) = decode(buf.freeze().slice(HEADER..)).unwrap() else {
+                panic!("not a Members frame");
+            };
+            back.extend(m);
+        }
+        assert_eq!(back, members);
+        assert_eq!(members_frames(&members, 1 << 20).len(), 1);
     }
 
     #[test]

@@ -52,7 +52,9 @@ impl Driver {
                     .map(|(&i, m)| (i, m.listen.clone())),
             )
             .collect();
-        self.send(id, Wire::Members(list));
+        for frame in crate::frame::members_frames(&list, self.cfg.block_size) {
+            self.send(id, frame);
+        }
         // Bring SWIM in: the peer adds us and sends its member list.
         let effects = self.swim.announce(id, listen, Instant::now());
         self.swim_effects(effects);
