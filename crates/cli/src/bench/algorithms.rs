@@ -281,13 +281,8 @@ async fn run_live(
             after_read: args.settle,
             quiet: args.quiet,
         };
-        let step = (requests.len() / 10).max(1);
-        replay::live(&nodes, &versions, requests, settle, |n| {
-            if n % step == 0 {
-                eprintln!("  {n}/{} reads", requests.len());
-            }
-        })
-        .await
+        let bar = super::common::Bar::new(requests.len() as u64, "reads replayed");
+        replay::live(&nodes, &versions, requests, settle, |_| bar.inc()).await
     }
     .await;
     let live_seconds = started.elapsed().as_secs_f64();
