@@ -382,7 +382,11 @@ impl<K: BlockKey> Policy<K> for Lirs<K> {
             self.prune();
             return true;
         }
-        if resident {
+        // Only the resident HIR blocks in `Q` are counted: a hit on a block
+        // only in `Q` can evict that very block while making LIR room,
+        // leaving it marked resident in `S` but uncounted (see
+        // `hit_hir_in_q`), and removing it must not count it twice.
+        if slots.q != NIL {
             self.hir_count -= 1;
         }
         if slots.s != NIL {
