@@ -1,10 +1,11 @@
 //! The hooks a live driver needs from the cooperation state machines: a
 //! manager without memory (a node managing a slice of the files), forgetting
-//! a failed node, and N-Chance forwarding over the live members only.
+//! a failed node, N-Chance forwarding over the live members only, and
+//! Hash-Distributed partitions over the live members.
 
 use coopcache_core::coop::{
-    Addr, DirectoryManager, Level, ManagerMachine, ManagerMode, Msg, NChanceNode, NoData,
-    NodeMachine, Outbox,
+    Addr, DirectoryManager, HashNode, Level, ManagerMachine, ManagerMode, Msg, NChanceNode, NoData,
+    NodeMachine, Outbox, Owners, hash_owner,
 };
 use coopcache_core::policy::Lru;
 
@@ -187,5 +188,69 @@ fn foreign_first_evicts_a_forwarded_block_before_the_nodes_own() {
                 }
             ),
         ]
+    );
+}
+
+#[test]
+fn hash_partitions_over_all_live_members_are_the_simulators() {
+    let all = Owners::live(&[3, 0, 2, 1, 3]);
+    for block in 0..2000u64 {
+        assert_eq!(all.of(&block), hash_owner(&block, 4), "block {block}");
+    }
+}
+
+#[test]
+fn hash_partitions_move_to_the_live_members() {
+    // Node 3's misses go to a partition owner: itself (through the
+    // manager) or node 9, never a node that is not live.
+    let mut node = HashNode::new(
+        3,
+        12,
+        Lru::new(4).unwrap(),
+        NoData,
+        Lru::new(4).unwrap(),
+        NoData,
+    );
+    node.set_peers(&[9, 3]);
+    let mut out = Out::default();
+    let mut to = Vec::new();
+    for block in 0..200u64 {
+        node.read(block, 0, &mut out);
+        for (_, dest, msg) in drain(&mut out) {
+            if let Msg::Read { .. } = msg {
+                to.push(dest);
+            }
+        }
+    }
+    assert!(
+        to.iter()
+            .all(|d| *d == Addr::Node(9) || *d == Addr::Manager),
+        "{to:?}"
+    );
+    assert!(to.contains(&Addr::Node(9)) && to.contains(&Addr::Manager));
+
+    // The manager places the blocks its memory evicts in live partitions.
+    let mode = ManagerMode {
+        hash_partitions: true,
+        ..ManagerMode::default()
+    };
+    let mut m = DirectoryManager::new(12, Lru::new(1).unwrap(), NoData, mode);
+    m.set_peers(&[5, 7]);
+    let mut placed = Vec::new();
+    for block in 0..100u64 {
+        read(&mut m, 5, block, &mut out);
+        fetched(&mut m, 5, block, &mut out);
+        for (_, dest, msg) in drain(&mut out) {
+            if let Msg::Place { .. } = msg {
+                placed.push(dest);
+            }
+        }
+    }
+    assert!(placed.len() > 90, "{} placements", placed.len());
+    assert!(
+        placed
+            .iter()
+            .all(|d| *d == Addr::Node(5) || *d == Addr::Node(7)),
+        "{placed:?}"
     );
 }

@@ -15,6 +15,36 @@ pub fn hash_owner<K: BlockKey>(block: &K, nodes: u32) -> NodeId {
     ((u128::from(hash) * u128::from(nodes.max(1))) >> 64) as NodeId
 }
 
+/// Who holds which partition: every node of `0..nodes` (the simulator), or
+/// the live members a driver tracks, so a failed node's share moves to the
+/// others (with every member, the same owner as the simulator's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owners {
+    /// Nodes `0..n`.
+    All(u32),
+    /// These members, sorted, without duplicates.
+    Live(Vec<NodeId>),
+}
+
+impl Owners {
+    /// The live members `peers` (any order, duplicates allowed).
+    pub fn live(peers: &[NodeId]) -> Owners {
+        let mut live = peers.to_vec();
+        live.sort_unstable();
+        live.dedup();
+        Owners::Live(live)
+    }
+
+    /// The node whose partition holds `block`.
+    pub fn of<K: BlockKey>(&self, block: &K) -> NodeId {
+        match self {
+            Owners::All(n) => hash_owner(block, *n),
+            Owners::Live(live) if live.is_empty() => 0,
+            Owners::Live(live) => live[hash_owner(block, live.len() as u32) as usize],
+        }
+    }
+}
+
 /// A node with a locally managed part and one partition of the
 /// hash-distributed cache.
 ///
@@ -26,7 +56,7 @@ pub fn hash_owner<K: BlockKey>(block: &K, nodes: u32) -> NodeId {
 #[derive(Clone, Debug)]
 pub struct HashNode<K, P, S: BlockStore<K>> {
     id: NodeId,
-    nodes: u32,
+    owners: Owners,
     local: LocalCache<K, P, S>,
     partition: LocalCache<K, Lru<K>, S>,
 }
@@ -44,10 +74,16 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> HashNode<K, P, S> {
     ) -> Self {
         HashNode {
             id,
-            nodes,
+            owners: Owners::All(nodes),
             local: LocalCache::new(policy, local_store),
             partition: LocalCache::new(partition, partition_store),
         }
+    }
+
+    /// Partitions over the live members `peers` (this node among them)
+    /// instead of `0..nodes`.
+    pub fn set_peers(&mut self, peers: &[NodeId]) {
+        self.owners = Owners::live(peers);
     }
 
     /// As the owner of `block`: serve `reader` from the partition, or pass
@@ -93,7 +129,7 @@ where
             Lookup::Hit => return complete(self.id, block, Level::Local, 0, out),
             Lookup::Miss(miss) => miss,
         };
-        let owner = hash_owner(&block, self.nodes);
+        let owner = self.owners.of(&block);
         // Its own partition is this node's memory: a hit there is local.
         if owner == self.id && matches!(self.partition.lookup(block), Lookup::Hit) {
             return complete(self.id, block, Level::Local, 0, out);

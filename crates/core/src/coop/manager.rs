@@ -4,7 +4,7 @@
 use super::local::LocalCache;
 use super::{
     Addr, BlockStore, ClassPolicies, Directory, Holders, Level, ManagerMachine, Msg, NodeId,
-    Outbox, SizeClassed, hash_owner,
+    Outbox, Owners, SizeClassed,
 };
 use crate::policy::{BlockKey, Lookup, Policy};
 
@@ -43,7 +43,8 @@ pub struct DirectoryManager<K, C, S> {
     cache: LocalCache<K, C, S>,
     directory: Directory<K>,
     mode: ManagerMode,
-    nodes: u32,
+    /// Who holds which Hash-Distributed partition.
+    owners: Owners,
     /// Each node's lowest block weight, as it last reported (Weighted LRU).
     lowest_weight: Vec<u64>,
     classes: ClassPolicies,
@@ -59,7 +60,7 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
             directory: Directory::with_capacity(0),
             cache: LocalCache::new(cache, store),
             mode,
-            nodes,
+            owners: Owners::All(nodes),
             lowest_weight: vec![u64::MAX; nodes as usize],
             classes: ClassPolicies::uniform(),
             memory: true,
@@ -74,6 +75,12 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
             memory: false,
             ..self
         }
+    }
+
+    /// Places Hash-Distributed partitions over the live members `peers`
+    /// instead of `0..nodes` (as the nodes' `HashNode::set_peers`).
+    pub fn set_peers(&mut self, peers: &[NodeId]) {
+        self.owners = Owners::live(peers);
     }
 
     /// Forgets `node` as a holder of every block (it failed or left), and
@@ -169,10 +176,10 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
             return;
         }
         if let Lookup::Miss(miss) = self.cache.lookup(block) {
-            let (hash_partitions, nodes) = (self.mode.hash_partitions, self.nodes);
+            let (hash_partitions, owners) = (self.mode.hash_partitions, &self.owners);
             self.cache.admit(block, miss, |victim, data| {
                 if let (true, Some(data)) = (hash_partitions, data) {
-                    let owner = hash_owner(&victim, nodes);
+                    let owner = owners.of(&victim);
                     let msg = Msg::Place {
                         block: victim,
                         data,
@@ -190,7 +197,7 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
             out.send(Addr::Manager, Addr::Node(holder), Msg::Invalidate { block });
         }
         if self.mode.hash_partitions {
-            let owner = hash_owner(&block, self.nodes);
+            let owner = self.owners.of(&block);
             out.send(Addr::Manager, Addr::Node(owner), Msg::Unplace { block });
         }
         self.add_holder(block, writer, out);

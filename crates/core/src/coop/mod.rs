@@ -45,7 +45,7 @@ pub use cluster::{
 pub use direct::DirectNode;
 pub use directory::{Directory, Holders};
 pub use greedy::GreedyNode;
-pub use hash::{HashNode, hash_owner};
+pub use hash::{HashNode, Owners, hash_owner};
 pub use manager::{DirectoryManager, ManagerMode};
 pub use message::{Envelope, Msg, Outbox, ReadDone, load_units};
 pub use nchance::{MAX_CHANCES, NChanceNode};
