@@ -139,14 +139,7 @@ pub fn stacked_bars(
             .label(seg.name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(k).filled()));
     }
-    drawn(
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw(),
-    )?;
+    legend(&mut chart, Some(SeriesLabelPosition::UpperRight))?;
     drawn(root.present()).with_context(|| format!("writing {}", path.display()))
 }
 
@@ -211,13 +204,7 @@ pub fn xy(
                 .draw(),
         )?;
         draw_series(&mut chart, series, style)?;
-        drawn(
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw(),
-        )?;
+        legend(&mut chart, None)?;
     } else {
         let mut chart = drawn(builder.build_cartesian_2d(x0..x1, 0.0..y_top))?;
         drawn(
@@ -229,15 +216,31 @@ pub fn xy(
                 .draw(),
         )?;
         draw_series(&mut chart, series, style)?;
-        drawn(
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw(),
-        )?;
+        legend(&mut chart, None)?;
     }
     drawn(root.present()).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The series' legend on a light box, at `position` (plotters' default
+/// place if `None`).
+fn legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: Option<SeriesLabelPosition>,
+) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+{
+    let mut labels = chart.configure_series_labels();
+    if let Some(position) = position {
+        labels.position(position);
+    }
+    drawn(
+        labels
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw(),
+    )
 }
 
 fn draw_series<'a, X, DB>(
@@ -336,13 +339,6 @@ pub fn grouped_bars(
             .label(s.name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(j).filled()));
     }
-    drawn(
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw(),
-    )?;
+    legend(&mut chart, Some(SeriesLabelPosition::UpperRight))?;
     drawn(root.present()).with_context(|| format!("writing {}", path.display()))
 }

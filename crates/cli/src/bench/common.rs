@@ -194,6 +194,29 @@ pub fn plot_to(path: &Path, draw: impl FnOnce(&Path) -> Result<()>) -> Result<()
     Ok(())
 }
 
+/// Prints a benchmark's `rows` (JSON lines with `json`, else `table`),
+/// draws them to `plot_path`, and fails if any row delivered wrong bytes.
+pub fn report_rows<R: serde::Serialize>(
+    json: bool,
+    rows: &[R],
+    table: fn(&[R]),
+    plot_path: &Path,
+    draw: fn(&Path, &[R]) -> Result<()>,
+    wrong_bytes: fn(&R) -> u64,
+) -> Result<()> {
+    if json {
+        crate::output::print_json(rows)?;
+    } else {
+        table(rows);
+    }
+    plot_to(plot_path, |path| draw(path, rows))?;
+    let wrong: u64 = rows.iter().map(wrong_bytes).sum();
+    if wrong > 0 {
+        anyhow::bail!("{wrong} wrong bytes delivered");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 //! did.
 
 use super::common::{
-    Bar, Counters, in_tempdir, median, plot_to, rng, timed, write_origin_file, wrong_bytes,
+    Bar, Counters, in_tempdir, median, report_rows, rng, timed, write_origin_file, wrong_bytes,
 };
 use crate::live::{parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
@@ -151,7 +151,9 @@ pub fn run(args: NetcacheArgs) -> Result<()> {
     else {
         return Ok(());
     };
-    report(&args, &rows)
+    report_rows(args.json, &rows, print_table, &args.plot, plot, |r| {
+        r.wrong_bytes
+    })
 }
 
 fn check(args: &NetcacheArgs, cache: u64) -> Result<()> {
@@ -359,19 +361,6 @@ async fn prime(
         bar.inc();
     }
     Ok(wrong)
-}
-
-fn report(args: &NetcacheArgs, rows: &[Row]) -> Result<()> {
-    if args.json {
-        crate::output::print_json(rows)?;
-    } else {
-        print_table(rows);
-    }
-    plot_to(&args.plot, |path| plot(path, rows))?;
-    if rows.iter().any(|r| r.wrong_bytes > 0) {
-        bail!("wrong bytes delivered");
-    }
-    Ok(())
 }
 
 fn print_table(rows: &[Row]) {

@@ -10,7 +10,7 @@
 //! so that the cache's own excess (measured minus compulsory) is visible.
 
 use super::common::{
-    Bar, Counters, in_tempdir, plot_to, rng, timed, write_origin_file, wrong_bytes,
+    Bar, Counters, in_tempdir, report_rows, rng, timed, write_origin_file, wrong_bytes,
 };
 use crate::live::{parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
@@ -131,7 +131,9 @@ pub fn run(args: ZipfWebArgs) -> Result<()> {
     let Some(rows) = in_tempdir("coopcache-bench-zipf-web-", |dir| bench(&args, dir))? else {
         return Ok(());
     };
-    report(&args, &rows)
+    report_rows(args.json, &rows, print_table, &args.plot, plot, |r| {
+        r.wrong_bytes
+    })
 }
 
 fn name(f: usize) -> String {
@@ -260,19 +262,6 @@ async fn turns(
         });
     }
     Ok(rows)
-}
-
-fn report(args: &ZipfWebArgs, rows: &[Row]) -> Result<()> {
-    if args.json {
-        crate::output::print_json(rows)?;
-    } else {
-        print_table(rows);
-    }
-    plot_to(&args.plot, |path| plot(path, rows))?;
-    if rows.iter().any(|r| r.wrong_bytes > 0) {
-        bail!("wrong bytes delivered");
-    }
-    Ok(())
 }
 
 fn print_table(rows: &[Row]) {
