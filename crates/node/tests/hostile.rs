@@ -491,6 +491,16 @@ async fn a_member_serving_bad_blocks_is_caught_every_time() {
     }
 }
 
+/// `name`'s certificate chain and key from `dir`.
+fn chain_and_key(dir: &Path, name: &str) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+    let chain = CertificateDer::pem_file_iter(dir.join(format!("{name}.pem")))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(dir.join(format!("{name}.key"))).unwrap();
+    (chain, key)
+}
+
 /// A client config that trusts the cluster CA in `trusted` but presents
 /// the certificate and key of `name` in `presented` (another CA's).
 fn mixed_client(trusted: &Path, presented: &Path, name: &str) -> Arc<rustls::ClientConfig> {
@@ -498,12 +508,7 @@ fn mixed_client(trusted: &Path, presented: &Path, name: &str) -> Arc<rustls::Cli
     roots
         .add(CertificateDer::from_pem_file(trusted.join("ca.pem")).unwrap())
         .unwrap();
-    let chain: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_file_iter(presented.join(format!("{name}.pem")))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-    let key = PrivateKeyDer::from_pem_file(presented.join(format!("{name}.key"))).unwrap();
+    let (chain, key) = chain_and_key(presented, name);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -517,12 +522,7 @@ fn mixed_client(trusted: &Path, presented: &Path, name: &str) -> Arc<rustls::Cli
 /// A server presenting `name`'s certificate from `dir` and accepting any
 /// client, so only the dialling node's own check can refuse it.
 fn lax_server(dir: &Path, name: &str) -> Arc<rustls::ServerConfig> {
-    let chain: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_file_iter(dir.join(format!("{name}.pem")))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-    let key = PrivateKeyDer::from_pem_file(dir.join(format!("{name}.key"))).unwrap();
+    let (chain, key) = chain_and_key(dir, name);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
