@@ -4,8 +4,8 @@
 //! Hash-Distributed partitions over the live members.
 
 use coopcache_core::coop::{
-    Addr, DirectoryManager, HashNode, Level, ManagerMachine, ManagerMode, Msg, NChanceNode, NoData,
-    NodeMachine, Outbox, Owners, hash_owner,
+    Addr, DirectNode, DirectoryManager, HashNode, Level, ManagerMachine, ManagerMode, Msg,
+    NChanceNode, NoData, NodeMachine, Outbox, Owners, hash_owner,
 };
 use coopcache_core::policy::Lru;
 
@@ -252,5 +252,205 @@ fn hash_partitions_move_to_the_live_members() {
             .iter()
             .all(|d| *d == Addr::Node(5) || *d == Addr::Node(7)),
         "{placed:?}"
+    );
+}
+
+/// Where node 0 of 2 sends `Place`s after reading blocks 0..100 from the
+/// origin, and whether its own partition then serves its own later reads.
+fn places_after_origin_reads(placing: bool) -> (Vec<Addr>, usize) {
+    let node = HashNode::new(
+        0,
+        2,
+        Lru::new(1).unwrap(),
+        NoData,
+        Lru::new(200).unwrap(),
+        NoData,
+    );
+    let mut node = if placing {
+        node.placing_fetches()
+    } else {
+        node
+    };
+    let mut out = Out::default();
+    let mut placed = Vec::new();
+    let mut own = Vec::new();
+    for block in 0..100u64 {
+        node.read(block, 0, &mut out);
+        let data = Msg::Data {
+            block,
+            data: (),
+            level: Level::Origin,
+            hops: 2,
+        };
+        node.handle(Addr::Manager, data, 0, &mut out);
+        for (_, dest, msg) in drain(&mut out) {
+            if let Msg::Place { .. } = msg {
+                placed.push(dest);
+                if dest == Addr::Node(0) {
+                    // The driver delivers a place to itself to its node.
+                    node.handle(Addr::Node(0), msg, 0, &mut out);
+                    own.push(block);
+                }
+            }
+        }
+    }
+    drain(&mut out);
+    // Its own partition's blocks are local hits once the local part (one
+    // block) has moved on.
+    let mut hits = 0;
+    for &block in own.iter().filter(|&&b| b != 99) {
+        node.read(block, 0, &mut out);
+        hits += out.drain_done().filter(|d| d.level == Level::Local).count();
+        drain(&mut out);
+    }
+    (placed, hits)
+}
+
+#[test]
+fn a_reader_places_what_it_fetched_when_the_manager_keeps_nothing() {
+    let (placed, hits) = places_after_origin_reads(true);
+    assert_eq!(placed.len(), 100, "one place per block fetched");
+    for block in 0..100u64 {
+        assert_eq!(placed[block as usize], Addr::Node(hash_owner(&block, 2)));
+    }
+    assert!(placed.contains(&Addr::Node(1)) && placed.contains(&Addr::Node(0)));
+    let own = placed.iter().filter(|&&d| d == Addr::Node(0)).count();
+    assert!(
+        hits >= own - 1 && hits > 0,
+        "{hits} hits of {own} own blocks"
+    );
+    // The simulator's nodes leave it to the manager's memory.
+    assert_eq!(places_after_origin_reads(false), (Vec::new(), 0));
+}
+
+type Direct = DirectNode<u64, Lru<u64>, NoData>;
+
+/// A live Direct node: 1 block local, a remote cache of 4 at its host.
+fn direct(id: u32, host: Option<u32>) -> Direct {
+    let remote = Lru::new(4).unwrap();
+    let mut n = DirectNode::new(id, Lru::new(1).unwrap(), NoData, remote, NoData)
+        .hosted_by_peers(Lru::new(4).unwrap(), NoData);
+    n.set_host(host);
+    n
+}
+
+/// Node `n` reads `block` from the origin; what it sends.
+fn read_from_origin(n: &mut Direct, block: u64, out: &mut Out) -> Vec<(Addr, Addr, Msg<u64, ()>)> {
+    n.read(block, 0, out);
+    let data = Msg::Data {
+        block,
+        data: (),
+        level: Level::Origin,
+        hops: 2,
+    };
+    n.handle(Addr::Manager, data, 0, out);
+    out.drain_done().for_each(drop);
+    drain(out)
+}
+
+#[test]
+fn a_live_direct_node_parks_its_evictions_at_its_host_and_reads_them_back() {
+    let (mut client, mut host) = (direct(0, Some(1)), direct(1, None));
+    let mut out = Out::default();
+    read_from_origin(&mut client, 1, &mut out);
+    let sent = read_from_origin(&mut client, 2, &mut out);
+    let place = Msg::Place {
+        block: 1,
+        data: (),
+        replaces: None,
+    };
+    assert!(
+        sent.contains(&(Addr::Node(0), Addr::Node(1), place.clone())),
+        "{sent:?}"
+    );
+    host.handle(Addr::Node(0), place, 0, &mut out);
+    assert_eq!(host.len(), 1, "the host keeps it");
+
+    // Block 1 again: asked of the host, not the manager; the host hands
+    // it back (it leaves the hosted region) in two hops.
+    client.read(1, 0, &mut out);
+    let sent = drain(&mut out);
+    let ask = Msg::Forward {
+        block: 1,
+        reader: 0,
+        hops: 1,
+    };
+    assert!(
+        sent.contains(&(Addr::Node(0), Addr::Node(1), ask.clone())),
+        "{sent:?}"
+    );
+    assert!(
+        !sent.iter().any(|(_, to, _)| *to == Addr::Manager),
+        "{sent:?}"
+    );
+    host.handle(Addr::Node(0), ask, 0, &mut out);
+    let reply = drain(&mut out);
+    assert_eq!(host.len(), 0);
+    let [
+        (
+            _,
+            Addr::Node(0),
+            data @ Msg::Data {
+                level: Level::RemoteNode,
+                hops: 2,
+                ..
+            },
+        ),
+    ] = &reply[..]
+    else {
+        panic!("{reply:?}");
+    };
+    client.handle(Addr::Node(1), data.clone(), 0, &mut out);
+    let done: Vec<_> = out.drain_done().collect();
+    assert_eq!((done[0].block, done[0].level), (1, Level::RemoteNode));
+}
+
+#[test]
+fn a_live_direct_node_whose_host_lost_a_block_reads_through_the_manager() {
+    let (mut client, mut new_host) = (direct(0, Some(1)), direct(2, None));
+    let mut out = Out::default();
+    read_from_origin(&mut client, 1, &mut out);
+    read_from_origin(&mut client, 2, &mut out);
+    // Host 1 failed; its successor never saw block 1.
+    client.set_host(Some(2));
+    client.read(1, 0, &mut out);
+    let (_, to, ask) = drain(&mut out)
+        .into_iter()
+        .find(|(_, _, m)| matches!(m, Msg::Forward { .. }))
+        .unwrap();
+    assert_eq!(to, Addr::Node(2));
+    new_host.handle(Addr::Node(0), ask, 0, &mut out);
+    let reply = drain(&mut out);
+    assert!(
+        matches!(
+            reply[..],
+            [(
+                _,
+                Addr::Manager,
+                Msg::NotHere {
+                    block: 1,
+                    reader: 0,
+                    hops: 2
+                }
+            )]
+        ),
+        "{reply:?}"
+    );
+
+    // With no live peer at all, an eviction is dropped and the manager told.
+    let mut alone = direct(0, None);
+    read_from_origin(&mut alone, 1, &mut out);
+    let sent = read_from_origin(&mut alone, 2, &mut out);
+    assert!(
+        sent.contains(&(Addr::Node(0), Addr::Manager, Msg::Dropped { block: 1 })),
+        "{sent:?}"
+    );
+    assert!(!sent.iter().any(|(_, _, m)| matches!(m, Msg::Place { .. })));
+    alone.read(1, 0, &mut out);
+    let sent = drain(&mut out);
+    assert!(
+        sent.iter()
+            .any(|m| matches!(m, (_, Addr::Manager, Msg::Read { block: 1, .. }))),
+        "{sent:?}"
     );
 }

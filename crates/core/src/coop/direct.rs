@@ -17,13 +17,26 @@ use crate::policy::{BlockKey, Lookup, Lru, Policy};
 /// nothing of the arrangement: to it the node simply has a larger cache.
 ///
 /// As in the paper's optimistic model, the remote cache is permanent and
-/// never disturbed by its host; it is simulated as part of this node's
-/// state.
+/// never disturbed by its host; the simulator keeps it as part of this
+/// node's state. A live node keeps only its order here and the bytes at a
+/// peer, its host ([`DirectNode::hosted_by_peers`]).
 #[derive(Clone, Debug)]
 pub struct DirectNode<K, P, S: BlockStore<K>> {
     id: NodeId,
     local: LocalCache<K, P, S>,
     remote: LocalCache<K, Lru<K>, S>,
+    /// Set when the remote cache's bytes live at a peer.
+    peer: Option<PeerHosted<K, S>>,
+}
+
+/// A remote cache whose bytes are in a peer's memory, and the region of
+/// this node's memory where it hosts a peer's remote cache.
+#[derive(Clone, Debug)]
+struct PeerHosted<K, S: BlockStore<K>> {
+    /// Who keeps this node's remote blocks, if any peer is live.
+    host: Option<NodeId>,
+    /// The blocks this node keeps for the peers it hosts.
+    hosted: LocalCache<K, Lru<K>, S>,
 }
 
 impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
@@ -34,6 +47,32 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
             id,
             local: LocalCache::new(policy, local_store),
             remote: LocalCache::new(remote, remote_store),
+            peer: None,
+        }
+    }
+
+    /// The live arrangement: the remote cache's bytes go to a peer (set by
+    /// [`DirectNode::set_host`]; with none, evictions are dropped as Base
+    /// drops them), and this node keeps the blocks peers park with it in
+    /// `hosted`, an LRU that drops its oldest block silently (its client
+    /// then finds it gone and reads through the manager). The remote
+    /// store keeps nothing: only the remote cache's order is kept here.
+    pub fn hosted_by_peers(self, hosted: Lru<K>, hosted_store: S) -> Self {
+        DirectNode {
+            peer: Some(PeerHosted {
+                host: None,
+                hosted: LocalCache::new(hosted, hosted_store),
+            }),
+            ..self
+        }
+    }
+
+    /// The peer that keeps this node's remote cache. Blocks parked at an
+    /// earlier host are asked of the new one, which answers that it does
+    /// not have them.
+    pub fn set_host(&mut self, host: Option<NodeId>) {
+        if let Some(p) = &mut self.peer {
+            p.host = host.filter(|&h| h != self.id);
         }
     }
 
@@ -41,14 +80,48 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
     /// the remote cache and dropping the remote cache's.
     fn admit_local(&mut self, block: K, miss: P::Miss, out: &mut Outbox<K, S::Data>) {
         let (me, remote) = (self.id, &mut self.remote);
+        // None: the simulator's remote cache; Some(None): live, no host.
+        let host = self.peer.as_ref().map(|p| p.host);
         self.local.admit(block, miss, |victim, data| {
+            if host == Some(None) {
+                // No peer to keep it: dropped, as Base drops it.
+                return notify_dropped(me, victim, out);
+            }
             if let Lookup::Miss(miss) = remote.lookup(victim) {
                 remote.admit(victim, miss, |gone, _| notify_dropped(me, gone, out));
             }
-            if let Some(data) = data {
-                remote.fill(victim, data);
+            match (host, data) {
+                (None, Some(data)) => remote.fill(victim, data),
+                (Some(Some(h)), Some(data)) => {
+                    let place = Msg::Place {
+                        block: victim,
+                        data,
+                        replaces: None,
+                    };
+                    out.send(Addr::Node(me), Addr::Node(h), place);
+                }
+                _ => {}
             }
         });
+    }
+
+    /// The peer-hosted remote cache holds `block`: ask the host for it.
+    /// Its `Data` (or, if the host lost it, the manager) finishes the read.
+    fn fetch_from_host(&mut self, block: K, out: &mut Outbox<K, S::Data>) -> bool {
+        // Out of the remote cache either way: the local cache takes it.
+        if !self.remote.policy.remove(block) {
+            return false;
+        }
+        let Some(host) = self.peer.as_ref().and_then(|p| p.host) else {
+            return false;
+        };
+        let ask = Msg::Forward {
+            block,
+            reader: self.id,
+            hops: 1,
+        };
+        out.send(Addr::Node(self.id), Addr::Node(host), ask);
+        true
     }
 }
 
@@ -63,6 +136,14 @@ where
             Lookup::Hit => return complete(self.id, block, Level::Local, 0, out),
             Lookup::Miss(miss) => miss,
         };
+        if self.peer.is_some() {
+            let asked = self.fetch_from_host(block, out);
+            self.admit_local(block, miss, out);
+            if !asked {
+                ask_manager(self.id, block, out);
+            }
+            return;
+        }
         let from_remote = self.remote.remove(block);
         self.admit_local(block, miss, out);
         match from_remote {
@@ -102,12 +183,26 @@ where
                 reader,
                 hops,
             } => {
+                // A block parked here goes back to its client, whose local
+                // cache takes it: it leaves the hosted region.
                 let data = self.local.get(block).or_else(|| self.remote.get(block));
+                let data = data.or_else(|| self.peer.as_mut()?.hosted.remove(block));
                 serve_forward(self.id, block, reader, hops, data, out);
+            }
+            Msg::Place { block, data, .. } => {
+                if let Some(p) = &mut self.peer {
+                    if let Lookup::Miss(miss) = p.hosted.lookup(block) {
+                        p.hosted.admit(block, miss, |_, _| {});
+                    }
+                    p.hosted.fill(block, data);
+                }
             }
             Msg::Invalidate { block } => {
                 self.local.remove(block);
                 self.remote.remove(block);
+                if let Some(p) = &mut self.peer {
+                    p.hosted.remove(block);
+                }
             }
             _ => {}
         }
@@ -118,11 +213,15 @@ where
         self.remote.policy.iter_oldest_first().for_each(f);
     }
 
+    /// Blocks this node's cache holds, wherever their bytes are (and, live,
+    /// the blocks it hosts for a peer).
     fn len(&self) -> usize {
-        self.local.policy.len() + self.remote.policy.len()
+        let hosted = self.peer.as_ref().map_or(0, |p| p.hosted.policy.len());
+        self.local.policy.len() + self.remote.policy.len() + hosted
     }
 
     fn capacity(&self) -> usize {
-        self.local.policy.capacity() + self.remote.policy.capacity()
+        let hosted = self.peer.as_ref().map_or(0, |p| p.hosted.policy.capacity());
+        self.local.policy.capacity() + self.remote.policy.capacity() + hosted
     }
 }

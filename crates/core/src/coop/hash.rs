@@ -59,6 +59,9 @@ pub struct HashNode<K, P, S: BlockStore<K>> {
     owners: Owners,
     local: LocalCache<K, P, S>,
     partition: LocalCache<K, Lru<K>, S>,
+    /// Whether this node places the blocks it reads from the origin in
+    /// their partitions itself (a manager without memory).
+    places_fetches: bool,
 }
 
 impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> HashNode<K, P, S> {
@@ -77,6 +80,20 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> HashNode<K, P, S> {
             owners: Owners::All(nodes),
             local: LocalCache::new(policy, local_store),
             partition: LocalCache::new(partition, partition_store),
+            places_fetches: false,
+        }
+    }
+
+    /// With a manager that keeps no blocks in memory (a live cluster, where
+    /// each node manages a slice of the files and is only a directory for
+    /// them), the partitions would never fill: they take the manager's
+    /// evictions. Such a manager evicts every block it fetches at once, so
+    /// the reader of a block from the origin places it in its partition
+    /// itself, the same `Place` the manager would have sent.
+    pub fn placing_fetches(self) -> Self {
+        HashNode {
+            places_fetches: true,
+            ..self
         }
     }
 
@@ -175,6 +192,15 @@ where
                 if level == Level::RemoteNode && self.local.contains(block) {
                     out.send(Addr::Node(self.id), Addr::Manager, Msg::Cached { block });
                 }
+                if level == Level::Origin && self.places_fetches {
+                    let owner = self.owners.of(&block);
+                    let place = Msg::Place {
+                        block,
+                        data: data.clone(),
+                        replaces: None,
+                    };
+                    out.send(Addr::Node(self.id), Addr::Node(owner), place);
+                }
                 self.local.fill(block, data);
                 complete(self.id, block, level, hops, out);
             }
@@ -194,7 +220,11 @@ where
                 self.partition.remove(block);
             }
             Msg::Invalidate { block } => {
+                // Both parts: a live driver also invalidates a copy whose
+                // bytes failed verification, wherever it was kept (a write
+                // in the simulator Unplaces the partition's copy anyway).
                 self.local.remove(block);
+                self.partition.remove(block);
             }
             _ => {}
         }
