@@ -8,13 +8,13 @@
 use crate::block::{BlockId, manager_of};
 use crate::frame::{Hash, Wire};
 use crate::link::{LinkCtx, LinkTx, link_channels, run_link};
-use crate::machine::{LiveManager, LiveNode};
+use crate::machine::{LiveManager, LiveNode, Machines};
 use crate::membership::{Change, Effects, GossipError, Swim, SwimId};
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError};
-use crate::store::SharedStore;
+use crate::store::Stores;
 use bytes::Bytes;
-use coopcache_core::coop::{Addr, BlockStore, Level, ManagerMachine, Msg, NodeId, Outbox};
+use coopcache_core::coop::{Addr, Level, ManagerMachine, Msg, NodeId, Outbox};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -227,7 +227,7 @@ pub struct Driver {
     cfg: DriverConfig,
     node: LiveNode,
     manager: LiveManager,
-    store: SharedStore,
+    store: Stores,
     out: Outbox<BlockId, Bytes>,
     /// What the manager slice sends, checked before it joins `out`.
     mgr_out: Outbox<BlockId, Bytes>,
@@ -272,13 +272,10 @@ fn blake3_of(data: &[u8]) -> Hash {
 }
 
 impl Driver {
-    /// A driver for `node` and `manager`.
-    #[allow(clippy::too_many_arguments)]
+    /// A driver for a node's `machines`.
     pub fn new(
         cfg: DriverConfig,
-        node: LiveNode,
-        manager: LiveManager,
-        store: SharedStore,
+        machines: Machines,
         origin: Arc<Origin>,
         metrics: Arc<Metrics>,
         ctx: Arc<LinkCtx>,
@@ -300,6 +297,11 @@ impl Driver {
             },
             incarnation,
         );
+        let Machines {
+            node,
+            manager,
+            stores: store,
+        } = machines;
         Driver {
             cfg,
             node,

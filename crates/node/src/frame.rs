@@ -416,10 +416,12 @@ const M_SINGLET: u8 = 9;
 const M_RECIRCULATE: u8 = 10;
 const M_INVALIDATE: u8 = 11;
 const M_FETCH: u8 = 12;
+const M_PLACE: u8 = 13;
 
 /// Encodes the messages a live cluster exchanges. The rest (central
 /// placement, Weighted LRU, writes, replicas) never cross a live link: the
-/// daemon runs Base, Greedy and N-Chance, read-only.
+/// daemon runs Base, Greedy, N-Chance, Hash-Distributed and Direct,
+/// read-only.
 fn put_msg(buf: &mut BytesMut, msg: &Msg<BlockId, Bytes>) {
     let (tag, block) = match msg {
         Msg::Read { block, .. } => (M_READ, block),
@@ -434,6 +436,7 @@ fn put_msg(buf: &mut BytesMut, msg: &Msg<BlockId, Bytes>) {
         Msg::Recirculate { block, .. } => (M_RECIRCULATE, block),
         Msg::Invalidate { block } => (M_INVALIDATE, block),
         Msg::Fetch { block, .. } => (M_FETCH, block),
+        Msg::Place { block, .. } => (M_PLACE, block),
         other => unreachable_on_live_link(other),
     };
     buf.put_u8(tag);
@@ -459,12 +462,21 @@ fn put_msg(buf: &mut BytesMut, msg: &Msg<BlockId, Bytes>) {
             buf.put_u8(*chances);
             buf.put_slice(data);
         }
+        Msg::Place { data, replaces, .. } => {
+            match replaces {
+                None => buf.put_u8(0),
+                Some(old) => {
+                    buf.put_u8(1);
+                    put_block(buf, *old);
+                }
+            }
+            buf.put_slice(data);
+        }
         _ => {}
     }
 }
 
-/// The daemon builds only Base, Greedy and N-Chance clusters (see
-/// `put_msg`), whose machines never send the other messages; a message that
+/// The daemon builds only the clusters `put_msg` names, whose machines never send the other messages; a message that
 /// cannot be encoded is a bug in the daemon, not bad input.
 fn unreachable_on_live_link(msg: &Msg<BlockId, Bytes>) -> ! {
     panic!("message {msg:?} is not part of the live protocol")
@@ -622,6 +634,15 @@ impl Reader {
                 }
             }
             M_INVALIDATE => Msg::Invalidate { block },
+            M_PLACE => Msg::Place {
+                block,
+                replaces: match self.u8()? {
+                    0 => None,
+                    1 => Some(self.block()?),
+                    b => return Err(self.bad(format!("replaces flag {b}"))),
+                },
+                data: self.rest(),
+            },
             t => return Err(self.bad(format!("message tag {t}"))),
         })
     }
@@ -750,10 +771,20 @@ mod tests {
             },
             Msg::Recirculate {
                 block,
-                data,
+                data: data.clone(),
                 chances: 2,
             },
             Msg::Invalidate { block },
+            Msg::Place {
+                block,
+                data: data.clone(),
+                replaces: None,
+            },
+            Msg::Place {
+                block,
+                data,
+                replaces: Some(BlockId { file: 9, index: 1 }),
+            },
         ];
         for msg in msgs {
             roundtrip(Wire::Core {

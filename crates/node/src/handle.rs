@@ -9,7 +9,6 @@ use crate::link::{LinkCtx, accept_loop};
 use crate::machine::{LiveAlgorithm, build};
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError, check_path};
-use crate::store::SharedStore;
 use crate::tls::Identity;
 use bytes::{Bytes, BytesMut};
 use coopcache_core::coop::{Level, NodeId};
@@ -210,16 +209,8 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         events: tx.clone(),
         metrics: metrics.clone(),
     });
-    let store = SharedStore::default();
-    let (node, manager) = build(
-        opts.algorithm,
-        opts.id,
-        capacity,
-        opts.chances,
-        opts.seed,
-        store.clone(),
-    )
-    .map_err(|e| NodeError::Config(e.to_string()))?;
+    let machines = build(opts.algorithm, opts.id, capacity, opts.chances, opts.seed)
+        .map_err(|e| NodeError::Config(e.to_string()))?;
     let origin = Arc::new(opts.origin);
     let driver = Driver::new(
         DriverConfig {
@@ -231,9 +222,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
             capacity,
             min_timeout: opts.min_timeout,
         },
-        node,
-        manager,
-        store,
+        machines,
         origin.clone(),
         metrics.clone(),
         ctx.clone(),

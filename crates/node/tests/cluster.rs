@@ -49,3 +49,77 @@ async fn without_cooperation_every_node_reads_the_origin() {
     }
     assert_eq!(origin_reads, 3 * 5);
 }
+
+/// Sums of every node's status: cached blocks.
+async fn cached_blocks(c: &TestCluster) -> u64 {
+    let mut n = 0;
+    for node in &c.nodes {
+        n += node.status().await.unwrap().cached_blocks;
+    }
+    n
+}
+
+/// Waits until the cluster caches `n` blocks in all (messages that fill
+/// partitions or hosts are still in flight when a read returns).
+async fn settle_at(c: &TestCluster, n: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while cached_blocks(c).await != n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cached {} blocks, expected {n}",
+            cached_blocks(c).await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hash_distributed_partitions_serve_what_one_node_read() {
+    let shape = Shape {
+        algorithm: LiveAlgorithm::Hash,
+        ..Shape::default()
+    };
+    let len = 1_000_000;
+    let c = cluster(shape, &[("a.bin", len)]).await;
+    let want = contents(1, len);
+    assert!(c.nodes[0].read("a.bin", None).await.unwrap()[..] == want[..]);
+    // 16 blocks in node 0's local part, and each placed in its partition.
+    settle_at(&c, 32).await;
+    let got = c.nodes[1].read("a.bin", None).await.unwrap();
+    assert!(got[..] == want[..], "wrong bytes");
+    let s = c.nodes[1].status().await.unwrap();
+    assert_eq!(s.origin_reads, 0, "every block from a partition: {s:?}");
+    assert!(s.reads["peer"] > 0, "{s:?}");
+    assert_eq!(s.reads["peer"] + s.reads["local"], 16, "{s:?}");
+    for node in &c.nodes {
+        assert_eq!(node.status().await.unwrap().integrity_failures, 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_node_reads_its_evictions_back_from_its_host() {
+    // 32 blocks of budget: 16 for the node's own blocks, 16 hosted.
+    let block: u64 = 64 << 10;
+    let shape = Shape {
+        nodes: 2,
+        algorithm: LiveAlgorithm::Direct,
+        memory: coopcache_node::budget::RESERVE
+            + 32 * (block + coopcache_node::budget::PER_BLOCK_OVERHEAD),
+        ..Shape::default()
+    };
+    let len = 32 * block as usize;
+    let c = cluster(shape, &[("a.bin", len)]).await;
+    let want = contents(1, len);
+    let node = &c.nodes[0];
+    assert!(node.read("a.bin", None).await.unwrap()[..] == want[..]);
+    // Blocks 16..32 local, 0..16 parked at node 1.
+    settle_at(&c, 32).await;
+    let first_half = 0..(16 * block);
+    let got = node.read("a.bin", Some(first_half.clone())).await.unwrap();
+    assert!(got[..] == want[..16 * block as usize], "wrong bytes");
+    let s = node.status().await.unwrap();
+    assert_eq!(s.origin_reads, 32, "no block read twice: {s:?}");
+    assert_eq!(s.reads["peer"], 16, "{s:?}");
+    assert_eq!(s.integrity_failures, 0);
+    assert_eq!(c.nodes[1].status().await.unwrap().origin_reads, 0);
+}

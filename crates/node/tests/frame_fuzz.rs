@@ -90,6 +90,13 @@ fn msg() -> impl Strategy<Value = Msg<BlockId, Bytes>> {
             }
         }),
         block().prop_map(|block| Msg::Invalidate { block }),
+        (block(), data(), prop::option::of(block())).prop_map(|(block, data, replaces)| {
+            Msg::Place {
+                block,
+                data,
+                replaces,
+            }
+        }),
     ]
 }
 
@@ -159,7 +166,7 @@ proptest! {
     #[test]
     fn decoding_any_kind_with_arbitrary_body_never_panics(
         kind in 0u8..12,
-        tag in 0u8..14,
+        tag in 0u8..15,
         body in prop::collection::vec(any::<u8>(), 0..120),
     ) {
         let mut b = vec![kind];
@@ -198,7 +205,10 @@ proptest! {
             // frame's end.
             let carries_data = matches!(
                 &w,
-                Wire::Core { msg: Msg::Data { .. } | Msg::Recirculate { .. }, .. } | Wire::Gossip(_)
+                Wire::Core {
+                    msg: Msg::Data { .. } | Msg::Recirculate { .. } | Msg::Place { .. },
+                    ..
+                } | Wire::Gossip(_)
             );
             if !carries_data {
                 let refused = matches!(

@@ -32,7 +32,8 @@ const DEFAULT_PARAMS: &str =
 
 #[derive(clap::Args)]
 pub struct AlgorithmsArgs {
-    /// Algorithms, comma-separated (the daemon runs base, greedy, nchance).
+    /// Algorithms, comma-separated (the daemon runs base, greedy, nchance,
+    /// hash and direct).
     #[arg(long, value_delimiter = ',', default_value = "base,greedy,nchance")]
     algorithms: Vec<String>,
     /// The simulator's workload.
@@ -245,7 +246,11 @@ async fn bench(
     };
     let mut out = Vec::new();
     for &algorithm in algorithms {
-        let simulated = replay::simulate(kind_of(algorithm), &config, requests)?;
+        let simulated = replay::simulate(
+            kind_of(algorithm),
+            &live_shape(algorithm, &config)?,
+            requests,
+        )?;
         spec.algorithm = algorithm;
         eprintln!("{algorithm}: replaying live ...");
         out.push(run_live(args, &spec, &files, requests, label, &simulated).await?);
@@ -258,7 +263,24 @@ fn kind_of(a: LiveAlgorithm) -> AlgorithmKind {
         LiveAlgorithm::Base => AlgorithmKind::Base,
         LiveAlgorithm::Greedy => AlgorithmKind::Greedy,
         LiveAlgorithm::NChance => AlgorithmKind::NChance,
+        LiveAlgorithm::Hash => AlgorithmKind::Hash,
+        LiveAlgorithm::Direct => AlgorithmKind::Direct,
     }
+}
+
+/// The simulator's shape of a live node of `config.node_capacity` blocks:
+/// a live Direct node keeps half of them for itself and hosts its peer's
+/// remote cache in the other half (the simulator's `direct_remote`).
+fn live_shape(a: LiveAlgorithm, config: &ClusterConfig) -> Result<ClusterConfig> {
+    if a != LiveAlgorithm::Direct {
+        return Ok(config.clone());
+    }
+    let (local, remote) = ClusterConfig::split(config.node_capacity, 0.5)?;
+    Ok(ClusterConfig {
+        node_capacity: local,
+        direct_remote: remote,
+        ..config.clone()
+    })
 }
 
 async fn run_live(

@@ -233,7 +233,7 @@ impl ClusterConfig {
 
     /// Local and global parts of a node of `capacity` blocks with
     /// `fraction` globally managed, each at least one block.
-    fn split(capacity: usize, fraction: f64) -> Result<(usize, usize), ConfigError> {
+    pub fn split(capacity: usize, fraction: f64) -> Result<(usize, usize), ConfigError> {
         let global = (capacity as f64 * fraction).round() as usize;
         let local = capacity.saturating_sub(global);
         if local == 0 || global == 0 {
@@ -436,14 +436,13 @@ impl<V> Builder<'_, V> {
                     ..ManagerMode::default()
                 };
                 let nodes = build_nodes(n, |i| {
-                    Ok(HashNode::new(
-                        i,
-                        n,
-                        new(local)?,
-                        NoData,
-                        Lru::new(global)?,
-                        NoData,
-                    ))
+                    let node = HashNode::new(i, n, new(local)?, NoData, Lru::new(global)?, NoData);
+                    // With no manager memory to evict from, readers fill
+                    // the partitions (as a live cluster does).
+                    Ok(match c.manager_capacity {
+                        0 => node.placing_fetches(),
+                        _ => node,
+                    })
                 })?;
                 self.visitor.visit(Cluster {
                     nodes,

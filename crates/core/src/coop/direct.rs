@@ -67,6 +67,11 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
         }
     }
 
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
     /// The peer that keeps this node's remote cache. Blocks parked at an
     /// earlier host are asked of the new one, which answers that it does
     /// not have them.

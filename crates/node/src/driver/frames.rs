@@ -48,7 +48,10 @@ impl Driver {
                 let hash = self.hashes.get(&block).copied();
                 self.deliver_to_reader(from, Wire::HashIs { block, hash });
             }
-            Wire::HashIs { block, hash } => self.verify_recirculated(block, hash),
+            Wire::HashIs { block, hash } => {
+                self.verify_recirculated(block, hash);
+                self.hash_for_read(block, hash);
+            }
             Wire::Ping(n) => self.send(from, Wire::Pong(n)),
             Wire::Pong(n) => {
                 if let Some((peer, sent)) = self.pings.remove(&n)
@@ -88,6 +91,28 @@ impl Driver {
         }
     }
 
+    /// The manager's answer for a read this node sent straight to a peer
+    /// (a Hash-Distributed partition owner, its Direct host), no `Expect`
+    /// coming: the hash the peer's data must have, or, with none recorded,
+    /// nothing a peer sends can be checked, so the origin.
+    pub(super) fn hash_for_read(&mut self, block: BlockId, hash: Option<(Hash, u32)>) {
+        let Some(p) = self.pending.get_mut(&block) else {
+            return;
+        };
+        if p.stage != Stage::Cluster || p.expect.is_some() {
+            return;
+        }
+        match hash {
+            Some(expect) => {
+                p.expect = Some(expect);
+                if let Some((sender, msg)) = p.early.take() {
+                    self.verify_data(block, sender, msg, expect);
+                }
+            }
+            None => self.start_origin_read(block, 2),
+        }
+    }
+
     /// The manager's verdict on a forwarded singlet the machine took.
     pub(super) fn verify_recirculated(&mut self, block: BlockId, hash: Option<(Hash, u32)>) {
         let Some(Unverified { sender, data, .. }) = self.unverified.remove(&block) else {
@@ -101,11 +126,7 @@ impl Driver {
             }
             // Still holding these bytes (not evicted or replaced since):
             // drop them and tell the manager this node is no holder.
-            if self
-                .store
-                .get(block)
-                .is_some_and(|held| held.as_ptr() == data.as_ptr())
-            {
+            if self.store.holds(block, &data) {
                 let now = self.now();
                 self.node
                     .handle(Addr::Manager, Msg::Invalidate { block }, now, &mut self.out);

@@ -96,6 +96,7 @@ impl Driver {
             .collect();
         self.live.sort_unstable();
         self.node.set_peers(&self.live);
+        self.manager.set_peers(&self.live);
         self.metrics.members.set(self.live.len() as i64);
     }
 

@@ -25,8 +25,7 @@ fn driver(dir: &std::path::Path) -> Driver {
         events: events.clone(),
         metrics: metrics.clone(),
     });
-    let store = SharedStore::default();
-    let (node, manager) = build(LiveAlgorithm::NChance, 0, 64, 2, 1, store.clone()).unwrap();
+    let machines = build(LiveAlgorithm::NChance, 0, 64, 2, 1).unwrap();
     let origin = Arc::new(Origin::open(dir.to_str().unwrap()).unwrap());
     let cfg = DriverConfig {
         id: 0,
@@ -37,7 +36,7 @@ fn driver(dir: &std::path::Path) -> Driver {
         capacity: 64,
         min_timeout: Duration::from_millis(50),
     };
-    Driver::new(cfg, node, manager, store, origin, metrics, ctx, events)
+    Driver::new(cfg, machines, origin, metrics, ctx, events)
 }
 
 /// Dials the peer and reports its link up, as `run_link` would.

@@ -26,7 +26,18 @@ impl Driver {
         let me = self.cfg.id;
         match to {
             Addr::Node(n) if n == me => self.deliver_to_node(me, from, msg),
-            Addr::Node(n) => self.send(n, Wire::Core { from, to, msg }),
+            Addr::Node(n) => {
+                // This node's own read sent straight to a peer (its
+                // partition owner, its Direct host): no manager sends an
+                // `Expect`, so ask it for the hash, in parallel.
+                if let Msg::Read { block, reader, .. } | Msg::Forward { block, reader, .. } = msg
+                    && reader == me
+                    && from == Addr::Node(me)
+                {
+                    self.send_to_manager(block, Wire::HashOf { block });
+                }
+                self.send(n, Wire::Core { from, to, msg });
+            }
             Addr::Manager => {
                 // Weight (Weighted LRU) never runs live; any manager will do.
                 let block = msg.block().unwrap_or(BlockId { file: 0, index: 0 });
@@ -117,11 +128,17 @@ impl Driver {
             }
             Msg::Recirculate {
                 block, ref data, ..
-            } => {
-                // The machine takes the singlet at once, in the order the
-                // simulator delivers it; its bytes are checked with the
-                // manager before any local read uses them (a peer that
-                // gets them checks them itself).
+            }
+            | Msg::Place {
+                block, ref data, ..
+            } if sender != self.cfg.id
+                && (matches!(msg, Msg::Recirculate { .. }) || self.node.serves_placed_blocks()) =>
+            {
+                // The machine takes the singlet (or the block placed in
+                // its partition) at once, in the order the simulator
+                // delivers it; its bytes are checked with the manager
+                // before any local read uses them (a peer that gets them
+                // checks them itself).
                 if self.unverified.len() >= max_unverified(self.cfg.block_size)
                     && !self.unverified.contains_key(&block)
                 {
