@@ -1,0 +1,308 @@
+//! Mallory: a member with a valid certificate who serves bad blocks, and the blocks she attacks.
+
+use super::*;
+
+/// What Mallory answers for a block forwarded to her (or read from her
+/// partition).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Answer {
+    /// One bit of the right bytes flipped.
+    FlippedBit,
+    /// The right bytes, cut short by one.
+    Truncated,
+    /// The right bytes and one more.
+    Padded,
+    /// The same block of the file's previous version.
+    Stale,
+    /// Another block of the same file version (right length, valid data).
+    OtherBlock,
+    /// The right bytes: the control.
+    Honest,
+}
+
+pub(crate) const ANSWERS: [Answer; 6] = [
+    Answer::FlippedBit,
+    Answer::Truncated,
+    Answer::Padded,
+    Answer::Stale,
+    Answer::OtherBlock,
+    Answer::Honest,
+];
+
+pub(crate) type Conn = Arc<tokio::sync::Mutex<Box<dyn Stream>>>;
+
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// The hostile member: her links to the real nodes, and what she has
+/// answered.
+pub(crate) struct Mallory {
+    pub(crate) out: HashMap<NodeId, Conn>,
+    /// Bytes to answer per block, and how many forwards she answered.
+    pub(crate) answers: Arc<Mutex<HashMap<BlockId, (Answer, Bytes)>>>,
+    pub(crate) answered: Arc<Mutex<Vec<(BlockId, Answer)>>>,
+    pub(crate) pongs: mpsc::Receiver<u64>,
+    pub(crate) nonce: u64,
+}
+
+pub(crate) fn hello(identity: &Identity, node: NodeId, listen: &str) -> Wire {
+    Wire::Hello {
+        version: PROTOCOL_VERSION,
+        node,
+        name: identity.name.clone(),
+        listen: listen.to_string(),
+        block_size: BLOCK_SIZE,
+    }
+}
+
+/// Accepts the real nodes' links: TLS, `Hello` both ways, then every frame
+/// to `frames`.
+pub(crate) async fn accept_links(
+    listener: TcpListener,
+    identity: Identity,
+    listen: String,
+    frames: mpsc::Sender<(NodeId, Wire)>,
+) {
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            return;
+        };
+        let (identity, listen, frames) = (identity.clone(), listen.clone(), frames.clone());
+        tokio::spawn(async move {
+            let acceptor = tokio_rustls::TlsAcceptor::from(identity.server.clone());
+            let mut tls = acceptor.accept(tcp).await.unwrap();
+            let max = max_frame(BLOCK_SIZE);
+            let Some(Wire::Hello { node, .. }) = read_frame(&mut tls, max).await.unwrap() else {
+                panic!("a real node's first frame is not a Hello");
+            };
+            write_frame(&mut tls, &hello(&identity, MALLORY, &listen))
+                .await
+                .unwrap();
+            while let Ok(Some(wire)) = read_frame(&mut tls, max).await {
+                if frames.send((node, wire)).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Dials a real node with `client` (presenting the certificate it holds),
+/// sends `hello` and returns the connection and the node's `Hello` (or the
+/// error that ended the attempt).
+pub(crate) async fn dial(
+    addr: &str,
+    client: Arc<rustls::ClientConfig>,
+    hello: &Wire,
+) -> Result<(tokio_rustls::client::TlsStream<TcpStream>, Wire), String> {
+    let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    let connector = tokio_rustls::TlsConnector::from(client);
+    let server = ServerName::try_from(SERVER_NAME).unwrap();
+    let mut tls = connector
+        .connect(server, tcp)
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    write_frame(&mut tls, hello)
+        .await
+        .map_err(|e| e.to_string())?;
+    match read_frame(&mut tls, max_frame(BLOCK_SIZE)).await {
+        Ok(Some(w)) => Ok((tls, w)),
+        Ok(None) => Err("closed before Hello".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl Mallory {
+    /// Joins the cluster of `nodes` with a certificate issued by its CA in
+    /// `keys`, and starts answering forwards from `answers`.
+    pub(crate) async fn join(keys: &Path, nodes: &[String]) -> Mallory {
+        issue(keys, "mallory", 30).unwrap();
+        let identity = Identity::load(keys, "mallory").unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listen = listener.local_addr().unwrap().to_string();
+        let (frames_tx, mut frames) = mpsc::channel(1024);
+        tokio::spawn(accept_links(
+            listener,
+            identity.clone(),
+            listen.clone(),
+            frames_tx,
+        ));
+        let mut out = HashMap::new();
+        for addr in nodes {
+            let me = hello(&identity, MALLORY, &listen);
+            let (mut tls, their) = dial(addr, identity.client.clone(), &me).await.unwrap();
+            let Wire::Hello { node, .. } = their else {
+                panic!("{their:?}")
+            };
+            // Tell the node where to reach her, so it dials back.
+            let members = Wire::Members(vec![(MALLORY, listen.clone())]);
+            write_frame(&mut tls, &members).await.unwrap();
+            let conn: Conn = Arc::new(tokio::sync::Mutex::new(Box::new(tls)));
+            out.insert(node, conn);
+        }
+        let answers: Arc<Mutex<HashMap<BlockId, (Answer, Bytes)>>> = Arc::default();
+        let answered: Arc<Mutex<Vec<(BlockId, Answer)>>> = Arc::default();
+        let (pong_tx, pongs) = mpsc::channel(64);
+        let (links, table, log) = (out.clone(), answers.clone(), answered.clone());
+        tokio::spawn(async move {
+            while let Some((from, wire)) = frames.recv().await {
+                match wire {
+                    // A holder's forward, or a read sent to her as the
+                    // block's Hash-Distributed partition owner.
+                    Wire::Core {
+                        msg:
+                            Msg::Forward {
+                                block,
+                                reader,
+                                hops,
+                            }
+                            | Msg::Read {
+                                block,
+                                reader,
+                                hops,
+                            },
+                        to: Addr::Node(MALLORY),
+                        ..
+                    } => {
+                        let Some((answer, data)) = table.lock().unwrap().get(&block).cloned()
+                        else {
+                            continue;
+                        };
+                        log.lock().unwrap().push((block, answer));
+                        let reply = Wire::Core {
+                            from: Addr::Node(MALLORY),
+                            to: Addr::Node(reader),
+                            msg: Msg::Data {
+                                block,
+                                data,
+                                level: Level::RemoteNode,
+                                hops: hops + 1,
+                            },
+                        };
+                        let mut conn = links[&reader].lock().await;
+                        write_frame(&mut *conn, &reply).await.unwrap();
+                    }
+                    Wire::Pong(n) => {
+                        let _ = pong_tx.send(n).await;
+                    }
+                    Wire::Ping(n) => {
+                        let mut conn = links[&from].lock().await;
+                        write_frame(&mut *conn, &Wire::Pong(n)).await.unwrap();
+                    }
+                    _ => {}
+                }
+            }
+        });
+        Mallory {
+            out,
+            answers,
+            answered,
+            pongs,
+            nonce: 1 << 60,
+        }
+    }
+
+    pub(crate) async fn send(&self, to: NodeId, wire: &Wire) {
+        let mut conn = self.out[&to].lock().await;
+        write_frame(&mut *conn, wire).await.unwrap();
+    }
+
+    /// Returns once node `to` has handled every frame sent to it so far:
+    /// frames on one link are handled in order, and its `Pong` comes back
+    /// only after the `Ping` behind them.
+    pub(crate) async fn barrier(&mut self, to: NodeId) {
+        self.nonce += 1;
+        self.send(to, &Wire::Ping(self.nonce)).await;
+        let wait = async {
+            while let Some(n) = self.pongs.recv().await {
+                if n == self.nonce {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), wait)
+            .await
+            .expect("no Pong from the manager");
+    }
+}
+
+/// Replaces `path` (a new inode, so a new version) with `data`.
+pub(crate) fn rewrite(path: &Path, data: &[u8]) {
+    let tmp = path.with_extension("new");
+    std::fs::write(&tmp, data).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+pub(crate) struct Target {
+    pub(crate) path: Arc<str>,
+    pub(crate) version: Arc<FileVersion>,
+    pub(crate) block: BlockId,
+    pub(crate) manager: NodeId,
+    /// The right bytes, and those of the previous version.
+    pub(crate) now: Bytes,
+    pub(crate) before: Bytes,
+    /// The other block of the file Mallory passes off as this one.
+    pub(crate) other: Bytes,
+}
+
+pub(crate) fn slice(data: &[u8], index: u32) -> Bytes {
+    let bs = BLOCK_SIZE as usize;
+    let start = index as usize * bs;
+    Bytes::copy_from_slice(&data[start..start + bs])
+}
+
+/// Every block of the files the real nodes manage (Mallory, a member,
+/// manages some files too; a lying manager is another attack).
+pub(crate) async fn targets(c: &TestCluster, names: &[String]) -> Vec<Target> {
+    let len = (BLOCKS_PER_FILE * BLOCK_SIZE) as usize;
+    let mut out = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let before = contents(i as u64 + 1, len);
+        let now = contents(1000 + i as u64, len);
+        rewrite(&c.origin_dir.join(name), &now);
+        let version = c.nodes[0].stat(name).await.unwrap();
+        let file = file_id(name, &version.version);
+        let manager = manager_of(file, &[0, 1, MALLORY]).unwrap();
+        if manager == MALLORY {
+            continue;
+        }
+        for index in 0..BLOCKS_PER_FILE {
+            out.push(Target {
+                path: Arc::from(name.as_str()),
+                version: version.clone(),
+                block: BlockId { file, index },
+                manager,
+                now: slice(&now, index),
+                before: slice(&before, index),
+                other: slice(&now, (index + 1) % BLOCKS_PER_FILE),
+            });
+        }
+    }
+    out
+}
+
+pub(crate) fn bad_bytes(answer: Answer, t: &Target, salt: usize) -> Bytes {
+    let mut v = t.now.to_vec();
+    match answer {
+        Answer::FlippedBit => {
+            let bit = (salt * 7919) % (v.len() * 8);
+            v[bit / 8] ^= 1 << (bit % 8);
+        }
+        Answer::Truncated => {
+            v.pop();
+        }
+        Answer::Padded => v.push(0),
+        Answer::Stale => v = t.before.to_vec(),
+        Answer::OtherBlock => v = t.other.to_vec(),
+        Answer::Honest => {}
+    }
+    Bytes::from(v)
+}
+
+pub(crate) async fn integrity_failures(c: &TestCluster) -> u64 {
+    let mut n = 0;
+    for node in &c.nodes {
+        n += node.status().await.unwrap().integrity_failures;
+    }
+    n
+}
