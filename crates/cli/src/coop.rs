@@ -41,7 +41,8 @@ pub struct CoopArgs {
     #[arg(long)]
     client_cache: Option<CacheSize>,
 
-    /// The manager's own cache (default 128MiB; 200MiB for the web workload's storage node).
+    /// The manager's own cache (default 128MiB; 200MiB for the web workload's
+    /// storage node; 0 for a manager that keeps no blocks, as in the daemon).
     #[arg(long)]
     manager_cache: Option<CacheSize>,
 
@@ -236,7 +237,11 @@ impl CoopArgs {
         Ok(ClusterConfig {
             nodes,
             node_capacity,
-            manager_capacity: manager_cache.blocks(block_size)?,
+            // 0: a manager that keeps no blocks, as a live node's slice.
+            manager_capacity: match manager_cache {
+                CacheSize::Blocks(0) | CacheSize::Bytes(0) => 0,
+                size => size.blocks(block_size)?,
+            },
             policy,
             chances: self.chances,
             central_fraction: self.central_fraction,

@@ -26,7 +26,7 @@ pub struct NodeArgs {
     /// Memory budget for cached blocks and metadata [default: 2GiB].
     #[arg(long, env = "COOPCACHE_MEMORY", value_parser = parse_size)]
     memory: Option<u64>,
-    /// Cooperation algorithm: nchance, greedy or base [default: nchance].
+    /// Cooperation algorithm: nchance, greedy, base, hash or direct [default: nchance].
     #[arg(long, env = "COOPCACHE_ALGORITHM")]
     algorithm: Option<String>,
     /// Address to accept peers on [default: 127.0.0.1:7170].
@@ -65,7 +65,8 @@ pub struct NodeArgs {
     /// N-Chance recirculation count [default: 2].
     #[arg(long, env = "COOPCACHE_CHANCES")]
     chances: Option<u8>,
-    /// How long a file's version is trusted before the origin is asked again [default: 1s].
+    /// How long a file's version is trusted before the origin is asked again
+    /// [default: 0s: close-to-open, every open asks the origin].
     #[arg(long, env = "COOPCACHE_ATTR_TTL", value_parser = parse_duration)]
     attr_ttl: Option<Duration>,
     /// Emulated delay per origin request, for experiments (this kernel has no netem) [default: 0].
@@ -160,12 +161,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
     let memory = size(args.memory, &file.memory, "memory", 2 << 30)?;
     let block_size = size(args.block_size, &file.block_size, "block_size", 64 << 10)?;
     let block_size = u32::try_from(block_size).context("block size too large")?;
-    let attr_ttl = duration(
-        args.attr_ttl,
-        &file.attr_ttl,
-        "attr_ttl",
-        Duration::from_secs(1),
-    )?;
+    let attr_ttl = duration(args.attr_ttl, &file.attr_ttl, "attr_ttl", Duration::ZERO)?;
     let origin_delay = duration(
         args.origin_delay,
         &file.origin_delay,

@@ -454,3 +454,31 @@ fn a_live_direct_node_whose_host_lost_a_block_reads_through_the_manager() {
         "{sent:?}"
     );
 }
+
+#[test]
+fn a_host_hands_back_a_parked_block_also_when_it_caches_one_itself() {
+    let (mut client, mut host) = (direct(0, Some(1)), direct(1, None));
+    let mut out = Out::default();
+    read_from_origin(&mut host, 1, &mut out);
+    read_from_origin(&mut client, 1, &mut out);
+    for (_, to, msg) in read_from_origin(&mut client, 2, &mut out) {
+        if to == Addr::Node(1) {
+            host.handle(Addr::Node(0), msg, 0, &mut out);
+        }
+    }
+    assert_eq!(host.len(), 2, "its own block 1 and the parked block 1");
+    client.read(1, 0, &mut out);
+    for (_, to, msg) in drain(&mut out) {
+        if to == Addr::Node(1) {
+            host.handle(Addr::Node(0), msg, 0, &mut out);
+        }
+    }
+    // Answered (from either copy), and the region no longer holds it: the
+    // client's remote cache does not count it any more.
+    assert!(
+        drain(&mut out)
+            .iter()
+            .any(|m| matches!(m.2, Msg::Data { block: 1, .. }))
+    );
+    assert_eq!(host.len(), 2, "its own block 1 and the parked block 2");
+}

@@ -60,7 +60,10 @@ pub struct NodeOptions {
     /// Seed of N-Chance's random peer choices.
     pub seed: u64,
     /// How long a file's version is trusted before the origin is asked
-    /// again (close-to-open within this window; 0 stats on every open).
+    /// again. 0 (the default) is close-to-open: every open (a `read`, a
+    /// gateway request) asks the origin, so it sees every write closed
+    /// before it; more trades that for fewer origin round trips, like
+    /// NFS's attribute cache (a write is then seen within this window).
     pub attr_ttl: Duration,
     /// Least time to wait on peers before reading the origin.
     pub min_timeout: Duration,
@@ -68,7 +71,8 @@ pub struct NodeOptions {
 
 impl NodeOptions {
     /// Options with the defaults: N-Chance (n = 2), 64 KiB blocks, 2 GiB,
-    /// attributes trusted for 1 s, peer timeout floor 50 ms.
+    /// close-to-open (versions asked on every open), peer timeout floor
+    /// 50 ms.
     pub fn new(id: NodeId, identity: Identity, listen: SocketAddr, origin: Origin) -> Self {
         NodeOptions {
             id,
@@ -83,7 +87,7 @@ impl NodeOptions {
             block_size: 64 << 10,
             chances: 2,
             seed: 1,
-            attr_ttl: Duration::from_secs(1),
+            attr_ttl: Duration::ZERO,
             min_timeout: Duration::from_millis(50),
         }
     }

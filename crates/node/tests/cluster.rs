@@ -123,3 +123,31 @@ async fn a_direct_node_reads_its_evictions_back_from_its_host() {
     assert_eq!(s.integrity_failures, 0);
     assert_eq!(c.nodes[1].status().await.unwrap().origin_reads, 0);
 }
+
+/// Close-to-open against writers outside the cache: with versions asked on
+/// every open (the default `attr_ttl` of 0), each read after a file was
+/// replaced at the origin sees the new bytes on every node, though every
+/// node still caches the old version's blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_open_sees_a_file_replaced_at_the_origin() {
+    let c = cluster_with(Shape::default(), &[("a.bin", 200_000)], |o| {
+        o.attr_ttl = std::time::Duration::ZERO
+    })
+    .await;
+    let path = c.origin_dir.join("a.bin");
+    for round in 0..3u64 {
+        let want = if round == 0 {
+            contents(1, 200_000)
+        } else {
+            let new = contents(100 + round, 150_000 + round as usize * 1000);
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, &new).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+            new
+        };
+        for node in &c.nodes {
+            let got = node.read("a.bin", None).await.unwrap();
+            assert!(got[..] == want[..], "round {round}: stale bytes");
+        }
+    }
+}

@@ -34,7 +34,11 @@ const DEFAULT_PARAMS: &str =
 pub struct AlgorithmsArgs {
     /// Algorithms, comma-separated (the daemon runs base, greedy, nchance,
     /// hash and direct).
-    #[arg(long, value_delimiter = ',', default_value = "base,greedy,nchance")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "base,greedy,nchance,hash,direct"
+    )]
     algorithms: Vec<String>,
     /// The simulator's workload.
     #[arg(long, default_value = "sprite-like")]

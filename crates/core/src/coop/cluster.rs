@@ -449,6 +449,13 @@ impl<V> Builder<'_, V> {
                     manager: manager(mode)?,
                 })
             }
+            AlgorithmKind::Central | AlgorithmKind::Best if c.manager_capacity == 0 => {
+                return Err(ConfigError::new(
+                    "manager cache",
+                    "0".to_string(),
+                    "at least one block for central and best, whose manager caches blocks",
+                ));
+            }
             AlgorithmKind::Central | AlgorithmKind::Best => {
                 let (capacity, fraction) = match self.kind {
                     AlgorithmKind::Best => (2 * c.node_capacity, 0.5),

@@ -189,9 +189,12 @@ where
                 hops,
             } => {
                 // A block parked here goes back to its client, whose local
-                // cache takes it: it leaves the hosted region.
+                // cache takes it: it leaves the hosted region (also when
+                // this node's own cache has a copy to answer with, or the
+                // region would keep a block its client no longer counts).
+                let hosted = self.peer.as_mut().and_then(|p| p.hosted.remove(block));
                 let data = self.local.get(block).or_else(|| self.remote.get(block));
-                let data = data.or_else(|| self.peer.as_mut()?.hosted.remove(block));
+                let data = data.or(hosted);
                 serve_forward(self.id, block, reader, hops, data, out);
             }
             Msg::Place { block, data, .. } => {
