@@ -692,6 +692,31 @@ fn bad_config_key_names_the_file_and_the_key() {
 }
 
 #[test]
+fn an_algorithm_the_daemon_does_not_run_is_named_with_those_it_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let keys = tmp.path().join("keys");
+    let args = [
+        "node",
+        "--algorithm",
+        "wlru",
+        "--origin",
+        tmp.path().to_str().unwrap(),
+        "--data-dir",
+        keys.to_str().unwrap(),
+    ];
+    let out = run_briefly(&args, PATIENCE);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("wlru") && err.contains("simulator only"),
+        "{err}"
+    );
+    for live in ["base", "greedy", "nchance", "hash", "direct"] {
+        assert!(err.contains(live), "{live} not offered: {err}");
+    }
+}
+
+#[test]
 fn missing_origin_directory_is_named() {
     let tmp = tempfile::tempdir().unwrap();
     let keys = tmp.path().join("keys");

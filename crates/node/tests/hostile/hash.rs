@@ -7,23 +7,8 @@ use coopcache_node::LiveAlgorithm;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_owner_or_placer_sending_bad_blocks_is_caught() {
-    let names: Vec<String> = (0..FILES).map(|i| format!("p{i}.bin")).collect();
-    let len = (BLOCKS_PER_FILE * BLOCK_SIZE) as usize;
-    let files: Vec<(&str, usize)> = names.iter().map(|n| (n.as_str(), len)).collect();
-    let shape = Shape {
-        nodes: 2,
-        block_size: BLOCK_SIZE,
-        algorithm: LiveAlgorithm::Hash,
-        ..Shape::default()
-    };
-    let c = cluster_with(shape, &files, |o| o.min_timeout = Duration::from_secs(5)).await;
-    let addrs: Vec<String> = c
-        .nodes
-        .iter()
-        .map(|n| n.listen_addr().to_string())
-        .collect();
-    let mallory = Mallory::join(&c.keys, &addrs).await;
-    wait_for_members(&c.nodes, 3).await;
+    let (c, mallory, names) =
+        attacked_cluster("p", LiveAlgorithm::Hash, Duration::from_secs(5)).await;
     let owners = Owners::live(&[0, 1, MALLORY]);
 
     let (mut sent_bad, mut served, mut placed) = (0u64, 0, 0);
@@ -46,18 +31,7 @@ async fn a_partition_owner_or_placer_sending_bad_blocks_is_caught() {
                 .lock()
                 .unwrap()
                 .insert(t.block, (answer, bad));
-            let victim = &c.nodes[1 - t.manager as usize];
-            let (data, level) = victim
-                .read_block(&t.path, &t.version, t.block.index)
-                .await
-                .unwrap();
-            assert!(data == t.now, "{answer:?}: bad bytes delivered");
-            let want = match answer {
-                Answer::Honest => Level::RemoteNode,
-                _ => Level::Origin,
-            };
-            assert_eq!(level, want, "{answer:?}");
-            sent_bad += u64::from(answer != Answer::Honest);
+            sent_bad += u64::from(victim_reads_from_mallory(&c, t, answer).await);
             served += 1;
         } else if owner == t.manager && answer != Answer::Honest {
             // Mallory places bad bytes in the manager's own partition,

@@ -306,3 +306,49 @@ pub(crate) async fn integrity_failures(c: &TestCluster) -> u64 {
     }
     n
 }
+
+/// A 2-node cluster running `algorithm` over `FILES` files named
+/// `{prefix}{i}.bin`, with the peer timeout floor `timeout`, and Mallory
+/// joined as a third member.
+pub(crate) async fn attacked_cluster(
+    prefix: &str,
+    algorithm: coopcache_node::LiveAlgorithm,
+    timeout: Duration,
+) -> (TestCluster, Mallory, Vec<String>) {
+    let names: Vec<String> = (0..FILES).map(|i| format!("{prefix}{i}.bin")).collect();
+    let len = (BLOCKS_PER_FILE * BLOCK_SIZE) as usize;
+    let files: Vec<(&str, usize)> = names.iter().map(|n| (n.as_str(), len)).collect();
+    let shape = Shape {
+        nodes: 2,
+        block_size: BLOCK_SIZE,
+        algorithm,
+        ..Shape::default()
+    };
+    let c = cluster_with(shape, &files, |o| o.min_timeout = timeout).await;
+    let addrs: Vec<String> = c
+        .nodes
+        .iter()
+        .map(|n| n.listen_addr().to_string())
+        .collect();
+    let mallory = Mallory::join(&c.keys, &addrs).await;
+    wait_for_members(&c.nodes, 3).await;
+    (c, mallory, names)
+}
+
+/// The node that does not manage `t`'s file reads it while Mallory answers
+/// with `answer`'s bytes: it gets the right bytes, from Mallory only if
+/// they were honest, else from the origin. Returns whether they were bad.
+pub(crate) async fn victim_reads_from_mallory(c: &TestCluster, t: &Target, answer: Answer) -> bool {
+    let victim = &c.nodes[1 - t.manager as usize];
+    let (data, level) = victim
+        .read_block(&t.path, &t.version, t.block.index)
+        .await
+        .unwrap();
+    assert!(data == t.now, "{answer:?}: bad bytes delivered");
+    let want = match answer {
+        Answer::Honest => Level::RemoteNode,
+        _ => Level::Origin,
+    };
+    assert_eq!(level, want, "{answer:?}");
+    answer != Answer::Honest
+}
