@@ -1,7 +1,7 @@
 //! The live cluster and the simulator run the same state machines: replayed
 //! one request at a time, a seeded trace is served from exactly the same
-//! level by a 4-node loopback cluster and by the simulator, for Greedy and
-//! N-Chance Forwarding.
+//! level by a 4-node loopback cluster and by the simulator, for Greedy,
+//! Direct Client Cooperation and (up to races) N-Chance Forwarding.
 //!
 //! Both sides get the same shape: 4 nodes of 16 blocks each (the smallest
 //! cache the memory budget allows, far below the 120 blocks in play, so
@@ -124,7 +124,27 @@ struct Outcome {
 }
 
 /// Replays requests in the simulator, returning each read's outcome.
-struct Replay<'a>(&'a [Request]);
+struct Replay<'a>(&'a [Request], Caches);
+
+/// How blocks cached are compared.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Caches {
+    /// Node by node.
+    PerNode,
+    /// The cluster's total: a live Direct node holds its own blocks and
+    /// its ring predecessor's parked ones, a simulated one its own and its
+    /// remote cache's.
+    Total,
+}
+
+impl Caches {
+    fn view(self, per_node: Vec<u64>) -> Vec<u64> {
+        match self {
+            Caches::PerNode => per_node,
+            Caches::Total => vec![per_node.iter().sum()],
+        }
+    }
+}
 
 impl ClusterVisitor<u64> for Replay<'_> {
     type Output = Vec<Outcome>;
@@ -144,7 +164,8 @@ impl ClusterVisitor<u64> for Replay<'_> {
                     print_state(i, r, outcome, &sim);
                 }
                 let level = outcome.expect("a read completes at quiescence").0;
-                let cached = sim.cluster().nodes.iter().map(|n| n.len() as u64).collect();
+                let cached = sim.cluster().nodes.iter().map(|n| n.len() as u64);
+                let cached = self.1.view(cached.collect());
                 Outcome { level, cached }
             })
             .collect()
@@ -174,7 +195,7 @@ fn print_state<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>>(
     );
 }
 
-fn simulate(algorithm: AlgorithmKind, requests: &[Request]) -> Vec<Outcome> {
+fn simulate(algorithm: AlgorithmKind, requests: &[Request], caches: Caches) -> Vec<Outcome> {
     let config = ClusterConfig {
         nodes: NODES,
         node_capacity: CAPACITY,
@@ -185,7 +206,17 @@ fn simulate(algorithm: AlgorithmKind, requests: &[Request]) -> Vec<Outcome> {
         foreign_first: true,
         ..ClusterConfig::paper(NODES)
     };
-    algorithm.build(&config, Replay(requests)).unwrap()
+    // A live Direct node keeps half its blocks and hosts a peer's remote
+    // cache in the other half.
+    let config = match algorithm {
+        AlgorithmKind::Direct => ClusterConfig {
+            node_capacity: CAPACITY / 2,
+            direct_remote: CAPACITY / 2,
+            ..config
+        },
+        _ => config,
+    };
+    algorithm.build(&config, Replay(requests, caches)).unwrap()
 }
 
 /// Waits until no node's counters or cache change for a few polls (the
@@ -251,13 +282,17 @@ enum Match {
 }
 
 async fn check(live: LiveAlgorithm, simulated: AlgorithmKind, want_match: Match) {
+    let caches = match live {
+        LiveAlgorithm::Direct => Caches::Total,
+        _ => Caches::PerNode,
+    };
     let seed = std::env::var("EQUIVALENCE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_SEED);
     println!("{live}: trace seed {seed} (EQUIVALENCE_SEED replays it)");
     let requests = trace(seed);
-    let sim = simulate(simulated, &requests);
+    let sim = simulate(simulated, &requests, caches);
     let c = live_cluster(live).await;
     let mut versions = Vec::new();
     for f in 0..FILES {
@@ -283,7 +318,7 @@ async fn check(live: LiveAlgorithm, simulated: AlgorithmKind, want_match: Match)
         );
         let got = Outcome {
             level,
-            cached: settle(&c).await,
+            cached: caches.view(settle(&c).await),
         };
         if want_match == Match::Exact {
             assert_eq!(
@@ -331,6 +366,11 @@ async fn check(live: LiveAlgorithm, simulated: AlgorithmKind, want_match: Match)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn greedy_serves_every_read_from_the_simulators_level() {
     check(LiveAlgorithm::Greedy, AlgorithmKind::Greedy, Match::Exact).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_serves_every_read_from_the_simulators_level() {
+    check(LiveAlgorithm::Direct, AlgorithmKind::Direct, Match::Exact).await;
 }
 
 /// N-Chance follows the simulator request by request until a race
