@@ -18,12 +18,10 @@
 
 mod common;
 use common::*;
-use coopcache_core::coop::{
-    AlgorithmKind, Cluster, ClusterConfig, ClusterVisitor, Level, ManagerMachine, NodeMachine,
-};
+use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
 use coopcache_node::LiveAlgorithm;
 use coopcache_node::budget::{PER_BLOCK_OVERHEAD, RESERVE};
-use coopcache_sim::coop::{CostProfile, Simulation};
+use coopcache_sim::coop::stepwise::stepwise;
 use coopcache_sim::trace::{Op, Request};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -123,9 +121,6 @@ struct Outcome {
     cached: Vec<u64>,
 }
 
-/// Replays requests in the simulator, returning each read's outcome.
-struct Replay<'a>(&'a [Request], Caches);
-
 /// How blocks cached are compared.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Caches {
@@ -144,55 +139,6 @@ impl Caches {
             Caches::Total => vec![per_node.iter().sum()],
         }
     }
-}
-
-impl ClusterVisitor<u64> for Replay<'_> {
-    type Output = Vec<Outcome>;
-
-    fn visit<N, M>(self, cluster: Cluster<N, M>) -> Vec<Outcome>
-    where
-        N: NodeMachine<u64, ()> + Send + 'static,
-        M: ManagerMachine<u64, ()> + Send + 'static,
-    {
-        let mut sim = Simulation::new(cluster, CostProfile::ATM_1994, 0);
-        self.0
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let outcome = sim.request(r).expect("client in range");
-                if std::env::var_os("EQUIVALENCE_TRACE").is_some() {
-                    print_state(i, r, outcome, &sim);
-                }
-                let level = outcome.expect("a read completes at quiescence").0;
-                let cached = sim.cluster().nodes.iter().map(|n| n.len() as u64);
-                let cached = self.1.view(cached.collect());
-                Outcome { level, cached }
-            })
-            .collect()
-    }
-}
-
-/// Prints what the simulator did at request `i` and what each node then
-/// caches (`EQUIVALENCE_TRACE=1`), to find where a divergence began.
-fn print_state<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>>(
-    i: usize,
-    r: &Request,
-    outcome: Option<(Level, u8)>,
-    sim: &Simulation<N, M>,
-) {
-    let mut held = Vec::new();
-    for (n, node) in sim.cluster().nodes.iter().enumerate() {
-        let mut blocks = Vec::new();
-        node.for_each_tracked(&mut |b| blocks.push(b));
-        blocks.sort_unstable();
-        held.push(format!("node {n}: {blocks:?}"));
-    }
-    println!(
-        "sim {i}: client {} block {} {outcome:?} | {}",
-        r.client,
-        r.id,
-        held.join(" ")
-    );
 }
 
 fn simulate(algorithm: AlgorithmKind, requests: &[Request], caches: Caches) -> Vec<Outcome> {
@@ -216,7 +162,25 @@ fn simulate(algorithm: AlgorithmKind, requests: &[Request], caches: Caches) -> V
         },
         _ => config,
     };
-    algorithm.build(&config, Replay(requests, caches)).unwrap()
+    // `EQUIVALENCE_TRACE=1` prints the simulator's caches after every
+    // request, to find where a divergence began.
+    let trace = std::env::var_os("EQUIVALENCE_TRACE").is_some();
+    let steps = stepwise(algorithm, &config, requests, trace).unwrap();
+    let mut out = Vec::new();
+    for (i, (r, step)) in requests.iter().zip(steps).enumerate() {
+        if let Some(held) = &step.held {
+            println!(
+                "sim {i}: client {} block {} {:?} | {held:?}",
+                r.client, r.id, step.level
+            );
+        }
+        let cached = step.cached.iter().map(|&n| n as u64).collect();
+        out.push(Outcome {
+            level: step.level,
+            cached: caches.view(cached),
+        });
+    }
+    out
 }
 
 /// Waits until no node's counters or cache change for a few polls (the

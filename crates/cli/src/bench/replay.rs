@@ -6,12 +6,10 @@
 //! simulator runs every request to quiescence.
 
 use anyhow::{Context, Result, bail};
-use coopcache_core::coop::{
-    AlgorithmKind, Cluster, ClusterConfig, ClusterVisitor, Level, ManagerMachine, NodeMachine,
-};
+use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
 use coopcache_node::NodeHandle;
 use coopcache_node::origin::FileVersion;
-use coopcache_sim::coop::{CostProfile, Simulation};
+use coopcache_sim::coop::stepwise::stepwise;
 use coopcache_sim::trace::Request;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,31 +35,9 @@ pub fn simulate(
     config: &ClusterConfig,
     requests: &[Request],
 ) -> Result<Vec<Level>> {
-    algorithm
-        .build(config, Levels(requests))
-        .with_context(|| format!("building the simulated {algorithm} cluster"))?
-}
-
-struct Levels<'a>(&'a [Request]);
-
-impl ClusterVisitor<u64> for Levels<'_> {
-    type Output = Result<Vec<Level>>;
-
-    fn visit<N, M>(self, cluster: Cluster<N, M>) -> Result<Vec<Level>>
-    where
-        N: NodeMachine<u64, ()> + Send + 'static,
-        M: ManagerMachine<u64, ()> + Send + 'static,
-    {
-        let mut sim = Simulation::new(cluster, CostProfile::ATM_1994, 0);
-        self.0
-            .iter()
-            .enumerate()
-            .map(|(i, r)| match sim.request(r)? {
-                Some((level, _hops)) => Ok(level),
-                None => bail!("simulated read {i} did not complete at quiescence"),
-            })
-            .collect()
-    }
+    let steps = stepwise(algorithm, config, requests, false)
+        .with_context(|| format!("simulating {algorithm} request by request"))?;
+    Ok(steps.into_iter().map(|s| s.level).collect())
 }
 
 /// How the live replay waits for quiet after each read.

@@ -5,6 +5,7 @@ pub mod driver;
 pub mod hardware;
 pub mod profile;
 pub mod report;
+pub mod stepwise;
 
 pub use driver::{ClientOutOfRange, ClientStats, Load, Simulation, Stats};
 pub use hardware::{Busy, Hardware};
