@@ -83,7 +83,7 @@ fn latency_reads_are_peer_hits_at_every_concurrency() {
 }
 
 #[test]
-fn algorithms_live_replay_matches_the_simulator_for_base_and_greedy() {
+fn algorithms_live_replay_matches_the_simulator_for_base_greedy_and_direct() {
     let dir = tempfile::tempdir().unwrap();
     let plots = dir.path().join("plots");
     let out = coopcache_args(&[
@@ -102,7 +102,7 @@ fn algorithms_live_replay_matches_the_simulator_for_base_and_greedy() {
         .iter()
         .map(|r| r["algorithm"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["base", "greedy", "nchance"]);
+    assert_eq!(names, ["base", "greedy", "nchance", "hash", "direct"]);
     let sum = |c: &Value| {
         ["local", "manager_memory", "remote_node", "origin"]
             .iter()
@@ -130,16 +130,15 @@ fn algorithms_live_replay_matches_the_simulator_for_base_and_greedy() {
             png.display()
         );
     }
-    let (base, greedy) = (&rows[0], &rows[1]);
+    let (base, greedy, direct) = (&rows[0], &rows[1], &rows[4]);
     assert_eq!(base["live"]["remote_node"], 0, "no cooperation: {base}");
-    for r in [base, greedy] {
+    for r in [base, greedy, direct] {
         assert_eq!(r["live"], r["simulated"], "{r}");
         assert_eq!(r["same_level"], r["reads"], "{r}");
         assert!(r["first_difference"].is_null());
     }
     // The trace exercises cooperation, not just local hits and misses.
-    assert!(
-        greedy["live"]["remote_node"].as_u64().unwrap() > 0,
-        "{greedy}"
-    );
+    for r in [greedy, direct, &rows[3]] {
+        assert!(r["live"]["remote_node"].as_u64().unwrap() > 0, "{r}");
+    }
 }
