@@ -251,17 +251,42 @@ fn report(args: &DemoArgs, outcomes: &[Outcome]) -> Result<()> {
             })
             .collect();
         crate::table::print(&header, &rows, 1);
-        if let [base, .., coop] = outcomes
+        // Every other algorithm against Base (or the first, without it).
+        let wrong: u64 = outcomes.iter().map(|o| o.wrong_bytes).sum();
+        let reference = outcomes.iter().find(|o| o.algorithm == "base");
+        if let Some(base) = reference.or(outcomes.first())
             && base.origin_reads > 0
         {
-            println!(
-                "\n{} needs {:.0}% fewer origin reads than {} and reads {:.2}x faster on average; wrong bytes: {}",
-                coop.algorithm,
-                100.0 * (1.0 - coop.origin_reads as f64 / base.origin_reads as f64),
-                base.algorithm,
-                base.mean_ms / coop.mean_ms.max(1e-9),
-                outcomes.iter().map(|o| o.wrong_bytes).sum::<u64>()
-            );
+            let others: Vec<&Outcome> = outcomes
+                .iter()
+                .filter(|o| !std::ptr::eq(*o, base))
+                .collect();
+            println!();
+            for (i, o) in others.iter().enumerate() {
+                let saved = 1.0 - o.origin_reads as f64 / base.origin_reads as f64;
+                let (pct, fewer) = if saved >= 0.0 {
+                    (saved, "fewer")
+                } else {
+                    (-saved, "more")
+                };
+                let speed = base.mean_ms / o.mean_ms.max(1e-9);
+                let (x, faster) = if speed >= 1.0 {
+                    (speed, "faster")
+                } else {
+                    (1.0 / speed, "slower")
+                };
+                let end = if i + 1 == others.len() {
+                    format!("; wrong bytes: {wrong}")
+                } else {
+                    String::new()
+                };
+                println!(
+                    "{} needs {:.0}% {fewer} origin reads than {} and reads {x:.2}x {faster} on average{end}",
+                    o.algorithm,
+                    100.0 * pct,
+                    base.algorithm,
+                );
+            }
         }
     }
     let bars: Vec<String> = outcomes.iter().map(|o| o.algorithm.clone()).collect();
