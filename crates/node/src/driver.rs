@@ -259,6 +259,11 @@ pub struct Driver {
     /// Forwarded singlets the machine holds whose hash the manager has
     /// not yet confirmed: their bytes, and who sent them.
     unverified: HashMap<BlockId, Unverified>,
+    /// Blocks this node read from the origin, to place in their
+    /// Hash-Distributed partition once their manager has the hash (so the
+    /// owner's check of them cannot overtake this node's `Record`): the
+    /// owner, the `Place`, and when to give up.
+    placing: HashMap<BlockId, (NodeId, Msg<BlockId, Bytes>, Instant)>,
     /// Ping nonces in flight.
     pings: HashMap<u64, (NodeId, Instant)>,
     nonce: u64,
@@ -324,6 +329,7 @@ impl Driver {
             hashes: HashMap::new(),
             hash_order: VecDeque::new(),
             unverified: HashMap::new(),
+            placing: HashMap::new(),
             pings: HashMap::new(),
             nonce: 0,
             origin_time: Duration::ZERO,

@@ -51,6 +51,7 @@ impl Driver {
             Wire::HashIs { block, hash } => {
                 self.verify_recirculated(block, hash);
                 self.hash_for_read(block, hash);
+                self.release_place(block, hash);
             }
             Wire::Ping(n) => self.send(from, Wire::Pong(n)),
             Wire::Pong(n) => {

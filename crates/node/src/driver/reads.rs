@@ -81,6 +81,7 @@ impl Driver {
             self.metrics.timeouts.inc();
             self.verify_recirculated(block, None);
         }
+        self.placing.retain(|_, (_, _, deadline)| *deadline > now);
         self.pump();
     }
 

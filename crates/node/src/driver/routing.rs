@@ -27,6 +27,13 @@ impl Driver {
         match to {
             Addr::Node(n) if n == me => self.deliver_to_node(me, from, msg),
             Addr::Node(n) => {
+                if let Msg::Place { block, .. } = msg
+                    && from == Addr::Node(me)
+                    && self.node.serves_placed_blocks()
+                    && self.manager_for(block) != me
+                {
+                    return self.place_once_recorded(n, block, msg);
+                }
                 // This node's own read sent straight to a peer (its
                 // partition owner, its Direct host): no manager sends an
                 // `Expect`, so ask it for the hash, in parallel.
@@ -64,6 +71,30 @@ impl Driver {
                     }
                 }
             }
+        }
+    }
+
+    /// Holds a `Place` of a block this node read from the origin until its
+    /// manager confirms the hash: the `Record` and the `HashOf` behind it
+    /// share a link, so the owner's own `HashOf` comes after the record.
+    fn place_once_recorded(&mut self, owner: NodeId, block: BlockId, msg: Msg<BlockId, Bytes>) {
+        if self.placing.len() >= max_unverified(self.cfg.block_size) {
+            self.metrics.dropped_messages.inc();
+            return;
+        }
+        let deadline = Instant::now() + self.peer_timeout();
+        self.placing.insert(block, (owner, msg, deadline));
+        self.send_to_manager(block, Wire::HashOf { block });
+    }
+
+    /// The manager's answer for a held `Place`: send it, or (no record)
+    /// drop it, as its owner would.
+    pub(super) fn release_place(&mut self, block: BlockId, hash: Option<(Hash, u32)>) {
+        if let Some((owner, msg, _)) = self.placing.remove(&block)
+            && hash.is_some()
+        {
+            let (from, to) = (Addr::Node(self.cfg.id), Addr::Node(owner));
+            self.send(owner, Wire::Core { from, to, msg });
         }
     }
 
