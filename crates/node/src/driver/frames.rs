@@ -34,19 +34,12 @@ impl Driver {
                     self.metrics.peer_errors.inc();
                 }
             },
-            Wire::Expect { block, hash, len } => {
-                if let Some(p) = self.pending.get_mut(&block) {
-                    p.expect = Some((hash, len));
-                    if let Some((sender, msg)) = p.early.take() {
-                        self.verify_data(block, sender, msg, (hash, len));
-                    }
-                }
-            }
+            Wire::Expect { block, hash, len } => self.expect(block, (hash, len)),
             Wire::FetchOrigin { block, hops } => self.start_origin_read(block, hops),
             Wire::Record { block, hash, len } => self.record(block, hash, len),
             Wire::HashOf { block } => {
                 let hash = self.hashes.get(&block).copied();
-                self.deliver_to_reader(from, Wire::HashIs { block, hash });
+                self.deliver_to(from, Wire::HashIs { block, hash });
             }
             Wire::HashIs { block, hash } => {
                 self.verify_recirculated(block, hash);
@@ -104,13 +97,19 @@ impl Driver {
             return;
         }
         match hash {
-            Some(expect) => {
-                p.expect = Some(expect);
-                if let Some((sender, msg)) = p.early.take() {
-                    self.verify_data(block, sender, msg, expect);
-                }
-            }
+            Some(expect) => self.expect(block, expect),
             None => self.start_origin_read(block, 2),
+        }
+    }
+
+    /// What a peer's data for `block` must hash to: checks data that
+    /// came first, and any that comes later.
+    fn expect(&mut self, block: BlockId, expect: (Hash, u32)) {
+        if let Some(p) = self.pending.get_mut(&block) {
+            p.expect = Some(expect);
+            if let Some((sender, msg)) = p.early.take() {
+                self.verify_data(block, sender, msg, expect);
+            }
         }
     }
 
@@ -128,14 +127,7 @@ impl Driver {
             // Still holding these bytes (not evicted or replaced since):
             // drop them and tell the manager this node is no holder.
             if self.store.holds(block, &data) {
-                let now = self.now();
-                self.node
-                    .handle(Addr::Manager, Msg::Invalidate { block }, now, &mut self.out);
-                self.out.send(
-                    Addr::Node(self.cfg.id),
-                    Addr::Manager,
-                    Msg::Dropped { block },
-                );
+                self.uncache(block);
             }
         }
         let Some(p) = self.pending.remove(&block) else {

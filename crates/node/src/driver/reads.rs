@@ -157,18 +157,21 @@ impl Driver {
                     let _ = w.send(Err(ReadError::Origin(e.clone())));
                 }
                 // The machine admitted the block on its miss: take it out
-                // again and tell the manager.
-                let now = self.now();
-                self.node
-                    .handle(Addr::Manager, Msg::Invalidate { block }, now, &mut self.out);
-                self.out.send(
-                    Addr::Node(self.cfg.id),
-                    Addr::Manager,
-                    Msg::Dropped { block },
-                );
+                // again.
+                self.uncache(block);
                 self.release_deferred(block);
             }
         }
+    }
+
+    /// Takes `block` out of the node machine's cache and tells its
+    /// manager this node no longer holds it.
+    pub(super) fn uncache(&mut self, block: BlockId) {
+        let now = self.now();
+        self.node
+            .handle(Addr::Manager, Msg::Invalidate { block }, now, &mut self.out);
+        let me = Addr::Node(self.cfg.id);
+        self.out.send(me, Addr::Manager, Msg::Dropped { block });
     }
 
     /// Finishes reads the machine completed.

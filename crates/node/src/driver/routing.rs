@@ -64,11 +64,7 @@ impl Driver {
                     hops,
                 } = msg
                 {
-                    if reader == me {
-                        self.start_origin_read(block, hops);
-                    } else {
-                        self.send(reader, Wire::FetchOrigin { block, hops });
-                    }
+                    self.deliver_to(reader, Wire::FetchOrigin { block, hops });
                 }
             }
         }
@@ -114,7 +110,7 @@ impl Driver {
                     hops,
                 } => match self.hashes.get(&block).copied() {
                     Some((hash, len)) => {
-                        self.deliver_to_reader(reader, Wire::Expect { block, hash, len });
+                        self.deliver_to(reader, Wire::Expect { block, hash, len });
                         self.out.send(env.from, env.to, env.msg);
                     }
                     None => self.out.send(
@@ -133,11 +129,12 @@ impl Driver {
         self.mgr_out = out;
     }
 
-    pub(super) fn deliver_to_reader(&mut self, reader: NodeId, wire: Wire) {
-        if reader == self.cfg.id {
-            self.on_wire(reader, wire);
+    /// A frame for node `to`: handled here if it is this node, else sent.
+    pub(super) fn deliver_to(&mut self, to: NodeId, wire: Wire) {
+        if to == self.cfg.id {
+            self.on_wire(to, wire);
         } else {
-            self.send(reader, wire);
+            self.send(to, wire);
         }
     }
 
@@ -227,12 +224,7 @@ impl Driver {
     }
 
     pub(super) fn send_to_manager(&mut self, block: BlockId, wire: Wire) {
-        let m = self.manager_for(block);
-        if m == self.cfg.id {
-            self.on_wire(m, wire);
-        } else {
-            self.send(m, wire);
-        }
+        self.deliver_to(self.manager_for(block), wire);
     }
 
     pub(super) fn send(&mut self, to: NodeId, wire: Wire) {
