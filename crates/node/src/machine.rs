@@ -5,8 +5,8 @@ use crate::block::BlockId;
 use crate::store::{SharedStore, Stores};
 use bytes::Bytes;
 use coopcache_core::coop::{
-    Addr, ClusterConfig, ConfigError, DirectNode, DirectoryManager, GreedyNode, HashNode,
-    ManagerMode, Msg, NChanceNode, NodeId, NodeMachine, Outbox,
+    Addr, AlgorithmKind, ClusterConfig, ConfigError, DirectNode, DirectoryManager, GreedyNode,
+    HashNode, ManagerMode, Msg, NChanceNode, NodeId, NodeMachine, Outbox,
 };
 use coopcache_core::policy::Lru;
 use std::fmt;
@@ -53,7 +53,47 @@ impl LiveAlgorithm {
     }
 }
 
+/// Share of a Hash-Distributed node's blocks that are its partition (the
+/// simulator's default `central_fraction`).
+const PARTITION_SHARE: f64 = 0.8;
+
+/// Share of a Direct node's blocks it lends to the peer that parks there.
+const LENT_SHARE: f64 = 0.5;
+
 impl LiveAlgorithm {
+    /// The same algorithm in the simulator.
+    pub fn kind(self) -> AlgorithmKind {
+        match self {
+            LiveAlgorithm::Base => AlgorithmKind::Base,
+            LiveAlgorithm::Greedy => AlgorithmKind::Greedy,
+            LiveAlgorithm::NChance => AlgorithmKind::NChance,
+            LiveAlgorithm::Hash => AlgorithmKind::Hash,
+            LiveAlgorithm::Direct => AlgorithmKind::Direct,
+        }
+    }
+
+    /// The simulator's cluster that runs as the daemon does with nodes of
+    /// `config.node_capacity` blocks: managers without memory, N-Chance
+    /// evicting forwarded blocks first, the daemon's partition share, and
+    /// a Direct node's blocks split between its own and its remote cache.
+    pub fn simulated(self, config: &ClusterConfig) -> Result<ClusterConfig, ConfigError> {
+        let live = ClusterConfig {
+            manager_capacity: 0,
+            foreign_first: true,
+            central_fraction: PARTITION_SHARE,
+            ..config.clone()
+        };
+        if self != LiveAlgorithm::Direct {
+            return Ok(live);
+        }
+        let (local, lent) = ClusterConfig::split(config.node_capacity, LENT_SHARE)?;
+        Ok(ClusterConfig {
+            node_capacity: local,
+            direct_remote: lent,
+            ..live
+        })
+    }
+
     fn names() -> String {
         let names: Vec<_> = Self::ALL.iter().map(|a| a.name()).collect();
         names.join(", ")
@@ -155,10 +195,9 @@ pub fn build(
         LiveAlgorithm::Base | LiveAlgorithm::Greedy => {
             LiveNode::Greedy(GreedyNode::new(id, Lru::new(capacity)?, store))
         }
-        // The simulator's split of a node's memory: 80% partition.
+        // Most of the node's memory is its partition.
         LiveAlgorithm::Hash => {
-            let fraction = ClusterConfig::paper(1).central_fraction;
-            let (local, global) = ClusterConfig::split(capacity, fraction)?;
+            let (local, global) = ClusterConfig::split(capacity, PARTITION_SHARE)?;
             let partition = SharedStore::default();
             serving.push(partition.clone());
             let node = HashNode::new(id, 1, Lru::new(local)?, store, Lru::new(global)?, partition);
@@ -167,7 +206,7 @@ pub fn build(
         // Half of the memory for the node's own blocks, half for the peer
         // it hosts; its own remote cache, at its host, is as large.
         LiveAlgorithm::Direct => {
-            let (local, hosted) = ClusterConfig::split(capacity, 0.5)?;
+            let (local, hosted) = ClusterConfig::split(capacity, LENT_SHARE)?;
             let region = SharedStore::default();
             kept.push(region.clone());
             let remote = Lru::new(hosted)?;
@@ -280,6 +319,22 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown")
         );
+    }
+
+    #[test]
+    fn the_simulated_cluster_has_the_daemons_shape() {
+        let c = ClusterConfig {
+            node_capacity: 64,
+            ..ClusterConfig::paper(4)
+        };
+        let direct = LiveAlgorithm::Direct.simulated(&c).unwrap();
+        assert_eq!((direct.node_capacity, direct.direct_remote), (32, 32));
+        let nchance = LiveAlgorithm::NChance.simulated(&c).unwrap();
+        assert_eq!(nchance.node_capacity, 64);
+        for s in [direct, nchance] {
+            assert_eq!(s.manager_capacity, 0);
+            assert!(s.foreign_first);
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@
 
 mod common;
 use common::*;
-use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
+use coopcache_core::coop::{ClusterConfig, Level};
 use coopcache_node::LiveAlgorithm;
 use coopcache_node::budget::{PER_BLOCK_OVERHEAD, RESERVE};
 use coopcache_sim::coop::stepwise::stepwise;
@@ -141,27 +141,18 @@ impl Caches {
     }
 }
 
-fn simulate(algorithm: AlgorithmKind, requests: &[Request], caches: Caches) -> Vec<Outcome> {
+fn simulate(live: LiveAlgorithm, requests: &[Request], caches: Caches) -> Vec<Outcome> {
     let config = ClusterConfig {
         nodes: NODES,
         node_capacity: CAPACITY,
-        manager_capacity: 0,
         chances: 2,
         seed: 1,
-        // As the daemon runs N-Chance (Greedy ignores it).
-        foreign_first: true,
         ..ClusterConfig::paper(NODES)
     };
-    // A live Direct node keeps half its blocks and hosts a peer's remote
-    // cache in the other half.
-    let config = match algorithm {
-        AlgorithmKind::Direct => ClusterConfig {
-            node_capacity: CAPACITY / 2,
-            direct_remote: CAPACITY / 2,
-            ..config
-        },
-        _ => config,
-    };
+    // As the daemon runs it: no manager memory, N-Chance evicting parked
+    // blocks first, a Direct node's blocks split with its host.
+    let config = live.simulated(&config).unwrap();
+    let algorithm = live.kind();
     // `EQUIVALENCE_TRACE=1` prints the simulator's caches after every
     // request, to find where a divergence began.
     let trace = std::env::var_os("EQUIVALENCE_TRACE").is_some();
@@ -245,7 +236,7 @@ enum Match {
     UpToRaces,
 }
 
-async fn check(live: LiveAlgorithm, simulated: AlgorithmKind, want_match: Match) {
+async fn check(live: LiveAlgorithm, want_match: Match) {
     let caches = match live {
         LiveAlgorithm::Direct => Caches::Total,
         _ => Caches::PerNode,
@@ -256,7 +247,7 @@ async fn check(live: LiveAlgorithm, simulated: AlgorithmKind, want_match: Match)
         .unwrap_or(DEFAULT_SEED);
     println!("{live}: trace seed {seed} (EQUIVALENCE_SEED replays it)");
     let requests = trace(seed);
-    let sim = simulate(simulated, &requests, caches);
+    let sim = simulate(live, &requests, caches);
     let c = live_cluster(live).await;
     let mut versions = Vec::new();
     for f in 0..FILES {
@@ -329,12 +320,12 @@ async fn check(live: LiveAlgorithm, simulated: AlgorithmKind, want_match: Match)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn greedy_serves_every_read_from_the_simulators_level() {
-    check(LiveAlgorithm::Greedy, AlgorithmKind::Greedy, Match::Exact).await;
+    check(LiveAlgorithm::Greedy, Match::Exact).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn direct_serves_every_read_from_the_simulators_level() {
-    check(LiveAlgorithm::Direct, AlgorithmKind::Direct, Match::Exact).await;
+    check(LiveAlgorithm::Direct, Match::Exact).await;
 }
 
 /// N-Chance follows the simulator request by request until a race
@@ -350,10 +341,5 @@ async fn direct_serves_every_read_from_the_simulators_level() {
 /// none), which is what a race looks like and a driver bug would not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nchance_follows_the_simulator_up_to_races_between_links() {
-    check(
-        LiveAlgorithm::NChance,
-        AlgorithmKind::NChance,
-        Match::UpToRaces,
-    )
-    .await;
+    check(LiveAlgorithm::NChance, Match::UpToRaces).await;
 }

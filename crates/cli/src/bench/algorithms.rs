@@ -15,7 +15,7 @@ use crate::bench::replay::{self, Settle, file_name, file_of};
 use crate::live::{in_tempdir, parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use anyhow::{Context, Result, bail};
-use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
+use coopcache_core::coop::{ClusterConfig, Level};
 use coopcache_node::LiveAlgorithm;
 use coopcache_node::origin::FileVersion;
 use coopcache_sim::trace::{Op, Request};
@@ -238,53 +238,24 @@ async fn bench(
     // A peer is never late here: a timeout would send a read to the
     // origin, which the simulator never does.
     spec.min_timeout = Some(Duration::from_secs(10));
+    // The daemon's defaults; `simulated` adds how the daemon runs each
+    // algorithm (no manager memory, parked blocks evicted first, ...).
     let config = ClusterConfig {
         nodes,
         node_capacity: args.cache_blocks as usize,
-        manager_capacity: 0,
         chances: 2,
         seed: 1,
-        // The daemon's N-Chance evicts parked blocks first.
-        foreign_first: true,
         ..ClusterConfig::paper(nodes)
     };
     let mut out = Vec::new();
     for &algorithm in algorithms {
-        let simulated = replay::simulate(
-            kind_of(algorithm),
-            &live_shape(algorithm, &config)?,
-            requests,
-        )?;
+        let shape = algorithm.simulated(&config)?;
+        let simulated = replay::simulate(algorithm.kind(), &shape, requests)?;
         spec.algorithm = algorithm;
         eprintln!("{algorithm}: replaying live ...");
         out.push(run_live(args, &spec, &files, requests, label, &simulated).await?);
     }
     Ok(out)
-}
-
-fn kind_of(a: LiveAlgorithm) -> AlgorithmKind {
-    match a {
-        LiveAlgorithm::Base => AlgorithmKind::Base,
-        LiveAlgorithm::Greedy => AlgorithmKind::Greedy,
-        LiveAlgorithm::NChance => AlgorithmKind::NChance,
-        LiveAlgorithm::Hash => AlgorithmKind::Hash,
-        LiveAlgorithm::Direct => AlgorithmKind::Direct,
-    }
-}
-
-/// The simulator's shape of a live node of `config.node_capacity` blocks:
-/// a live Direct node keeps half of them for itself and hosts its peer's
-/// remote cache in the other half (the simulator's `direct_remote`).
-fn live_shape(a: LiveAlgorithm, config: &ClusterConfig) -> Result<ClusterConfig> {
-    if a != LiveAlgorithm::Direct {
-        return Ok(config.clone());
-    }
-    let (local, remote) = ClusterConfig::split(config.node_capacity, 0.5)?;
-    Ok(ClusterConfig {
-        node_capacity: local,
-        direct_remote: remote,
-        ..config.clone()
-    })
 }
 
 async fn run_live(
