@@ -22,6 +22,7 @@ pub mod error;
 mod index;
 pub mod list;
 pub mod policy;
+pub mod protocol;
 mod queue;
 
 pub use error::CapacityError;

@@ -4,6 +4,8 @@
 //!   decompression, and composition of several traces into one.
 //! - [`replay`]: replays a trace through many caches in parallel with the
 //!   same policy code the daemon runs.
+//! - [`live`]: the live protocol (the daemon's own code) simulated over an
+//!   in-order network and a virtual clock.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -12,6 +14,7 @@ mod chunks;
 pub mod class_file;
 pub mod coop;
 pub mod error;
+pub mod live;
 pub mod replay;
 pub mod size;
 pub mod trace;

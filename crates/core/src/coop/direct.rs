@@ -4,7 +4,7 @@
 use super::local::{
     LocalCache, ask_manager, complete, notify_dropped, serve_forward, write_through,
 };
-use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
+use super::{Addr, BlockStore, Level, LiveNode, Msg, NodeId, NodeMachine, Outbox, StoreUsage};
 use crate::policy::{BlockKey, Lookup, Lru, Policy};
 
 /// A node with a private remote cache.
@@ -231,5 +231,30 @@ where
     fn capacity(&self) -> usize {
         let hosted = self.peer.as_ref().map_or(0, |p| p.hosted.policy.capacity());
         self.local.policy.capacity() + self.remote.policy.capacity() + hosted
+    }
+}
+
+impl<K, P, S> LiveNode<K, S::Data> for DirectNode<K, P, S>
+where
+    K: BlockKey,
+    P: Policy<K> + Send,
+    S: BlockStore<K> + Send,
+{
+    /// The host of this node's remote cache is its successor among the
+    /// live members (a ring, so each node hosts one peer).
+    fn set_peers(&mut self, live: &[NodeId]) {
+        let host = crate::protocol::successor(live, self.id);
+        self.set_host(host);
+    }
+
+    /// The local cache (live, the remote cache's bytes are at the host; a
+    /// host never serves the blocks it keeps for its client to itself).
+    fn data(&self, block: K) -> Option<S::Data> {
+        self.local.get(block).or_else(|| self.remote.get(block))
+    }
+
+    fn usage(&self) -> StoreUsage {
+        let hosted = self.peer.as_ref().map(|p| p.hosted.store.usage());
+        self.local.store.usage() + self.remote.store.usage() + hosted.unwrap_or_default()
     }
 }

@@ -1,7 +1,7 @@
 //! The node of Base and Greedy Forwarding: a greedily managed local cache.
 
 use super::local::{LocalCache, ask_manager, complete, serve_forward};
-use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
+use super::{Addr, BlockStore, Level, LiveNode, Msg, NodeId, NodeMachine, Outbox, StoreUsage};
 use crate::policy::{BlockKey, Lookup, Policy};
 
 /// A node that manages its cache for itself (paper section 2.2): a miss
@@ -85,5 +85,23 @@ where
 
     fn capacity(&self) -> usize {
         self.cache.policy.capacity()
+    }
+}
+
+impl<K, P, S> LiveNode<K, S::Data> for GreedyNode<K, P, S>
+where
+    K: BlockKey,
+    P: Policy<K> + Send,
+    S: BlockStore<K> + Send,
+{
+    /// Base and Greedy never send to a peer of their own choosing.
+    fn set_peers(&mut self, _live: &[NodeId]) {}
+
+    fn data(&self, block: K) -> Option<S::Data> {
+        self.cache.get(block)
+    }
+
+    fn usage(&self) -> StoreUsage {
+        self.cache.store.usage()
     }
 }

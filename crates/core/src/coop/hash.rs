@@ -2,7 +2,7 @@
 //! memory holds the blocks whose ids hash to that node (paper section 2.5).
 
 use super::local::{LocalCache, complete};
-use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
+use super::{Addr, BlockStore, Level, LiveNode, Msg, NodeId, NodeMachine, Outbox, StoreUsage};
 use crate::policy::{BlockKey, Lookup, Lru, Policy};
 use std::hash::BuildHasher;
 
@@ -242,5 +242,26 @@ where
 
     fn capacity(&self) -> usize {
         self.local.policy.capacity() + self.partition.policy.capacity()
+    }
+}
+
+impl<K, P, S> LiveNode<K, S::Data> for HashNode<K, P, S>
+where
+    K: BlockKey,
+    P: Policy<K> + Send,
+    S: BlockStore<K> + Send,
+{
+    fn set_peers(&mut self, live: &[NodeId]) {
+        HashNode::set_peers(self, live);
+    }
+
+    /// The local part, else the partition (a read completes locally from
+    /// the partition only when this node owns the block).
+    fn data(&self, block: K) -> Option<S::Data> {
+        self.local.get(block).or_else(|| self.partition.get(block))
+    }
+
+    fn usage(&self) -> StoreUsage {
+        self.local.store.usage() + self.partition.store.usage()
     }
 }

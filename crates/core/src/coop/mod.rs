@@ -28,6 +28,7 @@ mod direct;
 mod directory;
 mod greedy;
 mod hash;
+mod live;
 mod local;
 mod manager;
 mod message;
@@ -46,10 +47,13 @@ pub use direct::DirectNode;
 pub use directory::{Directory, Holders};
 pub use greedy::GreedyNode;
 pub use hash::{HashNode, Owners, hash_owner};
+pub use live::{
+    LENT_SHARE, LiveMachines, LiveManager, LiveNode, LiveShape, PARTITION_SHARE, SimulatorOnly,
+};
 pub use manager::{DirectoryManager, ManagerMode};
 pub use message::{Envelope, Msg, Outbox, ReadDone, load_units};
 pub use nchance::{MAX_CHANCES, NChanceNode};
-pub use store::{BlockStore, NoData};
+pub use store::{BlockStore, NoData, StoreUsage};
 pub use wlru::{Penalties, WlruNode};
 
 /// A node of the cluster, numbered from 0.
@@ -123,6 +127,13 @@ pub trait NodeMachine<K, D> {
 
     /// Most blocks the node holds.
     fn capacity(&self) -> usize;
+
+    /// Whether the node waits on nothing: no question to its manager
+    /// unanswered, no forwarded block queued for room. A cluster whose
+    /// nodes are all quiet and whose links are empty is at quiescence.
+    fn is_quiet(&self) -> bool {
+        true
+    }
 
     /// Checks the machine's own invariants (for tests): `Err` says which
     /// one is broken.

@@ -5,7 +5,8 @@ use super::local::{
     LocalCache, ask_manager, complete, notify_dropped, serve_forward, write_through,
 };
 use super::{
-    Addr, BlockStore, ClassPolicies, Level, Msg, NodeId, NodeMachine, Outbox, SizeClassed,
+    Addr, BlockStore, ClassPolicies, Level, LiveNode, Msg, NodeId, NodeMachine, Outbox,
+    SizeClassed, StoreUsage,
 };
 use crate::policy::{BlockKey, Lookup, Policy};
 use crate::queue::{IndexedLists, ListTag};
@@ -604,13 +605,37 @@ where
                 Some(_) => {}
             }
         }
-        if !self.limbo.is_empty() || self.asking.is_some() || !self.incoming.is_empty() {
+        if !self.is_quiet() {
             return Err("questions to the manager still pending at quiescence".into());
         }
         Ok(())
     }
 
+    fn is_quiet(&self) -> bool {
+        self.limbo.is_empty() && self.asking.is_none() && self.incoming.is_empty()
+    }
+
     fn capacity(&self) -> usize {
         self.cache.policy.capacity()
+    }
+}
+
+impl<K, P, S> LiveNode<K, S::Data> for NChanceNode<K, P, S>
+where
+    K: BlockKey + SizeClassed,
+    P: Policy<K> + Send,
+    S: BlockStore<K> + Send,
+    S::Data: Send,
+{
+    fn set_peers(&mut self, live: &[NodeId]) {
+        NChanceNode::set_peers(self, live);
+    }
+
+    fn data(&self, block: K) -> Option<S::Data> {
+        self.cache.get(block)
+    }
+
+    fn usage(&self) -> StoreUsage {
+        self.cache.store.usage()
     }
 }

@@ -18,6 +18,31 @@ pub trait BlockStore<K> {
 
     /// Drops `block`'s contents and returns them, if stored.
     fn take(&mut self, block: K) -> Option<Self::Data>;
+
+    /// Blocks and bytes held (nothing, for a store that holds nothing).
+    fn usage(&self) -> StoreUsage {
+        StoreUsage::default()
+    }
+}
+
+/// What a store holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreUsage {
+    /// Blocks held.
+    pub blocks: usize,
+    /// Bytes of their contents.
+    pub bytes: usize,
+}
+
+impl std::ops::Add for StoreUsage {
+    type Output = StoreUsage;
+
+    fn add(self, o: StoreUsage) -> StoreUsage {
+        StoreUsage {
+            blocks: self.blocks + o.blocks,
+            bytes: self.bytes + o.bytes,
+        }
+    }
 }
 
 /// The simulator's store: blocks have no contents, so every operation is

@@ -1,0 +1,225 @@
+//! The machines a live node runs, and which algorithms can run live: one
+//! catalogue ([`AlgorithmKind`]) for the simulator and the daemon.
+
+use super::{
+    AlgorithmKind, ClusterConfig, ConfigError, DirectNode, DirectoryManager, GreedyNode, HashNode,
+    ManagerMode, NChanceNode, NodeId, NodeMachine, SizeClassed,
+};
+use crate::error::CapacityError;
+use crate::policy::{BlockKey, Lru, Policy, PolicyFactory, PolicyKind};
+use crate::protocol::{Content, MemStore};
+use std::fmt;
+
+/// A node machine a live protocol can drive: it follows the live members
+/// and hands out the contents a local hit returns.
+pub trait LiveNode<K, D>: NodeMachine<K, D> + Send {
+    /// The live members (this node among them, sorted) changed: N-Chance
+    /// forwards singlets only to them, Hash-Distributed partitions move to
+    /// them, a Direct node parks its evictions at its successor.
+    fn set_peers(&mut self, live: &[NodeId]);
+
+    /// The contents of `block` for this node's own read (what a local hit
+    /// returns), if it holds them in a part that serves its reads.
+    fn data(&self, block: K) -> Option<D>;
+
+    /// Blocks and bytes held in all of the node's cache parts.
+    fn usage(&self) -> super::StoreUsage;
+}
+
+/// Share of a Hash-Distributed live node's blocks that are its partition
+/// (the simulator's default `central_fraction`).
+pub const PARTITION_SHARE: f64 = 0.8;
+
+/// Share of a Direct live node's blocks it lends to the peer that parks
+/// there; its own remote cache, at its host, is as large.
+pub const LENT_SHARE: f64 = 0.5;
+
+/// An algorithm that runs in the simulator only, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("algorithm `{algorithm}` runs in the simulator only: {reason}; the daemon runs {live}")]
+pub struct SimulatorOnly {
+    /// The algorithm.
+    pub algorithm: AlgorithmKind,
+    /// Why it cannot run live.
+    pub reason: &'static str,
+    /// The algorithms that can, by name.
+    pub live: &'static str,
+}
+
+/// The manager slice of a live node: a directory of the files rendezvous
+/// hashing gives it, with no block in memory.
+pub type LiveManager<K, D> = DirectoryManager<K, Lru<K>, MemStore<K, D>>;
+
+/// The machines of one live node.
+pub struct LiveMachines<K, D> {
+    /// Its node machine.
+    pub node: Box<dyn LiveNode<K, D>>,
+    /// Its manager slice.
+    pub manager: LiveManager<K, D>,
+}
+
+impl<K, D> fmt::Debug for LiveMachines<K, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveMachines").finish_non_exhaustive()
+    }
+}
+
+/// The shape of one live node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveShape {
+    /// Blocks the node caches in all of its parts.
+    pub capacity: usize,
+    /// The replacement policy of its locally managed cache.
+    pub policy: PolicyKind,
+    /// N-Chance's recirculation count `n`.
+    pub chances: u8,
+    /// Seed of N-Chance's random peer choices.
+    pub seed: u64,
+}
+
+/// The algorithms that run live, by name, for messages.
+const LIVE_NAMES: &str = "base, greedy, nchance, hash, direct";
+
+impl AlgorithmKind {
+    /// Whether a live cluster can run this algorithm; if not, why.
+    pub fn live(self) -> Result<(), SimulatorOnly> {
+        let reason = match self {
+            AlgorithmKind::Base
+            | AlgorithmKind::Greedy
+            | AlgorithmKind::NChance
+            | AlgorithmKind::Hash
+            | AlgorithmKind::Direct => return Ok(()),
+            AlgorithmKind::Central => {
+                "it needs one central manager running a global LRU over every node's memory"
+            }
+            AlgorithmKind::Wlru => {
+                "it needs one central manager knowing every node's block weights"
+            }
+            AlgorithmKind::Best => {
+                "it is the paper's unrealisable bound (doubled memory, one central manager)"
+            }
+        };
+        Err(SimulatorOnly {
+            algorithm: self,
+            reason,
+            live: LIVE_NAMES,
+        })
+    }
+
+    /// The simulator's cluster that runs as the daemon does with nodes of
+    /// `config.node_capacity` blocks: managers without memory, N-Chance
+    /// evicting forwarded blocks first, the daemon's partition share, and
+    /// a Direct node's blocks split between its own and its remote cache.
+    pub fn live_config(self, config: &ClusterConfig) -> Result<ClusterConfig, ConfigError> {
+        let live = ClusterConfig {
+            manager_capacity: 0,
+            foreign_first: true,
+            central_fraction: PARTITION_SHARE,
+            ..config.clone()
+        };
+        if self != AlgorithmKind::Direct {
+            return Ok(live);
+        }
+        let (local, lent) = ClusterConfig::split(config.node_capacity, LENT_SHARE)?;
+        Ok(ClusterConfig {
+            node_capacity: local,
+            direct_remote: lent,
+            ..live
+        })
+    }
+
+    /// Builds live node `id`'s machines for `shape`: its node machine
+    /// (boxed behind [`LiveNode`]) and its manager slice.
+    pub fn build_live<K, D>(
+        self,
+        id: NodeId,
+        shape: &LiveShape,
+    ) -> Result<LiveMachines<K, D>, ConfigError>
+    where
+        K: BlockKey + SizeClassed,
+        D: Content + Send + 'static,
+    {
+        self.live()
+            .map_err(|e| ConfigError::NodeCache(e.to_string()))?;
+        if shape.policy == PolicyKind::Lirs {
+            return Err(ConfigError::Setting {
+                setting: "node policy",
+                value: "lirs".into(),
+                expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo or 2q",
+            });
+        }
+        let node = shape.policy.factory(LiveBuilder {
+            kind: self,
+            id,
+            shape,
+            data: std::marker::PhantomData,
+        })?;
+        let mode = ManagerMode {
+            forward: matches!(self, AlgorithmKind::Greedy | AlgorithmKind::NChance),
+            hash_partitions: self == AlgorithmKind::Hash,
+            singlet_notices: false,
+        };
+        let manager =
+            DirectoryManager::new(1, Lru::new(1)?, MemStore::default(), mode).without_memory();
+        Ok(LiveMachines { node, manager })
+    }
+}
+
+/// Builds one live node machine of the chosen policy.
+struct LiveBuilder<'a, D> {
+    kind: AlgorithmKind,
+    id: NodeId,
+    shape: &'a LiveShape,
+    data: std::marker::PhantomData<fn() -> D>,
+}
+
+impl<K, D> PolicyFactory<K> for LiveBuilder<'_, D>
+where
+    K: BlockKey + SizeClassed,
+    D: Content + Send + 'static,
+{
+    type Output = Result<Box<dyn LiveNode<K, D>>, ConfigError>;
+
+    fn make<P: Policy<K> + Send + 'static>(
+        self,
+        new: fn(usize) -> Result<P, CapacityError>,
+    ) -> Self::Output {
+        let (id, s) = (self.id, self.shape);
+        let store = MemStore::<K, D>::default;
+        Ok(match self.kind {
+            AlgorithmKind::Base | AlgorithmKind::Greedy => {
+                Box::new(GreedyNode::new(id, new(s.capacity)?, store()))
+            }
+            // Netcache's rule: blocks parked here by peers go before this
+            // node's own working set when its users need room.
+            AlgorithmKind::NChance => Box::new(
+                NChanceNode::new(id, 1, s.chances, new(s.capacity)?, store(), s.seed)?
+                    .with_foreign_first(true),
+            ),
+            // Most of the node's memory is its partition; with managers
+            // that keep no blocks, readers fill the partitions.
+            AlgorithmKind::Hash => {
+                let (local, global) = ClusterConfig::split(s.capacity, PARTITION_SHARE)?;
+                let node = HashNode::new(id, 1, new(local)?, store(), Lru::new(global)?, store());
+                Box::new(node.placing_fetches())
+            }
+            // Half of the memory for the node's own blocks, half for the
+            // peer it hosts; its own remote cache, at its host, is as large
+            // (only its order is kept here).
+            AlgorithmKind::Direct => {
+                let (local, hosted) = ClusterConfig::split(s.capacity, LENT_SHARE)?;
+                let node = DirectNode::new(id, new(local)?, store(), Lru::new(hosted)?, store())
+                    .hosted_by_peers(Lru::new(hosted)?, store());
+                Box::new(node)
+            }
+            other => {
+                let e = other
+                    .live()
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                return Err(ConfigError::NodeCache(e));
+            }
+        })
+    }
+}

@@ -1,0 +1,130 @@
+//! How the live protocol names blocks, and which member manages each file.
+
+use crate::coop::{NodeId, SizeClassed};
+use crate::policy::BlockKey;
+
+/// A block key the live protocol can route: the file it belongs to decides
+/// its manager, so every block of one file has the same one.
+pub trait ProtocolKey: BlockKey + Ord {
+    /// The file (version) the block belongs to.
+    fn file(&self) -> u64;
+}
+
+/// A block of one version of one file: the key of every cache and message
+/// in a live cluster.
+///
+/// `file` names the file *and* its origin version (the daemon hashes the
+/// path with the origin's ETag, or mtime, size and inode), so a copy of an
+/// old version can never be taken for the new one: after a change the
+/// blocks simply have other names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlockId {
+    /// The file version's id.
+    pub file: u64,
+    /// The block's index in the file.
+    pub index: u32,
+}
+
+impl ProtocolKey for BlockId {
+    #[inline]
+    fn file(&self) -> u64 {
+        self.file
+    }
+}
+
+impl SizeClassed for BlockId {
+    /// The live cluster applies no size-class policies: one class.
+    fn size_class(&self) -> usize {
+        0
+    }
+}
+
+/// A trace's block ids, each its own file (the simulator's keys).
+impl ProtocolKey for u64 {
+    #[inline]
+    fn file(&self) -> u64 {
+        *self
+    }
+}
+
+/// The member that manages `file` (keeps its directory and block
+/// digests): the highest-random-weight (rendezvous) choice among
+/// `members`, so when a member leaves only its own files move, and every
+/// node agrees without a coordinator. `None` if there are no members.
+pub fn manager_of(file: u64, members: &[NodeId]) -> Option<NodeId> {
+    members
+        .iter()
+        .copied()
+        .max_by_key(|&m| (weight(file, m), m))
+}
+
+/// A well-mixed 64-bit weight of (file, member): splitmix64 of their
+/// combination. Not cryptographic: members are authenticated, and a member
+/// can only choose which files it manages by choosing its id.
+fn weight(file: u64, member: NodeId) -> u64 {
+    let mut z = file ^ u64::from(member).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The member after `me` in the sorted live members `live` (wrapping):
+/// the host of `me`'s Direct remote cache. `None` when `me` is alone.
+pub fn successor(live: &[NodeId], me: NodeId) -> Option<NodeId> {
+    let others = live.iter().copied().filter(|&n| n != me);
+    others
+        .clone()
+        .filter(|&n| n > me)
+        .min()
+        .or_else(|| others.min())
+}
+
+/// The member before `me` in the sorted live members (wrapping): the
+/// Direct client whose remote cache `me` hosts. `None` when `me` is alone.
+pub fn predecessor(live: &[NodeId], me: NodeId) -> Option<NodeId> {
+    let others = live.iter().copied().filter(|&n| n != me);
+    others
+        .clone()
+        .filter(|&n| n < me)
+        .max()
+        .or_else(|| others.max())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendezvous_moves_only_the_leavers_files() {
+        let all = [3, 8, 11, 20];
+        let without_8 = [3, 11, 20];
+        let mut owned = [0usize; 4];
+        for file in 0..4000u64 {
+            let before = manager_of(file, &all).unwrap();
+            let after = manager_of(file, &without_8).unwrap();
+            if before != 8 {
+                assert_eq!(before, after, "file {file} moved though its manager stayed");
+            }
+            owned[all.iter().position(|&m| m == before).unwrap()] += 1;
+        }
+        // Balanced within a generous margin (each expects 1000).
+        assert!(owned.iter().all(|&n| (800..1200).contains(&n)), "{owned:?}");
+        assert_eq!(manager_of(1, &[]), None);
+    }
+
+    #[test]
+    fn the_ring_has_a_host_and_a_client_for_every_member() {
+        assert_eq!(successor(&[1, 4, 7], 4), Some(7));
+        assert_eq!(successor(&[1, 4, 7], 7), Some(1));
+        assert_eq!(predecessor(&[1, 4, 7], 1), Some(7));
+        assert_eq!(predecessor(&[1, 4, 7], 7), Some(4));
+        assert_eq!(successor(&[4], 4), None);
+        assert_eq!(predecessor(&[], 4), None);
+        for live in [vec![0, 1], vec![0, 2, 5, 9], vec![3, 4, 5, 6, 7]] {
+            for &n in &live {
+                let host = successor(&live, n).unwrap();
+                assert_eq!(predecessor(&live, host), Some(n), "{live:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! The manager slice's side of the protocol: the digest of every block it
+//! manages, recorded by the one node it told to read the block from the
+//! origin (a grant, used once); the forwards it sent, so only a holder it
+//! forwarded to can hand a read back; and the questions waiting for a
+//! record that is on its way.
+
+use super::node::NodeProtocol;
+use super::timers::Timer;
+use super::{Content, Digest, PeerMsg, ProtocolKey};
+use crate::coop::{AlgorithmKind, Msg, NodeId, SizeClassed};
+use std::collections::{HashMap, VecDeque};
+
+/// Most questions waiting for one block's record; more are answered at
+/// once (without a digest).
+const MAX_AWAITING_PER_BLOCK: usize = 64;
+
+/// Most forwards remembered per block.
+const MAX_FORWARDS_PER_BLOCK: usize = 16;
+
+/// A node allowed to record a block's digest, until `deadline`.
+#[derive(Clone, Copy, Debug)]
+struct Grant {
+    node: NodeId,
+    deadline: u64,
+}
+
+/// A forward sent to `holder` for `reader`, remembered until `deadline`.
+#[derive(Clone, Copy, Debug)]
+struct Forwarded {
+    holder: NodeId,
+    reader: NodeId,
+    deadline: u64,
+}
+
+/// A question that waits for a block's record.
+#[derive(Clone, Copy, Debug)]
+enum Awaiting {
+    /// `asker` sent `HashOf`.
+    HashOf { asker: NodeId },
+    /// The read of `reader` was forwarded to `holder`, which is still
+    /// reading the block from the origin: the reader's `Expect` waits.
+    Expect { reader: NodeId, holder: NodeId },
+}
+
+/// The manager slice's protocol state.
+#[derive(Debug)]
+pub(super) struct Slice<K> {
+    records: HashMap<K, Digest, foldhash::fast::FixedState>,
+    /// Recorded blocks, oldest first (with stale ids of dropped records,
+    /// skipped when reached).
+    order: VecDeque<K>,
+    grants: HashMap<K, Grant, foldhash::fast::FixedState>,
+    forwards: HashMap<K, Vec<Forwarded>, foldhash::fast::FixedState>,
+    awaiting: HashMap<K, Vec<Awaiting>, foldhash::fast::FixedState>,
+}
+
+impl<K> Default for Slice<K> {
+    fn default() -> Self {
+        Slice {
+            records: HashMap::default(),
+            order: VecDeque::new(),
+            grants: HashMap::default(),
+            forwards: HashMap::default(),
+            awaiting: HashMap::default(),
+        }
+    }
+}
+
+impl<K: ProtocolKey> Slice<K> {
+    /// Whether `node` may record `block` now.
+    pub(super) fn granted(&self, block: K, node: NodeId) -> bool {
+        self.grants.get(&block).is_some_and(|g| g.node == node)
+    }
+
+    /// Whether a read of `block` was forwarded to `holder`.
+    pub(super) fn forwarded_to(&self, block: K, holder: NodeId) -> bool {
+        self.forwards
+            .get(&block)
+            .is_some_and(|f| f.iter().any(|f| f.holder == holder))
+    }
+
+    /// Whether no question waits for a record.
+    pub(super) fn is_quiet(&self) -> bool {
+        self.awaiting.is_empty()
+    }
+
+    /// Grants and forward entries (for bounding the timers).
+    pub(super) fn len(&self) -> usize {
+        self.grants.len() + self.forwards.len()
+    }
+
+    /// Whether a grant or forward of `block` is remembered.
+    pub(super) fn tracks(&self, block: K) -> bool {
+        self.grants.contains_key(&block) || self.forwards.contains_key(&block)
+    }
+
+    /// The recorded digest of `block`.
+    pub(super) fn record(&self, block: K) -> Option<Digest> {
+        self.records.get(&block).copied()
+    }
+
+    /// Records `digest` for `block`, the oldest record going beyond `max`.
+    /// Returns false on a conflict with an earlier record, which is then
+    /// dropped as well (one of the two recorders lied).
+    fn insert_record(&mut self, block: K, digest: Digest, max: usize) -> bool {
+        match self.records.get(&block) {
+            Some(old) if *old == digest => return true,
+            Some(_) => {
+                self.records.remove(&block);
+                return false;
+            }
+            None => {}
+        }
+        self.records.insert(block, digest);
+        self.order.push_back(block);
+        while self.records.len() > max {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            self.records.remove(&old);
+        }
+        if self.order.len() > 2 * max.max(self.records.len()) {
+            let records = &self.records;
+            self.order.retain(|b| records.contains_key(b));
+        }
+        true
+    }
+
+    /// Forgets forwards of `block` past their deadline.
+    pub(super) fn expire_forwards(&mut self, block: K, now: u64) {
+        if let Some(f) = self.forwards.get_mut(&block) {
+            f.retain(|f| f.deadline > now);
+            if f.is_empty() {
+                self.forwards.remove(&block);
+            }
+        }
+    }
+
+    /// Takes the forwards of `block` to `holder`: the readers it served.
+    fn take_forwards(&mut self, block: K, holder: NodeId) -> Vec<NodeId> {
+        let Some(f) = self.forwards.get_mut(&block) else {
+            return Vec::new();
+        };
+        let readers = f
+            .iter()
+            .filter(|f| f.holder == holder)
+            .map(|f| f.reader)
+            .collect();
+        f.retain(|f| f.holder != holder);
+        if f.is_empty() {
+            self.forwards.remove(&block);
+        }
+        readers
+    }
+
+    /// Readers forwarded to `holder` (which left), forgotten.
+    fn take_forwards_to(&mut self, holder: NodeId) -> Vec<(K, NodeId)> {
+        let mut lost = Vec::new();
+        self.forwards.retain(|&b, f| {
+            f.retain(|f| {
+                let gone = f.holder == holder;
+                if gone {
+                    lost.push((b, f.reader));
+                }
+                !gone
+            });
+            !f.is_empty()
+        });
+        lost
+    }
+}
+
+impl<K, D> NodeProtocol<K, D>
+where
+    K: ProtocolKey + SizeClassed,
+    D: Content,
+{
+    /// `reader` missed `block`: the manager machine records it as a holder
+    /// and serves it.
+    pub(super) fn manager_read(&mut self, reader: NodeId, block: K, now: u64) {
+        let msg = Msg::Read {
+            block,
+            reader,
+            hops: 1,
+        };
+        self.deliver_to_manager(reader, msg, now);
+    }
+
+    /// A holder this manager forwarded to no longer has `block`: each
+    /// reader it was serving is served again (another holder, or the
+    /// origin).
+    pub(super) fn manager_not_here(&mut self, holder: NodeId, block: K, now: u64) {
+        for reader in self.slice.take_forwards(block, holder) {
+            let msg = Msg::NotHere {
+                block,
+                reader,
+                hops: 2,
+            };
+            self.deliver_to_manager(holder, msg, now);
+        }
+    }
+
+    /// The granted reader's digest of `block`.
+    pub(super) fn manager_record(&mut self, from: NodeId, block: K, digest: Digest, now: u64) {
+        self.slice.grants.remove(&block);
+        if !self
+            .slice
+            .insert_record(block, digest, self.cfg.max_records)
+        {
+            self.stats.record_conflicts += 1;
+            let rule = "a second record of one block differs from the first (both dropped)";
+            let msg: PeerMsg<K, D> = PeerMsg::Record { block, digest };
+            self.violation(from, &msg, rule, now);
+        }
+        self.answer_awaiting(block);
+    }
+
+    /// `asker` wants `block`'s digest: given now, or once the record a
+    /// granted reader is about to send arrives.
+    pub(super) fn manager_hash_of(&mut self, asker: NodeId, block: K, _now: u64) {
+        let digest = self.slice.record(block);
+        if digest.is_none() && self.slice.grants.contains_key(&block) {
+            let waiting = self.slice.awaiting.entry(block).or_default();
+            if waiting.len() < MAX_AWAITING_PER_BLOCK {
+                return waiting.push(Awaiting::HashOf { asker });
+            }
+            self.stats.dropped += 1;
+        }
+        self.send(asker, PeerMsg::HashIs { block, digest });
+    }
+
+    /// Answers the questions that waited for `block`'s record (which came,
+    /// or whose grant lapsed).
+    fn answer_awaiting(&mut self, block: K) {
+        let digest = self.slice.record(block);
+        for waiting in self.slice.awaiting.remove(&block).unwrap_or_default() {
+            match (waiting, digest) {
+                (Awaiting::HashOf { asker }, digest) => {
+                    self.send(asker, PeerMsg::HashIs { block, digest })
+                }
+                (Awaiting::Expect { reader, holder }, Some(digest)) => {
+                    let expect = PeerMsg::Expect {
+                        block,
+                        digest,
+                        holder,
+                    };
+                    self.send(reader, expect);
+                }
+                (Awaiting::Expect { reader, .. }, None) => {
+                    let fetch = PeerMsg::FetchOrigin {
+                        block,
+                        record: false,
+                    };
+                    self.send(reader, fetch);
+                }
+            }
+        }
+    }
+
+    /// A grant's deadline passed: if unused, it lapses and whoever waited
+    /// for its record is answered without one.
+    pub(super) fn grant_deadline(&mut self, block: K, now: u64) {
+        let lapsed = self
+            .slice
+            .grants
+            .get(&block)
+            .is_some_and(|g| g.deadline <= now);
+        if lapsed {
+            self.slice.grants.remove(&block);
+            self.answer_awaiting(block);
+        }
+    }
+
+    /// The manager machine forwards `reader`'s read of `block` to
+    /// `holder`. The reader is told what the holder's contents must hash
+    /// to; with no record to check them against, the reader reads the
+    /// origin instead, unless the holder is the granted reader still
+    /// reading it (then the forward waits at the holder and the `Expect`
+    /// here, until the record comes: one origin read for both).
+    pub(super) fn manager_forward(&mut self, block: K, holder: NodeId, reader: NodeId, now: u64) {
+        match self.slice.record(block) {
+            Some(digest) => {
+                let expect = PeerMsg::Expect {
+                    block,
+                    digest,
+                    holder,
+                };
+                self.send(reader, expect);
+            }
+            None if self.slice.granted(block, holder) => {
+                let waiting = self.slice.awaiting.entry(block).or_default();
+                if waiting.len() >= MAX_AWAITING_PER_BLOCK {
+                    return self.manager_fetch(block, reader, now);
+                }
+                waiting.push(Awaiting::Expect { reader, holder });
+            }
+            None => return self.manager_fetch(block, reader, now),
+        }
+        let deadline = now + self.peer_timeout();
+        let forwards = self.slice.forwards.entry(block).or_default();
+        if forwards.len() >= MAX_FORWARDS_PER_BLOCK {
+            forwards.remove(0);
+        }
+        forwards.push(Forwarded {
+            holder,
+            reader,
+            deadline,
+        });
+        self.timers.arm(deadline, Timer::Forward(block));
+        self.send(holder, PeerMsg::Forward { block, reader });
+    }
+
+    /// The manager machine has `reader` read `block` from the origin. The
+    /// reader reads it itself (its bytes cross the network once) and
+    /// records its digest if none is recorded or granted.
+    ///
+    /// Hash-Distributed readers ask the partition owner and the manager at
+    /// once, and the manager never forwards: with a record, the reader
+    /// gets the digest to check the owner's contents against instead.
+    pub(super) fn manager_fetch(&mut self, block: K, reader: NodeId, now: u64) {
+        if let Some(digest) = self.slice.record(block) {
+            let msg = match self.kind {
+                AlgorithmKind::Hash => PeerMsg::HashIs {
+                    block,
+                    digest: Some(digest),
+                },
+                _ => PeerMsg::FetchOrigin {
+                    block,
+                    record: false,
+                },
+            };
+            return self.send(reader, msg);
+        }
+        let record = !self.slice.grants.contains_key(&block);
+        if record {
+            let deadline = now + self.grant_timeout();
+            self.slice.grants.insert(
+                block,
+                super::manager::Grant {
+                    node: reader,
+                    deadline,
+                },
+            );
+            self.timers.arm(deadline, Timer::Grant(block));
+        }
+        self.send(reader, PeerMsg::FetchOrigin { block, record });
+    }
+
+    /// How long a grant lasts: a peer timeout for the message and two for
+    /// the origin read (a read's own deadline covers the same).
+    fn grant_timeout(&self) -> u64 {
+        3 * self.peer_timeout()
+    }
+
+    /// `lost` left the cluster: its grants lapse, and readers whose reads
+    /// were forwarded to it are served again.
+    pub(super) fn manager_lost(&mut self, lost: NodeId, now: u64) {
+        let lapsed: Vec<K> = self
+            .slice
+            .grants
+            .iter()
+            .filter(|(_, g)| g.node == lost)
+            .map(|(&b, _)| b)
+            .collect();
+        for block in lapsed {
+            self.slice.grants.remove(&block);
+            self.answer_awaiting(block);
+        }
+        for (block, reader) in self.slice.take_forwards_to(lost) {
+            let msg = Msg::NotHere {
+                block,
+                reader,
+                hops: 2,
+            };
+            self.deliver_to_manager(lost, msg, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(n: u8) -> Digest {
+        Digest {
+            hash: [n; 32],
+            len: 1,
+        }
+    }
+
+    #[test]
+    fn records_are_bounded_oldest_first_and_conflicts_drop_both() {
+        let mut s: Slice<u64> = Slice::default();
+        for b in 0..10u64 {
+            assert!(s.insert_record(b, d(b as u8), 4));
+        }
+        assert_eq!(s.records.len(), 4);
+        assert_eq!(s.record(5), None);
+        assert_eq!(s.record(9), Some(d(9)));
+        assert!(
+            s.insert_record(9, d(9), 4),
+            "the same digest again is no conflict"
+        );
+        assert!(!s.insert_record(9, d(1), 4));
+        assert_eq!(s.record(9), None, "a conflict keeps neither");
+        assert!(s.order.len() <= 8);
+    }
+}

@@ -1,0 +1,44 @@
+//! The live read protocol as a sans-IO state machine (DESIGN.md section 6):
+//! everything a node of a live cluster decides, so the daemon, the
+//! simulator and the fault harness run the same code.
+//!
+//! A [`NodeProtocol`] owns one node's machines (its node machine from the
+//! catalogue, [`AlgorithmKind::build_live`](crate::coop::AlgorithmKind::build_live),
+//! and its manager slice), and around them the protocol the papers leave
+//! to the implementation: single-flight per block, digest records and the
+//! verification of every block a peer sends, blocks held until verified,
+//! peer timeouts and the fall-back to the origin, membership changes, and
+//! the roles that decide whom each message is accepted from.
+//!
+//! Inputs carry the current time in microseconds:
+//! [`handle_read`](NodeProtocol::handle_read),
+//! [`handle_message`](NodeProtocol::handle_message) (with the sender the
+//! *link* authenticated, never a field of the message),
+//! [`handle_origin_done`](NodeProtocol::handle_origin_done),
+//! [`set_members`](NodeProtocol::set_members) and
+//! [`handle_timeout`](NodeProtocol::handle_timeout), with
+//! [`poll_timeout`](NodeProtocol::poll_timeout) saying when that is next
+//! due (as quinn-proto does). What the node must do leaves through
+//! [`poll`](NodeProtocol::poll) as [`Action`]s: send a message, read a
+//! block from the origin, complete a read, report a protocol violation.
+//!
+//! Contents are generic ([`Content`]): the daemon's bytes with a digest
+//! computed where they arrived, the simulator's digests alone.
+
+mod block;
+mod content;
+mod held;
+mod manager;
+mod message;
+mod node;
+mod outgoing;
+mod peers;
+mod reader;
+mod stats;
+mod timers;
+
+pub use block::{BlockId, ProtocolKey, manager_of, predecessor, successor};
+pub use content::{Content, Digest, MemStore};
+pub use message::{NotLive, PeerMsg};
+pub use node::{Action, NodeProtocol, ProtocolConfig, ReadFailure, Served};
+pub use stats::ProtocolStats;

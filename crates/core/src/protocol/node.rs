@@ -1,0 +1,630 @@
+//! One node's protocol: its state, its inputs and outputs, and the trust
+//! boundary every incoming message crosses.
+
+use super::held::Held;
+use super::manager::Slice;
+use super::peers::Peers;
+use super::reader::Reads;
+use super::stats::{MAX_VIOLATORS, REPORT_EVERY_US};
+use super::timers::{Timer, Timers};
+use super::{Content, PeerMsg, ProtocolKey, ProtocolStats, manager_of};
+use crate::coop::{
+    AlgorithmKind, Level, LiveMachines, LiveManager, LiveNode, MAX_CHANCES, Msg, NodeId, Outbox,
+    SizeClassed, StoreUsage,
+};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// The protocol's bounds and timing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProtocolConfig {
+    /// Least time a read waits on peers before reading the origin, in
+    /// microseconds; the timeout grows with measured round trips and
+    /// origin reads ([`NodeProtocol::peer_timeout`]).
+    pub min_timeout_us: u64,
+    /// Reads in flight at once; more wait in line.
+    pub max_reads: usize,
+    /// Reads waiting in line; more fail at once as overloaded.
+    pub max_queued: usize,
+    /// Blocks held unverified (forwarded singlets, placed blocks); more
+    /// are dropped and counted.
+    pub max_held: usize,
+    /// Digests the manager slice records; the oldest go first.
+    pub max_records: usize,
+    /// How often every peer is pinged for its round-trip time.
+    pub ping_every_us: u64,
+    /// Whether a message to this node itself (its own manager slice, say)
+    /// is handled before the next input, as a daemon does; if not, it
+    /// leaves as an [`Action::Send`] to this node and the driver queues it
+    /// behind everything in flight, as the paper's simulator does with its
+    /// single queue (N-Chance's choices depend on that order).
+    pub local_first: bool,
+}
+
+impl ProtocolConfig {
+    /// The daemon's defaults for a node caching `capacity` blocks of
+    /// `block_size` bytes: a 50 ms timeout floor, 4,096 reads in flight,
+    /// 4 MiB of held blocks (at least 64), four records per block the
+    /// node can cache (at least 4,096), a ping a second.
+    pub fn for_node(capacity: usize, block_size: u32) -> Self {
+        ProtocolConfig {
+            min_timeout_us: 50_000,
+            max_reads: 4096,
+            max_queued: 65536,
+            max_held: ((4 << 20) / block_size.max(1) as usize).max(64),
+            max_records: capacity.max(1024) * 4,
+            ping_every_us: 1_000_000,
+            local_first: true,
+        }
+    }
+}
+
+/// What a node must do, in the order the protocol decided it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action<K, D> {
+    /// Send `msg` to peer `to` (this node itself only without
+    /// [`ProtocolConfig::local_first`]).
+    Send {
+        /// The peer.
+        to: NodeId,
+        /// The message.
+        msg: PeerMsg<K, D>,
+    },
+    /// Read `block` from the origin and report it with
+    /// [`NodeProtocol::handle_origin_done`].
+    ReadOrigin {
+        /// The block.
+        block: K,
+    },
+    /// Every read of `block` waiting at this node is finished.
+    Complete {
+        /// The block.
+        block: K,
+        /// Its contents and the level that served them, or why not.
+        result: Result<Served<D>, ReadFailure>,
+    },
+    /// `peer` sent a message its role does not allow; reported at most
+    /// once a minute per peer (every one is counted in the stats).
+    Violation {
+        /// The sender, as its link authenticated it.
+        peer: NodeId,
+        /// The message.
+        message: &'static str,
+        /// The rule it broke.
+        rule: &'static str,
+        /// Violations by this peer since the last report, this one included.
+        count: u64,
+    },
+}
+
+/// A finished read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Served<D> {
+    /// The block's contents.
+    pub data: D,
+    /// Where they came from.
+    pub level: Level,
+}
+
+/// Why a read failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReadFailure {
+    /// The origin read failed (the driver holds its error).
+    #[error("the origin read failed")]
+    Origin,
+    /// Too many reads were waiting already.
+    #[error("too many reads in flight; try again")]
+    Overloaded,
+}
+
+/// One node of a live cluster, as a state machine.
+pub struct NodeProtocol<K, D> {
+    pub(super) me: NodeId,
+    pub(super) kind: AlgorithmKind,
+    pub(super) cfg: ProtocolConfig,
+    /// Live members, this node included, sorted.
+    pub(super) live: Vec<NodeId>,
+    /// Who owns which Hash-Distributed partition (over `live`).
+    pub(super) owners: crate::coop::Owners,
+    pub(super) node: Box<dyn LiveNode<K, D>>,
+    pub(super) manager: LiveManager<K, D>,
+    /// What the machines send, before the protocol maps it.
+    pub(super) machine_out: Outbox<K, D>,
+    /// Messages from this node to itself (its own manager slice, say),
+    /// delivered in order like any other.
+    pub(super) local: VecDeque<PeerMsg<K, D>>,
+    pub(super) actions: VecDeque<Action<K, D>>,
+    pub(super) reads: Reads<K, D>,
+    pub(super) held: Held<K, D>,
+    pub(super) slice: Slice<K>,
+    /// Forwards for blocks this node is still reading: served when its
+    /// own read finishes (cluster-wide single-flight), readers per block.
+    pub(super) deferred: HashMap<K, Vec<NodeId>>,
+    pub(super) timers: Timers<K>,
+    pub(super) peers: Peers,
+    pub(super) stats: ProtocolStats,
+    /// When each peer's violations were last reported, and how many since.
+    pub(super) reported: BTreeMap<NodeId, (u64, u64)>,
+}
+
+impl<K, D> std::fmt::Debug for NodeProtocol<K, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeProtocol")
+            .field("me", &self.me)
+            .field("kind", &self.kind)
+            .field("live", &self.live)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Forwards deferred per block at most (readers beyond time out).
+const MAX_DEFERRED_PER_BLOCK: usize = 16;
+
+impl<K, D> NodeProtocol<K, D>
+where
+    K: ProtocolKey + SizeClassed,
+    D: Content,
+{
+    /// Node `me` running `kind` with `machines` (from
+    /// [`AlgorithmKind::build_live`]), alone until told its members, at
+    /// time `now`.
+    pub fn new(
+        me: NodeId,
+        kind: AlgorithmKind,
+        machines: LiveMachines<K, D>,
+        cfg: ProtocolConfig,
+        now: u64,
+    ) -> Self {
+        let LiveMachines {
+            mut node,
+            mut manager,
+        } = machines;
+        node.set_peers(&[me]);
+        manager.set_peers(&[me]);
+        let mut timers = Timers::default();
+        timers.arm(now + cfg.ping_every_us, Timer::Ping);
+        NodeProtocol {
+            me,
+            kind,
+            cfg,
+            live: vec![me],
+            owners: crate::coop::Owners::Live(vec![me]),
+            node,
+            manager,
+            machine_out: Outbox::default(),
+            local: VecDeque::new(),
+            actions: VecDeque::new(),
+            reads: Reads::default(),
+            held: Held::default(),
+            slice: Slice::default(),
+            deferred: HashMap::new(),
+            timers,
+            peers: Peers::default(),
+            stats: ProtocolStats::default(),
+            reported: BTreeMap::new(),
+        }
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.me
+    }
+
+    /// The algorithm it runs.
+    pub fn algorithm(&self) -> AlgorithmKind {
+        self.kind
+    }
+
+    /// The live members, this node included, sorted.
+    pub fn members(&self) -> &[NodeId] {
+        &self.live
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &ProtocolStats {
+        &self.stats
+    }
+
+    /// Blocks the node's machine caches, in all of its parts (its
+    /// policies' entries, whose contents may still be on their way).
+    pub fn cached_blocks(&self) -> usize {
+        self.node.len()
+    }
+
+    /// Blocks and bytes the node's caches hold.
+    pub fn usage(&self) -> StoreUsage {
+        self.node.usage()
+    }
+
+    /// The smoothed round-trip time to `peer`, if measured, microseconds.
+    pub fn rtt_us(&self, peer: NodeId) -> Option<u64> {
+        self.peers.rtt(peer)
+    }
+
+    /// Whether the node waits on nothing: no read in flight or in line,
+    /// no block held unverified, no forward deferred, no message to
+    /// itself, no record awaited, and its machine quiet. With every node
+    /// quiet and every link empty, the cluster is at quiescence.
+    pub fn is_quiet(&self) -> bool {
+        self.reads.is_empty()
+            && self.held.is_empty()
+            && self.deferred.is_empty()
+            && self.local.is_empty()
+            && self.slice.is_quiet()
+            && self.node.is_quiet()
+    }
+
+    /// The next thing the node must do, if any.
+    pub fn poll(&mut self) -> Option<Action<K, D>> {
+        self.actions.pop_front()
+    }
+
+    /// When [`NodeProtocol::handle_timeout`] is next due.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.timers.next()
+    }
+
+    /// How long a read waits on peers before reading the origin: ten
+    /// smoothed round trips of the slowest live peer plus two origin reads
+    /// (a forwarded read may wait on the holder's own origin read), at
+    /// least the configured floor.
+    pub fn peer_timeout(&self) -> u64 {
+        let rtt = self.peers.max_rtt().unwrap_or(1_000);
+        (rtt * 10 + self.reads.origin_time_us() * 2).max(self.cfg.min_timeout_us)
+    }
+
+    /// This node's user reads `block`. Reads of a block already in flight
+    /// here join it: one [`Action::Complete`] finishes them all.
+    pub fn handle_read(&mut self, block: K, now: u64) {
+        self.start_read(block, now);
+        self.settle(now);
+    }
+
+    /// The origin read of `block` finished with its contents, or failed.
+    pub fn handle_origin_done(&mut self, block: K, result: Result<D, ()>, now: u64) {
+        self.origin_done(block, result, now);
+        self.settle(now);
+    }
+
+    /// A message from `from`, the peer its link authenticated.
+    pub fn handle_message(&mut self, from: NodeId, msg: PeerMsg<K, D>, now: u64) {
+        self.on_message(from, msg, now);
+        self.settle(now);
+    }
+
+    /// The live members are now `members` (this node is added if absent).
+    pub fn set_members(&mut self, members: &[NodeId], now: u64) {
+        self.change_members(members, now);
+        self.settle(now);
+    }
+
+    /// Fires every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: u64) {
+        while let Some(timer) = self.timers.pop_due(now) {
+            match timer {
+                Timer::Read(block) => self.read_deadline(block, now),
+                Timer::Held(block) => self.held_deadline(block, now),
+                Timer::Grant(block) => self.grant_deadline(block, now),
+                Timer::Forward(block) => self.slice.expire_forwards(block, now),
+                Timer::Ping => {
+                    self.ping_all(now);
+                    self.timers.arm(now + self.cfg.ping_every_us, Timer::Ping);
+                }
+            }
+        }
+        self.bound_timers();
+        self.settle(now);
+    }
+
+    /// The block's manager among the live members.
+    pub(super) fn manager_of(&self, block: K) -> NodeId {
+        manager_of(block.file(), &self.live).unwrap_or(self.me)
+    }
+
+    /// Queues `msg` for `to`: a peer, or this node itself.
+    pub(super) fn send(&mut self, to: NodeId, msg: PeerMsg<K, D>) {
+        if to == self.me && self.cfg.local_first {
+            self.local.push_back(msg);
+        } else {
+            self.actions.push_back(Action::Send { to, msg });
+        }
+    }
+
+    /// Queues `msg` for `block`'s manager.
+    pub(super) fn send_to_manager(&mut self, block: K, msg: PeerMsg<K, D>) {
+        let m = self.manager_of(block);
+        self.send(m, msg);
+    }
+
+    /// Works off what the machines sent and this node's messages to
+    /// itself, until nothing is left.
+    fn settle(&mut self, now: u64) {
+        loop {
+            self.route_machine_output(now);
+            let Some(msg) = self.local.pop_front() else {
+                break;
+            };
+            self.on_message(self.me, msg, now);
+        }
+    }
+
+    /// Counts a message refused for its sender's role, and reports it.
+    pub(super) fn violation(
+        &mut self,
+        peer: NodeId,
+        msg: &PeerMsg<K, D>,
+        rule: &'static str,
+        now: u64,
+    ) {
+        let slot = if self.stats.violations.len() < MAX_VIOLATORS
+            || self.stats.violations.contains_key(&peer)
+        {
+            peer
+        } else {
+            *self.stats.violations.keys().next_back().unwrap_or(&peer)
+        };
+        *self.stats.violations.entry(slot).or_default() += 1;
+        self.report(peer, msg.name(), rule, now);
+    }
+
+    /// Counts contents from `peer` that did not match the manager's
+    /// digest, and reports them.
+    pub(super) fn integrity_failure(&mut self, peer: NodeId, message: &'static str, now: u64) {
+        self.stats.integrity_failures += 1;
+        let rule = "contents must match the digest the block's manager recorded";
+        self.report(peer, message, rule, now);
+    }
+
+    /// Reports `peer`'s misbehaviour, at most once a minute per peer (with
+    /// how many there were since the last report).
+    fn report(&mut self, peer: NodeId, message: &'static str, rule: &'static str, now: u64) {
+        if self.reported.len() >= MAX_VIOLATORS && !self.reported.contains_key(&peer) {
+            return;
+        }
+        let (last, count) = self.reported.entry(peer).or_insert((0, 0));
+        *count += 1;
+        if *last == 0 || now.saturating_sub(*last) >= REPORT_EVERY_US {
+            let report = Action::Violation {
+                peer,
+                message,
+                rule,
+                count: *count,
+            };
+            (*last, *count) = (now.max(1), 0);
+            self.actions.push_back(report);
+        }
+    }
+
+    /// The trust boundary: `msg` from `from` is handled only if `from`
+    /// holds the role allowed to send it (docs/PROTOCOL.md, "Roles").
+    fn on_message(&mut self, from: NodeId, msg: PeerMsg<K, D>, now: u64) {
+        use PeerMsg::*;
+        if let Some(rule) = self.refusal(from, &msg) {
+            return self.violation(from, &msg, rule, now);
+        }
+        match msg {
+            // To the manager slice: about the sender itself.
+            Read { block } => self.manager_read(from, block, now),
+            IsSinglet { block } => self.deliver_to_manager(from, Msg::IsSinglet { block }, now),
+            Dropped { block } => self.deliver_to_manager(from, Msg::Dropped { block }, now),
+            Cached { block } => self.deliver_to_manager(from, Msg::Cached { block }, now),
+            Moved { block, to } => self.deliver_to_manager(from, Msg::Moved { block, to }, now),
+            NotHere { block } => self.manager_not_here(from, block, now),
+            Record { block, digest } => self.manager_record(from, block, digest, now),
+            HashOf { block } => self.manager_hash_of(from, block, now),
+            // From the block's manager.
+            Forward { block, reader } => self.serve_forward(block, reader, now),
+            Expect {
+                block,
+                digest,
+                holder,
+            } => self.read_expect(block, digest, holder, now),
+            FetchOrigin { block, record } => self.read_fetch_origin(block, record, now),
+            HashIs { block, digest } => {
+                self.held_verdict(block, digest, now);
+                self.read_hash_is(block, digest, now);
+            }
+            Singlet { block, singlet } => {
+                self.deliver_to_node(Msg::Singlet { block, singlet }, now)
+            }
+            Invalidate { block } => {
+                self.held.remove(block);
+                self.deliver_to_node(Msg::Invalidate { block }, now);
+            }
+            // Between nodes.
+            Data { block, data } => self.read_data(from, block, data, now),
+            Missing { block } => self.read_missing(from, block, now),
+            PartitionRead { block } => self.deliver_to_node(
+                Msg::Read {
+                    block,
+                    reader: from,
+                    hops: 1,
+                },
+                now,
+            ),
+            Reclaim { block } => self.deliver_to_node(
+                Msg::Forward {
+                    block,
+                    reader: from,
+                    hops: 1,
+                },
+                now,
+            ),
+            Recirculate {
+                block,
+                chances,
+                data,
+            } => self.hold_then_deliver(
+                from,
+                Msg::Recirculate {
+                    block,
+                    data,
+                    chances,
+                },
+                now,
+            ),
+            Place { block, data } => {
+                let msg = Msg::Place {
+                    block,
+                    data,
+                    replaces: None,
+                };
+                // A Direct host never serves what its client parks to its
+                // own reads (it goes back to the client, which verifies
+                // it); a partition serves its owner's reads: checked first.
+                if self.kind == AlgorithmKind::Hash && from != self.me {
+                    self.hold_then_deliver(from, msg, now);
+                } else {
+                    self.deliver_to_node(msg, now);
+                }
+            }
+            Ping { nonce } => self.send(from, Pong { nonce }),
+            Pong { nonce } => self.peers.pong(from, nonce, now),
+        }
+    }
+
+    /// Why `msg` from `from` is refused, if it is: each message is
+    /// accepted only from the role allowed to send it.
+    fn refusal(&self, from: NodeId, msg: &PeerMsg<K, D>) -> Option<&'static str> {
+        use PeerMsg::*;
+        let is_manager = |block: K| from == self.manager_of(block);
+        match *msg {
+            // Anyone may ask a manager about itself; what it claims is
+            // about its own cache.
+            Read { .. } | IsSinglet { .. } | Dropped { .. } | HashOf { .. } => None,
+            Cached { .. } if self.kind != AlgorithmKind::Hash => {
+                Some("Cached is sent only after a Hash-Distributed partition hit")
+            }
+            Cached { .. } => None,
+            Moved { block, .. } if !self.manager.directory().holders(block).contains(from) => {
+                Some("Moved is accepted only from a recorded holder of the block")
+            }
+            Moved { .. } => None,
+            NotHere { block } if !self.slice.forwarded_to(block, from) => {
+                Some("NotHere is accepted only from a holder this manager forwarded the block to")
+            }
+            NotHere { .. } => None,
+            Record { block, .. } if !self.slice.granted(block, from) => Some(
+                "Record is accepted only from the node this manager told to read the block from the origin, once",
+            ),
+            Record { .. } => None,
+            Forward { block, .. }
+            | Expect { block, .. }
+            | FetchOrigin { block, .. }
+            | HashIs { block, .. }
+            | Singlet { block, .. }
+            | Invalidate { block }
+                if !is_manager(block) =>
+            {
+                Some("accepted only from the block's manager (rendezvous over the live members)")
+            }
+            Forward { .. }
+            | Expect { .. }
+            | FetchOrigin { .. }
+            | HashIs { .. }
+            | Singlet { .. }
+            | Invalidate { .. } => None,
+            // Data and Missing are checked against the read they answer.
+            Data { .. } | Missing { .. } => None,
+            PartitionRead { block } if !self.owns_partition(block) => Some(
+                "PartitionRead is accepted only by the block's Hash-Distributed partition owner",
+            ),
+            PartitionRead { .. } => None,
+            Reclaim { .. } if !self.hosts(from) => {
+                Some("Reclaim is accepted only from the Direct client this node hosts")
+            }
+            Reclaim { .. } => None,
+            Recirculate { .. } if self.kind != AlgorithmKind::NChance || from == self.me => {
+                Some("Recirculate is sent only between N-Chance peers")
+            }
+            Recirculate { chances, .. } if chances == 0 || chances > MAX_CHANCES => {
+                Some("Recirculate carries 1 to 8 chances")
+            }
+            Recirculate { .. } => None,
+            Place { block, .. } => match self.kind {
+                AlgorithmKind::Hash if self.owns_partition(block) => None,
+                AlgorithmKind::Direct if self.hosts(from) => None,
+                AlgorithmKind::Hash => {
+                    Some("Place is accepted only by the block's Hash-Distributed partition owner")
+                }
+                AlgorithmKind::Direct => {
+                    Some("Place is accepted only from the Direct client this node hosts")
+                }
+                _ => Some("Place is sent only by Hash-Distributed and Direct nodes"),
+            },
+            Ping { .. } | Pong { .. } => None,
+        }
+    }
+
+    /// Whether this node owns `block`'s Hash-Distributed partition.
+    fn owns_partition(&self, block: K) -> bool {
+        self.kind == AlgorithmKind::Hash && self.owners.of(&block) == self.me
+    }
+
+    /// Whether this node hosts `client`'s Direct remote cache.
+    fn hosts(&self, client: NodeId) -> bool {
+        self.kind == AlgorithmKind::Direct
+            && client != self.me
+            && super::predecessor(&self.live, self.me) == Some(client)
+    }
+
+    /// A message for the node machine.
+    pub(super) fn deliver_to_node(&mut self, msg: Msg<K, D>, now: u64) {
+        let from = crate::coop::Addr::Manager;
+        self.node.handle(from, msg, now, &mut self.machine_out);
+    }
+
+    /// A message for the manager slice from node `from`.
+    pub(super) fn deliver_to_manager(&mut self, from: NodeId, msg: Msg<K, D>, now: u64) {
+        use crate::coop::ManagerMachine;
+        let from = crate::coop::Addr::Node(from);
+        self.manager.handle(from, msg, now, &mut self.machine_out);
+    }
+
+    /// A forward to this node as a holder: served now, or, while this node
+    /// is still reading the block itself, when its read finishes.
+    fn serve_forward(&mut self, block: K, reader: NodeId, now: u64) {
+        if self.reads.contains(block) {
+            let waiting = self.deferred.entry(block).or_default();
+            if waiting.len() < MAX_DEFERRED_PER_BLOCK {
+                waiting.push(reader);
+            } else {
+                self.stats.dropped += 1;
+            }
+            return;
+        }
+        let msg = Msg::Forward {
+            block,
+            reader,
+            hops: 2,
+        };
+        self.deliver_to_node(msg, now);
+    }
+
+    /// Serves the forwards that waited for this node's read of `block`.
+    pub(super) fn release_deferred(&mut self, block: K, now: u64) {
+        for reader in self.deferred.remove(&block).unwrap_or_default() {
+            let msg = Msg::Forward {
+                block,
+                reader,
+                hops: 2,
+            };
+            self.deliver_to_node(msg, now);
+        }
+    }
+
+    /// Rebuilds the timer queue from live state when stale deadlines pile
+    /// up (each read, hold, grant and forward arms one).
+    fn bound_timers(&mut self) {
+        let live = self.reads.len() + self.held.len() + self.slice.len() + 1;
+        if self.timers.len() <= 8 * live + 1024 {
+            return;
+        }
+        let (reads, held, slice) = (&self.reads, &self.held, &self.slice);
+        self.timers.retain(|t| match *t {
+            Timer::Read(b) => reads.contains(b),
+            Timer::Held(b) => held.contains(b),
+            Timer::Grant(b) | Timer::Forward(b) => slice.tracks(b),
+            Timer::Ping => true,
+        });
+    }
+}

@@ -1,0 +1,116 @@
+//! What the machines send, as live messages: most cross a link as they
+//! are ([`PeerMsg`]'s `TryFrom`); reads, forwards, hand-backs and origin
+//! fetches depend on who sends them to whom, and are mapped here.
+
+use super::node::NodeProtocol;
+use super::{Content, PeerMsg, ProtocolKey};
+use crate::coop::{Addr, AlgorithmKind, Envelope, Msg, SizeClassed};
+
+impl<K, D> NodeProtocol<K, D>
+where
+    K: ProtocolKey + SizeClassed,
+    D: Content,
+{
+    /// Maps and queues everything the machines sent, and finishes the
+    /// reads they completed, until they are quiet.
+    pub(super) fn route_machine_output(&mut self, now: u64) {
+        loop {
+            while let Some(env) = self.machine_out.next_message() {
+                self.route(env, now);
+            }
+            self.complete_reads(now);
+            if self.machine_out.pending() == 0 {
+                return;
+            }
+        }
+    }
+
+    fn route(&mut self, env: Envelope<K, D>, now: u64) {
+        let Envelope { from, to, msg } = env;
+        match (from, to) {
+            (Addr::Manager, to) => self.route_from_manager(to, msg, now),
+            (_, Addr::Manager) => self.route_to_manager(msg),
+            (_, Addr::Node(peer)) => self.route_to_node(peer, msg),
+            (_, Addr::Origin) => self.not_live(&msg),
+        }
+    }
+
+    /// The node machine's message to its block's manager.
+    fn route_to_manager(&mut self, msg: Msg<K, D>) {
+        let me = self.me;
+        match msg {
+            Msg::Read { block, reader, .. } if reader == me => {
+                self.send_to_manager(block, PeerMsg::Read { block })
+            }
+            // A partition owner passes a read it cannot serve on to the
+            // manager; the reader asked the manager itself already, so it
+            // only needs telling.
+            Msg::Read { block, reader, .. } => self.send(reader, PeerMsg::Missing { block }),
+            // A Direct host lost a block its client asked for: the client
+            // asks the manager itself. Any other holder hands the read back
+            // to the manager that forwarded it.
+            Msg::NotHere { block, reader, .. } if self.kind == AlgorithmKind::Direct => {
+                self.send(reader, PeerMsg::Missing { block })
+            }
+            Msg::NotHere { block, .. } => self.send_to_manager(block, PeerMsg::NotHere { block }),
+            msg => match PeerMsg::try_from(msg) {
+                Ok(peer_msg) => {
+                    let block = peer_msg.block();
+                    match block {
+                        Some(block) => self.send_to_manager(block, peer_msg),
+                        None => self.stats.not_live += 1,
+                    }
+                }
+                Err(_) => self.stats.not_live += 1,
+            },
+        }
+    }
+
+    /// The node machine's message to a peer.
+    fn route_to_node(&mut self, peer: crate::coop::NodeId, msg: Msg<K, D>) {
+        let me = self.me;
+        match msg {
+            // A Hash-Distributed read goes to the partition owner, and to
+            // the manager, which has the digest to check the owner's
+            // contents against (or sends this node to the origin).
+            Msg::Read { block, reader, .. } if reader == me => {
+                self.asked(block, peer);
+                self.send(peer, PeerMsg::PartitionRead { block });
+                self.send_to_manager(block, PeerMsg::Read { block });
+            }
+            // A Direct node asks its host for a block it parked there, and
+            // its manager for the digest to check it against.
+            Msg::Forward { block, reader, .. } if reader == me => {
+                self.asked(block, peer);
+                self.send(peer, PeerMsg::Reclaim { block });
+                self.send_to_manager(block, PeerMsg::HashOf { block });
+            }
+            msg => match PeerMsg::try_from(msg) {
+                Ok(peer_msg) => self.send(peer, peer_msg),
+                Err(_) => self.stats.not_live += 1,
+            },
+        }
+    }
+
+    /// The manager slice's message.
+    fn route_from_manager(&mut self, to: Addr, msg: Msg<K, D>, now: u64) {
+        match (to, msg) {
+            (Addr::Node(holder), Msg::Forward { block, reader, .. }) => {
+                self.manager_forward(block, holder, reader, now)
+            }
+            (Addr::Origin, Msg::Fetch { block, reader, .. }) => {
+                self.manager_fetch(block, reader, now)
+            }
+            (Addr::Node(n), msg) => match PeerMsg::try_from(msg) {
+                Ok(peer_msg) => self.send(n, peer_msg),
+                Err(_) => self.stats.not_live += 1,
+            },
+            (_, msg) => self.not_live(&msg),
+        }
+    }
+
+    /// A machine message with no live form: counted, never sent.
+    fn not_live(&mut self, _msg: &Msg<K, D>) {
+        self.stats.not_live += 1;
+    }
+}

@@ -1,0 +1,102 @@
+//! The other members: who is live, and how far away each is (round trips
+//! from pings), which sets how long a read waits on peers.
+
+use super::node::NodeProtocol;
+use super::{Content, PeerMsg, ProtocolKey};
+use crate::coop::{NodeId, SizeClassed};
+use std::collections::{BTreeMap, HashMap};
+
+/// Pings older than this are forgotten unanswered, in microseconds.
+const PING_MAX_AGE_US: u64 = 10_000_000;
+
+/// Round trips to the members, and pings in flight.
+#[derive(Debug, Default)]
+pub(super) struct Peers {
+    /// Smoothed round trip per member, microseconds.
+    rtt: BTreeMap<NodeId, u64>,
+    /// Nonce to (peer, when sent).
+    pings: HashMap<u64, (NodeId, u64)>,
+    nonce: u64,
+}
+
+impl Peers {
+    pub(super) fn rtt(&self, peer: NodeId) -> Option<u64> {
+        self.rtt.get(&peer).copied().filter(|&r| r > 0)
+    }
+
+    /// The slowest live peer's round trip.
+    pub(super) fn max_rtt(&self) -> Option<u64> {
+        self.rtt.values().copied().max()
+    }
+
+    /// `from` answered a ping: a round-trip sample, if it was ours to it.
+    pub(super) fn pong(&mut self, from: NodeId, nonce: u64, now: u64) {
+        if self.pings.get(&nonce).is_some_and(|(p, _)| *p == from)
+            && let Some((peer, sent)) = self.pings.remove(&nonce)
+            && let Some(rtt) = self.rtt.get_mut(&peer)
+        {
+            let sample = now.saturating_sub(sent);
+            *rtt = if *rtt == 0 {
+                sample
+            } else {
+                (*rtt * 7 + sample) / 8
+            };
+        }
+    }
+}
+
+impl<K, D> NodeProtocol<K, D>
+where
+    K: ProtocolKey + SizeClassed,
+    D: Content,
+{
+    /// Pings every live peer.
+    pub(super) fn ping_all(&mut self, now: u64) {
+        self.peers
+            .pings
+            .retain(|_, (_, sent)| now.saturating_sub(*sent) < PING_MAX_AGE_US);
+        let peers: Vec<NodeId> = self
+            .live
+            .iter()
+            .copied()
+            .filter(|&p| p != self.me)
+            .collect();
+        for peer in peers {
+            self.peers.nonce = self.peers.nonce.wrapping_add(1);
+            let nonce = self.peers.nonce;
+            self.peers.pings.insert(nonce, (peer, now));
+            self.send(peer, PeerMsg::Ping { nonce });
+        }
+    }
+
+    /// The live members are now `members` (and this node).
+    pub(super) fn change_members(&mut self, members: &[NodeId], now: u64) {
+        let mut live: Vec<NodeId> = members.to_vec();
+        live.push(self.me);
+        live.sort_unstable();
+        live.dedup();
+        if live == self.live {
+            return;
+        }
+        let old = std::mem::replace(&mut self.live, live);
+        self.owners = crate::coop::Owners::Live(self.live.clone());
+        let lost: Vec<NodeId> = old
+            .iter()
+            .copied()
+            .filter(|n| !self.live.contains(n))
+            .collect();
+        self.node.set_peers(&self.live);
+        self.manager.set_peers(&self.live);
+        for &peer in &self.live {
+            if peer != self.me {
+                self.peers.rtt.entry(peer).or_insert(0);
+            }
+        }
+        for &gone in &lost {
+            self.peers.rtt.remove(&gone);
+            self.manager.forget_node(gone);
+            self.manager_lost(gone, now);
+        }
+        self.reads_lost(&lost, &old, now);
+    }
+}

@@ -1,0 +1,471 @@
+//! The reader's side: reads in flight (one per block, single-flight),
+//! what each waits for, the verification of a peer's contents against the
+//! manager's digest, and the fall-back to the origin.
+
+use super::node::{Action, NodeProtocol, ReadFailure, Served};
+use super::timers::Timer;
+use super::{Content, Digest, PeerMsg, ProtocolKey};
+use crate::coop::{Level, Msg, NodeId, SizeClassed};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Where a read stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// Asked the cluster: waiting for a peer's contents or the manager's
+    /// word.
+    Asking,
+    /// Reading the origin.
+    Origin,
+    /// The machine served it from a block held unverified: the contents
+    /// wait for the manager's digest.
+    Held,
+}
+
+/// Contents that arrived before the reader knew whom to expect them from
+/// or what they must hash to: at most one per sender, a few per read.
+const MAX_EARLY: usize = 4;
+
+/// One read in flight.
+#[derive(Debug)]
+pub(super) struct Pending<D> {
+    pub(super) stage: Stage,
+    pub(super) deadline: u64,
+    /// When its origin read started.
+    origin_started: u64,
+    /// What a peer's contents must hash to.
+    expect: Option<Digest>,
+    /// The node allowed to send them (the holder the manager named, the
+    /// partition owner or Direct host this node asked).
+    source: Option<NodeId>,
+    /// The source said it does not hold the block.
+    source_missing: bool,
+    /// Contents that came before `expect` or `source` was known.
+    early: Vec<(NodeId, D)>,
+    /// Verified or origin contents, for the completion.
+    data: Option<D>,
+    /// The manager asked for a record of the origin's digest.
+    record: bool,
+    /// The machine already completed this read (held on an unverified
+    /// block that then failed): the origin's contents go straight out.
+    machine_done: bool,
+}
+
+/// Reads in flight and in line.
+#[derive(Debug)]
+pub(super) struct Reads<K, D> {
+    pending: HashMap<K, Pending<D>, foldhash::fast::FixedState>,
+    queued: VecDeque<K>,
+    queued_set: HashSet<K, foldhash::fast::FixedState>,
+    /// Smoothed origin read time (an eighth of each new sample).
+    origin_time_us: u64,
+}
+
+impl<K, D> Default for Reads<K, D> {
+    fn default() -> Self {
+        Reads {
+            pending: HashMap::default(),
+            queued: VecDeque::new(),
+            queued_set: HashSet::default(),
+            origin_time_us: 0,
+        }
+    }
+}
+
+impl<K: ProtocolKey, D> Reads<K, D> {
+    pub(super) fn contains(&self, block: K) -> bool {
+        self.pending.contains_key(&block)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.queued.is_empty()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub(super) fn origin_time_us(&self) -> u64 {
+        self.origin_time_us
+    }
+}
+
+impl<K, D> NodeProtocol<K, D>
+where
+    K: ProtocolKey + SizeClassed,
+    D: Content,
+{
+    /// Starts a read of `block`, joins the one in flight, or queues it.
+    pub(super) fn start_read(&mut self, block: K, now: u64) {
+        let reads = &mut self.reads;
+        if reads.pending.contains_key(&block) || reads.queued_set.contains(&block) {
+            return;
+        }
+        if reads.pending.len() >= self.cfg.max_reads {
+            if reads.queued.len() >= self.cfg.max_queued {
+                self.stats.dropped += 1;
+                let result = Err(ReadFailure::Overloaded);
+                self.actions.push_back(Action::Complete { block, result });
+                return;
+            }
+            reads.queued.push_back(block);
+            reads.queued_set.insert(block);
+            return;
+        }
+        let deadline = now + self.peer_timeout();
+        self.reads.pending.insert(
+            block,
+            Pending {
+                stage: Stage::Asking,
+                deadline,
+                origin_started: now,
+                expect: None,
+                source: None,
+                source_missing: false,
+                early: Vec::new(),
+                data: None,
+                record: false,
+                machine_done: false,
+            },
+        );
+        self.timers.arm(deadline, Timer::Read(block));
+        self.node.read(block, now, &mut self.machine_out);
+    }
+
+    /// Starts queued reads while there is room.
+    fn start_queued(&mut self, now: u64) {
+        while self.reads.pending.len() < self.cfg.max_reads {
+            let Some(block) = self.reads.queued.pop_front() else {
+                return;
+            };
+            self.reads.queued_set.remove(&block);
+            self.start_read(block, now);
+        }
+    }
+
+    /// The read of `block` went to `source` directly (a partition owner, a
+    /// Direct host): only its contents are accepted.
+    pub(super) fn asked(&mut self, block: K, source: NodeId) {
+        if let Some(p) = self.reads.pending.get_mut(&block) {
+            p.source = Some(source);
+        }
+    }
+
+    /// Reads `block` from the origin, unless it is already.
+    pub(super) fn read_origin(&mut self, block: K, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return;
+        };
+        if p.stage == Stage::Origin {
+            return;
+        }
+        p.stage = Stage::Origin;
+        p.origin_started = now;
+        self.actions.push_back(Action::ReadOrigin { block });
+    }
+
+    /// A read's deadline passed: if it still waits on peers, the origin.
+    pub(super) fn read_deadline(&mut self, block: K, now: u64) {
+        let late = self
+            .reads
+            .pending
+            .get(&block)
+            .is_some_and(|p| p.stage == Stage::Asking && p.deadline <= now);
+        if late {
+            self.stats.timeouts += 1;
+            self.read_origin(block, now);
+        }
+    }
+
+    /// The manager forwarded this node's read to `holder`, whose contents
+    /// must hash to `digest`.
+    pub(super) fn read_expect(&mut self, block: K, digest: Digest, holder: NodeId, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return self.stats.late_replies += 1;
+        };
+        if p.stage != Stage::Asking {
+            return self.stats.late_replies += 1;
+        }
+        p.expect = Some(digest);
+        p.source = Some(holder);
+        self.check_early(block, now);
+    }
+
+    /// The manager's digest for a read sent straight to a peer (a
+    /// partition owner, a Direct host): the contents to expect, or, with
+    /// none recorded, the origin (nothing a peer sends could be checked).
+    pub(super) fn read_hash_is(&mut self, block: K, digest: Option<Digest>, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return;
+        };
+        if p.stage != Stage::Asking || p.expect.is_some() {
+            return;
+        }
+        match digest {
+            // A peer was asked and has not said it lacks the block.
+            Some(d) if p.source.is_some() => {
+                p.expect = Some(d);
+                self.check_early(block, now);
+            }
+            // No one to send contents (a Hash-Distributed read of a block
+            // whose partition is this node's own, or an owner that lacked
+            // it), or nothing to check them against.
+            _ => self.read_origin(block, now),
+        }
+    }
+
+    /// The manager sent this node to the origin, to record what it reads
+    /// if `record`.
+    pub(super) fn read_fetch_origin(&mut self, block: K, record: bool, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return self.stats.late_replies += 1;
+        };
+        match p.stage {
+            // Its own timeout sent it there first: record all the same.
+            Stage::Origin => p.record |= record,
+            Stage::Asking => {
+                p.record = record;
+                self.read_origin(block, now);
+            }
+            Stage::Held => self.stats.late_replies += 1,
+        }
+    }
+
+    /// `from`, asked directly, does not hold `block`.
+    pub(super) fn read_missing(&mut self, from: NodeId, block: K, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return self.stats.late_replies += 1;
+        };
+        if p.stage != Stage::Asking {
+            return self.stats.late_replies += 1;
+        }
+        if p.source != Some(from) {
+            let msg = PeerMsg::Missing { block };
+            return self.violation(
+                from,
+                &msg,
+                "Missing is accepted only from the node asked",
+                now,
+            );
+        }
+        p.source_missing = true;
+        p.source = None;
+        if self.kind == crate::coop::AlgorithmKind::Direct {
+            // The host lost the parked block: the manager serves the read,
+            // as the simulator's host hands it back to the manager.
+            self.send_to_manager(block, PeerMsg::Read { block });
+        } else if p.expect.is_some() {
+            // The partition owner lost it; the manager has a record, so
+            // no one is told to fetch it: the origin.
+            self.read_origin(block, now);
+        }
+        // Otherwise the manager's answer (a fetch, or a digest with no one
+        // to send contents) decides.
+    }
+
+    /// Contents of `block` from `from`.
+    pub(super) fn read_data(&mut self, from: NodeId, block: K, data: D, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return self.stats.late_replies += 1;
+        };
+        if p.stage != Stage::Asking {
+            return self.stats.late_replies += 1;
+        }
+        match (p.source, p.expect) {
+            (Some(s), _) if s != from => {
+                let msg = PeerMsg::Data { block, data };
+                self.violation(
+                    from,
+                    &msg,
+                    "Data is accepted only from the node asked for it",
+                    now,
+                )
+            }
+            (Some(_), Some(expect)) => self.verify(block, from, data, expect, now),
+            _ => {
+                if p.early.len() < MAX_EARLY && p.early.iter().all(|(s, _)| *s != from) {
+                    p.early.push((from, data));
+                } else {
+                    self.stats.dropped += 1;
+                }
+            }
+        }
+    }
+
+    /// Checks contents that came before the source and digest were known.
+    fn check_early(&mut self, block: K, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return;
+        };
+        let (Some(source), Some(expect)) = (p.source, p.expect) else {
+            return;
+        };
+        let early = std::mem::take(&mut p.early);
+        let mut from_source = None;
+        for (from, data) in early {
+            if from == source && from_source.is_none() {
+                from_source = Some(data);
+            } else {
+                let msg = PeerMsg::Data { block, data };
+                self.violation(
+                    from,
+                    &msg,
+                    "Data is accepted only from the node asked for it",
+                    now,
+                );
+            }
+        }
+        if let Some(data) = from_source {
+            self.verify(block, source, data, expect, now);
+        }
+    }
+
+    /// Hands `data` from `from` to the machine if it matches `expect`;
+    /// otherwise counts it against `from` and reads the origin.
+    fn verify(&mut self, block: K, from: NodeId, data: D, expect: Digest, now: u64) {
+        if data.digest() != expect {
+            self.integrity_failure(from, "Data", now);
+            return self.read_origin(block, now);
+        }
+        if let Some(p) = self.reads.pending.get_mut(&block) {
+            p.data = Some(data.clone());
+        }
+        let msg = Msg::Data {
+            block,
+            data,
+            level: Level::RemoteNode,
+            hops: 3,
+        };
+        self.deliver_to_node(msg, now);
+    }
+
+    /// The origin read of `block` finished.
+    pub(super) fn origin_done(&mut self, block: K, result: Result<D, ()>, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return;
+        };
+        if p.stage != Stage::Origin {
+            return;
+        }
+        let took = now.saturating_sub(p.origin_started);
+        let smoothed = &mut self.reads.origin_time_us;
+        *smoothed = (*smoothed * 7 + took) / 8;
+        let data = match result {
+            Ok(data) => data,
+            Err(()) => {
+                self.reads.pending.remove(&block);
+                let result = Err(ReadFailure::Origin);
+                self.actions.push_back(Action::Complete { block, result });
+                // The machine admitted the block on its miss: out again.
+                self.uncache(block, now);
+                self.release_deferred(block, now);
+                return self.start_queued(now);
+            }
+        };
+        if p.machine_done {
+            self.reads.pending.remove(&block);
+            return self.finish(block, data, Level::Origin, now);
+        }
+        p.data = Some(data.clone());
+        if std::mem::take(&mut p.record) {
+            let digest = data.digest();
+            self.send_to_manager(block, PeerMsg::Record { block, digest });
+        }
+        let msg = Msg::Data {
+            block,
+            data,
+            level: Level::Origin,
+            hops: 2,
+        };
+        self.deliver_to_node(msg, now);
+    }
+
+    /// Takes `block` out of the machine's cache and tells its manager.
+    pub(super) fn uncache(&mut self, block: K, now: u64) {
+        self.deliver_to_node(Msg::Invalidate { block }, now);
+        self.send_to_manager(block, PeerMsg::Dropped { block });
+    }
+
+    /// Finishes the reads the machine completed.
+    pub(super) fn complete_reads(&mut self, now: u64) {
+        let done: Vec<_> = self.machine_out.drain_done().collect();
+        for d in done {
+            let Some(p) = self.reads.pending.get_mut(&d.block) else {
+                continue;
+            };
+            if d.level == Level::Local && self.held.contains(d.block) {
+                // A hit on a block held unverified: its contents wait for
+                // the manager's digest.
+                p.stage = Stage::Held;
+                p.machine_done = true;
+                continue;
+            }
+            let data = p.data.take().or_else(|| self.node.data(d.block));
+            match data {
+                Some(data) => {
+                    self.reads.pending.remove(&d.block);
+                    self.finish(d.block, data, d.level, now);
+                }
+                None => {
+                    // Cached in the policy but its contents never came (an
+                    // earlier read of it failed): the origin again.
+                    p.stage = Stage::Asking;
+                    self.read_origin(d.block, now);
+                }
+            }
+        }
+    }
+
+    /// Hands `data` to every reader of `block` and serves the forwards
+    /// that waited for it.
+    pub(super) fn finish(&mut self, block: K, data: D, level: Level, now: u64) {
+        let result = Ok(Served { data, level });
+        self.actions.push_back(Action::Complete { block, result });
+        self.release_deferred(block, now);
+        self.start_queued(now);
+    }
+
+    /// The verdict on a held block a read was waiting for.
+    pub(super) fn held_read_verdict(&mut self, block: K, good: Option<D>, now: u64) {
+        let held = self
+            .reads
+            .pending
+            .get(&block)
+            .is_some_and(|p| p.stage == Stage::Held);
+        if !held {
+            return;
+        }
+        match good {
+            Some(data) => {
+                let data = self.node.data(block).unwrap_or(data);
+                self.reads.pending.remove(&block);
+                self.finish(block, data, Level::Local, now);
+            }
+            None => {
+                if let Some(p) = self.reads.pending.get_mut(&block) {
+                    p.stage = Stage::Asking;
+                }
+                self.read_origin(block, now);
+            }
+        }
+    }
+
+    /// Reads waiting on a member that left (as the source of their
+    /// contents, or as the manager they asked) go to the origin now.
+    pub(super) fn reads_lost(&mut self, lost: &[NodeId], old_live: &[NodeId], now: u64) {
+        let waiting: Vec<K> = self
+            .reads
+            .pending
+            .iter()
+            .filter(|(b, p)| {
+                let asked = super::manager_of(b.file(), old_live);
+                p.stage == Stage::Asking
+                    && (p.source.is_some_and(|s| lost.contains(&s))
+                        || (p.source.is_none() && asked.is_some_and(|m| lost.contains(&m))))
+            })
+            .map(|(&b, _)| b)
+            .collect();
+        for block in waiting {
+            self.read_origin(block, now);
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! What a node's protocol counts, and the protocol violations it reports.
+
+use crate::coop::NodeId;
+use std::collections::BTreeMap;
+
+/// Counters of one node's protocol, for status and metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProtocolStats {
+    /// Blocks from peers whose contents did not match the manager's
+    /// digest (each cost an origin read or a dropped copy).
+    pub integrity_failures: u64,
+    /// Reads that waited on peers past the peer timeout and went to the
+    /// origin, and held blocks whose digest never came.
+    pub timeouts: u64,
+    /// Replies for reads that had already finished or gone elsewhere.
+    pub late_replies: u64,
+    /// Records of one block with two different digests (one recorder
+    /// lied, or the origin changed a version in place); the record is
+    /// dropped and the next reader records again.
+    pub record_conflicts: u64,
+    /// Messages or blocks dropped because a bounded table was full.
+    pub dropped: u64,
+    /// Messages the node's machines sent that have no live form (a bug:
+    /// the catalogue builds only machines that never send them).
+    pub not_live: u64,
+    /// Messages refused because their sender did not hold the role
+    /// allowed to send them, per sender.
+    pub violations: BTreeMap<NodeId, u64>,
+}
+
+impl ProtocolStats {
+    /// Protocol violations by every sender.
+    pub fn violations_total(&self) -> u64 {
+        self.violations.values().sum()
+    }
+}
+
+/// Most senders whose violations are counted one by one; beyond, they are
+/// counted under the last one (ids come from authenticated links, so this
+/// is never reached in a cluster of fewer members).
+pub(super) const MAX_VIOLATORS: usize = 1024;
+
+/// How often one peer's violations are reported (logged), in microseconds.
+pub(super) const REPORT_EVERY_US: u64 = 60_000_000;

@@ -1,0 +1,233 @@
+//! The live protocol, simulated: a cluster of the core's
+//! [`NodeProtocol`]s (the code every `coopcache node` runs) over an
+//! in-order network and a virtual clock, with digests in place of bytes.
+//!
+//! Every message and origin read goes through one queue in the order it
+//! was sent, so a replay is deterministic: the same trace and seed give
+//! the same levels, the same caches and the same messages, every time.
+//! Timers fire only when the queue is empty (virtual time jumps to the
+//! next deadline), so with no faults no read ever times out.
+
+use coopcache_core::coop::{AlgorithmKind, ConfigError, Level, LiveShape, NodeId, SizeClassed};
+use coopcache_core::protocol::{
+    Action, Digest, NodeProtocol, PeerMsg, ProtocolConfig, ProtocolKey, ReadFailure, Served,
+};
+use std::collections::VecDeque;
+use std::hash::{BuildHasher, Hash};
+
+/// Something in flight.
+#[derive(Clone, Debug)]
+enum InFlight<K> {
+    /// A message between nodes (or from a node to itself, in
+    /// [`Order::Fifo`]).
+    Message {
+        from: NodeId,
+        to: NodeId,
+        msg: PeerMsg<K, Digest>,
+    },
+    /// An origin read `node` started.
+    Origin { node: NodeId, block: K },
+}
+
+/// The order messages are delivered in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// A node's messages to itself first (as a daemon handles them), then
+    /// everything else in the order sent.
+    LocalFirst,
+    /// Everything, a node's messages to itself included, in the order
+    /// sent: the paper's simulator's single queue.
+    Fifo,
+}
+
+/// What a simulated live cluster did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveStats {
+    /// Messages delivered between nodes.
+    pub messages: u64,
+    /// Origin reads.
+    pub origin_reads: u64,
+    /// Violations reported by any node (none in an honest cluster).
+    pub violations: u64,
+}
+
+/// A simulated live cluster.
+pub struct LiveCluster<K> {
+    nodes: Vec<NodeProtocol<K, Digest>>,
+    queue: VecDeque<InFlight<K>>,
+    now: u64,
+    block_size: u32,
+    /// Reads finished since the last [`LiveCluster::take_done`].
+    done: Vec<(NodeId, K, Result<Served<Digest>, ReadFailure>)>,
+    stats: LiveStats,
+}
+
+/// Steps one quiescence may take before the replay gives up (a protocol
+/// that never settles is a bug, not a long run).
+const MAX_STEPS: usize = 10_000_000;
+
+/// The simulated cluster never settled.
+#[derive(Clone, Copy, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("the simulated live cluster did not go quiet within {MAX_STEPS} steps")]
+pub struct NeverQuiet;
+
+impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
+    /// `nodes` nodes running `kind`, each shaped by `shape` (node `i`
+    /// seeded with `shape.seed`, as every daemon is by default), all
+    /// members of each other, moving blocks of `block_size` bytes. Each
+    /// node handles its messages to itself at once, as a daemon does.
+    pub fn new(
+        kind: AlgorithmKind,
+        nodes: u32,
+        shape: &LiveShape,
+        block_size: u32,
+    ) -> Result<Self, ConfigError> {
+        Self::with_order(kind, nodes, shape, block_size, Order::LocalFirst)
+    }
+
+    /// As [`LiveCluster::new`], delivering messages in `order`.
+    pub fn with_order(
+        kind: AlgorithmKind,
+        nodes: u32,
+        shape: &LiveShape,
+        block_size: u32,
+        order: Order,
+    ) -> Result<Self, ConfigError> {
+        let mut cfg = ProtocolConfig::for_node(shape.capacity, block_size);
+        cfg.local_first = order == Order::LocalFirst;
+        // Pings only measure; in virtual time they would only add noise.
+        cfg.ping_every_us = u64::MAX / 4;
+        let mut all = Vec::new();
+        for id in 0..nodes {
+            let machines = kind.build_live(id, shape)?;
+            all.push(NodeProtocol::new(id, kind, machines, cfg, 0));
+        }
+        let members: Vec<NodeId> = (0..nodes).collect();
+        for n in &mut all {
+            n.set_members(&members, 0);
+        }
+        let mut cluster = LiveCluster {
+            nodes: all,
+            queue: VecDeque::new(),
+            now: 0,
+            block_size,
+            done: Vec::new(),
+            stats: LiveStats::default(),
+        };
+        for id in 0..nodes {
+            cluster.collect(id);
+        }
+        Ok(cluster)
+    }
+
+    /// The origin's contents of `block`: a digest of its id (every block
+    /// distinct, every node agreeing).
+    pub fn content(&self, block: K) -> Digest {
+        content_of(&block, self.block_size)
+    }
+
+    /// The nodes.
+    pub fn nodes(&self) -> &[NodeProtocol<K, Digest>] {
+        &self.nodes
+    }
+
+    /// What the cluster did so far.
+    pub fn stats(&self) -> &LiveStats {
+        &self.stats
+    }
+
+    /// Node `node` reads `block`, and the cluster runs until quiet.
+    /// Returns how the read finished (`None` if it did not: a bug).
+    pub fn read(
+        &mut self,
+        node: NodeId,
+        block: K,
+    ) -> Result<Option<Result<Served<Digest>, ReadFailure>>, NeverQuiet> {
+        self.now += 1;
+        self.nodes[node as usize].handle_read(block, self.now);
+        self.collect(node);
+        self.run_until_quiet()?;
+        let pos = self
+            .done
+            .iter()
+            .position(|(n, b, _)| *n == node && *b == block);
+        Ok(pos.map(|i| self.done.remove(i).2))
+    }
+
+    /// Delivers everything in flight, firing timers when nothing is, until
+    /// every node is quiet.
+    pub fn run_until_quiet(&mut self) -> Result<(), NeverQuiet> {
+        for _ in 0..MAX_STEPS {
+            if let Some(event) = self.queue.pop_front() {
+                self.deliver(event);
+                continue;
+            }
+            if self.nodes.iter().all(|n| n.is_quiet()) {
+                return Ok(());
+            }
+            let Some(next) = self.nodes.iter().filter_map(|n| n.poll_timeout()).min() else {
+                return Ok(());
+            };
+            self.now = self.now.max(next);
+            for id in 0..self.nodes.len() as NodeId {
+                self.nodes[id as usize].handle_timeout(self.now);
+                self.collect(id);
+            }
+        }
+        Err(NeverQuiet)
+    }
+
+    fn deliver(&mut self, event: InFlight<K>) {
+        let now = self.now;
+        match event {
+            InFlight::Message { from, to, msg } => {
+                self.stats.messages += 1;
+                self.nodes[to as usize].handle_message(from, msg, now);
+                self.collect(to);
+            }
+            InFlight::Origin { node, block } => {
+                self.stats.origin_reads += 1;
+                let data = self.content(block);
+                self.nodes[node as usize].handle_origin_done(block, Ok(data), now);
+                self.collect(node);
+            }
+        }
+    }
+
+    /// Queues what `node` asked for, in order.
+    fn collect(&mut self, node: NodeId) {
+        while let Some(action) = self.nodes[node as usize].poll() {
+            match action {
+                Action::Send { to, msg } => self.queue.push_back(InFlight::Message {
+                    from: node,
+                    to,
+                    msg,
+                }),
+                Action::ReadOrigin { block } => {
+                    self.queue.push_back(InFlight::Origin { node, block })
+                }
+                Action::Complete { block, result } => self.done.push((node, block, result)),
+                Action::Violation { .. } => self.stats.violations += 1,
+            }
+        }
+    }
+}
+
+/// The digest the origin's contents of `block` have, in blocks of
+/// `block_size` bytes.
+pub fn content_of<K: Hash>(block: &K, block_size: u32) -> Digest {
+    let mut hash = [0u8; 32];
+    for (i, chunk) in hash.chunks_mut(8).enumerate() {
+        let h = foldhash::fast::FixedState::with_seed(0x6c69_7665 + i as u64).hash_one(block);
+        chunk.copy_from_slice(&h.to_le_bytes());
+    }
+    Digest {
+        hash,
+        len: block_size,
+    }
+}
+
+/// A level, for a finished read.
+pub fn level_of(result: &Result<Served<Digest>, ReadFailure>) -> Option<Level> {
+    result.as_ref().ok().map(|s| s.level)
+}

@@ -1,0 +1,155 @@
+//! The live protocol (the daemon's own code, simulated over an in-order
+//! network) serves every read of a seeded trace from the same level as
+//! the paper's simulator with the daemon's shape, for all five algorithms
+//! a live cluster runs, and every block it hands out is the origin's.
+
+use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level, LiveShape};
+use coopcache_core::policy::PolicyKind;
+use coopcache_sim::coop::stepwise::stepwise;
+use coopcache_sim::live::{LiveCluster, Order, content_of};
+use coopcache_sim::trace::{Op, Request};
+
+const NODES: u32 = 4;
+const CAPACITY: usize = 16;
+const BLOCKS: u64 = 120;
+const READS: usize = 2000;
+const BLOCK_SIZE: u32 = 4096;
+
+/// splitmix64: the trace replays from its seed with no dependency.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// Reads by 4 clients, half of them in the client's own quarter of the
+/// blocks, half over all blocks with a skew towards low ids.
+fn trace(seed: u64) -> Vec<Request> {
+    let mut rng = SplitMix(seed);
+    (0..READS)
+        .map(|i| {
+            let client = rng.below(u64::from(NODES)) as u32;
+            let quarter = BLOCKS / u64::from(NODES);
+            let id = if rng.below(2) == 0 {
+                u64::from(client) * quarter + rng.below(quarter)
+            } else {
+                let a = rng.below(BLOCKS);
+                rng.below(a + 1)
+            };
+            Request {
+                id,
+                time: i as u64,
+                size: BLOCK_SIZE,
+                client,
+                op: Op::Read,
+            }
+        })
+        .collect()
+}
+
+fn check(kind: AlgorithmKind) {
+    let seed = 0x5eed_0001;
+    let requests = trace(seed);
+    let config = ClusterConfig {
+        nodes: NODES,
+        node_capacity: CAPACITY,
+        chances: 2,
+        seed: 1,
+        ..ClusterConfig::paper(NODES)
+    };
+    let sim_config = kind.live_config(&config).unwrap();
+    let steps = stepwise(kind, &sim_config, &requests, false).unwrap();
+    let shape = LiveShape {
+        capacity: CAPACITY,
+        policy: PolicyKind::Lru,
+        chances: 2,
+        seed: 1,
+    };
+    // The simulator's order: every message, a node's messages to itself
+    // included, through one queue (N-Chance's ripple rule depends on it).
+    let mut live =
+        LiveCluster::<u64>::with_order(kind, NODES, &shape, BLOCK_SIZE, Order::Fifo).unwrap();
+    let mut levels = [0usize; 4];
+    for (i, (r, step)) in requests.iter().zip(&steps).enumerate() {
+        let block = r.id;
+        let served = live
+            .read(r.client, block)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{kind}: read {i} never completed"))
+            .unwrap();
+        assert_eq!(
+            served.data,
+            content_of(&block, BLOCK_SIZE),
+            "{kind}: read {i} wrong contents"
+        );
+        assert_eq!(
+            served.level, step.level,
+            "{kind}: request {i} ({r:?}): live protocol (left) and simulator (right) differ"
+        );
+        let cached: Vec<usize> = live.nodes().iter().map(|n| n.usage().blocks).collect();
+        let want: Vec<usize> = match kind {
+            // A live Direct node holds its own blocks and its client's
+            // parked ones; a simulated one its own and its remote cache.
+            AlgorithmKind::Direct => vec![step.cached.iter().sum()],
+            _ => step.cached.clone(),
+        };
+        let got = match kind {
+            AlgorithmKind::Direct => vec![cached.iter().sum()],
+            _ => cached,
+        };
+        assert_eq!(got, want, "{kind}: request {i}: blocks cached per node");
+        levels[served.level.index()] += 1;
+    }
+    let stats = live.stats();
+    println!("{kind}: levels {levels:?}, {stats:?}");
+    assert_eq!(
+        stats.violations, 0,
+        "{kind}: an honest cluster reported violations"
+    );
+    for n in live.nodes() {
+        let s = n.stats();
+        assert_eq!(
+            (s.integrity_failures, s.timeouts, s.not_live),
+            (0, 0, 0),
+            "{kind}: {s:?}"
+        );
+    }
+    if kind != AlgorithmKind::Base {
+        assert!(levels[Level::RemoteNode.index()] > 50, "{kind}: {levels:?}");
+    }
+}
+
+#[test]
+fn base_matches_the_simulator() {
+    check(AlgorithmKind::Base);
+}
+
+#[test]
+fn greedy_matches_the_simulator() {
+    check(AlgorithmKind::Greedy);
+}
+
+#[test]
+fn nchance_matches_the_simulator() {
+    check(AlgorithmKind::NChance);
+}
+
+#[test]
+fn hash_matches_the_simulator() {
+    check(AlgorithmKind::Hash);
+}
+
+#[test]
+fn direct_matches_the_simulator() {
+    check(AlgorithmKind::Direct);
+}
