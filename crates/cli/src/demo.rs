@@ -7,8 +7,8 @@ use crate::live::{in_tempdir, parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use crate::plot::{Segment, stacked_bars};
 use anyhow::{Result, bail};
+use coopcache_core::coop::AlgorithmKind;
 use coopcache_core::coop::Level;
-use coopcache_node::LiveAlgorithm;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use rand_pcg::Pcg64Mcg;
@@ -80,10 +80,10 @@ pub fn run(args: DemoArgs) -> Result<()> {
     if args.nodes == 0 || args.files == 0 || args.reads == 0 {
         bail!("--nodes, --files and --reads must be at least 1");
     }
-    let algorithms: Vec<LiveAlgorithm> = args
+    let algorithms: Vec<AlgorithmKind> = args
         .algorithms
         .iter()
-        .map(|a| a.parse().map_err(anyhow::Error::msg))
+        .map(|a| AlgorithmKind::parse_live(a).map_err(anyhow::Error::from))
         .collect::<Result<_>>()?;
     let (a, algs) = (&args, &algorithms);
     let outcome = in_tempdir(
@@ -96,7 +96,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
     report(&args, &outcomes)
 }
 
-async fn demo(args: &DemoArgs, algorithms: &[LiveAlgorithm], dir: &Path) -> Result<Vec<Outcome>> {
+async fn demo(args: &DemoArgs, algorithms: &[AlgorithmKind], dir: &Path) -> Result<Vec<Outcome>> {
     let origin_dir = dir.join("origin");
     let blocks_per_file = args.file_size.div_ceil(args.block_size);
     let digests = generate(&origin_dir, args, blocks_per_file)?;

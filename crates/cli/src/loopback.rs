@@ -3,9 +3,10 @@
 //! emulated per-request delay, nodes joined through the first.
 
 use anyhow::{Context, Result, bail};
+use coopcache_core::coop::AlgorithmKind;
 use coopcache_node::origin::Origin;
 use coopcache_node::tls::{Identity, init_cluster};
-use coopcache_node::{LiveAlgorithm, NodeHandle, NodeOptions, start};
+use coopcache_node::{NodeHandle, NodeOptions, start};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ pub struct LoopbackSpec {
     /// Emulated latency of every origin request.
     pub origin_delay: Duration,
     /// Algorithm.
-    pub algorithm: LiveAlgorithm,
+    pub algorithm: AlgorithmKind,
     /// Block size.
     pub block_size: u32,
     /// Least time a node waits on peers before reading the origin (the
@@ -40,7 +41,7 @@ impl LoopbackSpec {
             names,
             origin,
             origin_delay: Duration::ZERO,
-            algorithm: LiveAlgorithm::NChance,
+            algorithm: AlgorithmKind::NChance,
             block_size: 64 << 10,
             min_timeout: None,
         })

@@ -5,9 +5,10 @@
 
 use crate::live::{init_logs, parse_duration, parse_size, runtime};
 use anyhow::{Context, Result, bail};
+use coopcache_core::coop::AlgorithmKind;
+use coopcache_node::NodeOptions;
 use coopcache_node::origin::Origin;
 use coopcache_node::tls::{self, Identity};
-use coopcache_node::{LiveAlgorithm, NodeOptions};
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -168,12 +169,12 @@ pub fn run(args: NodeArgs) -> Result<()> {
         "origin_delay",
         Duration::ZERO,
     )?;
-    let algorithm: LiveAlgorithm = args
-        .algorithm
-        .or(file.algorithm)
-        .unwrap_or_else(|| "nchance".into())
-        .parse()
-        .map_err(anyhow::Error::msg)?;
+    let algorithm = AlgorithmKind::parse_live(
+        &args
+            .algorithm
+            .or(file.algorithm)
+            .unwrap_or_else(|| "nchance".into()),
+    )?;
     let origin_spec = args.origin.or(file.origin).unwrap_or_else(|| ".".into());
     let listen = args
         .listen

@@ -1,26 +1,9 @@
-//! How the daemon names blocks, and which member manages each file.
+//! How the daemon names blocks (the core's [`BlockId`], with a file id
+//! from the path and the origin's version) and carries their bytes.
 
-use coopcache_core::coop::{NodeId, SizeClassed};
-
-/// A block of one version of one file: the key of every cache and message.
-///
-/// `file` is a hash of the file's path *and* its origin version (ETag, or
-/// mtime, size and inode), so a copy of an old version can never be taken
-/// for the new one: after a change the blocks simply have other names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BlockId {
-    /// The file version's id ([`file_id`]).
-    pub file: u64,
-    /// The block's index in the file.
-    pub index: u32,
-}
-
-impl SizeClassed for BlockId {
-    /// The live cluster applies no size-class policies: one class.
-    fn size_class(&self) -> usize {
-        0
-    }
-}
+use bytes::Bytes;
+pub use coopcache_core::protocol::{BlockId, manager_of};
+use coopcache_core::protocol::{Content, Digest};
 
 /// The id of version `version` of the file at `path` (64 bits of a BLAKE3
 /// hash: with a million live file versions, the chance of any collision is
@@ -36,25 +19,35 @@ pub fn file_id(path: &str, version: &str) -> u64 {
     u64::from_le_bytes(id)
 }
 
-/// The member that manages `file` (keeps its directory and block hashes):
-/// the highest-random-weight (rendezvous) choice among `members`, so when a
-/// member leaves only its own files move, and every node agrees without a
-/// coordinator. `None` if there are no members.
-pub fn manager_of(file: u64, members: &[NodeId]) -> Option<NodeId> {
-    members
-        .iter()
-        .copied()
-        .max_by_key(|&m| (weight(file, m), m))
+/// A block's bytes with their BLAKE3 digest, computed where the bytes
+/// arrived (the origin read's task, the link's reader task), so the
+/// protocol compares digests without hashing on its own task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// The bytes.
+    pub bytes: Bytes,
+    digest: Digest,
 }
 
-/// A well-mixed 64-bit weight of (file, member): splitmix64 of their
-/// combination. Not cryptographic: members are authenticated, and a member
-/// can only choose which files it manages by choosing its id.
-fn weight(file: u64, member: NodeId) -> u64 {
-    let mut z = file ^ u64::from(member).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+impl Block {
+    /// `bytes`, hashed.
+    pub fn new(bytes: Bytes) -> Block {
+        let digest = Digest {
+            hash: *blake3::hash(&bytes).as_bytes(),
+            len: bytes.len() as u32,
+        };
+        Block { bytes, digest }
+    }
+}
+
+impl Content for Block {
+    fn digest(&self) -> Digest {
+        self.digest
+    }
+
+    fn size(&self) -> usize {
+        self.bytes.len()
+    }
 }
 
 #[cfg(test)]
@@ -71,20 +64,10 @@ mod tests {
     }
 
     #[test]
-    fn rendezvous_moves_only_the_leavers_files() {
-        let all = [3, 8, 11, 20];
-        let without_8 = [3, 11, 20];
-        let mut owned = [0usize; 4];
-        for file in 0..4000u64 {
-            let before = manager_of(file, &all).unwrap();
-            let after = manager_of(file, &without_8).unwrap();
-            if before != 8 {
-                assert_eq!(before, after, "file {file} moved though its manager stayed");
-            }
-            owned[all.iter().position(|&m| m == before).unwrap()] += 1;
-        }
-        // Balanced within a generous margin (each expects 1000).
-        assert!(owned.iter().all(|&n| (800..1200).contains(&n)), "{owned:?}");
-        assert_eq!(manager_of(1, &[]), None);
+    fn a_block_digest_is_its_bytes_blake3_and_length() {
+        let b = Block::new(Bytes::from_static(b"abc"));
+        assert_eq!(b.digest().len, 3);
+        assert_eq!(&b.digest().hash, blake3::hash(b"abc").as_bytes());
+        assert_ne!(b.digest(), Block::new(Bytes::from_static(b"abd")).digest());
     }
 }

@@ -200,7 +200,7 @@ pub async fn run(
                     continue; // our own, looped back
                 }
                 let addr = a.dial_addr(source);
-                let now = Instant::now();
+                let now = crate::clock::now();
                 if dialled.get(&addr).is_some_and(|&t| now.duration_since(t) < REDIAL_PERIOD) {
                     continue;
                 }

@@ -1,41 +1,24 @@
-//! The node driver: one task owning the node's core state machines (its
-//! node machine and its slice of the manager), fed by client reads, peer
-//! frames, origin completions and a clock tick. It routes what the
-//! machines send, verifies every block a peer sends against the hash its
-//! manager recorded, reads the origin on the manager's word, and falls back
-//! to the origin when a peer is late.
+//! The node driver: one task that feeds the core's [`NodeProtocol`] with
+//! client reads, peer messages, origin completions, membership and the
+//! clock, and carries out what it asks for: frames to peers, origin reads,
+//! replies to the readers waiting. Every protocol decision (whom to ask,
+//! whom to trust, when to give up, what a read returns) is the core's; the
+//! driver owns the sockets, the bytes in flight and the time.
 
-use crate::block::{BlockId, manager_of};
-use crate::frame::{Hash, Wire};
-use crate::link::{LinkCtx, LinkTx, link_channels, run_link};
-use crate::machine::{LiveManager, LiveNode, Machines};
-use crate::membership::{Change, Effects, GossipError, Swim, SwimId};
+use crate::block::{Block, BlockId};
+use crate::clock::Clock;
+use crate::frame::Wire;
+use crate::link::{LinkCtx, LinkTx};
+use crate::membership::Swim;
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError};
-use crate::store::Stores;
 use bytes::Bytes;
-use coopcache_core::coop::{Addr, Level, ManagerMachine, Msg, NodeId, Outbox};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use coopcache_core::coop::{Level, NodeId};
+use coopcache_core::protocol::{Action, NodeProtocol, PeerMsg, ReadFailure, Served};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
-
-/// Reads in flight at once at one node; more wait for a slot.
-pub const MAX_PENDING: usize = 4096;
-
-/// Hashes a manager keeps per block its node may cache (its own share of
-/// the cluster's blocks, with room for imbalance); beyond, the oldest go.
-const HASHES_PER_BLOCK: usize = 4;
-
-/// Bytes of forwarded singlets waiting for their hash, part of the budget's
-/// reserve (their bytes outlive the cache's copy if it is evicted first).
-const UNVERIFIED_BYTES: usize = 4 << 20;
-
-/// Forwarded singlets waiting for their hash: `UNVERIFIED_BYTES` worth, and
-/// at least 64 (a burst of evictions at a busy peer sends many at once).
-fn max_unverified(block_size: u32) -> usize {
-    (UNVERIFIED_BYTES / block_size.max(1) as usize).max(64)
-}
 
 /// Members remembered as declared down (the oldest is forgotten first).
 const MAX_DOWN: usize = crate::frame::MAX_MEMBERS;
@@ -43,16 +26,26 @@ const MAX_DOWN: usize = crate::frame::MAX_MEMBERS;
 /// Links (dialled addresses) at once.
 const MAX_LINKS: usize = crate::frame::MAX_MEMBERS;
 
+/// How often SWIM's timers and the counters are looked at when nothing
+/// else wakes the driver.
+const TICK: Duration = Duration::from_millis(5);
+
 /// Why a read failed.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum ReadError {
     /// The origin failed.
     #[error("{0}")]
     Origin(Arc<OriginError>),
+    /// The protocol gave up on the read (too many in flight).
+    #[error("{0}")]
+    Failed(ReadFailure),
     /// The node is shutting down.
     #[error("the node is shutting down")]
     Shutdown,
 }
+
+/// A reader's reply: the block's bytes and the level that served them.
+pub type Reply = oneshot::Sender<Result<(Bytes, Level), ReadError>>;
 
 /// What the driver reacts to.
 pub enum Event {
@@ -65,9 +58,17 @@ pub enum Event {
         /// The block.
         block: BlockId,
         /// Where the bytes go.
-        reply: oneshot::Sender<Result<(Bytes, Level), ReadError>>,
+        reply: Reply,
     },
-    /// A frame from a peer.
+    /// A protocol message from a peer, its contents already hashed by the
+    /// link's reader task.
+    Peer {
+        /// The peer, as its link authenticated it.
+        from: NodeId,
+        /// The message.
+        msg: PeerMsg<BlockId, Block>,
+    },
+    /// Any other frame from a peer (members, gossip).
     Frame {
         /// The peer.
         from: NodeId,
@@ -92,17 +93,13 @@ pub enum Event {
         /// The peer's id, if it had connected.
         id: Option<NodeId>,
     },
-    /// An origin read finished.
+    /// An origin read finished: the block's bytes, hashed by the read's
+    /// own task, or the error.
     OriginDone {
         /// The block.
         block: BlockId,
-        /// Hops of the read's path so far.
-        hops: u8,
-        /// How long the origin took.
-        took: Duration,
-        /// The bytes and their BLAKE3 hash (computed by the read's own
-        /// task, off the driver's serial path), or the error.
-        result: Result<(Bytes, Hash), Arc<OriginError>>,
+        /// The contents or the error.
+        result: Result<Block, Arc<OriginError>>,
     },
     /// Asks for the node's status.
     Status(oneshot::Sender<Status>),
@@ -148,48 +145,30 @@ pub struct Status {
     pub origin_bytes: u64,
     /// Blocks from peers that failed verification.
     pub integrity_failures: u64,
+    /// Messages refused because their sender's role does not allow them.
+    pub protocol_violations: u64,
     /// Reads that timed out on a peer.
     pub timeouts: u64,
     /// Peer connection errors.
     pub peer_errors: u64,
+    /// Whether the node waits on nothing (no read in flight, no block
+    /// held unverified, nothing it expects from a peer).
+    pub quiet: bool,
+    /// Protocol messages sent to each peer (pings aside).
+    pub sent: BTreeMap<NodeId, u64>,
+    /// Protocol messages received from each peer (pings aside). A cluster
+    /// is at quiescence when every node is quiet and every node has
+    /// received from each peer what that peer sent it.
+    pub received: BTreeMap<NodeId, u64>,
 }
 
-/// Where a pending read stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
-    /// Asked the cluster; waiting for a peer's data or the manager's word.
-    Cluster,
-    /// Reading the origin.
-    Origin,
-    /// The machine served it from a forwarded singlet whose hash is still
-    /// being checked with its manager: the bytes wait for the verdict.
-    Held,
-}
-
-struct Pending {
+/// The readers of one block waiting at this node.
+struct Waiting {
     path: Arc<str>,
     version: Arc<FileVersion>,
-    waiters: Vec<oneshot::Sender<Result<(Bytes, Level), ReadError>>>,
-    stage: Stage,
-    deadline: Instant,
-    /// The hash the manager said a peer's data must have.
-    expect: Option<(Hash, u32)>,
-    /// A peer's data that arrived before the manager's `Expect`.
-    early: Option<(NodeId, Msg<BlockId, Bytes>)>,
-    /// Verified bytes, for the completion.
-    data: Option<Bytes>,
-    /// The machine already completed this read (it was held on an
-    /// unverified singlet that then failed): the origin's bytes go
-    /// straight to the waiters.
-    machine_done: bool,
-}
-
-/// A forwarded singlet the machine took before its hash was confirmed.
-struct Unverified {
-    sender: NodeId,
-    data: Bytes,
-    /// When to give up on the manager's answer and drop it.
-    deadline: Instant,
+    replies: Vec<Reply>,
+    /// The origin's error, if its read failed.
+    error: Option<Arc<OriginError>>,
 }
 
 struct Member {
@@ -198,11 +177,7 @@ struct Member {
     queue: mpsc::Sender<Wire>,
     /// SWIM datagrams, sent ahead of `queue`.
     gossip: mpsc::Sender<Wire>,
-    rtt: Option<Duration>,
 }
-
-/// A message with its sender's role, held back for later delivery.
-type Addressed = (Addr, Msg<BlockId, Bytes>);
 
 /// The driver's settings.
 pub struct DriverConfig {
@@ -210,31 +185,23 @@ pub struct DriverConfig {
     pub id: NodeId,
     /// Its name.
     pub name: String,
-    /// Algorithm.
-    pub algorithm: String,
     /// Block size.
     pub block_size: u32,
     /// Memory budget.
     pub budget: u64,
-    /// Cached blocks allowed.
-    pub capacity: usize,
-    /// Timeout floor for waiting on peers.
-    pub min_timeout: Duration,
 }
 
 /// The driver's state.
 pub struct Driver {
     cfg: DriverConfig,
-    node: LiveNode,
-    manager: LiveManager,
-    store: Stores,
-    out: Outbox<BlockId, Bytes>,
-    /// What the manager slice sends, checked before it joins `out`.
-    mgr_out: Outbox<BlockId, Bytes>,
+    protocol: NodeProtocol<BlockId, Block>,
+    clock: Clock,
     origin: Arc<Origin>,
     metrics: Arc<Metrics>,
     ctx: Arc<LinkCtx>,
     events: mpsc::Sender<Event>,
+    /// Readers waiting, by block.
+    waiting: HashMap<BlockId, Waiting>,
     /// Links by dialled address.
     links: HashMap<String, LinkTx>,
     /// Linked members other than this node (live unless in `down`).
@@ -244,43 +211,27 @@ pub struct Driver {
     down: BTreeSet<NodeId>,
     /// The SWIM failure detector.
     swim: Swim,
-    /// Live member ids, this node included, sorted.
-    live: Vec<NodeId>,
-    pending: HashMap<BlockId, Pending>,
-    /// Reads waiting for a slot when `MAX_PENDING` are in flight.
-    queued: VecDeque<Event>,
-    /// Forwards for blocks this node is still reading: served when its
-    /// data arrives (cluster-wide singleflight).
-    deferred: HashMap<BlockId, Vec<Addressed>>,
-    /// The manager's record of each block's hash, oldest first for
-    /// trimming.
-    hashes: HashMap<BlockId, (Hash, u32)>,
-    hash_order: VecDeque<BlockId>,
-    /// Forwarded singlets the machine holds whose hash the manager has
-    /// not yet confirmed: their bytes, and who sent them.
-    unverified: HashMap<BlockId, Unverified>,
-    /// Blocks this node read from the origin, to place in their
-    /// Hash-Distributed partition once their manager has the hash (so the
-    /// owner's check of them cannot overtake this node's `Record`): the
-    /// owner, the `Place`, and when to give up.
-    placing: HashMap<BlockId, (NodeId, Msg<BlockId, Bytes>, Instant)>,
-    /// Ping nonces in flight.
-    pings: HashMap<u64, (NodeId, Instant)>,
-    nonce: u64,
-    /// Smoothed origin read time (an eighth of each new sample).
-    origin_time: Duration,
-    started: Instant,
+    /// Protocol messages sent and received per peer, pings aside.
+    sent: BTreeMap<NodeId, u64>,
+    received: BTreeMap<NodeId, u64>,
+    /// The protocol's counters as last copied into `metrics`.
+    synced: Synced,
 }
 
-fn blake3_of(data: &[u8]) -> Hash {
-    *blake3::hash(data).as_bytes()
+/// Protocol counters already added to the metrics.
+#[derive(Default)]
+struct Synced {
+    integrity_failures: u64,
+    timeouts: u64,
+    violations: BTreeMap<NodeId, u64>,
 }
 
 impl Driver {
-    /// A driver for a node's `machines`.
+    /// A driver for `protocol`.
     pub fn new(
         cfg: DriverConfig,
-        machines: Machines,
+        protocol: NodeProtocol<BlockId, Block>,
+        clock: Clock,
         origin: Arc<Origin>,
         metrics: Arc<Metrics>,
         ctx: Arc<LinkCtx>,
@@ -288,95 +239,94 @@ impl Driver {
     ) -> Driver {
         metrics.budget_bytes.set(cfg.budget as i64);
         metrics.members.set(1);
-        let live = vec![cfg.id];
         // The start time as the first incarnation: a restarted node is a
         // new SWIM identity that wins over the one its peers remember.
-        let incarnation = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_micros() as u64);
+        let incarnation = crate::clock::unix_micros();
         let swim = Swim::new(
-            SwimId {
+            crate::membership::SwimId {
                 node: cfg.id,
                 listen: ctx.listen.clone(),
                 incarnation,
             },
             incarnation,
         );
-        let Machines {
-            node,
-            manager,
-            stores: store,
-        } = machines;
         Driver {
             cfg,
-            node,
-            manager,
-            store,
-            out: Outbox::default(),
-            mgr_out: Outbox::default(),
+            protocol,
+            clock,
             origin,
             metrics,
             ctx,
             events,
+            waiting: HashMap::new(),
             links: HashMap::new(),
             members: BTreeMap::new(),
             down: BTreeSet::new(),
             swim,
-            live,
-            pending: HashMap::new(),
-            queued: VecDeque::new(),
-            deferred: HashMap::new(),
-            hashes: HashMap::new(),
-            hash_order: VecDeque::new(),
-            unverified: HashMap::new(),
-            placing: HashMap::new(),
-            pings: HashMap::new(),
-            nonce: 0,
-            origin_time: Duration::ZERO,
-            started: Instant::now(),
+            sent: BTreeMap::new(),
+            received: BTreeMap::new(),
+            synced: Synced::default(),
         }
-    }
-
-    pub(super) fn now(&self) -> u64 {
-        self.started.elapsed().as_micros() as u64
     }
 
     /// Runs until every event sender is gone.
     pub async fn run(mut self, mut events: mpsc::Receiver<Event>) {
-        let mut tick = tokio::time::interval(Duration::from_millis(5));
+        let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut last_ping = Instant::now();
+        let timer = tokio::time::sleep(Duration::from_secs(3600));
+        tokio::pin!(timer);
         loop {
+            let due = self.protocol.poll_timeout().map(|us| self.clock.at(us));
+            if let Some(at) = due {
+                timer.as_mut().reset(at.into());
+            }
             tokio::select! {
                 ev = events.recv() => match ev {
                     Some(ev) => self.on_event(ev),
                     None => break,
                 },
+                _ = &mut timer, if due.is_some() => {
+                    let now = self.clock.micros();
+                    self.protocol.handle_timeout(now);
+                    self.apply();
+                }
                 _ = tick.tick() => {
                     self.swim_tick();
-                    self.expire();
-                    if last_ping.elapsed() >= Duration::from_secs(1) {
-                        last_ping = Instant::now();
-                        self.ping_all();
-                    }
+                    self.sync_metrics();
                 }
             }
         }
-        for p in self.pending.drain() {
-            for w in p.1.waiters {
-                let _ = w.send(Err(ReadError::Shutdown));
+        for (_, w) in self.waiting.drain() {
+            for r in w.replies {
+                let _ = r.send(Err(ReadError::Shutdown));
             }
         }
     }
 
     pub(super) fn on_event(&mut self, ev: Event) {
+        let now = self.clock.micros();
         match ev {
             Event::Read {
                 path,
                 version,
                 block,
                 reply,
-            } => self.read(path, version, block, reply),
+            } => {
+                let w = self.waiting.entry(block).or_insert_with(|| Waiting {
+                    path,
+                    version,
+                    replies: Vec::new(),
+                    error: None,
+                });
+                w.replies.push(reply);
+                self.protocol.handle_read(block, now);
+            }
+            Event::Peer { from, msg } => {
+                if !matches!(msg, PeerMsg::Ping { .. } | PeerMsg::Pong { .. }) {
+                    *self.received.entry(from).or_default() += 1;
+                }
+                self.protocol.handle_message(from, msg, now);
+            }
             Event::Frame { from, wire } => self.on_frame(from, wire),
             Event::LinkUp {
                 addr,
@@ -385,28 +335,145 @@ impl Driver {
                 listen,
             } => self.link_up(addr, id, name, listen),
             Event::LinkDown { addr, id } => self.link_down(&addr, id),
-            Event::OriginDone {
-                block,
-                hops,
-                took,
-                result,
-            } => {
-                self.origin_time = (self.origin_time * 7 + took) / 8;
-                self.origin_done(block, hops, result)
+            Event::OriginDone { block, result } => {
+                let result = match result {
+                    Ok(block) => {
+                        self.metrics.origin_bytes.inc_by(block.bytes.len() as u64);
+                        Ok(block)
+                    }
+                    Err(e) => {
+                        if let Some(w) = self.waiting.get_mut(&block) {
+                            w.error = Some(e);
+                        }
+                        Err(())
+                    }
+                };
+                self.protocol.handle_origin_done(block, result, now);
             }
             Event::Status(reply) => {
                 let _ = reply.send(self.status());
             }
             Event::Join(addr) => self.dial(addr),
         }
-        self.pump();
+        self.apply();
+    }
+
+    /// Carries out what the protocol decided.
+    pub(super) fn apply(&mut self) {
+        while let Some(action) = self.protocol.poll() {
+            match action {
+                Action::Send { to, msg } => self.send_peer(to, msg),
+                Action::ReadOrigin { block } => self.read_origin(block),
+                Action::Complete { block, result } => self.complete(block, result),
+                Action::Violation {
+                    peer,
+                    message,
+                    rule,
+                    count,
+                } => {
+                    let name = self.members.get(&peer).map_or("?", |m| m.name.as_str());
+                    tracing::warn!(
+                        peer = %name,
+                        id = peer,
+                        message,
+                        count,
+                        "refused a peer's message: {rule}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Sends a protocol message to `to`.
+    fn send_peer(&mut self, to: NodeId, msg: PeerMsg<BlockId, Block>) {
+        let counted = !matches!(msg, PeerMsg::Ping { .. } | PeerMsg::Pong { .. });
+        let wire = Wire::Peer(msg.map_data(|b| b.bytes));
+        if self.send(to, wire) && counted {
+            *self.sent.entry(to).or_default() += 1;
+        }
+    }
+
+    /// Queues `wire` on `to`'s link; false (and counted) if it could not.
+    pub(super) fn send(&mut self, to: NodeId, wire: Wire) -> bool {
+        let ok = self
+            .members
+            .get(&to)
+            .is_some_and(|m| m.queue.try_send(wire).is_ok());
+        if !ok {
+            self.metrics.dropped_messages.inc();
+        }
+        ok
+    }
+
+    /// Reads `block` from the origin on its own task, which also hashes
+    /// the bytes (off this task's serial path).
+    fn read_origin(&mut self, block: BlockId) {
+        let Some(w) = self.waiting.get(&block) else {
+            return;
+        };
+        let (path, version) = (w.path.clone(), w.version.clone());
+        let origin = self.origin.clone();
+        let events = self.events.clone();
+        let bs = u64::from(self.cfg.block_size);
+        let start = u64::from(block.index) * bs;
+        let end = (start + bs).min(version.size);
+        self.metrics.origin_reads.inc();
+        tokio::spawn(async move {
+            let result = origin
+                .read(&path, &version, start..end)
+                .await
+                .map(Block::new)
+                .map_err(Arc::new);
+            let _ = events.send(Event::OriginDone { block, result }).await;
+        });
+    }
+
+    /// Hands a finished read to everyone waiting for it.
+    fn complete(&mut self, block: BlockId, result: Result<Served<Block>, ReadFailure>) {
+        let Some(w) = self.waiting.remove(&block) else {
+            return;
+        };
+        let result = match result {
+            Ok(Served { data, level }) => {
+                self.metrics.read(level);
+                Ok((data.bytes, level))
+            }
+            Err(e) => {
+                self.metrics.read_errors.inc();
+                match (e, w.error.clone()) {
+                    (ReadFailure::Origin, Some(origin)) => Err(ReadError::Origin(origin)),
+                    (e, _) => Err(ReadError::Failed(e)),
+                }
+            }
+        };
+        for r in w.replies {
+            let _ = r.send(result.clone());
+        }
+    }
+
+    /// Copies the protocol's counters into the metrics.
+    pub(super) fn sync_metrics(&mut self) {
+        let s = self.protocol.stats();
+        let m = &self.metrics;
+        m.integrity_failures
+            .inc_by(s.integrity_failures - self.synced.integrity_failures);
+        m.timeouts.inc_by(s.timeouts - self.synced.timeouts);
+        self.synced.integrity_failures = s.integrity_failures;
+        self.synced.timeouts = s.timeouts;
+        for (&peer, &n) in &s.violations {
+            let seen = self.synced.violations.entry(peer).or_default();
+            if n > *seen {
+                let name = self.members.get(&peer).map_or("?", |m| m.name.as_str());
+                m.violation(name, n - *seen);
+                *seen = n;
+            }
+        }
+        m.cached_bytes.set(self.protocol.usage().bytes as i64);
     }
 }
 
-mod frames;
 mod members;
-mod reads;
-mod routing;
+mod status;
 
 #[cfg(test)]
 mod membership_tests;

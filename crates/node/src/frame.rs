@@ -1,22 +1,21 @@
 //! The wire format between nodes (docs/PROTOCOL.md): length-prefixed,
-//! versioned binary frames carrying the core's messages and the few the
-//! daemon adds. Every length is checked against a limit before anything is
-//! allocated, and decoding never panics on any input.
+//! versioned binary frames carrying the core's protocol messages
+//! ([`PeerMsg`]) and the few the daemon adds (`Hello`, `Members`,
+//! `Gossip`). Every length is checked against a limit before anything is
+//! allocated, decoding never panics on any input, and encoding covers
+//! every message the core can send.
 
-use crate::block::BlockId;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use coopcache_core::coop::{Addr, Level, Msg, NodeId};
+use coopcache_core::coop::NodeId;
+use coopcache_core::protocol::{BlockId, Digest, PeerMsg};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
 pub const MAGIC: [u8; 4] = *b"COOP";
-
-/// A BLAKE3 hash of a block's bytes.
-pub type Hash = [u8; 32];
 
 /// Bytes of a frame's header: a `u32` length (big-endian) counting the kind
 /// byte and the body.
@@ -55,64 +54,14 @@ pub enum Wire {
     /// The members the sender knows (id, listen address), so a node that
     /// joined through one seed meets the rest.
     Members(Vec<(NodeId, String)>),
-    /// Round-trip probe; answered by [`Wire::Pong`] with the same nonce.
-    Ping(u64),
-    /// Answer to [`Wire::Ping`].
-    Pong(u64),
-    /// A core protocol message.
-    Core {
-        /// Sender role.
-        from: Addr,
-        /// Receiver role.
-        to: Addr,
-        /// The message.
-        msg: Msg<BlockId, Bytes>,
-    },
-    /// Manager to reader: the block a peer will send you must hash to this.
-    Expect {
-        /// The block.
-        block: BlockId,
-        /// BLAKE3 of its bytes.
-        hash: Hash,
-        /// Its length.
-        len: u32,
-    },
-    /// Manager to reader: no cached copy; read the block from the origin
-    /// yourself (the core's `Fetch` to the origin, carried out by the
-    /// reader so the bytes cross the network once).
-    FetchOrigin {
-        /// The block.
-        block: BlockId,
-        /// Hops so far.
-        hops: u8,
-    },
-    /// Reader to manager: what the block it read from the origin hashes to.
-    Record {
-        /// The block.
-        block: BlockId,
-        /// BLAKE3 of its bytes.
-        hash: Hash,
-        /// Its length.
-        len: u32,
-    },
-    /// Node to manager: the recorded hash of `block`, please (to verify a
-    /// forwarded singlet before keeping it).
-    HashOf {
-        /// The block.
-        block: BlockId,
-    },
-    /// Manager to node: the answer to [`Wire::HashOf`].
-    HashIs {
-        /// The block.
-        block: BlockId,
-        /// Its recorded hash and length, if the manager has one.
-        hash: Option<(Hash, u32)>,
-    },
     /// One SWIM datagram of the failure detector (the `foca` crate's
     /// encoding), at most [`MAX_GOSSIP`] bytes. Carried over the
     /// authenticated links, never plain UDP: gossip decides who is live
     /// and so who manages which files.
     Gossip(Bytes),
+    /// A message of the core's protocol; block contents are bytes (the
+    /// receiver computes their digest itself).
+    Peer(PeerMsg<BlockId, Bytes>),
 }
 
 /// What is wrong with a frame.
@@ -144,15 +93,31 @@ pub enum FrameError {
 
 const KIND_HELLO: u8 = 1;
 const KIND_MEMBERS: u8 = 2;
-const KIND_PING: u8 = 3;
-const KIND_PONG: u8 = 4;
-const KIND_CORE: u8 = 5;
-const KIND_EXPECT: u8 = 6;
-const KIND_FETCH_ORIGIN: u8 = 7;
-const KIND_RECORD: u8 = 8;
-const KIND_HASH_OF: u8 = 9;
-const KIND_HASH_IS: u8 = 10;
-const KIND_GOSSIP: u8 = 11;
+const KIND_GOSSIP: u8 = 3;
+// The core's protocol messages: to a manager, from a manager, between
+// nodes.
+const K_READ: u8 = 16;
+const K_IS_SINGLET: u8 = 17;
+const K_DROPPED: u8 = 18;
+const K_CACHED: u8 = 19;
+const K_MOVED: u8 = 20;
+const K_NOT_HERE: u8 = 21;
+const K_RECORD: u8 = 22;
+const K_HASH_OF: u8 = 23;
+const K_FORWARD: u8 = 32;
+const K_EXPECT: u8 = 33;
+const K_FETCH_ORIGIN: u8 = 34;
+const K_HASH_IS: u8 = 35;
+const K_SINGLET: u8 = 36;
+const K_INVALIDATE: u8 = 37;
+const K_DATA: u8 = 48;
+const K_MISSING: u8 = 49;
+const K_PARTITION_READ: u8 = 50;
+const K_RECLAIM: u8 = 51;
+const K_RECIRCULATE: u8 = 52;
+const K_PLACE: u8 = 53;
+const K_PING: u8 = 54;
+const K_PONG: u8 = 55;
 
 /// The largest frame a node with blocks of `block_size` bytes accepts.
 pub fn max_frame(block_size: u32) -> usize {
@@ -210,58 +175,82 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
                 put_str(buf, addr);
             }
         }
-        Wire::Ping(n) => {
-            buf.put_u8(KIND_PING);
-            buf.put_u64(*n);
-        }
-        Wire::Pong(n) => {
-            buf.put_u8(KIND_PONG);
-            buf.put_u64(*n);
-        }
-        Wire::Core { from, to, msg } => {
-            buf.put_u8(KIND_CORE);
-            put_addr(buf, *from);
-            put_addr(buf, *to);
-            put_msg(buf, msg);
-        }
-        Wire::Expect { block, hash, len } | Wire::Record { block, hash, len } => {
-            let kind = match wire {
-                Wire::Expect { .. } => KIND_EXPECT,
-                _ => KIND_RECORD,
-            };
-            buf.put_u8(kind);
-            put_block(buf, *block);
-            buf.put_slice(hash);
-            buf.put_u32(*len);
-        }
-        Wire::FetchOrigin { block, hops } => {
-            buf.put_u8(KIND_FETCH_ORIGIN);
-            put_block(buf, *block);
-            buf.put_u8(*hops);
-        }
-        Wire::HashOf { block } => {
-            buf.put_u8(KIND_HASH_OF);
-            put_block(buf, *block);
-        }
-        Wire::HashIs { block, hash } => {
-            buf.put_u8(KIND_HASH_IS);
-            put_block(buf, *block);
-            match hash {
-                Some((h, len)) => {
-                    buf.put_u8(1);
-                    buf.put_slice(h);
-                    buf.put_u32(*len);
-                }
-                None => buf.put_u8(0),
-            }
-        }
         Wire::Gossip(data) => {
             buf.put_u8(KIND_GOSSIP);
             buf.put_slice(data);
         }
+        Wire::Peer(msg) => put_peer(buf, msg),
     }
     let len = (buf.len() - start - HEADER) as u32;
     buf[start..start + HEADER].copy_from_slice(&len.to_be_bytes());
+}
+
+/// Writes a protocol message: its kind, its block, its fields. Every
+/// message the core can send has a form.
+fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
+    use PeerMsg::*;
+    let kind = match msg {
+        Read { .. } => K_READ,
+        IsSinglet { .. } => K_IS_SINGLET,
+        Dropped { .. } => K_DROPPED,
+        Cached { .. } => K_CACHED,
+        Moved { .. } => K_MOVED,
+        NotHere { .. } => K_NOT_HERE,
+        Record { .. } => K_RECORD,
+        HashOf { .. } => K_HASH_OF,
+        Forward { .. } => K_FORWARD,
+        Expect { .. } => K_EXPECT,
+        FetchOrigin { .. } => K_FETCH_ORIGIN,
+        HashIs { .. } => K_HASH_IS,
+        Singlet { .. } => K_SINGLET,
+        Invalidate { .. } => K_INVALIDATE,
+        Data { .. } => K_DATA,
+        Missing { .. } => K_MISSING,
+        PartitionRead { .. } => K_PARTITION_READ,
+        Reclaim { .. } => K_RECLAIM,
+        Recirculate { .. } => K_RECIRCULATE,
+        Place { .. } => K_PLACE,
+        Ping { .. } => K_PING,
+        Pong { .. } => K_PONG,
+    };
+    buf.put_u8(kind);
+    if let Some(block) = msg.block() {
+        put_block(buf, block);
+    }
+    match msg {
+        Read { .. }
+        | IsSinglet { .. }
+        | Dropped { .. }
+        | Cached { .. }
+        | NotHere { .. }
+        | HashOf { .. }
+        | Invalidate { .. }
+        | Missing { .. }
+        | PartitionRead { .. }
+        | Reclaim { .. } => {}
+        Moved { to, .. } => buf.put_u32(*to),
+        Record { digest, .. } => put_digest(buf, digest),
+        Forward { reader, .. } => buf.put_u32(*reader),
+        Expect { digest, holder, .. } => {
+            put_digest(buf, digest);
+            buf.put_u32(*holder);
+        }
+        FetchOrigin { record, .. } => buf.put_u8(u8::from(*record)),
+        HashIs { digest, .. } => match digest {
+            Some(d) => {
+                buf.put_u8(1);
+                put_digest(buf, d);
+            }
+            None => buf.put_u8(0),
+        },
+        Singlet { singlet, .. } => buf.put_u8(u8::from(*singlet)),
+        Data { data, .. } | Place { data, .. } => buf.put_slice(data),
+        Recirculate { chances, data, .. } => {
+            buf.put_u8(*chances);
+            buf.put_slice(data);
+        }
+        Ping { nonce } | Pong { nonce } => buf.put_u64(*nonce),
+    }
 }
 
 /// Checks a frame header: the body length it announces, if within `max`.
@@ -308,34 +297,6 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
             }
             Wire::Members(members)
         }
-        KIND_PING => Wire::Ping(r.u64()?),
-        KIND_PONG => Wire::Pong(r.u64()?),
-        KIND_CORE => Wire::Core {
-            from: r.addr()?,
-            to: r.addr()?,
-            msg: r.msg()?,
-        },
-        KIND_EXPECT | KIND_RECORD => {
-            let (block, hash, len) = (r.block()?, r.hash()?, r.u32()?);
-            match kind {
-                KIND_EXPECT => Wire::Expect { block, hash, len },
-                _ => Wire::Record { block, hash, len },
-            }
-        }
-        KIND_FETCH_ORIGIN => Wire::FetchOrigin {
-            block: r.block()?,
-            hops: r.u8()?,
-        },
-        KIND_HASH_OF => Wire::HashOf { block: r.block()? },
-        KIND_HASH_IS => {
-            let block = r.block()?;
-            let hash = match r.u8()? {
-                0 => None,
-                1 => Some((r.hash()?, r.u32()?)),
-                t => return Err(r.bad(format!("hash presence byte {t}"))),
-            };
-            Wire::HashIs { block, hash }
-        }
         KIND_GOSSIP => {
             let data = r.rest();
             if data.len() > MAX_GOSSIP {
@@ -346,7 +307,7 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
             }
             Wire::Gossip(data)
         }
-        _ => return Err(FrameError::UnknownKind(kind)),
+        kind => Wire::Peer(r.peer(kind)?),
     };
     if r.buf.has_remaining() {
         return Err(r.bad(format!("{} bytes left over", r.buf.remaining())));
@@ -358,15 +319,29 @@ fn kind_name(kind: u8) -> Option<&'static str> {
     Some(match kind {
         KIND_HELLO => "hello",
         KIND_MEMBERS => "members",
-        KIND_PING => "ping",
-        KIND_PONG => "pong",
-        KIND_CORE => "core",
-        KIND_EXPECT => "expect",
-        KIND_FETCH_ORIGIN => "fetch-origin",
-        KIND_RECORD => "record",
-        KIND_HASH_OF => "hash-of",
-        KIND_HASH_IS => "hash-is",
         KIND_GOSSIP => "gossip",
+        K_READ => "read",
+        K_IS_SINGLET => "is-singlet",
+        K_DROPPED => "dropped",
+        K_CACHED => "cached",
+        K_MOVED => "moved",
+        K_NOT_HERE => "not-here",
+        K_RECORD => "record",
+        K_HASH_OF => "hash-of",
+        K_FORWARD => "forward",
+        K_EXPECT => "expect",
+        K_FETCH_ORIGIN => "fetch-origin",
+        K_HASH_IS => "hash-is",
+        K_SINGLET => "singlet",
+        K_INVALIDATE => "invalidate",
+        K_DATA => "data",
+        K_MISSING => "missing",
+        K_PARTITION_READ => "partition-read",
+        K_RECLAIM => "reclaim",
+        K_RECIRCULATE => "recirculate",
+        K_PLACE => "place",
+        K_PING => "ping",
+        K_PONG => "pong",
         _ => return None,
     })
 }
@@ -388,98 +363,9 @@ fn put_block(buf: &mut BytesMut, b: BlockId) {
     buf.put_u32(b.index);
 }
 
-fn put_addr(buf: &mut BytesMut, a: Addr) {
-    match a {
-        Addr::Node(n) => {
-            buf.put_u8(0);
-            buf.put_u32(n);
-        }
-        Addr::Manager => buf.put_u8(1),
-        Addr::Origin => buf.put_u8(2),
-    }
-}
-
-fn level_byte(l: Level) -> u8 {
-    l.index() as u8
-}
-
-// Message tags: the core's `Msg` variants.
-const M_READ: u8 = 1;
-const M_FORWARD: u8 = 2;
-const M_DATA: u8 = 3;
-const M_NOT_HERE: u8 = 4;
-const M_DROPPED: u8 = 5;
-const M_CACHED: u8 = 6;
-const M_MOVED: u8 = 7;
-const M_IS_SINGLET: u8 = 8;
-const M_SINGLET: u8 = 9;
-const M_RECIRCULATE: u8 = 10;
-const M_INVALIDATE: u8 = 11;
-const M_FETCH: u8 = 12;
-const M_PLACE: u8 = 13;
-
-/// Encodes the messages a live cluster exchanges. The rest (central
-/// placement, Weighted LRU, writes, replicas) never cross a live link: the
-/// daemon runs Base, Greedy, N-Chance, Hash-Distributed and Direct,
-/// read-only.
-fn put_msg(buf: &mut BytesMut, msg: &Msg<BlockId, Bytes>) {
-    let (tag, block) = match msg {
-        Msg::Read { block, .. } => (M_READ, block),
-        Msg::Forward { block, .. } => (M_FORWARD, block),
-        Msg::Data { block, .. } => (M_DATA, block),
-        Msg::NotHere { block, .. } => (M_NOT_HERE, block),
-        Msg::Dropped { block } => (M_DROPPED, block),
-        Msg::Cached { block } => (M_CACHED, block),
-        Msg::Moved { block, .. } => (M_MOVED, block),
-        Msg::IsSinglet { block } => (M_IS_SINGLET, block),
-        Msg::Singlet { block, .. } => (M_SINGLET, block),
-        Msg::Recirculate { block, .. } => (M_RECIRCULATE, block),
-        Msg::Invalidate { block } => (M_INVALIDATE, block),
-        Msg::Fetch { block, .. } => (M_FETCH, block),
-        Msg::Place { block, .. } => (M_PLACE, block),
-        other => unreachable_on_live_link(other),
-    };
-    buf.put_u8(tag);
-    put_block(buf, *block);
-    match msg {
-        Msg::Read { reader, hops, .. }
-        | Msg::Forward { reader, hops, .. }
-        | Msg::NotHere { reader, hops, .. }
-        | Msg::Fetch { reader, hops, .. } => {
-            buf.put_u32(*reader);
-            buf.put_u8(*hops);
-        }
-        Msg::Data {
-            data, level, hops, ..
-        } => {
-            buf.put_u8(level_byte(*level));
-            buf.put_u8(*hops);
-            buf.put_slice(data);
-        }
-        Msg::Moved { to, .. } => buf.put_u32(*to),
-        Msg::Singlet { singlet, .. } => buf.put_u8(u8::from(*singlet)),
-        Msg::Recirculate { data, chances, .. } => {
-            buf.put_u8(*chances);
-            buf.put_slice(data);
-        }
-        Msg::Place { data, replaces, .. } => {
-            match replaces {
-                None => buf.put_u8(0),
-                Some(old) => {
-                    buf.put_u8(1);
-                    put_block(buf, *old);
-                }
-            }
-            buf.put_slice(data);
-        }
-        _ => {}
-    }
-}
-
-/// The daemon builds only the clusters `put_msg` names, whose machines never send the other messages; a message that
-/// cannot be encoded is a bug in the daemon, not bad input.
-fn unreachable_on_live_link(msg: &Msg<BlockId, Bytes>) -> ! {
-    panic!("message {msg:?} is not part of the live protocol")
+fn put_digest(buf: &mut BytesMut, d: &Digest) {
+    buf.put_slice(&d.hash);
+    buf.put_u32(d.len);
 }
 
 struct Reader {
@@ -536,7 +422,7 @@ impl Reader {
         String::from_utf8(b.to_vec()).map_err(|_| self.bad("a name that is not UTF-8"))
     }
 
-    fn hash(&mut self) -> Result<Hash, FrameError> {
+    fn hash(&mut self) -> Result<[u8; 32], FrameError> {
         let b = self.take(32)?;
         let mut h = [0u8; 32];
         h.copy_from_slice(&b);
@@ -550,21 +436,19 @@ impl Reader {
         })
     }
 
-    fn addr(&mut self) -> Result<Addr, FrameError> {
-        match self.u8()? {
-            0 => Ok(Addr::Node(self.u32()?)),
-            1 => Ok(Addr::Manager),
-            2 => Ok(Addr::Origin),
-            t => Err(self.bad(format!("address tag {t}"))),
-        }
+    fn digest(&mut self) -> Result<Digest, FrameError> {
+        Ok(Digest {
+            hash: self.hash()?,
+            len: self.u32()?,
+        })
     }
 
-    fn level(&mut self) -> Result<Level, FrameError> {
-        let l = self.u8()?;
-        Level::ALL
-            .get(l as usize)
-            .copied()
-            .ok_or_else(|| self.bad(format!("level {l}")))
+    fn flag(&mut self, what: &str) -> Result<bool, FrameError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(self.bad(format!("{what} flag {b}"))),
+        }
     }
 
     /// The rest of the body: a block's data.
@@ -572,78 +456,81 @@ impl Reader {
         self.buf.split_off(0)
     }
 
-    fn msg(&mut self) -> Result<Msg<BlockId, Bytes>, FrameError> {
-        let tag = self.u8()?;
+    /// A protocol message of frame kind `kind`.
+    fn peer(&mut self, kind: u8) -> Result<PeerMsg<BlockId, Bytes>, FrameError> {
+        use PeerMsg::*;
+        if matches!(kind, K_PING | K_PONG) {
+            let nonce = self.u64()?;
+            return Ok(if kind == K_PING {
+                Ping { nonce }
+            } else {
+                Pong { nonce }
+            });
+        }
         let block = self.block()?;
-        Ok(match tag {
-            M_READ | M_FORWARD | M_NOT_HERE | M_FETCH => {
-                let (reader, hops) = (self.u32()?, self.u8()?);
-                match tag {
-                    M_READ => Msg::Read {
-                        block,
-                        reader,
-                        hops,
-                    },
-                    M_FORWARD => Msg::Forward {
-                        block,
-                        reader,
-                        hops,
-                    },
-                    M_NOT_HERE => Msg::NotHere {
-                        block,
-                        reader,
-                        hops,
-                    },
-                    _ => Msg::Fetch {
-                        block,
-                        reader,
-                        hops,
-                    },
-                }
-            }
-            M_DATA => Msg::Data {
-                block,
-                level: self.level()?,
-                hops: self.u8()?,
-                data: self.rest(),
-            },
-            M_DROPPED => Msg::Dropped { block },
-            M_CACHED => Msg::Cached { block },
-            M_MOVED => Msg::Moved {
+        Ok(match kind {
+            K_READ => Read { block },
+            K_IS_SINGLET => IsSinglet { block },
+            K_DROPPED => Dropped { block },
+            K_CACHED => Cached { block },
+            K_MOVED => Moved {
                 block,
                 to: self.u32()?,
             },
-            M_IS_SINGLET => Msg::IsSinglet { block },
-            M_SINGLET => Msg::Singlet {
+            K_NOT_HERE => NotHere { block },
+            K_RECORD => Record {
                 block,
-                singlet: match self.u8()? {
-                    0 => false,
-                    1 => true,
-                    b => return Err(self.bad(format!("singlet flag {b}"))),
+                digest: self.digest()?,
+            },
+            K_HASH_OF => HashOf { block },
+            K_FORWARD => Forward {
+                block,
+                reader: self.u32()?,
+            },
+            K_EXPECT => Expect {
+                block,
+                digest: self.digest()?,
+                holder: self.u32()?,
+            },
+            K_FETCH_ORIGIN => FetchOrigin {
+                block,
+                record: self.flag("record")?,
+            },
+            K_HASH_IS => HashIs {
+                block,
+                digest: match self.flag("digest presence")? {
+                    true => Some(self.digest()?),
+                    false => None,
                 },
             },
-            M_RECIRCULATE => {
+            K_SINGLET => Singlet {
+                block,
+                singlet: self.flag("singlet")?,
+            },
+            K_INVALIDATE => Invalidate { block },
+            K_DATA => Data {
+                block,
+                data: self.rest(),
+            },
+            K_MISSING => Missing { block },
+            K_PARTITION_READ => PartitionRead { block },
+            K_RECLAIM => Reclaim { block },
+            K_RECIRCULATE => {
                 let chances = self.u8()?;
                 if chances == 0 || chances > coopcache_core::coop::MAX_CHANCES {
                     return Err(self.bad(format!("{chances} chances")));
                 }
-                Msg::Recirculate {
+                Recirculate {
                     block,
                     chances,
                     data: self.rest(),
                 }
             }
-            M_INVALIDATE => Msg::Invalidate { block },
-            M_PLACE => Msg::Place {
+            K_PLACE => Place {
                 block,
-                replaces: match self.u8()? {
-                    0 => None,
-                    1 => Some(self.block()?),
-                    b => return Err(self.bad(format!("replaces flag {b}"))),
-                },
                 data: self.rest(),
             },
-            t => return Err(self.bad(format!("message tag {t}"))),
+            k => return Err(FrameError::UnknownKind(k)),
         })
     }
 }
@@ -698,13 +585,73 @@ mod tests {
         assert_eq!(got, vec![(1, "a".repeat(254))]);
     }
 
+    /// One of every protocol message, about `block`, carrying `data`.
+    pub(crate) fn every_peer_msg(block: BlockId, data: Bytes) -> Vec<PeerMsg<BlockId, Bytes>> {
+        use PeerMsg::*;
+        let digest = Digest {
+            hash: [7; 32],
+            len: 8,
+        };
+        vec![
+            Read { block },
+            IsSinglet { block },
+            Dropped { block },
+            Cached { block },
+            Moved { block, to: 4 },
+            NotHere { block },
+            Record { block, digest },
+            HashOf { block },
+            Forward { block, reader: 3 },
+            Expect {
+                block,
+                digest,
+                holder: 5,
+            },
+            FetchOrigin {
+                block,
+                record: true,
+            },
+            FetchOrigin {
+                block,
+                record: false,
+            },
+            HashIs {
+                block,
+                digest: Some(digest),
+            },
+            HashIs {
+                block,
+                digest: None,
+            },
+            Singlet {
+                block,
+                singlet: true,
+            },
+            Invalidate { block },
+            Data {
+                block,
+                data: data.clone(),
+            },
+            Missing { block },
+            PartitionRead { block },
+            Reclaim { block },
+            Recirculate {
+                block,
+                chances: 2,
+                data: data.clone(),
+            },
+            Place { block, data },
+            Ping { nonce: 5 },
+            Pong { nonce: 6 },
+        ]
+    }
+
     #[test]
     fn every_frame_roundtrips() {
         let block = BlockId {
             file: 0x0102_0304_0506_0708,
             index: 77,
         };
-        let data = Bytes::from_static(b"some block bytes");
         roundtrip(Wire::Hello {
             version: PROTOCOL_VERSION,
             node: 9,
@@ -713,85 +660,12 @@ mod tests {
             block_size: 65536,
         });
         roundtrip(Wire::Members(vec![(1, "a:1".into()), (2, "b:2".into())]));
-        roundtrip(Wire::Ping(5));
         roundtrip(Wire::Gossip(Bytes::from_static(b"swim datagram")));
         roundtrip(Wire::Gossip(Bytes::new()));
-        roundtrip(Wire::Pong(6));
-        roundtrip(Wire::Expect {
-            block,
-            hash: [7; 32],
-            len: 8,
-        });
-        roundtrip(Wire::Record {
-            block,
-            hash: [9; 32],
-            len: 10,
-        });
-        roundtrip(Wire::FetchOrigin { block, hops: 2 });
-        roundtrip(Wire::HashOf { block });
-        roundtrip(Wire::HashIs { block, hash: None });
-        roundtrip(Wire::HashIs {
-            block,
-            hash: Some(([1; 32], 3)),
-        });
-        let msgs = [
-            Msg::Read {
-                block,
-                reader: 3,
-                hops: 1,
-            },
-            Msg::Forward {
-                block,
-                reader: 3,
-                hops: 2,
-            },
-            Msg::NotHere {
-                block,
-                reader: 3,
-                hops: 3,
-            },
-            Msg::Fetch {
-                block,
-                reader: 3,
-                hops: 2,
-            },
-            Msg::Data {
-                block,
-                data: data.clone(),
-                level: Level::RemoteNode,
-                hops: 3,
-            },
-            Msg::Dropped { block },
-            Msg::Cached { block },
-            Msg::Moved { block, to: 4 },
-            Msg::IsSinglet { block },
-            Msg::Singlet {
-                block,
-                singlet: true,
-            },
-            Msg::Recirculate {
-                block,
-                data: data.clone(),
-                chances: 2,
-            },
-            Msg::Invalidate { block },
-            Msg::Place {
-                block,
-                data: data.clone(),
-                replaces: None,
-            },
-            Msg::Place {
-                block,
-                data,
-                replaces: Some(BlockId { file: 9, index: 1 }),
-            },
-        ];
+        let msgs = every_peer_msg(block, Bytes::from_static(b"some block bytes"));
+        assert_eq!(msgs.len(), 24);
         for msg in msgs {
-            roundtrip(Wire::Core {
-                from: Addr::Node(1),
-                to: Addr::Manager,
-                msg,
-            });
+            roundtrip(Wire::Peer(msg));
         }
     }
 

@@ -3,15 +3,17 @@
 
 use crate::block::{BlockId, file_id};
 use crate::budget::{Budget, BudgetError};
+use crate::clock::Clock;
 use crate::discovery;
 use crate::driver::{Driver, DriverConfig, Event, ReadError, Status};
 use crate::link::{LinkCtx, accept_loop};
-use crate::machine::{LiveAlgorithm, build};
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError, check_path};
 use crate::tls::Identity;
 use bytes::{Bytes, BytesMut};
-use coopcache_core::coop::{Level, NodeId};
+use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
+use coopcache_core::policy::PolicyKind;
+use coopcache_core::protocol::{NodeProtocol, ProtocolConfig};
 use futures::{Stream, StreamExt};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -49,8 +51,10 @@ pub struct NodeOptions {
     pub discover: Option<SocketAddrV4>,
     /// The origin.
     pub origin: Origin,
-    /// The algorithm.
-    pub algorithm: LiveAlgorithm,
+    /// The algorithm (one that runs live: [`AlgorithmKind::live`]).
+    pub algorithm: AlgorithmKind,
+    /// The replacement policy of the node's locally managed cache.
+    pub policy: PolicyKind,
     /// Memory budget in bytes.
     pub memory: u64,
     /// Block size in bytes.
@@ -70,9 +74,9 @@ pub struct NodeOptions {
 }
 
 impl NodeOptions {
-    /// Options with the defaults: N-Chance (n = 2), 64 KiB blocks, 2 GiB,
-    /// close-to-open (versions asked on every open), peer timeout floor
-    /// 50 ms.
+    /// Options with the defaults: N-Chance (n = 2) over LRU, 64 KiB
+    /// blocks, 2 GiB, close-to-open (versions asked on every open), peer
+    /// timeout floor 50 ms.
     pub fn new(id: NodeId, identity: Identity, listen: SocketAddr, origin: Origin) -> Self {
         NodeOptions {
             id,
@@ -82,7 +86,8 @@ impl NodeOptions {
             join: Vec::new(),
             discover: None,
             origin,
-            algorithm: LiveAlgorithm::NChance,
+            algorithm: AlgorithmKind::NChance,
+            policy: PolicyKind::Lru,
             memory: 2 << 30,
             block_size: 64 << 10,
             chances: 2,
@@ -213,20 +218,36 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         events: tx.clone(),
         metrics: metrics.clone(),
     });
-    let machines = build(opts.algorithm, opts.id, capacity, opts.chances, opts.seed)
+    let shape = LiveShape {
+        capacity,
+        policy: opts.policy,
+        chances: opts.chances,
+        seed: opts.seed,
+    };
+    let machines = opts
+        .algorithm
+        .build_live(opts.id, &shape)
         .map_err(|e| NodeError::Config(e.to_string()))?;
+    let mut protocol_cfg = ProtocolConfig::for_node(capacity, bs);
+    protocol_cfg.min_timeout_us = opts.min_timeout.as_micros() as u64;
+    let clock = Clock::start();
+    let protocol = NodeProtocol::new(
+        opts.id,
+        opts.algorithm,
+        machines,
+        protocol_cfg,
+        clock.micros(),
+    );
     let origin = Arc::new(opts.origin);
     let driver = Driver::new(
         DriverConfig {
             id: opts.id,
             name,
-            algorithm: opts.algorithm.to_string(),
             block_size: bs,
             budget: opts.memory,
-            capacity,
-            min_timeout: opts.min_timeout,
         },
-        machines,
+        protocol,
+        clock,
         origin.clone(),
         metrics.clone(),
         ctx.clone(),
@@ -291,7 +312,7 @@ impl NodeHandle {
     pub async fn stat(&self, path: &str) -> Result<Arc<FileVersion>, NodeError> {
         check_path(path)?;
         if let Some((v, at)) = self.lock_attrs().get(path)
-            && at.elapsed() < self.attr_ttl
+            && crate::clock::now().duration_since(*at) < self.attr_ttl
         {
             return Ok(v.clone());
         }
@@ -300,7 +321,7 @@ impl NodeHandle {
         if attrs.len() >= MAX_ATTRS {
             attrs.clear();
         }
-        attrs.insert(path.to_string(), (v.clone(), Instant::now()));
+        attrs.insert(path.to_string(), (v.clone(), crate::clock::now()));
         Ok(v)
     }
 

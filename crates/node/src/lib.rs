@@ -6,28 +6,29 @@
 //! - [`origin`]: the slow shared storage behind the cluster (a directory,
 //!   S3 or HTTP, through `object_store`).
 //! - [`frame`]: the wire format (docs/PROTOCOL.md); [`link`]: connections.
-//! - [`machine`]: the core machines a node runs; [`driver`]: the task
-//!   that drives them; [`handle`]: starting a node and reading through it.
+//! - [`driver`]: the task that drives the core's protocol
+//!   ([`coopcache_core::protocol::NodeProtocol`]) with sockets, origin
+//!   reads and [`clock`]; [`handle`]: starting a node and reading through
+//!   it.
 //! - [`membership`]: SWIM failure detection (foca) over the links;
 //!   [`discovery`]: finding members on one subnet by multicast.
-//! - [`store`], [`budget`]: block bytes within the memory budget.
+//! - [`block`]: block ids and contents; [`budget`]: how many blocks fit
+//!   the memory budget.
 //! - [`gateway`]: HTTP access, status and metrics; [`client`]: its client.
 
 pub mod block;
 pub mod budget;
 pub mod client;
+pub mod clock;
 pub mod discovery;
 pub mod driver;
 pub mod frame;
 pub mod gateway;
 pub mod handle;
 pub mod link;
-pub mod machine;
 pub mod membership;
 pub mod metrics;
 pub mod origin;
-pub mod store;
 pub mod tls;
 
 pub use handle::{NodeError, NodeHandle, NodeOptions, start};
-pub use machine::LiveAlgorithm;

@@ -2,6 +2,7 @@
 //! each way, then frames. Each node dials every member it knows and sends
 //! on that connection; it receives on the connections others dial to it.
 
+use crate::block::Block;
 use crate::driver::Event;
 use crate::frame::{self, HEADER, PROTOCOL_VERSION, Wire};
 use crate::metrics::Metrics;
@@ -18,8 +19,8 @@ use tokio::sync::{Semaphore, mpsc};
 /// Frames queued for one peer; beyond this new messages are dropped (and
 /// counted): the protocol recovers from a lost message by timeout.
 ///
-/// Each remote hit puts two frames on the holder's queue to the reader
-/// (the manager's `Expect` and the holder's `Data`), and the queue fills
+/// A remote hit can put two frames on one node's queue to the reader (as
+/// manager, its `Expect`; as holder, the `Data`), and the queue fills
 /// while the link writes the previous batch: at 64 frames, 48 concurrent
 /// readers on one node dropped about 1% of them and each drop cost a read
 /// the peer timeout (50 ms) and an origin read (`coopcache bench
@@ -272,12 +273,16 @@ async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError
     let (node, _) = ctx.check_hello(hello, &cert_name)?;
     timed("sending Hello", write_frame(&mut tls, &ctx.hello())).await?;
     while let Some(wire) = read_frame(&mut tls, max).await? {
-        if ctx
-            .events
-            .send(Event::Frame { from: node, wire })
-            .await
-            .is_err()
-        {
+        let event = match wire {
+            // Contents are hashed here, on this connection's task, so the
+            // protocol compares digests without hashing on its own.
+            Wire::Peer(msg) => Event::Peer {
+                from: node,
+                msg: msg.map_data(Block::new),
+            },
+            wire => Event::Frame { from: node, wire },
+        };
+        if ctx.events.send(event).await.is_err() {
             break; // the node is shutting down
         }
     }

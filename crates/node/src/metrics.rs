@@ -15,6 +15,13 @@ pub struct LevelLabel {
     pub level: &'static str,
 }
 
+/// The peer label of `coopcache_protocol_violations_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PeerLabel {
+    /// The peer's name (its certificate's).
+    pub peer: String,
+}
+
 /// The name of a level in metrics and status.
 pub fn level_name(level: Level) -> &'static str {
     match level {
@@ -38,6 +45,9 @@ pub struct Metrics {
     pub origin_bytes: Counter,
     /// Blocks from peers whose hash did not match the manager's record.
     pub integrity_failures: Counter,
+    /// Messages refused because their sender's role does not allow them,
+    /// by sender.
+    pub protocol_violations: Family<PeerLabel, Counter>,
     /// Reads that waited on a peer past the timeout and went to the origin.
     pub timeouts: Counter,
     /// Malformed frames, refused handshakes, broken connections.
@@ -64,6 +74,15 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts `n` protocol violations by the peer named `peer`.
+    pub fn violation(&self, peer: &str, n: u64) {
+        self.protocol_violations
+            .get_or_create(&PeerLabel {
+                peer: peer.to_string(),
+            })
+            .inc_by(n);
+    }
+
     /// Reads served by `level` so far.
     pub fn reads_at(&self, level: Level) -> u64 {
         self.reads
@@ -77,6 +96,11 @@ impl Metrics {
     pub fn encode(&self) -> String {
         let mut r = Registry::with_prefix("coopcache");
         r.register("reads", "Block reads by serving level", self.reads.clone());
+        r.register(
+            "protocol_violations",
+            "Peer messages refused because the sender's role does not allow them",
+            self.protocol_violations.clone(),
+        );
         let counters: [(&str, &str, &Counter); 8] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (

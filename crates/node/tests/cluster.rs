@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use coopcache_node::LiveAlgorithm;
+use coopcache_core::coop::AlgorithmKind;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_node_reads_every_byte_right_and_peers_serve_repeats() {
@@ -36,7 +36,7 @@ async fn every_node_reads_every_byte_right_and_peers_serve_repeats() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_cooperation_every_node_reads_the_origin() {
     let shape = Shape {
-        algorithm: LiveAlgorithm::Base,
+        algorithm: AlgorithmKind::Base,
         ..Shape::default()
     };
     let c = cluster(shape, &[("a.bin", 300_000)]).await;
@@ -76,7 +76,7 @@ async fn settle_at(c: &TestCluster, n: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hash_distributed_partitions_serve_what_one_node_read() {
     let shape = Shape {
-        algorithm: LiveAlgorithm::Hash,
+        algorithm: AlgorithmKind::Hash,
         ..Shape::default()
     };
     let len = 1_000_000;
@@ -107,7 +107,7 @@ async fn a_direct_node_reads_its_evictions_back_from_its_host() {
     let block: u64 = 64 << 10;
     let shape = Shape {
         nodes: 2,
-        algorithm: LiveAlgorithm::Direct,
+        algorithm: AlgorithmKind::Direct,
         memory: coopcache_node::budget::RESERVE
             + 32 * (block + coopcache_node::budget::PER_BLOCK_OVERHEAD),
         ..Shape::default()

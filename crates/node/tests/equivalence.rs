@@ -1,27 +1,30 @@
-//! The live cluster and the simulator run the same state machines: replayed
-//! one request at a time, a seeded trace is served from exactly the same
-//! level by a 4-node loopback cluster and by the simulator, for Greedy,
-//! Direct Client Cooperation and (up to races) N-Chance Forwarding.
+//! The live cluster runs the protocol the simulator runs: replayed one
+//! request at a time, a seeded trace is served from exactly the same level
+//! by a 4-node loopback cluster of daemons and by the same protocol code
+//! simulated (`coopcache_sim::live`, the daemon's delivery order), with
+//! every node caching as many blocks after every request, for Base,
+//! Greedy, Hash-Distributed and Direct; N-Chance up to one named race.
+//! (`crates/sim/tests/live_protocol.rs` checks the simulated protocol
+//! against the paper's simulator, exactly, for all five.)
 //!
 //! Both sides get the same shape: 4 nodes of 16 blocks each (the smallest
 //! cache the memory budget allows, far below the 120 blocks in play, so
-//! caches overflow and N-Chance recirculates singlets all the time), a
-//! manager without memory (what a live node's manager slice is), n = 2 and
-//! seed 1 (the live default). The simulator runs each request to
-//! quiescence; the live replay waits for each read and then for the
-//! cluster to go quiet (N-Chance's singlet forwarding and the directory
-//! updates run after the read has completed).
+//! caches overflow and N-Chance recirculates singlets all the time), the
+//! same block ids, n = 2 and seed 1 (the live default). After each read
+//! the live replay waits for quiescence: every node quiet (no read in
+//! flight, no block held unverified, no question unanswered) and every
+//! protocol message each node sent received by its peer.
 //!
-//! The trace's seed is printed; set `EQUIVALENCE_SEED` to replay another,
-//! `EQUIVALENCE_TRACE=1` to print the simulator's caches after every
-//! request, `EQUIVALENCE_SETTLE_MS` to wait longer after each read.
+//! The trace's seed is printed; set `EQUIVALENCE_SEED` to replay another.
 
 mod common;
 use common::*;
-use coopcache_core::coop::{ClusterConfig, Level};
-use coopcache_node::LiveAlgorithm;
+use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
+use coopcache_core::policy::PolicyKind;
+use coopcache_node::NodeHandle;
+use coopcache_node::block::{BlockId, file_id};
 use coopcache_node::budget::{PER_BLOCK_OVERHEAD, RESERVE};
-use coopcache_sim::coop::stepwise::stepwise;
+use coopcache_sim::live::LiveCluster;
 use coopcache_sim::trace::{Op, Request};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,8 +37,6 @@ const FILES: u64 = 4;
 const BLOCKS_PER_FILE: u64 = 30;
 const READS: usize = 400;
 const DEFAULT_SEED: u64 = 0x5eed_0001;
-/// Time allowed after each read for the messages it left behind.
-const SETTLE_MS: u64 = 20;
 
 /// A small deterministic generator (splitmix64), so the trace needs no
 /// dependency and replays from its seed.
@@ -121,94 +122,54 @@ struct Outcome {
     cached: Vec<u64>,
 }
 
-/// How blocks cached are compared.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Caches {
-    /// Node by node.
-    PerNode,
-    /// The cluster's total: a live Direct node holds its own blocks and
-    /// its ring predecessor's parked ones, a simulated one its own and its
-    /// remote cache's.
-    Total,
-}
-
-impl Caches {
-    fn view(self, per_node: Vec<u64>) -> Vec<u64> {
-        match self {
-            Caches::PerNode => per_node,
-            Caches::Total => vec![per_node.iter().sum()],
-        }
-    }
-}
-
-fn simulate(live: LiveAlgorithm, requests: &[Request], caches: Caches) -> Vec<Outcome> {
-    let config = ClusterConfig {
-        nodes: NODES,
-        node_capacity: CAPACITY,
+/// The protocol simulated: each request's outcome, with the live
+/// cluster's block ids.
+fn simulate(kind: AlgorithmKind, requests: &[Request], blocks: &[BlockId]) -> Vec<Outcome> {
+    let shape = LiveShape {
+        capacity: CAPACITY,
+        policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
-        ..ClusterConfig::paper(NODES)
     };
-    // As the daemon runs it: no manager memory, N-Chance evicting parked
-    // blocks first, a Direct node's blocks split with its host.
-    let config = live.simulated(&config).unwrap();
-    let algorithm = live.kind();
-    // `EQUIVALENCE_TRACE=1` prints the simulator's caches after every
-    // request, to find where a divergence began.
-    let trace = std::env::var_os("EQUIVALENCE_TRACE").is_some();
-    let steps = stepwise(algorithm, &config, requests, trace).unwrap();
-    let mut out = Vec::new();
-    for (i, (r, step)) in requests.iter().zip(steps).enumerate() {
-        if let Some(held) = &step.held {
-            println!(
-                "sim {i}: client {} block {} {:?} | {held:?}",
-                r.client, r.id, step.level
-            );
+    let mut sim = LiveCluster::new(kind, NODES, &shape, BLOCK_SIZE).unwrap();
+    requests
+        .iter()
+        .zip(blocks)
+        .map(|(r, &block)| {
+            let served = sim.read(r.client, block).unwrap().unwrap().unwrap();
+            let cached = sim.nodes().iter().map(|n| n.usage().blocks as u64);
+            Outcome {
+                level: served.level,
+                cached: cached.collect(),
+            }
+        })
+        .collect()
+}
+
+/// Waits for quiescence: every node quiet and every protocol message
+/// sent received. Returns the blocks each node caches.
+async fn quiescence(nodes: &[Arc<NodeHandle>]) -> Vec<u64> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut all = Vec::new();
+        for node in nodes {
+            all.push(node.status().await.unwrap());
         }
-        let cached = step.cached.iter().map(|&n| n as u64).collect();
-        out.push(Outcome {
-            level: step.level,
-            cached: caches.view(cached),
+        let delivered = all.iter().all(|s| {
+            s.sent.iter().all(|(&peer, &n)| {
+                let to = &all[peer as usize];
+                to.received.get(&s.id).copied().unwrap_or(0) == n
+            })
         });
-    }
-    out
-}
-
-/// Waits until no node's counters or cache change for a few polls (the
-/// messages a completed read left behind, forwarded singlets and directory
-/// updates, have been handled), and returns the blocks each node caches.
-async fn settle(c: &TestCluster) -> Vec<u64> {
-    const QUIET_POLLS: usize = 3;
-    let mut last = Vec::new();
-    let mut quiet = 0;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    // Polling alone is not enough: a singlet in flight (forwarded, its hash
-    // being checked with its manager) changes no counter for a while.
-    let ms = std::env::var("EQUIVALENCE_SETTLE_MS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(SETTLE_MS);
-    tokio::time::sleep(Duration::from_millis(ms)).await;
-    while quiet < QUIET_POLLS {
-        tokio::time::sleep(Duration::from_millis(3)).await;
-        let mut now = Vec::new();
-        for node in &c.nodes {
-            let s = node.status().await.unwrap();
-            now.push((
-                s.cached_blocks,
-                s.origin_reads,
-                s.reads.values().sum::<u64>(),
-                s.integrity_failures,
-            ));
+        if delivered && all.iter().all(|s| s.quiet) {
+            return all.iter().map(|s| s.cached_blocks).collect();
         }
-        quiet = if now == last { quiet + 1 } else { 0 };
-        last = now;
         assert!(Instant::now() < deadline, "the cluster never went quiet");
+        tokio::task::yield_now().await;
     }
-    last.iter().map(|s| s.0).collect()
 }
 
-async fn live_cluster(algorithm: LiveAlgorithm) -> TestCluster {
+async fn live_cluster(algorithm: AlgorithmKind) -> TestCluster {
     let names: Vec<String> = (0..FILES).map(|f| format!("f{f}.bin")).collect();
     let len = (BLOCKS_PER_FILE * u64::from(BLOCK_SIZE)) as usize;
     let files: Vec<(&str, usize)> = names.iter().map(|n| (n.as_str(), len)).collect();
@@ -224,7 +185,7 @@ async fn live_cluster(algorithm: LiveAlgorithm) -> TestCluster {
     cluster_with(shape, &files, |o| o.min_timeout = Duration::from_secs(10)).await
 }
 
-/// How closely the live cluster must follow the simulator.
+/// How closely the live cluster must follow the simulated protocol.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Match {
     /// Every request from the same level, every node caching as many
@@ -236,23 +197,30 @@ enum Match {
     UpToRaces,
 }
 
-async fn check(live: LiveAlgorithm, want_match: Match) {
-    let caches = match live {
-        LiveAlgorithm::Direct => Caches::Total,
-        _ => Caches::PerNode,
-    };
+async fn check(kind: AlgorithmKind, want_match: Match) {
     let seed = std::env::var("EQUIVALENCE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_SEED);
-    println!("{live}: trace seed {seed} (EQUIVALENCE_SEED replays it)");
+    println!("{kind}: trace seed {seed} (EQUIVALENCE_SEED replays it)");
     let requests = trace(seed);
-    let sim = simulate(live, &requests, caches);
-    let c = live_cluster(live).await;
+    let c = live_cluster(kind).await;
     let mut versions = Vec::new();
     for f in 0..FILES {
         versions.push(c.nodes[0].stat(&format!("f{f}.bin")).await.unwrap());
     }
+    let blocks: Vec<BlockId> = requests
+        .iter()
+        .map(|r| {
+            let (name, index) = file_of(r.id);
+            let version = &versions[(r.id / BLOCKS_PER_FILE) as usize];
+            BlockId {
+                file: file_id(&name, &version.version),
+                index,
+            }
+        })
+        .collect();
+    let sim = simulate(kind, &requests, &blocks);
     let len = (BLOCKS_PER_FILE * u64::from(BLOCK_SIZE)) as usize;
     let mut counts = [0usize; 4];
     let mut sim_counts = [0usize; 4];
@@ -273,33 +241,32 @@ async fn check(live: LiveAlgorithm, want_match: Match) {
         );
         let got = Outcome {
             level,
-            cached: caches.view(settle(&c).await),
+            cached: quiescence(&c.nodes).await,
         };
         if want_match == Match::Exact {
             assert_eq!(
                 &got, want,
-                "{live}: request {i} ({r:?}): live (left) and simulated (right) differ"
+                "{kind}: request {i} ({r:?}): live (left) and simulated (right) differ"
             );
         } else {
             if got.level == want.level {
                 agree += 1;
             }
             if &got != want && first_difference.is_none() {
-                println!("{live}: request {i} ({r:?}): live {got:?}, simulated {want:?}");
+                println!("{kind}: request {i} ({r:?}): live {got:?}, simulated {want:?}");
                 first_difference = Some(i);
             }
         }
         counts[level.index()] += 1;
         sim_counts[want.level.index()] += 1;
     }
-    println!("{live}: levels local/manager/remote/origin {counts:?}, simulated {sim_counts:?}");
+    println!("{kind}: levels local/manager/remote/origin {counts:?}, simulated {sim_counts:?}");
     if want_match == Match::UpToRaces {
         println!(
-            "{live}: {agree} of {READS} requests served from the simulator's level; first difference at {first_difference:?}"
+            "{kind}: {agree} of {READS} requests served from the simulated level; first difference at {first_difference:?}"
         );
         // Races reorder a few messages, not the algorithm: most requests
-        // still agree, and each level's share stays within a few percent
-        // of the simulator's.
+        // still agree, and each level's share stays within a few percent.
         assert!(agree * 100 >= READS * 85, "{agree} of {READS} agree");
         for (l, (&got, &want)) in counts.iter().zip(&sim_counts).enumerate() {
             assert!(
@@ -309,37 +276,47 @@ async fn check(live: LiveAlgorithm, want_match: Match) {
         }
     }
     // The trace exercises cooperation, not just local hits and misses.
-    assert!(counts[Level::RemoteNode.index()] > 20, "{counts:?}");
+    if kind != AlgorithmKind::Base {
+        assert!(counts[Level::RemoteNode.index()] > 20, "{counts:?}");
+    }
     assert!(counts[Level::Local.index()] > 20, "{counts:?}");
     for node in &c.nodes {
         let s = node.status().await.unwrap();
         assert_eq!(s.timeouts, 0, "node {} timed out on a peer", s.id);
         assert_eq!(s.integrity_failures, 0);
+        assert_eq!(s.protocol_violations, 0);
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn greedy_serves_every_read_from_the_simulators_level() {
-    check(LiveAlgorithm::Greedy, Match::Exact).await;
+async fn base_serves_every_read_from_the_simulated_level() {
+    check(AlgorithmKind::Base, Match::Exact).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn direct_serves_every_read_from_the_simulators_level() {
-    check(LiveAlgorithm::Direct, Match::Exact).await;
+async fn greedy_serves_every_read_from_the_simulated_level() {
+    check(AlgorithmKind::Greedy, Match::Exact).await;
 }
 
-/// N-Chance follows the simulator request by request until a race
-/// between links decides an eviction differently, then keeps the same mix
-/// of levels. Exact agreement is not a property the live cluster can have:
-/// the simulator delivers every message through one FIFO queue (a message
-/// to a node's own manager slice waits its turn like any other), while a
-/// live node hands such messages over at once and messages on different
-/// links arrive in whatever order the network and scheduler give. When a
-/// forwarded singlet and a Forward for another block meet at a full node,
-/// that order decides which block the ripple rule evicts. The same binary
-/// and trace diverge at different requests from run to run (seen: 107, 200,
-/// none), which is what a race looks like and a driver bug would not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nchance_follows_the_simulator_up_to_races_between_links() {
-    check(LiveAlgorithm::NChance, Match::UpToRaces).await;
+async fn hash_serves_every_read_from_the_simulated_level() {
+    check(AlgorithmKind::Hash, Match::Exact).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_serves_every_read_from_the_simulated_level() {
+    check(AlgorithmKind::Direct, Match::Exact).await;
+}
+
+/// N-Chance follows the simulated protocol request by request until a
+/// race between links decides an eviction differently. Within one read,
+/// messages from different senders can meet at one node: a forwarded
+/// singlet (`Recirculate`, from the node that evicted it) and the
+/// manager's `Singlet` answer about another block, say. The simulation
+/// delivers them in the order they were sent; the network in whatever
+/// order the links and the scheduler give, and the ripple rule evicts a
+/// different block for each order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nchance_follows_the_simulated_protocol_up_to_races_between_links() {
+    check(AlgorithmKind::NChance, Match::UpToRaces).await;
 }

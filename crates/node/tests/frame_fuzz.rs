@@ -7,7 +7,8 @@
 //! `proptest-regressions/` for replay.
 
 use bytes::{Bytes, BytesMut};
-use coopcache_core::coop::{Addr, Level, MAX_CHANCES, Msg};
+use coopcache_core::coop::MAX_CHANCES;
+use coopcache_core::protocol::{Digest, PeerMsg};
 use coopcache_node::block::BlockId;
 use coopcache_node::frame::{
     self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, Wire, body_len, decode, encode,
@@ -22,18 +23,6 @@ fn block() -> impl Strategy<Value = BlockId> {
     (any::<u64>(), any::<u32>()).prop_map(|(file, index)| BlockId { file, index })
 }
 
-fn addr() -> impl Strategy<Value = Addr> {
-    prop_oneof![
-        any::<u32>().prop_map(Addr::Node),
-        Just(Addr::Manager),
-        Just(Addr::Origin),
-    ]
-}
-
-fn level() -> impl Strategy<Value = Level> {
-    prop::sample::select(Level::ALL.to_vec())
-}
-
 fn data() -> impl Strategy<Value = Bytes> {
     prop::collection::vec(any::<u8>(), 0..=MAX_DATA).prop_map(Bytes::from)
 }
@@ -43,65 +32,51 @@ fn name() -> impl Strategy<Value = String> {
     "\\PC{0,40}".prop_filter("at most MAX_NAME bytes", |s| s.len() <= MAX_NAME)
 }
 
-/// The messages a live link carries (frame.rs: `put_msg`).
-fn msg() -> impl Strategy<Value = Msg<BlockId, Bytes>> {
-    let path = (block(), any::<u32>(), any::<u8>(), 0u8..4);
+fn digest() -> impl Strategy<Value = Digest> {
+    (any::<[u8; 32]>(), any::<u32>()).prop_map(|(hash, len)| Digest { hash, len })
+}
+
+/// Every protocol message a link carries.
+fn msg() -> impl Strategy<Value = PeerMsg<BlockId, Bytes>> {
+    use PeerMsg::*;
+    let bare = (block(), 0u8..10).prop_map(|(block, kind)| match kind {
+        0 => Read { block },
+        1 => IsSinglet { block },
+        2 => Dropped { block },
+        3 => Cached { block },
+        4 => NotHere { block },
+        5 => HashOf { block },
+        6 => Invalidate { block },
+        7 => Missing { block },
+        8 => PartitionRead { block },
+        _ => Reclaim { block },
+    });
     prop_oneof![
-        path.prop_map(|(block, reader, hops, kind)| match kind {
-            0 => Msg::Read {
-                block,
-                reader,
-                hops
-            },
-            1 => Msg::Forward {
-                block,
-                reader,
-                hops
-            },
-            2 => Msg::NotHere {
-                block,
-                reader,
-                hops
-            },
-            _ => Msg::Fetch {
-                block,
-                reader,
-                hops
-            },
+        bare,
+        (block(), any::<u32>()).prop_map(|(block, to)| Moved { block, to }),
+        (block(), digest()).prop_map(|(block, digest)| Record { block, digest }),
+        (block(), any::<u32>()).prop_map(|(block, reader)| Forward { block, reader }),
+        (block(), digest(), any::<u32>()).prop_map(|(block, digest, holder)| Expect {
+            block,
+            digest,
+            holder
         }),
-        (block(), data(), level(), any::<u8>()).prop_map(|(block, data, level, hops)| {
-            Msg::Data {
-                block,
-                data,
-                level,
-                hops,
-            }
+        (block(), any::<bool>()).prop_map(|(block, record)| FetchOrigin { block, record }),
+        (block(), prop::option::of(digest())).prop_map(|(block, digest)| HashIs { block, digest }),
+        (block(), any::<bool>()).prop_map(|(block, singlet)| Singlet { block, singlet }),
+        (block(), data()).prop_map(|(block, data)| Data { block, data }),
+        (block(), data(), 1..=MAX_CHANCES).prop_map(|(block, data, chances)| Recirculate {
+            block,
+            chances,
+            data,
         }),
-        block().prop_map(|block| Msg::Dropped { block }),
-        block().prop_map(|block| Msg::Cached { block }),
-        (block(), any::<u32>()).prop_map(|(block, to)| Msg::Moved { block, to }),
-        block().prop_map(|block| Msg::IsSinglet { block }),
-        (block(), any::<bool>()).prop_map(|(block, singlet)| Msg::Singlet { block, singlet }),
-        (block(), data(), 1..=MAX_CHANCES).prop_map(|(block, data, chances)| {
-            Msg::Recirculate {
-                block,
-                data,
-                chances,
-            }
-        }),
-        block().prop_map(|block| Msg::Invalidate { block }),
-        (block(), data(), prop::option::of(block())).prop_map(|(block, data, replaces)| {
-            Msg::Place {
-                block,
-                data,
-                replaces,
-            }
-        }),
+        (block(), data()).prop_map(|(block, data)| Place { block, data }),
+        any::<u64>().prop_map(|nonce| Ping { nonce }),
+        any::<u64>().prop_map(|nonce| Pong { nonce }),
     ]
 }
 
 fn wire() -> impl Strategy<Value = Wire> {
-    let hash = any::<[u8; 32]>();
     prop_oneof![
         (any::<u16>(), any::<u32>(), name(), name(), any::<u32>()).prop_map(
             |(version, node, name, listen, block_size)| Wire::Hello {
@@ -112,22 +87,10 @@ fn wire() -> impl Strategy<Value = Wire> {
                 block_size,
             }
         ),
-        prop::collection::vec((any::<u32>(), name()), 0..8).prop_map(Wire::Members),
-        any::<u64>().prop_map(Wire::Ping),
-        prop::collection::vec(any::<u8>(), 0..frame::MAX_GOSSIP)
+        prop::collection::vec((any::<u32>(), name()), 0..20).prop_map(Wire::Members),
+        prop::collection::vec(any::<u8>(), 0..=frame::MAX_GOSSIP)
             .prop_map(|g| Wire::Gossip(Bytes::from(g))),
-        any::<u64>().prop_map(Wire::Pong),
-        (addr(), addr(), msg()).prop_map(|(from, to, msg)| Wire::Core { from, to, msg }),
-        (block(), hash, any::<u32>(), any::<bool>()).prop_map(|(block, hash, len, expect)| {
-            match expect {
-                true => Wire::Expect { block, hash, len },
-                false => Wire::Record { block, hash, len },
-            }
-        }),
-        (block(), any::<u8>()).prop_map(|(block, hops)| Wire::FetchOrigin { block, hops }),
-        block().prop_map(|block| Wire::HashOf { block }),
-        (block(), prop::option::of((hash, any::<u32>())))
-            .prop_map(|(block, hash)| Wire::HashIs { block, hash }),
+        msg().prop_map(Wire::Peer),
     ]
 }
 
@@ -165,15 +128,10 @@ proptest! {
     /// uniformly random ones.
     #[test]
     fn decoding_any_kind_with_arbitrary_body_never_panics(
-        kind in 0u8..12,
-        tag in 0u8..15,
+        kind in 0u8..64,
         body in prop::collection::vec(any::<u8>(), 0..120),
     ) {
         let mut b = vec![kind];
-        if kind == 5 {
-            // A core frame: two node addresses, then a message tag.
-            b.extend_from_slice(&[0, 0, 0, 0, 1, 1, tag]);
-        }
         b.extend_from_slice(&body);
         check_canonical(&b)?;
     }
@@ -205,10 +163,8 @@ proptest! {
             // frame's end.
             let carries_data = matches!(
                 &w,
-                Wire::Core {
-                    msg: Msg::Data { .. } | Msg::Recirculate { .. } | Msg::Place { .. },
-                    ..
-                } | Wire::Gossip(_)
+                Wire::Peer(PeerMsg::Data { .. } | PeerMsg::Recirculate { .. } | PeerMsg::Place { .. })
+                    | Wire::Gossip(_)
             );
             if !carries_data {
                 let refused = matches!(

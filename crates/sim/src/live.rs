@@ -12,7 +12,7 @@ use coopcache_core::coop::{AlgorithmKind, ConfigError, Level, LiveShape, NodeId,
 use coopcache_core::protocol::{
     Action, Digest, NodeProtocol, PeerMsg, ProtocolConfig, ProtocolKey, ReadFailure, Served,
 };
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
 
 /// Something in flight.
@@ -51,9 +51,15 @@ pub struct LiveStats {
     pub violations: u64,
 }
 
+/// Messages an outsider received: from whom, what.
+pub type Inbox<K> = Vec<(NodeId, PeerMsg<K, Digest>)>;
+
 /// A simulated live cluster.
 pub struct LiveCluster<K> {
     nodes: Vec<NodeProtocol<K, Digest>>,
+    /// Members with no protocol of their own (a hostile member a test
+    /// speaks for): what the nodes sent each, in order.
+    outsiders: BTreeMap<NodeId, Inbox<K>>,
     queue: VecDeque<InFlight<K>>,
     now: u64,
     block_size: u32,
@@ -108,6 +114,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
         }
         let mut cluster = LiveCluster {
             nodes: all,
+            outsiders: BTreeMap::new(),
             queue: VecDeque::new(),
             now: 0,
             block_size,
@@ -136,6 +143,59 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
         &self.stats
     }
 
+    /// Node `node`, mutably (to change its members, say).
+    pub fn node_mut(&mut self, node: NodeId) -> &mut NodeProtocol<K, Digest> {
+        &mut self.nodes[node as usize]
+    }
+
+    /// Makes `id` a member every node knows, with no protocol behind it:
+    /// what the nodes send it is kept for [`LiveCluster::take_inbox`], and
+    /// [`LiveCluster::inject`] speaks for it.
+    pub fn add_outsider(&mut self, id: NodeId) {
+        self.outsiders.entry(id).or_default();
+        let members: Vec<NodeId> = (0..self.nodes.len() as NodeId)
+            .chain(self.outsiders.keys().copied())
+            .collect();
+        for n in 0..self.nodes.len() as NodeId {
+            self.nodes[n as usize].set_members(&members, self.now);
+            self.collect(n);
+        }
+    }
+
+    /// What the nodes sent outsider `id` since last asked.
+    pub fn take_inbox(&mut self, id: NodeId) -> Inbox<K> {
+        self.outsiders
+            .get_mut(&id)
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Queues `msg` from `from` (an outsider, as its link would say) to
+    /// node `to`, behind everything in flight.
+    pub fn inject(&mut self, from: NodeId, to: NodeId, msg: PeerMsg<K, Digest>) {
+        self.queue.push_back(InFlight::Message { from, to, msg });
+    }
+
+    /// Node `node` starts reading `block`; nothing is delivered yet.
+    pub fn start_read(&mut self, node: NodeId, block: K) {
+        self.now += 1;
+        self.nodes[node as usize].handle_read(block, self.now);
+        self.collect(node);
+    }
+
+    /// How `node`'s read of `block` finished, if it has.
+    pub fn take_done(
+        &mut self,
+        node: NodeId,
+        block: K,
+    ) -> Option<Result<Served<Digest>, ReadFailure>> {
+        let pos = self
+            .done
+            .iter()
+            .position(|(n, b, _)| *n == node && *b == block)?;
+        Some(self.done.remove(pos).2)
+    }
+
     /// Node `node` reads `block`, and the cluster runs until quiet.
     /// Returns how the read finished (`None` if it did not: a bug).
     pub fn read(
@@ -152,6 +212,17 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
             .iter()
             .position(|(n, b, _)| *n == node && *b == block);
         Ok(pos.map(|i| self.done.remove(i).2))
+    }
+
+    /// Delivers the oldest thing in flight, if any (no timer fires).
+    pub fn step(&mut self) -> bool {
+        match self.queue.pop_front() {
+            Some(event) => {
+                self.deliver(event);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Delivers everything in flight, firing timers when nothing is, until
@@ -182,6 +253,9 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
         match event {
             InFlight::Message { from, to, msg } => {
                 self.stats.messages += 1;
+                if let Some(inbox) = self.outsiders.get_mut(&to) {
+                    return inbox.push((from, msg));
+                }
                 self.nodes[to as usize].handle_message(from, msg, now);
                 self.collect(to);
             }

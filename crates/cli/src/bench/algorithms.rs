@@ -15,8 +15,8 @@ use crate::bench::replay::{self, Settle, file_name, file_of};
 use crate::live::{in_tempdir, parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use anyhow::{Context, Result, bail};
+use coopcache_core::coop::AlgorithmKind;
 use coopcache_core::coop::{ClusterConfig, Level};
-use coopcache_node::LiveAlgorithm;
 use coopcache_node::origin::FileVersion;
 use coopcache_sim::trace::{Op, Request};
 use coopcache_sim::workload::Workload;
@@ -129,10 +129,10 @@ pub(super) struct Outcome {
 }
 
 pub fn run(args: AlgorithmsArgs) -> Result<()> {
-    let algorithms: Vec<LiveAlgorithm> = args
+    let algorithms: Vec<AlgorithmKind> = args
         .algorithms
         .iter()
-        .map(|a| a.parse().map_err(anyhow::Error::msg))
+        .map(|a| AlgorithmKind::parse_live(a).map_err(anyhow::Error::from))
         .collect::<Result<_>>()?;
     if algorithms.is_empty() {
         bail!("--algorithms needs at least one of base, greedy, nchance");
@@ -218,7 +218,7 @@ fn write_origin(dir: &Path, requests: &[Request], block_size: u64) -> Result<BTr
 
 async fn bench(
     args: &AlgorithmsArgs,
-    algorithms: &[LiveAlgorithm],
+    algorithms: &[AlgorithmKind],
     label: &str,
     nodes: u32,
     requests: &[Request],
@@ -249,8 +249,8 @@ async fn bench(
     };
     let mut out = Vec::new();
     for &algorithm in algorithms {
-        let shape = algorithm.simulated(&config)?;
-        let simulated = replay::simulate(algorithm.kind(), &shape, requests)?;
+        let shape = algorithm.live_config(&config)?;
+        let simulated = replay::simulate(algorithm, &shape, requests)?;
         spec.algorithm = algorithm;
         eprintln!("{algorithm}: replaying live ...");
         out.push(run_live(args, &spec, &files, requests, label, &simulated).await?);

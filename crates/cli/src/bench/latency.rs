@@ -18,9 +18,10 @@ use crate::bench::measure::{Summary, Worker, closed_loop};
 use crate::live::{in_tempdir_on, parse_duration, runtime};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use anyhow::{Result, bail};
+use coopcache_core::coop::AlgorithmKind;
 use coopcache_core::coop::Level;
+use coopcache_node::NodeHandle;
 use coopcache_node::origin::FileVersion;
-use coopcache_node::{LiveAlgorithm, NodeHandle};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::path::{Path, PathBuf};
@@ -227,7 +228,7 @@ async fn coopcache(args: &LatencyArgs, dir: &Path) -> Result<(Vec<Row>, f64, Cou
     std::fs::write(origin.join(FILE), &data)?;
     drop(data);
     let mut spec = LoopbackSpec::new(dir, 2, origin)?;
-    spec.algorithm = LiveAlgorithm::Greedy;
+    spec.algorithm = AlgorithmKind::Greedy;
     spec.block_size = BLOCK as u32;
     let bs = BLOCK as u64;
     // The peer holds the whole file with room to spare.

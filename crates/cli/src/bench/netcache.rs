@@ -16,7 +16,8 @@ use crate::live::{parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use crate::plot::{Series, Style, xy};
 use anyhow::{Result, bail};
-use coopcache_node::{LiveAlgorithm, NodeHandle};
+use coopcache_core::coop::AlgorithmKind;
+use coopcache_node::NodeHandle;
 use futures::StreamExt;
 use rand::Rng;
 use std::path::{Path, PathBuf};
@@ -81,7 +82,7 @@ pub struct NetcacheArgs {
 /// One configuration: no cooperation alone, or N-Chance with idle peers.
 #[derive(Clone, Copy)]
 struct Config {
-    algorithm: LiveAlgorithm,
+    algorithm: AlgorithmKind,
     peers: u32,
 }
 
@@ -192,11 +193,11 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
     spec.origin_delay = args.origin_delay;
     spec.block_size = u32::try_from(args.block_size)?;
     let mut configs = vec![Config {
-        algorithm: LiveAlgorithm::Base,
+        algorithm: AlgorithmKind::Base,
         peers: 0,
     }];
     configs.extend(args.peers.iter().map(|&peers| Config {
-        algorithm: LiveAlgorithm::NChance,
+        algorithm: AlgorithmKind::NChance,
         peers,
     }));
     eprintln!(
@@ -240,7 +241,7 @@ fn row(args: &NetcacheArgs, cache: u64, c: Config, s: &[Sample], base: f64) -> R
     let seconds = median(&s.iter().map(|s| s.seconds).collect::<Vec<_>>());
     let relative = seconds / base.max(f64::MIN_POSITIVE);
     let (paper, target) = match c.algorithm {
-        LiveAlgorithm::Base => (None, None),
+        AlgorithmKind::Base => (None, None),
         _ => paper_and_target(c.peers),
     };
     let per_rep = |f: &dyn Fn(&Sample) -> u64| s.iter().map(f).sum::<u64>() as f64 / s.len() as f64;

@@ -11,7 +11,7 @@ use crate::live::{parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use crate::plot::{Series, Style, xy};
 use anyhow::{Context, Result, bail};
-use coopcache_node::LiveAlgorithm;
+use coopcache_core::coop::AlgorithmKind;
 use coopcache_node::handle::READ_AHEAD;
 use coopcache_node::origin::Origin;
 use futures::StreamExt;
@@ -40,7 +40,7 @@ pub struct StaggeredArgs {
     origin_delay: Duration,
     /// Algorithm of the staggered readers.
     #[arg(long, default_value = "nchance")]
-    algorithm: LiveAlgorithm,
+    algorithm: AlgorithmKind,
     /// File sizes of the single-node overhead measurement (C2Cfs's Table 8:
     /// 1, 10 and 100 MB); the targets apply to the first three in order.
     #[arg(long, value_delimiter = ',', default_value = "1MiB,10MiB,100MiB", value_parser = parse_size)]

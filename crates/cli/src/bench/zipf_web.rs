@@ -16,7 +16,7 @@ use crate::live::{parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use crate::plot::{Segment, stacked_bars};
 use anyhow::{Result, anyhow, bail};
-use coopcache_node::LiveAlgorithm;
+use coopcache_core::coop::AlgorithmKind;
 use futures::StreamExt;
 use rand_distr::{Distribution, Gamma, Zipf};
 use std::collections::HashSet;
@@ -77,7 +77,7 @@ pub struct ZipfWebArgs {
     origin_delay: Duration,
     /// Algorithm.
     #[arg(long, default_value = "nchance")]
-    algorithm: LiveAlgorithm,
+    algorithm: AlgorithmKind,
     /// Seed of the file set and the draws.
     #[arg(long, default_value_t = 1)]
     seed: u64,

@@ -134,6 +134,8 @@ impl FromStr for AlgorithmKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let wanted = s.trim().to_ascii_lowercase();
         let alias = match wanted.as_str() {
+            "none" => "base",
+            "victim" => "direct",
             "n-chance" => "nchance",
             "centrally-coordinated" | "coord" => "central",
             "weighted-lru" => "wlru",

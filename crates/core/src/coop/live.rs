@@ -46,6 +46,17 @@ pub struct SimulatorOnly {
     pub live: &'static str,
 }
 
+/// A name that is not an algorithm a live cluster runs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotLiveAlgorithm {
+    /// Not an algorithm at all.
+    #[error("unknown algorithm `{0}`: expected one of {LIVE_NAMES}")]
+    Unknown(String),
+    /// One the simulator runs, not a live cluster.
+    #[error(transparent)]
+    SimulatorOnly(#[from] SimulatorOnly),
+}
+
 /// The manager slice of a live node: a directory of the files rendezvous
 /// hashing gives it, with no block in memory.
 pub type LiveManager<K, D> = DirectoryManager<K, Lru<K>, MemStore<K, D>>;
@@ -81,6 +92,16 @@ pub struct LiveShape {
 const LIVE_NAMES: &str = "base, greedy, nchance, hash, direct";
 
 impl AlgorithmKind {
+    /// The algorithm named `s` (as [`str::parse`] takes it), if a live
+    /// cluster runs it.
+    pub fn parse_live(s: &str) -> Result<AlgorithmKind, NotLiveAlgorithm> {
+        let kind: AlgorithmKind = s
+            .parse()
+            .map_err(|_| NotLiveAlgorithm::Unknown(s.to_string()))?;
+        kind.live()?;
+        Ok(kind)
+    }
+
     /// Whether a live cluster can run this algorithm; if not, why.
     pub fn live(self) -> Result<(), SimulatorOnly> {
         let reason = match self {

@@ -34,6 +34,7 @@ mod node;
 mod outgoing;
 mod peers;
 mod reader;
+mod roles;
 mod stats;
 mod timers;
 

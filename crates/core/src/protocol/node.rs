@@ -9,8 +9,8 @@ use super::stats::{MAX_VIOLATORS, REPORT_EVERY_US};
 use super::timers::{Timer, Timers};
 use super::{Content, PeerMsg, ProtocolKey, ProtocolStats, manager_of};
 use crate::coop::{
-    AlgorithmKind, Level, LiveMachines, LiveManager, LiveNode, MAX_CHANCES, Msg, NodeId, Outbox,
-    SizeClassed, StoreUsage,
+    AlgorithmKind, Level, LiveMachines, LiveManager, LiveNode, Msg, NodeId, Outbox, SizeClassed,
+    StoreUsage,
 };
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -228,6 +228,12 @@ where
     /// policies' entries, whose contents may still be on their way).
     pub fn cached_blocks(&self) -> usize {
         self.node.len()
+    }
+
+    /// The manager slice's directory: which nodes cache each block this
+    /// node manages.
+    pub fn directory(&self) -> &crate::coop::Directory<K> {
+        self.manager.directory()
     }
 
     /// Blocks and bytes the node's caches hold.
@@ -480,91 +486,6 @@ where
             Ping { nonce } => self.send(from, Pong { nonce }),
             Pong { nonce } => self.peers.pong(from, nonce, now),
         }
-    }
-
-    /// Why `msg` from `from` is refused, if it is: each message is
-    /// accepted only from the role allowed to send it.
-    fn refusal(&self, from: NodeId, msg: &PeerMsg<K, D>) -> Option<&'static str> {
-        use PeerMsg::*;
-        let is_manager = |block: K| from == self.manager_of(block);
-        match *msg {
-            // Anyone may ask a manager about itself; what it claims is
-            // about its own cache.
-            Read { .. } | IsSinglet { .. } | Dropped { .. } | HashOf { .. } => None,
-            Cached { .. } if self.kind != AlgorithmKind::Hash => {
-                Some("Cached is sent only after a Hash-Distributed partition hit")
-            }
-            Cached { .. } => None,
-            Moved { block, .. } if !self.manager.directory().holders(block).contains(from) => {
-                Some("Moved is accepted only from a recorded holder of the block")
-            }
-            Moved { .. } => None,
-            NotHere { block } if !self.slice.forwarded_to(block, from) => {
-                Some("NotHere is accepted only from a holder this manager forwarded the block to")
-            }
-            NotHere { .. } => None,
-            Record { block, .. } if !self.slice.granted(block, from) => Some(
-                "Record is accepted only from the node this manager told to read the block from the origin, once",
-            ),
-            Record { .. } => None,
-            Forward { block, .. }
-            | Expect { block, .. }
-            | FetchOrigin { block, .. }
-            | HashIs { block, .. }
-            | Singlet { block, .. }
-            | Invalidate { block }
-                if !is_manager(block) =>
-            {
-                Some("accepted only from the block's manager (rendezvous over the live members)")
-            }
-            Forward { .. }
-            | Expect { .. }
-            | FetchOrigin { .. }
-            | HashIs { .. }
-            | Singlet { .. }
-            | Invalidate { .. } => None,
-            // Data and Missing are checked against the read they answer.
-            Data { .. } | Missing { .. } => None,
-            PartitionRead { block } if !self.owns_partition(block) => Some(
-                "PartitionRead is accepted only by the block's Hash-Distributed partition owner",
-            ),
-            PartitionRead { .. } => None,
-            Reclaim { .. } if !self.hosts(from) => {
-                Some("Reclaim is accepted only from the Direct client this node hosts")
-            }
-            Reclaim { .. } => None,
-            Recirculate { .. } if self.kind != AlgorithmKind::NChance || from == self.me => {
-                Some("Recirculate is sent only between N-Chance peers")
-            }
-            Recirculate { chances, .. } if chances == 0 || chances > MAX_CHANCES => {
-                Some("Recirculate carries 1 to 8 chances")
-            }
-            Recirculate { .. } => None,
-            Place { block, .. } => match self.kind {
-                AlgorithmKind::Hash if self.owns_partition(block) => None,
-                AlgorithmKind::Direct if self.hosts(from) => None,
-                AlgorithmKind::Hash => {
-                    Some("Place is accepted only by the block's Hash-Distributed partition owner")
-                }
-                AlgorithmKind::Direct => {
-                    Some("Place is accepted only from the Direct client this node hosts")
-                }
-                _ => Some("Place is sent only by Hash-Distributed and Direct nodes"),
-            },
-            Ping { .. } | Pong { .. } => None,
-        }
-    }
-
-    /// Whether this node owns `block`'s Hash-Distributed partition.
-    fn owns_partition(&self, block: K) -> bool {
-        self.kind == AlgorithmKind::Hash && self.owners.of(&block) == self.me
-    }
-
-    /// Whether this node hosts `client`'s Direct remote cache.
-    fn hosts(&self, client: NodeId) -> bool {
-        self.kind == AlgorithmKind::Direct
-            && client != self.me
-            && super::predecessor(&self.live, self.me) == Some(client)
     }
 
     /// A message for the node machine.

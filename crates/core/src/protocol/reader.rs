@@ -3,6 +3,7 @@
 //! manager's digest, and the fall-back to the origin.
 
 use super::node::{Action, NodeProtocol, ReadFailure, Served};
+use super::roles::NOT_ASKED;
 use super::timers::Timer;
 use super::{Content, Digest, PeerMsg, ProtocolKey};
 use crate::coop::{Level, Msg, NodeId, SizeClassed};
@@ -238,14 +239,10 @@ where
         if p.stage != Stage::Asking {
             return self.stats.late_replies += 1;
         }
-        if p.source != Some(from) {
+        let asked = p.source == Some(from); // rule: missing
+        if !asked {
             let msg = PeerMsg::Missing { block };
-            return self.violation(
-                from,
-                &msg,
-                "Missing is accepted only from the node asked",
-                now,
-            );
+            return self.violation(from, &msg, NOT_ASKED, now);
         }
         p.source_missing = true;
         p.source = None;
@@ -270,16 +267,12 @@ where
         if p.stage != Stage::Asking {
             return self.stats.late_replies += 1;
         }
+        let asked = p.source.is_none_or(|s| s == from); // rule: data
+        if !asked {
+            let msg = PeerMsg::Data { block, data };
+            return self.violation(from, &msg, NOT_ASKED, now);
+        }
         match (p.source, p.expect) {
-            (Some(s), _) if s != from => {
-                let msg = PeerMsg::Data { block, data };
-                self.violation(
-                    from,
-                    &msg,
-                    "Data is accepted only from the node asked for it",
-                    now,
-                )
-            }
             (Some(_), Some(expect)) => self.verify(block, from, data, expect, now),
             _ => {
                 if p.early.len() < MAX_EARLY && p.early.iter().all(|(s, _)| *s != from) {
@@ -302,20 +295,16 @@ where
         let early = std::mem::take(&mut p.early);
         let mut from_source = None;
         for (from, data) in early {
-            if from == source && from_source.is_none() {
-                from_source = Some(data);
+            let asked = from == source; // rule: data-early
+            if asked && from_source.is_none() {
+                from_source = Some((from, data));
             } else {
                 let msg = PeerMsg::Data { block, data };
-                self.violation(
-                    from,
-                    &msg,
-                    "Data is accepted only from the node asked for it",
-                    now,
-                );
+                self.violation(from, &msg, NOT_ASKED, now);
             }
         }
-        if let Some(data) = from_source {
-            self.verify(block, source, data, expect, now);
+        if let Some((from, data)) = from_source {
+            self.verify(block, from, data, expect, now);
         }
     }
 

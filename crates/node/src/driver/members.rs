@@ -1,7 +1,9 @@
-//! Membership: links dialled and lost, SWIM's verdicts, live members,
-//! pings and status.
+//! Membership: links dialled and lost, SWIM's verdicts, the live members
+//! the protocol is told of, and the frames that are not the protocol's.
 
 use super::*;
+use crate::link::{link_channels, run_link};
+use crate::membership::{Change, Effects, GossipError};
 
 impl Driver {
     pub(super) fn dial(&mut self, addr: String) {
@@ -40,7 +42,6 @@ impl Driver {
                 listen: listen.clone(),
                 queue: link.frames,
                 gossip: link.gossip,
-                rtt: None,
             },
         );
         self.membership_changed();
@@ -56,7 +57,7 @@ impl Driver {
             self.send(id, frame);
         }
         // Bring SWIM in: the peer adds us and sends its member list.
-        let effects = self.swim.announce(id, listen, Instant::now());
+        let effects = self.swim.announce(id, listen, crate::clock::now());
         self.swim_effects(effects);
     }
 
@@ -74,19 +75,15 @@ impl Driver {
         }
     }
 
-    /// Drops `id` from every directory and from the live set.
+    /// `id` is no longer live: the protocol forgets it (its directory
+    /// entries, reads waiting on it).
     pub(super) fn forget(&mut self, id: NodeId) {
-        let forgotten = self.manager.forget_node(id);
-        tracing::info!(
-            id,
-            forgotten,
-            "directory entries dropped for the lost member"
-        );
+        tracing::info!(id, "member forgotten");
         self.membership_changed();
     }
 
     pub(super) fn membership_changed(&mut self) {
-        self.live = std::iter::once(self.cfg.id)
+        let live: Vec<NodeId> = std::iter::once(self.cfg.id)
             .chain(
                 self.members
                     .keys()
@@ -94,20 +91,20 @@ impl Driver {
                     .filter(|i| !self.down.contains(i)),
             )
             .collect();
-        self.live.sort_unstable();
-        self.node.set_peers(&self.live);
-        self.manager.set_peers(&self.live);
-        self.metrics.members.set(self.live.len() as i64);
+        let now = self.clock.micros();
+        self.protocol.set_members(&live, now);
+        self.metrics.members.set(live.len() as i64);
+        self.apply();
     }
 
     /// Fires SWIM's due timers (probes, suspicion, gossip).
     pub(super) fn swim_tick(&mut self) {
-        let effects = self.swim.tick(Instant::now());
+        let effects = self.swim.tick(crate::clock::now());
         self.swim_effects(effects);
     }
 
     pub(super) fn on_gossip(&mut self, from: NodeId, data: &[u8]) {
-        match self.swim.receive(from, data, Instant::now()) {
+        match self.swim.receive(from, data, crate::clock::now()) {
             Ok(effects) => self.swim_effects(effects),
             Err(e @ (GossipError::Spoofed { .. } | GossipError::Undecodable(_))) => {
                 self.metrics.peer_errors.inc();
@@ -148,7 +145,6 @@ impl Driver {
                 Change::Down { node } => self.declare_down(node),
             }
         }
-        self.pump();
     }
 
     /// SWIM declared `id` down: treated as a lost link even if its TCP
@@ -171,55 +167,22 @@ impl Driver {
         self.forget(id);
     }
 
-    pub(super) fn ping_all(&mut self) {
-        let now = Instant::now();
-        self.pings
-            .retain(|_, (_, sent)| now.duration_since(*sent) < Duration::from_secs(10));
-        let ids: Vec<NodeId> = self.members.keys().copied().collect();
-        for id in ids {
-            self.nonce += 1;
-            self.pings.insert(self.nonce, (id, now));
-            self.send(id, Wire::Ping(self.nonce));
-        }
-    }
-
-    pub(super) fn status(&mut self) -> Status {
-        let m = &self.metrics;
-        let mut members = vec![MemberStatus {
-            id: self.cfg.id,
-            name: self.cfg.name.clone(),
-            listen: self.ctx.listen.clone(),
-            rtt_us: None,
-        }];
-        let down = &self.down;
-        members.extend(
-            self.members
-                .iter()
-                .filter(|(id, _)| !down.contains(id))
-                .map(|(&id, mm)| MemberStatus {
-                    id,
-                    name: mm.name.clone(),
-                    listen: mm.listen.clone(),
-                    rtt_us: mm.rtt.map(|r| r.as_micros() as u64),
-                }),
-        );
-        Status {
-            id: self.cfg.id,
-            name: self.cfg.name.clone(),
-            algorithm: self.cfg.algorithm.clone(),
-            members,
-            cached_bytes: self.store.bytes() as u64,
-            cached_blocks: self.store.blocks() as u64,
-            budget_bytes: self.cfg.budget,
-            reads: Level::ALL
-                .iter()
-                .map(|&l| (crate::metrics::level_name(l).to_string(), m.reads_at(l)))
-                .collect(),
-            origin_reads: m.origin_reads.get(),
-            origin_bytes: m.origin_bytes.get(),
-            integrity_failures: m.integrity_failures.get(),
-            timeouts: m.timeouts.get(),
-            peer_errors: m.peer_errors.get(),
+    /// A frame that is not a protocol message.
+    pub(super) fn on_frame(&mut self, from: NodeId, wire: Wire) {
+        match wire {
+            Wire::Gossip(data) => self.on_gossip(from, &data),
+            Wire::Members(list) => {
+                for (id, listen) in list {
+                    if id != self.cfg.id && !self.members.contains_key(&id) {
+                        self.dial(listen);
+                    }
+                }
+            }
+            // A second Hello, or a protocol message the link should have
+            // passed as one: a confused peer.
+            Wire::Hello { .. } | Wire::Peer(_) => {
+                self.metrics.peer_errors.inc();
+            }
         }
     }
 }

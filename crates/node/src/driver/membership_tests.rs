@@ -3,10 +3,11 @@
 //! whatever the link says.
 
 use super::*;
-use crate::machine::{LiveAlgorithm, build};
-use crate::membership::Effects;
+use crate::membership::{Change, Effects, SwimId};
 use crate::tls::{Identity, init_cluster};
-use coopcache_core::coop::Holders;
+use coopcache_core::coop::{AlgorithmKind, Holders, LiveShape};
+use coopcache_core::policy::PolicyKind;
+use coopcache_core::protocol::{ProtocolConfig, manager_of};
 
 const PEER: NodeId = 7;
 const PEER_ADDR: &str = "127.0.0.1:9";
@@ -25,18 +26,24 @@ fn driver(dir: &std::path::Path) -> Driver {
         events: events.clone(),
         metrics: metrics.clone(),
     });
-    let machines = build(LiveAlgorithm::NChance, 0, 64, 2, 1).unwrap();
+    let shape = LiveShape {
+        capacity: 64,
+        policy: PolicyKind::Lru,
+        chances: 2,
+        seed: 1,
+    };
+    let machines = AlgorithmKind::NChance.build_live(0, &shape).unwrap();
+    let clock = Clock::start();
+    let cfg = ProtocolConfig::for_node(64, 64 << 10);
+    let protocol = NodeProtocol::new(0, AlgorithmKind::NChance, machines, cfg, clock.micros());
     let origin = Arc::new(Origin::open(dir.to_str().unwrap()).unwrap());
     let cfg = DriverConfig {
         id: 0,
         name: "n0".into(),
-        algorithm: "nchance".into(),
         block_size: 64 << 10,
         budget: 64 << 20,
-        capacity: 64,
-        min_timeout: Duration::from_millis(50),
     };
-    Driver::new(cfg, machines, origin, metrics, ctx, events)
+    Driver::new(cfg, protocol, clock, origin, metrics, ctx, events)
 }
 
 /// Dials the peer and reports its link up, as `run_link` would.
@@ -61,22 +68,29 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
     let tmp = tempfile::tempdir().unwrap();
     let mut d = driver(tmp.path());
     link(&mut d);
-    assert_eq!(d.live, vec![0, PEER]);
-    let block = BlockId { file: 1, index: 0 };
-    d.deliver_to_manager(PEER, Msg::Cached { block });
-    assert_eq!(*d.manager.directory().holders(block), Holders::One(PEER));
+    assert_eq!(d.protocol.members(), [0, PEER]);
+    // A block this node manages, read by the peer: the peer holds it.
+    let file = (0..)
+        .find(|&f| manager_of(f, &[0, PEER]) == Some(0))
+        .unwrap();
+    let block = BlockId { file, index: 0 };
+    d.on_event(Event::Peer {
+        from: PEER,
+        msg: PeerMsg::Read { block },
+    });
+    assert_eq!(*d.protocol.directory().holders(block), Holders::One(PEER));
 
     // The link still looks up, but SWIM says down.
     verdict(&mut d, Change::Down { node: PEER });
-    assert_eq!(d.live, vec![0]);
+    assert_eq!(d.protocol.members(), [0]);
     assert_eq!(listed(&mut d), vec![0]);
-    assert_eq!(*d.manager.directory().holders(block), Holders::None);
+    assert_eq!(*d.protocol.directory().holders(block), Holders::None);
     assert!(d.links.is_empty(), "the hung link is dropped");
 
     // A new link to it does not make it live while SWIM holds it down...
     link(&mut d);
     assert!(d.members.contains_key(&PEER));
-    assert_eq!(d.live, vec![0]);
+    assert_eq!(d.protocol.members(), [0]);
     assert_eq!(listed(&mut d), vec![0]);
 
     // ...SWIM seeing it alive does.
@@ -87,7 +101,7 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
             listen: PEER_ADDR.into(),
         },
     );
-    assert_eq!(d.live, vec![0, PEER]);
+    assert_eq!(d.protocol.members(), [0, PEER]);
     assert_eq!(listed(&mut d), vec![0, PEER]);
 }
 
@@ -104,7 +118,7 @@ async fn swim_up_for_an_unlinked_member_dials_it() {
     );
     assert!(d.links.contains_key(PEER_ADDR));
     // Live only once the link is up (TLS decides membership).
-    assert_eq!(d.live, vec![0]);
+    assert_eq!(d.protocol.members(), [0]);
 }
 
 #[tokio::test]
@@ -113,7 +127,7 @@ async fn bad_gossip_frames_are_counted_and_change_nothing() {
     let mut d = driver(tmp.path());
     link(&mut d);
     let before = d.metrics.peer_errors.get();
-    d.on_wire(PEER, Wire::Gossip(Bytes::from_static(b"\xff\xff\xff junk")));
+    d.on_frame(PEER, Wire::Gossip(Bytes::from_static(b"\xff\xff\xff junk")));
     assert_eq!(d.metrics.peer_errors.get(), before + 1);
     // A real datagram from another member, replayed by this peer.
     let mut other = Swim::new(
@@ -124,8 +138,8 @@ async fn bad_gossip_frames_are_counted_and_change_nothing() {
         },
         1,
     );
-    let e = other.announce(0, "127.0.0.1:7000".into(), Instant::now());
-    d.on_wire(PEER, Wire::Gossip(e.send[0].2.clone()));
+    let e = other.announce(0, "127.0.0.1:7000".into(), crate::clock::now());
+    d.on_frame(PEER, Wire::Gossip(e.send[0].2.clone()));
     assert_eq!(d.metrics.peer_errors.get(), before + 2);
-    assert_eq!(d.live, vec![0, PEER]);
+    assert_eq!(d.protocol.members(), [0, PEER]);
 }

@@ -29,7 +29,7 @@ fn id(node: NodeId) -> SwimId {
 
 impl Net {
     fn new(ids: &[NodeId]) -> Net {
-        let now = Instant::now();
+        let now = crate::clock::now();
         Net {
             nodes: ids.iter().map(|&n| (n, Swim::new(id(n), 7))).collect(),
             isolated: BTreeSet::new(),
@@ -202,7 +202,7 @@ fn a_datagram_speaking_for_another_member_is_refused() {
 #[test]
 fn malformed_datagrams_are_refused() {
     let mut swim = Swim::new(id(1), 1);
-    let now = Instant::now();
+    let now = crate::clock::now();
     for bad in [&b""[..], b"\xff", b"\x00\x00\x00", &[0xffu8; 64][..]] {
         assert!(
             matches!(
@@ -227,6 +227,6 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..MAX_GOSSIP + 8), from in 0u32..4) {
         let mut swim = Swim::new(id(1), 1);
-        let _ = swim.receive(from, &data, Instant::now());
+        let _ = swim.receive(from, &data, crate::clock::now());
     }
 }

@@ -1,9 +1,10 @@
 //! A loopback cluster in one test process, over a generated origin.
 #![allow(dead_code)]
 
+use coopcache_core::coop::AlgorithmKind;
 use coopcache_node::origin::Origin;
 use coopcache_node::tls::{Identity, init_cluster};
-use coopcache_node::{LiveAlgorithm, NodeHandle, NodeOptions, start};
+use coopcache_node::{NodeHandle, NodeOptions, start};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,7 +39,7 @@ pub fn write_files(dir: &Path, files: &[(&str, usize)]) {
 
 pub struct Shape {
     pub nodes: u32,
-    pub algorithm: LiveAlgorithm,
+    pub algorithm: AlgorithmKind,
     pub memory: u64,
     pub block_size: u32,
     pub origin_delay: Duration,
@@ -48,7 +49,7 @@ impl Default for Shape {
     fn default() -> Self {
         Shape {
             nodes: 3,
-            algorithm: LiveAlgorithm::NChance,
+            algorithm: AlgorithmKind::NChance,
             memory: 64 << 20,
             block_size: 64 << 10,
             origin_delay: Duration::ZERO,

@@ -110,24 +110,11 @@ async fn a_process_without_a_cluster_certificate_gets_nothing() {
         let Ok(mut tls) = connector.connect(server, tcp).await else {
             return None;
         };
-        let from = Addr::Node(7);
         let frames = [
             eve_hello.clone(),
             Wire::Members(vec![(7, eve_listen.clone())]),
-            Wire::Core {
-                from,
-                to: Addr::Manager,
-                msg: Msg::Cached { block },
-            },
-            Wire::Core {
-                from,
-                to: Addr::Manager,
-                msg: Msg::Read {
-                    block,
-                    reader: 7,
-                    hops: 1,
-                },
-            },
+            Wire::Peer(PeerMsg::Cached { block }),
+            Wire::Peer(PeerMsg::Read { block }),
         ];
         for f in &frames {
             if write_frame(&mut tls, f).await.is_err() {

@@ -2,13 +2,13 @@
 //! and places bad blocks in the real nodes' partitions.
 
 use super::*;
+use coopcache_core::coop::AlgorithmKind;
 use coopcache_core::coop::Owners;
-use coopcache_node::LiveAlgorithm;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_owner_or_placer_sending_bad_blocks_is_caught() {
-    let (c, mallory, names) =
-        attacked_cluster("p", LiveAlgorithm::Hash, Duration::from_secs(5)).await;
+    let (c, mut mallory, names) =
+        attacked_cluster("p", AlgorithmKind::Hash, Duration::from_secs(5)).await;
     let owners = Owners::live(&[0, 1, MALLORY]);
 
     let (mut sent_bad, mut served, mut placed) = (0u64, 0, 0);
@@ -24,6 +24,10 @@ async fn a_partition_owner_or_placer_sending_bad_blocks_is_caught() {
             .await
             .unwrap();
         assert_eq!((data, level), (t.now.clone(), Level::Origin));
+        // Mallory has seen that read's question to her (the manager's
+        // Pong comes after it on the same link) before she is told what
+        // to answer.
+        mallory.barrier(t.manager).await;
         if owner == MALLORY {
             // The other node's read goes to Mallory's partition.
             mallory
@@ -36,15 +40,10 @@ async fn a_partition_owner_or_placer_sending_bad_blocks_is_caught() {
         } else if owner == t.manager && answer != Answer::Honest {
             // Mallory places bad bytes in the manager's own partition,
             // where its own next read would find them.
-            let place = Wire::Core {
-                from: Addr::Node(MALLORY),
-                to: Addr::Node(owner),
-                msg: Msg::Place {
-                    block: t.block,
-                    data: bad,
-                    replaces: None,
-                },
-            };
+            let place = Wire::Peer(PeerMsg::Place {
+                block: t.block,
+                data: bad,
+            });
             mallory.send(owner, &place).await;
             sent_bad += 1;
             placed += 1;
@@ -73,7 +72,7 @@ async fn a_partition_owner_or_placer_sending_bad_blocks_is_caught() {
         );
     }
     assert!(
-        served >= 6 && placed >= 3,
+        served >= 3 && placed >= 3,
         "{served} served, {placed} placed"
     );
     let answered = mallory.answered.lock().unwrap().len();

@@ -4,11 +4,17 @@
 //!   frame protocol, but every block it serves is bad: flipped bits,
 //!   truncated, padded, a stale version's bytes, another block's bytes
 //!   (and, as a control that the attack path is live, honest bytes). It
-//!   gets itself recorded as a holder by reading each block through the
-//!   manager, so the manager forwards the next reader to it. It also
-//!   pushes bad singlets (N-Chance recirculation) at the real nodes. Every
-//!   bad block must be detected (`integrity_failures`) and no bad byte
+//!   gets itself recorded as a block's first holder by reading it first
+//!   (and recording its digest honestly, as the manager asks), so the
+//!   manager forwards the next readers to it. It also pushes bad singlets
+//!   (N-Chance recirculation) and placements at the real nodes. Every bad
+//!   block must be detected (`integrity_failures`) and no bad byte
 //!   delivered or kept.
+//! - `roles`: Mallory sends each message from a role she does not hold
+//!   (the forged record, read and invalidation of the attack that once
+//!   made every node serve her bytes, and every other rule): each is
+//!   refused and counted against her (`protocol_violations`), and every
+//!   node goes on serving the origin's bytes.
 //! - Eve has a certificate from another CA: her handshakes fail both ways,
 //!   none of her frames is processed, and she reads nothing.
 
@@ -18,11 +24,13 @@ mod common;
 mod hash;
 mod mallory;
 mod nchance;
+mod roles;
 
 use bytes::Bytes;
 use common::*;
-use coopcache_core::coop::{Addr, Level, Msg, NodeId};
-use coopcache_node::block::{BlockId, file_id, manager_of};
+use coopcache_core::coop::{Level, NodeId};
+use coopcache_core::protocol::{Content, PeerMsg};
+use coopcache_node::block::{Block, BlockId, file_id, manager_of};
 use coopcache_node::frame::{PROTOCOL_VERSION, Wire, max_frame};
 use coopcache_node::link::{read_frame, write_frame};
 use coopcache_node::origin::FileVersion;
@@ -41,5 +49,8 @@ use tokio::sync::mpsc;
 
 pub(crate) const BLOCK_SIZE: u32 = 4096;
 pub(crate) const BLOCKS_PER_FILE: u32 = 8;
-pub(crate) const FILES: usize = 10;
-pub(crate) const MALLORY: NodeId = 2;
+/// Files per attacked cluster: enough that, whatever ids their versions get,
+/// a few are managed by each member (each of 16 misses Mallory with
+/// probability 2/3).
+pub(crate) const FILES: usize = 16;
+pub(crate) const MALLORY: NodeId = 9;

@@ -42,6 +42,8 @@ pub(crate) struct Mallory {
     pub(crate) answers: Arc<Mutex<HashMap<BlockId, (Answer, Bytes)>>>,
     pub(crate) answered: Arc<Mutex<Vec<(BlockId, Answer)>>>,
     pub(crate) pongs: mpsc::Receiver<u64>,
+    /// Every other protocol message the real nodes sent her.
+    pub(crate) heard: mpsc::Receiver<(NodeId, PeerMsg<BlockId, Bytes>)>,
     pub(crate) nonce: u64,
 }
 
@@ -143,53 +145,38 @@ impl Mallory {
         let answers: Arc<Mutex<HashMap<BlockId, (Answer, Bytes)>>> = Arc::default();
         let answered: Arc<Mutex<Vec<(BlockId, Answer)>>> = Arc::default();
         let (pong_tx, pongs) = mpsc::channel(64);
+        let (heard_tx, heard) = mpsc::channel(1024);
         let (links, table, log) = (out.clone(), answers.clone(), answered.clone());
         tokio::spawn(async move {
             while let Some((from, wire)) = frames.recv().await {
-                match wire {
+                let Wire::Peer(msg) = wire else { continue };
+                match msg {
                     // A holder's forward, or a read sent to her as the
                     // block's Hash-Distributed partition owner.
-                    Wire::Core {
-                        msg:
-                            Msg::Forward {
-                                block,
-                                reader,
-                                hops,
-                            }
-                            | Msg::Read {
-                                block,
-                                reader,
-                                hops,
-                            },
-                        to: Addr::Node(MALLORY),
-                        ..
-                    } => {
-                        let Some((answer, data)) = table.lock().unwrap().get(&block).cloned()
-                        else {
-                            continue;
-                        };
+                    PeerMsg::Forward { block, .. } | PeerMsg::PartitionRead { block }
+                        if table.lock().unwrap().contains_key(&block) =>
+                    {
+                        let (answer, data) = table.lock().unwrap()[&block].clone();
                         log.lock().unwrap().push((block, answer));
-                        let reply = Wire::Core {
-                            from: Addr::Node(MALLORY),
-                            to: Addr::Node(reader),
-                            msg: Msg::Data {
-                                block,
-                                data,
-                                level: Level::RemoteNode,
-                                hops: hops + 1,
-                            },
+                        let to = match msg {
+                            PeerMsg::Forward { reader, .. } => reader,
+                            _ => from,
                         };
-                        let mut conn = links[&reader].lock().await;
+                        let reply = Wire::Peer(PeerMsg::Data { block, data });
+                        let mut conn = links[&to].lock().await;
                         write_frame(&mut *conn, &reply).await.unwrap();
                     }
-                    Wire::Pong(n) => {
-                        let _ = pong_tx.send(n).await;
+                    PeerMsg::Pong { nonce } => {
+                        let _ = pong_tx.send(nonce).await;
                     }
-                    Wire::Ping(n) => {
+                    PeerMsg::Ping { nonce } => {
                         let mut conn = links[&from].lock().await;
-                        write_frame(&mut *conn, &Wire::Pong(n)).await.unwrap();
+                        let pong = Wire::Peer(PeerMsg::Pong { nonce });
+                        write_frame(&mut *conn, &pong).await.unwrap();
                     }
-                    _ => {}
+                    msg => {
+                        let _ = heard_tx.try_send((from, msg));
+                    }
                 }
             }
         });
@@ -198,6 +185,7 @@ impl Mallory {
             answers,
             answered,
             pongs,
+            heard,
             nonce: 1 << 60,
         }
     }
@@ -212,7 +200,8 @@ impl Mallory {
     /// only after the `Ping` behind them.
     pub(crate) async fn barrier(&mut self, to: NodeId) {
         self.nonce += 1;
-        self.send(to, &Wire::Ping(self.nonce)).await;
+        let ping = Wire::Peer(PeerMsg::Ping { nonce: self.nonce });
+        self.send(to, &ping).await;
         let wait = async {
             while let Some(n) = self.pongs.recv().await {
                 if n == self.nonce {
@@ -223,6 +212,39 @@ impl Mallory {
         tokio::time::timeout(Duration::from_secs(5), wait)
             .await
             .expect("no Pong from the manager");
+    }
+
+    /// Reads `t`'s block first, as its first holder: she asks its manager,
+    /// is told to read it from the origin and record it, and records the
+    /// right digest (lying here is the one thing a first reader can do;
+    /// `roles` shows what else she cannot). The manager then forwards
+    /// readers to her.
+    pub(crate) async fn read_first(&mut self, t: &Target) {
+        let read = Wire::Peer(PeerMsg::Read { block: t.block });
+        self.send(t.manager, &read).await;
+        let wait = async {
+            while let Some((from, msg)) = self.heard.recv().await {
+                if from == t.manager
+                    && msg
+                        == (PeerMsg::FetchOrigin {
+                            block: t.block,
+                            record: true,
+                        })
+                {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), wait)
+            .await
+            .expect("the manager did not send her to the origin");
+        let digest = Block::new(t.now.clone()).digest();
+        let record = Wire::Peer(PeerMsg::Record {
+            block: t.block,
+            digest,
+        });
+        self.send(t.manager, &record).await;
+        self.barrier(t.manager).await;
     }
 }
 
@@ -262,7 +284,9 @@ pub(crate) async fn targets(c: &TestCluster, names: &[String]) -> Vec<Target> {
         rewrite(&c.origin_dir.join(name), &now);
         let version = c.nodes[0].stat(name).await.unwrap();
         let file = file_id(name, &version.version);
-        let manager = manager_of(file, &[0, 1, MALLORY]).unwrap();
+        let mut members: Vec<NodeId> = (0..c.nodes.len() as NodeId).collect();
+        members.push(MALLORY);
+        let manager = manager_of(file, &members).unwrap();
         if manager == MALLORY {
             continue;
         }
@@ -312,14 +336,24 @@ pub(crate) async fn integrity_failures(c: &TestCluster) -> u64 {
 /// joined as a third member.
 pub(crate) async fn attacked_cluster(
     prefix: &str,
-    algorithm: coopcache_node::LiveAlgorithm,
+    algorithm: coopcache_core::coop::AlgorithmKind,
+    timeout: Duration,
+) -> (TestCluster, Mallory, Vec<String>) {
+    attacked_cluster_of(2, prefix, algorithm, timeout).await
+}
+
+/// As [`attacked_cluster`], with `nodes` real nodes.
+pub(crate) async fn attacked_cluster_of(
+    nodes: u32,
+    prefix: &str,
+    algorithm: coopcache_core::coop::AlgorithmKind,
     timeout: Duration,
 ) -> (TestCluster, Mallory, Vec<String>) {
     let names: Vec<String> = (0..FILES).map(|i| format!("{prefix}{i}.bin")).collect();
     let len = (BLOCKS_PER_FILE * BLOCK_SIZE) as usize;
     let files: Vec<(&str, usize)> = names.iter().map(|n| (n.as_str(), len)).collect();
     let shape = Shape {
-        nodes: 2,
+        nodes,
         block_size: BLOCK_SIZE,
         algorithm,
         ..Shape::default()
@@ -331,7 +365,7 @@ pub(crate) async fn attacked_cluster(
         .map(|n| n.listen_addr().to_string())
         .collect();
     let mallory = Mallory::join(&c.keys, &addrs).await;
-    wait_for_members(&c.nodes, 3).await;
+    wait_for_members(&c.nodes, nodes as usize + 1).await;
     (c, mallory, names)
 }
 

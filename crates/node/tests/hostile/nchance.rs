@@ -1,14 +1,14 @@
 //! Bad blocks forwarded by a holder or pushed as N-Chance singlets.
 
 use super::*;
-use coopcache_node::LiveAlgorithm;
+use coopcache_core::coop::AlgorithmKind;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_serving_bad_blocks_is_caught_every_time() {
     // A peer timeout far above loopback times: every bad block must be
     // caught by its hash, not by a late answer.
     let (c, mut mallory, names) =
-        attacked_cluster("h", LiveAlgorithm::NChance, Duration::from_secs(5)).await;
+        attacked_cluster("h", AlgorithmKind::NChance, Duration::from_secs(5)).await;
     let len = (BLOCKS_PER_FILE * BLOCK_SIZE) as usize;
 
     let targets = targets(&c, &names).await;
@@ -25,32 +25,8 @@ async fn a_member_serving_bad_blocks_is_caught_every_time() {
             .unwrap()
             .insert(t.block, (answer, bad));
         // Mallory reads the block first, so the manager records her as
-        // its first holder.
-        let read = Msg::Read {
-            block: t.block,
-            reader: MALLORY,
-            hops: 1,
-        };
-        let to = (Addr::Node(MALLORY), Addr::Manager);
-        mallory
-            .send(
-                t.manager,
-                &Wire::Core {
-                    from: to.0,
-                    to: to.1,
-                    msg: read,
-                },
-            )
-            .await;
-        mallory.barrier(t.manager).await;
-        // The manager reads it next: no hash is recorded yet, so it is not
-        // forwarded to Mallory but read from the origin, and recorded.
-        let m = &c.nodes[t.manager as usize];
-        let (data, level) = m
-            .read_block(&t.path, &t.version, t.block.index)
-            .await
-            .unwrap();
-        assert_eq!((data, level), (t.now.clone(), Level::Origin));
+        // its first holder (and her record of its digest, an honest one).
+        mallory.read_first(t).await;
         // The other node's read is forwarded to Mallory, the first holder.
         sent_bad += u64::from(victim_reads_from_mallory(&c, t, answer).await);
         *by_answer.entry(answer).or_default() += 1;
@@ -81,15 +57,11 @@ async fn a_member_serving_bad_blocks_is_caught_every_time() {
             .unwrap();
         let answer = ANSWERS[j % (ANSWERS.len() - 1)];
         let victim = 1 - t.manager;
-        let push = Wire::Core {
-            from: Addr::Node(MALLORY),
-            to: Addr::Node(victim),
-            msg: Msg::Recirculate {
-                block: t.block,
-                data: bad_bytes(answer, t, j),
-                chances: 2,
-            },
-        };
+        let push = Wire::Peer(PeerMsg::Recirculate {
+            block: t.block,
+            data: bad_bytes(answer, t, j),
+            chances: 2,
+        });
         mallory.send(victim, &push).await;
         sent_bad += 1;
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -142,12 +114,21 @@ async fn a_member_serving_bad_blocks_is_caught_every_time() {
 /// wait runs out, and the read gets the origin's bytes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_singlet_is_not_served_before_its_hash_is_confirmed() {
-    let (c, mut mallory, names) =
-        attacked_cluster("s", LiveAlgorithm::NChance, Duration::from_millis(300)).await;
+    let (c, mut mallory, _) =
+        attacked_cluster("s", AlgorithmKind::NChance, Duration::from_millis(300)).await;
     let len = (BLOCKS_PER_FILE * BLOCK_SIZE) as usize;
 
+    // File ids hash the origin's version (inode, mtime): more files are
+    // written until two are managed by Mallory.
     let mut checked = 0;
-    for (i, name) in names.iter().enumerate() {
+    for i in 0..200usize {
+        if checked == 2 {
+            break;
+        }
+        let name = &format!("s{i}.bin");
+        if i >= FILES {
+            std::fs::write(c.origin_dir.join(name), contents(i as u64 + 1, len)).unwrap();
+        }
         let version = c.nodes[0].stat(name).await.unwrap();
         let file = file_id(name, &version.version);
         if manager_of(file, &[0, 1, MALLORY]) != Some(MALLORY) {
@@ -157,15 +138,11 @@ async fn a_singlet_is_not_served_before_its_hash_is_confirmed() {
         let block = BlockId { file, index: 0 };
         let mut bad = want[..BLOCK_SIZE as usize].to_vec();
         bad[0] ^= 0xff;
-        let push = Wire::Core {
-            from: Addr::Node(MALLORY),
-            to: Addr::Node(0),
-            msg: Msg::Recirculate {
-                block,
-                data: Bytes::from(bad),
-                chances: 2,
-            },
-        };
+        let push = Wire::Peer(PeerMsg::Recirculate {
+            block,
+            data: Bytes::from(bad),
+            chances: 2,
+        });
         mallory.send(0, &push).await;
         // Node 0 has handled the push (frames on a link are handled in
         // order): the machine holds the singlet, its check is unanswered.
@@ -184,7 +161,10 @@ async fn a_singlet_is_not_served_before_its_hash_is_confirmed() {
         );
         checked += 1;
     }
-    assert!(checked >= 1, "no file managed by Mallory among {FILES}");
+    assert_eq!(
+        checked, 2,
+        "fewer than two files managed by Mallory among 200"
+    );
     let s = c.nodes[0].status().await.unwrap();
     assert!(s.timeouts >= checked, "{s:?}");
     assert_eq!(

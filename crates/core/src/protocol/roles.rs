@@ -1,0 +1,100 @@
+//! The trust boundary: every message is judged by the sender its link
+//! authenticated and the role that sender holds for the message's block at
+//! that moment (DESIGN.md section 6, docs/PROTOCOL.md "Roles"). One line
+//! per rule, each marked, so `scripts/mutate-roles.sh` can remove any one
+//! and show the test behind it fail.
+
+use super::node::NodeProtocol;
+use super::{Content, PeerMsg, ProtocolKey};
+use crate::coop::{AlgorithmKind, MAX_CHANCES, NodeId, SizeClassed};
+
+const CACHED: &str = "Cached is sent only after a Hash-Distributed partition hit";
+const MOVED: &str = "Moved is accepted only from a recorded holder of the block";
+const NOT_HERE: &str = "NotHere is accepted only from a holder this manager forwarded the block to";
+const RECORD: &str = "Record is accepted only from the node this manager told to read the block from the origin, once";
+const FROM_MANAGER: &str =
+    "accepted only from the block's manager (rendezvous over the live members)";
+const PARTITION_READ: &str =
+    "PartitionRead is accepted only by the block's Hash-Distributed partition owner";
+const RECLAIM: &str = "Reclaim is accepted only from the Direct client this node hosts";
+const RECIRCULATE: &str = "Recirculate is sent only between N-Chance peers, with 1 to 8 chances";
+const PLACE: &str = "Place is accepted only by the block's Hash-Distributed partition owner, or a Direct host from its client";
+/// Data and Missing are judged against the read they answer (reader.rs).
+pub(super) const NOT_ASKED: &str = "accepted only from the node asked for the block";
+
+/// `why`, unless `allowed`.
+fn check(allowed: bool, why: &'static str) -> Option<&'static str> {
+    (!allowed).then_some(why)
+}
+
+impl<K, D> NodeProtocol<K, D>
+where
+    K: ProtocolKey + SizeClassed,
+    D: Content,
+{
+    /// Why `msg` from `from` is refused, if it is: each message is
+    /// accepted only from the role allowed to send it.
+    pub(super) fn refusal(&self, from: NodeId, msg: &PeerMsg<K, D>) -> Option<&'static str> {
+        use PeerMsg::*;
+        match *msg {
+            // To a manager, about the sender itself: any member may.
+            Read { .. } | IsSinglet { .. } | Dropped { .. } | HashOf { .. } => None,
+            // Judged against the read they answer.
+            Data { .. } | Missing { .. } => None,
+            Ping { .. } | Pong { .. } => None,
+            Cached { .. } => check(self.kind == AlgorithmKind::Hash, CACHED), // rule: cached
+            Moved { block, .. } => check(self.holds(from, block), MOVED),     // rule: moved
+            NotHere { block } => check(self.slice.forwarded_to(block, from), NOT_HERE), // rule: not-here
+            Record { block, .. } => check(self.slice.granted(block, from), RECORD), // rule: record
+            Forward { block, .. } => check(self.manages(from, block), FROM_MANAGER), // rule: forward
+            Expect { block, .. } => check(self.manages(from, block), FROM_MANAGER),  // rule: expect
+            FetchOrigin { block, .. } => check(self.manages(from, block), FROM_MANAGER), // rule: fetch-origin
+            HashIs { block, .. } => check(self.manages(from, block), FROM_MANAGER), // rule: hash-is
+            Singlet { block, .. } => check(self.manages(from, block), FROM_MANAGER), // rule: singlet
+            Invalidate { block } => check(self.manages(from, block), FROM_MANAGER), // rule: invalidate
+            PartitionRead { block } => check(self.owns_partition(block), PARTITION_READ), // rule: partition-read
+            Reclaim { .. } => check(self.hosts(from), RECLAIM), // rule: reclaim
+            Recirculate { chances, .. } => check(self.recirculates(from, chances), RECIRCULATE), // rule: recirculate
+            Place { block, .. } => check(self.may_place(from, block), PLACE), // rule: place
+        }
+    }
+
+    /// Whether `from` manages `block` among the live members.
+    fn manages(&self, from: NodeId, block: K) -> bool {
+        from == self.manager_of(block)
+    }
+
+    /// Whether this node's manager slice records `from` as a holder.
+    fn holds(&self, from: NodeId, block: K) -> bool {
+        self.manager.directory().holders(block).contains(from)
+    }
+
+    /// Whether this node owns `block`'s Hash-Distributed partition.
+    fn owns_partition(&self, block: K) -> bool {
+        self.kind == AlgorithmKind::Hash && self.owners.of(&block) == self.me
+    }
+
+    /// Whether this node hosts `client`'s Direct remote cache.
+    fn hosts(&self, client: NodeId) -> bool {
+        self.kind == AlgorithmKind::Direct
+            && client != self.me
+            && super::predecessor(&self.live, self.me) == Some(client)
+    }
+
+    /// Whether `from` may forward a singlet here with `chances` left.
+    fn recirculates(&self, from: NodeId, chances: u8) -> bool {
+        self.kind == AlgorithmKind::NChance
+            && from != self.me
+            && (1..=MAX_CHANCES).contains(&chances)
+    }
+
+    /// Whether `from` may place `block` here: at its partition owner
+    /// (Hash-Distributed), or from the client a Direct host keeps for.
+    fn may_place(&self, from: NodeId, block: K) -> bool {
+        match self.kind {
+            AlgorithmKind::Hash => self.owns_partition(block),
+            AlgorithmKind::Direct => self.hosts(from),
+            _ => false,
+        }
+    }
+}

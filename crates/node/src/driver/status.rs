@@ -1,0 +1,53 @@
+//! The node's status, as `coopcache status` and `/v1/status` show it.
+
+use super::*;
+
+impl Driver {
+    pub(super) fn status(&mut self) -> Status {
+        self.sync_metrics();
+        let m = &self.metrics;
+        let mut members = vec![MemberStatus {
+            id: self.cfg.id,
+            name: self.cfg.name.clone(),
+            listen: self.ctx.listen.clone(),
+            rtt_us: None,
+        }];
+        let down = &self.down;
+        let protocol = &self.protocol;
+        members.extend(
+            self.members
+                .iter()
+                .filter(|(id, _)| !down.contains(id))
+                .map(|(&id, mm)| MemberStatus {
+                    id,
+                    name: mm.name.clone(),
+                    listen: mm.listen.clone(),
+                    rtt_us: protocol.rtt_us(id),
+                }),
+        );
+        let usage = self.protocol.usage();
+        let stats = self.protocol.stats();
+        Status {
+            id: self.cfg.id,
+            name: self.cfg.name.clone(),
+            algorithm: self.protocol.algorithm().to_string(),
+            members,
+            cached_bytes: usage.bytes as u64,
+            cached_blocks: usage.blocks as u64,
+            budget_bytes: self.cfg.budget,
+            reads: Level::ALL
+                .iter()
+                .map(|&l| (crate::metrics::level_name(l).to_string(), m.reads_at(l)))
+                .collect(),
+            origin_reads: m.origin_reads.get(),
+            origin_bytes: m.origin_bytes.get(),
+            integrity_failures: stats.integrity_failures,
+            protocol_violations: stats.violations_total(),
+            timeouts: stats.timeouts,
+            peer_errors: m.peer_errors.get(),
+            quiet: self.protocol.is_quiet(),
+            sent: self.sent.clone(),
+            received: self.received.clone(),
+        }
+    }
+}

@@ -1,0 +1,466 @@
+//! The trust boundary, rule by rule: Mallory, a member with no protocol
+//! of her own (a test speaks for her), sends each message from a role she
+//! does not hold. Each is refused and counted against her, and each test
+//! checks what the message would have done had it been accepted, so it
+//! fails when its rule's check is removed (`scripts/mutate-roles.sh`
+//! removes them one at a time).
+
+use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
+use coopcache_core::policy::PolicyKind;
+use coopcache_core::protocol::{Digest, PeerMsg, manager_of, predecessor};
+use coopcache_sim::live::{LiveCluster, content_of};
+
+const MALLORY: NodeId = 9;
+const BLOCK_SIZE: u32 = 4096;
+const MEMBERS: [NodeId; 4] = [0, 1, 2, MALLORY];
+
+fn cluster(kind: AlgorithmKind) -> LiveCluster<u64> {
+    let shape = LiveShape {
+        capacity: 16,
+        policy: PolicyKind::Lru,
+        chances: 2,
+        seed: 1,
+    };
+    let mut c = LiveCluster::new(kind, 3, &shape, BLOCK_SIZE).unwrap();
+    c.add_outsider(MALLORY);
+    c
+}
+
+fn evil() -> Digest {
+    Digest {
+        hash: [0xee; 32],
+        len: BLOCK_SIZE,
+    }
+}
+
+/// A block (its own file) whose manager is `m`, from `from` on.
+fn managed_by(m: NodeId, from: u64) -> u64 {
+    (from..)
+        .find(|&b| manager_of(b, &MEMBERS) == Some(m))
+        .unwrap()
+}
+
+fn violations(c: &LiveCluster<u64>, node: NodeId) -> u64 {
+    let s = c.nodes()[node as usize].stats();
+    s.violations.get(&MALLORY).copied().unwrap_or(0)
+}
+
+/// Node `node` reads `block` to quiescence: its level, after checking
+/// the contents are the origin's.
+fn read(c: &mut LiveCluster<u64>, node: NodeId, block: u64) -> Level {
+    let served = c.read(node, block).unwrap().expect("completed").unwrap();
+    assert_eq!(
+        served.data,
+        content_of(&block, BLOCK_SIZE),
+        "wrong contents"
+    );
+    served.level
+}
+
+#[test]
+fn a_record_is_accepted_only_from_the_granted_reader_and_only_once() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 1000);
+    assert_eq!(
+        read(&mut c, 1, b),
+        Level::Origin,
+        "node 1 reads and records"
+    );
+    // Mallory overwrites the record with her digest: refused.
+    c.inject(
+        MALLORY,
+        0,
+        PeerMsg::Record {
+            block: b,
+            digest: evil(),
+        },
+    );
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 0), 1);
+    // The honest record stands: node 2 is forwarded to node 1 and checks
+    // its contents against it.
+    assert_eq!(read(&mut c, 2, b), Level::RemoteNode);
+    // Granted herself (the first reader of another block), she records
+    // once; a second record is refused.
+    let d = managed_by(0, b + 1);
+    c.inject(MALLORY, 0, PeerMsg::Read { block: d });
+    c.run_until_quiet().unwrap();
+    let told = c.take_inbox(MALLORY);
+    assert!(
+        told.contains(&(
+            0,
+            PeerMsg::FetchOrigin {
+                block: d,
+                record: true
+            }
+        )),
+        "{told:?}"
+    );
+    let honest = content_of(&d, BLOCK_SIZE);
+    c.inject(
+        MALLORY,
+        0,
+        PeerMsg::Record {
+            block: d,
+            digest: honest,
+        },
+    );
+    c.inject(
+        MALLORY,
+        0,
+        PeerMsg::Record {
+            block: d,
+            digest: evil(),
+        },
+    );
+    c.inject(MALLORY, 0, PeerMsg::HashOf { block: d });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 0), 2);
+    let answer = PeerMsg::HashIs {
+        block: d,
+        digest: Some(honest),
+    };
+    assert_eq!(c.take_inbox(MALLORY), [(0, answer)]);
+}
+
+#[test]
+fn an_invalidate_is_accepted_only_from_the_blocks_manager() {
+    let mut c = cluster(AlgorithmKind::NChance);
+    let b = managed_by(0, 2000);
+    read(&mut c, 1, b);
+    c.inject(MALLORY, 1, PeerMsg::Invalidate { block: b });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 1), 1);
+    assert_eq!(read(&mut c, 1, b), Level::Local, "node 1 kept its copy");
+}
+
+#[test]
+fn an_expect_and_data_from_a_member_not_asked_are_refused() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 3000);
+    read(&mut c, 1, b);
+    // Node 2's read is in flight when Mallory names herself its holder
+    // and sends her own contents, digest to match.
+    c.start_read(2, b);
+    let evil_data = evil();
+    let expect = PeerMsg::Expect {
+        block: b,
+        digest: evil_data,
+        holder: MALLORY,
+    };
+    c.inject(MALLORY, 2, expect);
+    c.inject(
+        MALLORY,
+        2,
+        PeerMsg::Data {
+            block: b,
+            data: evil_data,
+        },
+    );
+    c.run_until_quiet().unwrap();
+    let served = c.take_done(2, b).expect("completed").unwrap();
+    assert_eq!(
+        served.data,
+        content_of(&b, BLOCK_SIZE),
+        "Mallory's contents taken"
+    );
+    assert_eq!(served.level, Level::RemoteNode);
+    assert_eq!(violations(&c, 2), 2);
+}
+
+#[test]
+fn data_from_a_member_other_than_the_holder_named_is_refused() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 3500);
+    read(&mut c, 1, b);
+    // The manager has told node 2 which holder will send the block, and
+    // what it hashes to, when Mallory's contents arrive.
+    c.start_read(2, b);
+    assert!(c.step(), "node 2's Read reaches the manager");
+    assert!(c.step(), "the manager's Expect reaches node 2");
+    c.inject(
+        MALLORY,
+        2,
+        PeerMsg::Data {
+            block: b,
+            data: evil(),
+        },
+    );
+    c.run_until_quiet().unwrap();
+    let served = c.take_done(2, b).expect("completed").unwrap();
+    assert_eq!(
+        served.level,
+        Level::RemoteNode,
+        "Mallory's contents were checked"
+    );
+    assert_eq!(c.nodes()[2].stats().integrity_failures, 0);
+    assert_eq!(violations(&c, 2), 1);
+}
+
+#[test]
+fn a_fetch_origin_is_accepted_only_from_the_blocks_manager() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 4000);
+    read(&mut c, 1, b);
+    c.start_read(2, b);
+    c.inject(
+        MALLORY,
+        2,
+        PeerMsg::FetchOrigin {
+            block: b,
+            record: true,
+        },
+    );
+    c.run_until_quiet().unwrap();
+    let served = c.take_done(2, b).expect("completed").unwrap();
+    assert_eq!(
+        served.level,
+        Level::RemoteNode,
+        "sent to the origin by Mallory"
+    );
+    assert_eq!(violations(&c, 2), 1);
+    let blamed: u64 = c.nodes()[0].stats().violations_total();
+    assert_eq!(
+        blamed, 0,
+        "node 2 was made to send a record it was not granted"
+    );
+}
+
+#[test]
+fn a_hash_is_accepted_only_from_the_blocks_manager() {
+    let mut c = cluster(AlgorithmKind::Hash);
+    // A block in node 1's partition, managed by node 0, read by node 2.
+    let owners = coopcache_core::coop::Owners::live(&MEMBERS);
+    let b = (5000..)
+        .find(|b| manager_of(*b, &MEMBERS) == Some(0) && owners.of(b) == 1)
+        .unwrap();
+    assert_eq!(
+        read(&mut c, 0, b),
+        Level::Origin,
+        "read and placed at its owner"
+    );
+    c.start_read(2, b);
+    let forged = PeerMsg::HashIs {
+        block: b,
+        digest: Some(evil()),
+    };
+    c.inject(MALLORY, 2, forged);
+    c.run_until_quiet().unwrap();
+    let served = c.take_done(2, b).expect("completed").unwrap();
+    assert_eq!(
+        served.level,
+        Level::RemoteNode,
+        "the owner's contents refused"
+    );
+    assert_eq!(c.nodes()[2].stats().integrity_failures, 0);
+    assert_eq!(violations(&c, 2), 1);
+}
+
+#[test]
+fn a_forward_is_accepted_only_from_the_blocks_manager() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 6000);
+    read(&mut c, 1, b);
+    // Mallory makes node 1 send the block to node 2, which never asked.
+    c.inject(
+        MALLORY,
+        1,
+        PeerMsg::Forward {
+            block: b,
+            reader: 2,
+        },
+    );
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 1), 1);
+    assert_eq!(
+        c.nodes()[2].stats().late_replies,
+        0,
+        "node 1 sent unasked data"
+    );
+}
+
+#[test]
+fn a_singlet_answer_is_accepted_only_from_the_blocks_manager() {
+    let mut c = cluster(AlgorithmKind::NChance);
+    let b = managed_by(0, 7000);
+    read(&mut c, 1, b);
+    c.inject(
+        MALLORY,
+        1,
+        PeerMsg::Singlet {
+            block: b,
+            singlet: true,
+        },
+    );
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 1), 1);
+}
+
+#[test]
+fn moved_is_accepted_only_from_a_holder() {
+    let mut c = cluster(AlgorithmKind::NChance);
+    let b = managed_by(0, 8000);
+    // Mallory says she handed node 1 a block nobody holds.
+    c.inject(MALLORY, 0, PeerMsg::Moved { block: b, to: 1 });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 0), 1);
+    assert!(c.nodes()[0].directory().holders(b).is_empty());
+}
+
+#[test]
+fn cached_is_accepted_only_under_hash_distributed() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 9000);
+    c.inject(MALLORY, 0, PeerMsg::Cached { block: b });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 0), 1);
+    assert!(c.nodes()[0].directory().holders(b).is_empty());
+    assert_eq!(read(&mut c, 1, b), Level::Origin);
+}
+
+#[test]
+fn not_here_is_accepted_only_from_a_holder_forwarded_to() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 10_000);
+    read(&mut c, 1, b);
+    c.inject(MALLORY, 0, PeerMsg::NotHere { block: b });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 0), 1);
+    assert_eq!(read(&mut c, 2, b), Level::RemoteNode);
+}
+
+#[test]
+fn missing_is_accepted_only_from_the_node_asked() {
+    let mut c = cluster(AlgorithmKind::Hash);
+    let owners = coopcache_core::coop::Owners::live(&MEMBERS);
+    let b = (11_000..)
+        .find(|b| manager_of(*b, &MEMBERS) == Some(0) && owners.of(b) == 1)
+        .unwrap();
+    read(&mut c, 0, b);
+    c.start_read(2, b);
+    c.inject(MALLORY, 2, PeerMsg::Missing { block: b });
+    c.run_until_quiet().unwrap();
+    let served = c.take_done(2, b).expect("completed").unwrap();
+    assert_eq!(
+        served.level,
+        Level::RemoteNode,
+        "sent to the origin by Mallory"
+    );
+    assert_eq!(violations(&c, 2), 1);
+}
+
+#[test]
+fn a_partition_read_is_accepted_only_by_the_blocks_owner() {
+    let mut c = cluster(AlgorithmKind::Hash);
+    let owners = coopcache_core::coop::Owners::live(&MEMBERS);
+    let b = (12_000..).find(|b| owners.of(b) == 1).unwrap();
+    read(&mut c, 0, b);
+    c.take_inbox(MALLORY);
+    c.inject(MALLORY, 2, PeerMsg::PartitionRead { block: b });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 2), 1);
+    assert_eq!(c.take_inbox(MALLORY), [], "node 2 answered as an owner");
+}
+
+#[test]
+fn place_is_accepted_only_at_the_owner_and_from_the_direct_client() {
+    let mut c = cluster(AlgorithmKind::Hash);
+    let owners = coopcache_core::coop::Owners::live(&MEMBERS);
+    let b = (13_000..).find(|b| owners.of(b) == 1).unwrap();
+    let before = c.nodes()[2].usage().blocks;
+    c.inject(
+        MALLORY,
+        2,
+        PeerMsg::Place {
+            block: b,
+            data: evil(),
+        },
+    );
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 2), 1);
+    assert_eq!(c.nodes()[2].usage().blocks, before, "placed at a non-owner");
+
+    // Direct: node 2 hosts node 1's remote cache, not Mallory's.
+    let mut c = cluster(AlgorithmKind::Direct);
+    assert_eq!(predecessor(&MEMBERS, 2), Some(1));
+    c.inject(
+        MALLORY,
+        2,
+        PeerMsg::Place {
+            block: b,
+            data: evil(),
+        },
+    );
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 2), 1);
+    assert_eq!(
+        c.nodes()[2].usage().blocks,
+        0,
+        "Mallory parked at a host not hers"
+    );
+}
+
+#[test]
+fn reclaim_is_accepted_only_from_the_direct_client() {
+    let mut c = cluster(AlgorithmKind::Direct);
+    // Node 1 reads 12 blocks into 8 of its own: 4 are parked at node 2.
+    let blocks: Vec<u64> = (14_000..)
+        .filter(|&b| manager_of(b, &MEMBERS) != Some(MALLORY))
+        .take(12)
+        .collect();
+    for &b in &blocks {
+        read(&mut c, 1, b);
+    }
+    let parked = blocks[0];
+    c.inject(MALLORY, 2, PeerMsg::Reclaim { block: parked });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 2), 1);
+    assert_eq!(
+        c.take_inbox(MALLORY),
+        [],
+        "the host handed Mallory a parked block"
+    );
+    assert_eq!(
+        read(&mut c, 1, parked),
+        Level::RemoteNode,
+        "the parked block is gone"
+    );
+}
+
+#[test]
+fn recirculate_is_accepted_only_between_nchance_peers_with_1_to_8_chances() {
+    let mut c = cluster(AlgorithmKind::NChance);
+    let b = managed_by(0, 15_000);
+    let data = content_of(&b, BLOCK_SIZE);
+    for chances in [0, 9] {
+        c.inject(
+            MALLORY,
+            1,
+            PeerMsg::Recirculate {
+                block: b,
+                chances,
+                data,
+            },
+        );
+    }
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 1), 2);
+    assert_eq!(
+        c.nodes()[1].usage().blocks,
+        0,
+        "an out-of-range singlet was kept"
+    );
+
+    let mut c = cluster(AlgorithmKind::Hash);
+    c.inject(
+        MALLORY,
+        1,
+        PeerMsg::Recirculate {
+            block: b,
+            chances: 2,
+            data,
+        },
+    );
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 1), 1);
+}
