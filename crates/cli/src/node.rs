@@ -5,7 +5,8 @@
 
 use crate::live::{init_logs, parse_duration, parse_size, runtime};
 use anyhow::{Context, Result, bail};
-use coopcache_core::coop::AlgorithmKind;
+use coopcache_core::coop::{AlgorithmKind, live_policy};
+use coopcache_core::policy::PolicyKind;
 use coopcache_node::NodeOptions;
 use coopcache_node::origin::Origin;
 use coopcache_node::tls::{self, Identity};
@@ -30,6 +31,10 @@ pub struct NodeArgs {
     /// Cooperation algorithm: nchance, greedy, base, hash or direct [default: nchance].
     #[arg(long, env = "COOPCACHE_ALGORITHM")]
     algorithm: Option<String>,
+    /// Replacement policy of the node's own cache: lru, fifo, clock, sieve,
+    /// arc, s3fifo or 2q [default: lru].
+    #[arg(long, env = "COOPCACHE_POLICY")]
+    policy: Option<String>,
     /// Address to accept peers on [default: 127.0.0.1:7170].
     #[arg(long, env = "COOPCACHE_LISTEN")]
     listen: Option<SocketAddr>,
@@ -85,6 +90,7 @@ struct FileConfig {
     origin: Option<String>,
     memory: Option<String>,
     algorithm: Option<String>,
+    policy: Option<String>,
     listen: Option<SocketAddr>,
     advertise: Option<String>,
     http: Option<SocketAddr>,
@@ -175,6 +181,19 @@ pub fn run(args: NodeArgs) -> Result<()> {
             .or(file.algorithm)
             .unwrap_or_else(|| "nchance".into()),
     )?;
+    let policy = args.policy.or(file.policy).unwrap_or_else(|| "lru".into());
+    let policy = policy.parse::<PolicyKind>().map_err(|_| {
+        let live: Vec<&str> = PolicyKind::ALL
+            .into_iter()
+            .filter(|p| live_policy(*p).is_ok())
+            .map(PolicyKind::name)
+            .collect();
+        anyhow::anyhow!(
+            "unknown policy `{policy}`: expected one of {}",
+            live.join(", ")
+        )
+    })?;
+    let policy = live_policy(policy)?;
     let origin_spec = args.origin.or(file.origin).unwrap_or_else(|| ".".into());
     let listen = args
         .listen
@@ -224,6 +243,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
     rt.block_on(async move {
         let mut opts = NodeOptions::new(args.id.or(file.id).unwrap_or_else(|| id_of(&name)), identity, listen, origin);
         opts.algorithm = algorithm;
+        opts.policy = policy;
         opts.memory = memory;
         opts.block_size = block_size;
         opts.chances = args.chances.or(file.chances).unwrap_or(2);
@@ -235,7 +255,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         let gateway = tokio::net::TcpListener::bind(http)
             .await
             .with_context(|| format!("cannot listen on --http {http}"))?;
-        tracing::info!(peers = %node.listen_addr(), %http, %name, %algorithm, memory, "node serving");
+        tracing::info!(peers = %node.listen_addr(), %http, %name, %algorithm, policy = policy.name(), memory, "node serving");
         tokio::select! {
             r = coopcache_node::gateway::serve(gateway, node.clone()) => r.context("gateway")?,
             _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),

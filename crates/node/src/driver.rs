@@ -129,6 +129,8 @@ pub struct Status {
     pub name: String,
     /// Algorithm.
     pub algorithm: String,
+    /// The replacement policy of its own cache.
+    pub policy: String,
     /// Live members, this one first.
     pub members: Vec<MemberStatus>,
     /// Bytes of cached blocks.
@@ -185,6 +187,8 @@ pub struct DriverConfig {
     pub id: NodeId,
     /// Its name.
     pub name: String,
+    /// The replacement policy of its own cache.
+    pub policy: coopcache_core::policy::PolicyKind,
     /// Block size.
     pub block_size: u32,
     /// Memory budget.

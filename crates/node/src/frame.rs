@@ -100,7 +100,6 @@ const K_READ: u8 = 16;
 const K_IS_SINGLET: u8 = 17;
 const K_DROPPED: u8 = 18;
 const K_CACHED: u8 = 19;
-const K_MOVED: u8 = 20;
 const K_NOT_HERE: u8 = 21;
 const K_RECORD: u8 = 22;
 const K_HASH_OF: u8 = 23;
@@ -194,7 +193,6 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
         IsSinglet { .. } => K_IS_SINGLET,
         Dropped { .. } => K_DROPPED,
         Cached { .. } => K_CACHED,
-        Moved { .. } => K_MOVED,
         NotHere { .. } => K_NOT_HERE,
         Record { .. } => K_RECORD,
         HashOf { .. } => K_HASH_OF,
@@ -228,7 +226,6 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
         | Missing { .. }
         | PartitionRead { .. }
         | Reclaim { .. } => {}
-        Moved { to, .. } => buf.put_u32(*to),
         Record { digest, .. } => put_digest(buf, digest),
         Forward { reader, .. } => buf.put_u32(*reader),
         Expect { digest, holder, .. } => {
@@ -324,7 +321,6 @@ fn kind_name(kind: u8) -> Option<&'static str> {
         K_IS_SINGLET => "is-singlet",
         K_DROPPED => "dropped",
         K_CACHED => "cached",
-        K_MOVED => "moved",
         K_NOT_HERE => "not-here",
         K_RECORD => "record",
         K_HASH_OF => "hash-of",
@@ -473,10 +469,6 @@ impl Reader {
             K_IS_SINGLET => IsSinglet { block },
             K_DROPPED => Dropped { block },
             K_CACHED => Cached { block },
-            K_MOVED => Moved {
-                block,
-                to: self.u32()?,
-            },
             K_NOT_HERE => NotHere { block },
             K_RECORD => Record {
                 block,
@@ -597,7 +589,6 @@ mod tests {
             IsSinglet { block },
             Dropped { block },
             Cached { block },
-            Moved { block, to: 4 },
             NotHere { block },
             Record { block, digest },
             HashOf { block },
@@ -663,7 +654,7 @@ mod tests {
         roundtrip(Wire::Gossip(Bytes::from_static(b"swim datagram")));
         roundtrip(Wire::Gossip(Bytes::new()));
         let msgs = every_peer_msg(block, Bytes::from_static(b"some block bytes"));
-        assert_eq!(msgs.len(), 24);
+        assert_eq!(msgs.len(), 23);
         for msg in msgs {
             roundtrip(Wire::Peer(msg));
         }

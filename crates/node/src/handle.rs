@@ -243,6 +243,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         DriverConfig {
             id: opts.id,
             name,
+            policy: opts.policy,
             block_size: bs,
             budget: opts.memory,
         },

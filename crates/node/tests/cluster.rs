@@ -2,7 +2,8 @@
 
 mod common;
 use common::*;
-use coopcache_core::coop::AlgorithmKind;
+use coopcache_core::coop::{AlgorithmKind, live_policy};
+use coopcache_core::policy::PolicyKind;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_node_reads_every_byte_right_and_peers_serve_repeats() {
@@ -31,6 +32,49 @@ async fn every_node_reads_every_byte_right_and_peers_serve_repeats() {
     // 16 + 2 blocks; each comes from the origin once for the whole cluster.
     assert_eq!(origin_reads, 18, "origin read once per block");
     assert_eq!(peer_reads, 2 * 18, "the other two nodes read from a peer");
+}
+
+/// Every replacement policy a live node can run (`--policy`), under
+/// N-Chance with caches far smaller than the files so each evicts and
+/// forwards: every byte right, peers serving, each node caching with the
+/// policy it was given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_live_policy_serves_right_bytes_under_eviction() {
+    use coopcache_node::budget::{PER_BLOCK_OVERHEAD, RESERVE};
+    let files = [("a.bin", 400_000), ("b.bin", 300_000)];
+    for policy in PolicyKind::ALL
+        .into_iter()
+        .filter(|p| live_policy(*p).is_ok())
+    {
+        let shape = Shape {
+            block_size: 4096,
+            memory: RESERVE + 32 * (4096 + PER_BLOCK_OVERHEAD),
+            ..Shape::default()
+        };
+        let c = cluster_with(shape, &files, |o| o.policy = policy).await;
+        for _ in 0..2 {
+            for (i, (name, len)) in files.iter().enumerate() {
+                let want = contents(i as u64 + 1, *len);
+                for node in &c.nodes {
+                    let got = node.read(name, None).await.unwrap();
+                    assert!(got[..] == want[..], "{policy:?}: {name}: wrong bytes");
+                }
+            }
+        }
+        let mut peer_reads = 0;
+        for node in &c.nodes {
+            let s = node.status().await.unwrap();
+            assert_eq!(s.policy, policy.name());
+            assert!(
+                s.cached_blocks <= 32,
+                "{policy:?}: {} cached",
+                s.cached_blocks
+            );
+            assert_eq!((s.integrity_failures, s.protocol_violations), (0, 0));
+            peer_reads += s.reads["peer"];
+        }
+        assert!(peer_reads > 0, "{policy:?}: no peer served");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,7 +53,6 @@ fn msg() -> impl Strategy<Value = PeerMsg<BlockId, Bytes>> {
     });
     prop_oneof![
         bare,
-        (block(), any::<u32>()).prop_map(|(block, to)| Moved { block, to }),
         (block(), digest()).prop_map(|(block, digest)| Record { block, digest }),
         (block(), any::<u32>()).prop_map(|(block, reader)| Forward { block, reader }),
         (block(), digest(), any::<u32>()).prop_map(|(block, digest, holder)| Expect {

@@ -297,18 +297,7 @@ fn a_singlet_answer_is_accepted_only_from_the_blocks_manager() {
 }
 
 #[test]
-fn moved_is_accepted_only_from_a_holder() {
-    let mut c = cluster(AlgorithmKind::NChance);
-    let b = managed_by(0, 8000);
-    // Mallory says she handed node 1 a block nobody holds.
-    c.inject(MALLORY, 0, PeerMsg::Moved { block: b, to: 1 });
-    c.run_until_quiet().unwrap();
-    assert_eq!(violations(&c, 0), 1);
-    assert!(c.nodes()[0].directory().holders(b).is_empty());
-}
-
-#[test]
-fn cached_is_accepted_only_under_hash_distributed() {
+fn cached_is_accepted_only_where_nodes_cache_without_asking() {
     let mut c = cluster(AlgorithmKind::Greedy);
     let b = managed_by(0, 9000);
     c.inject(MALLORY, 0, PeerMsg::Cached { block: b });
@@ -463,4 +452,29 @@ fn recirculate_is_accepted_only_between_nchance_peers_with_1_to_8_chances() {
     );
     c.run_until_quiet().unwrap();
     assert_eq!(violations(&c, 1), 1);
+}
+
+#[test]
+fn a_member_reading_blocks_it_never_drops_cannot_grow_a_directory_past_its_bound() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    // The bound is four tracked blocks per block a node caches, at least
+    // 4,096 (ProtocolConfig::for_node).
+    let blocks: Vec<u64> = (100_000..)
+        .filter(|&b| manager_of(b, &MEMBERS) == Some(0))
+        .take(5000)
+        .collect();
+    for &b in &blocks {
+        c.inject(MALLORY, 0, PeerMsg::Read { block: b });
+    }
+    c.run_until_quiet().unwrap();
+    assert_eq!(c.nodes()[0].directory().len(), 4096);
+    // The untracked ones were still served (from the origin).
+    let told = c.take_inbox(MALLORY);
+    let fetches = told
+        .iter()
+        .filter(|(_, m)| matches!(m, PeerMsg::FetchOrigin { .. }))
+        .count();
+    assert_eq!(fetches, 5000);
+    // A node's own reads of those blocks are served, from the origin.
+    assert_eq!(read(&mut c, 1, blocks[4999]), Level::Origin);
 }

@@ -186,6 +186,20 @@ impl AlgorithmKind {
     }
 }
 
+/// `policy`, if a live node can cache with it: every policy but LIRS
+/// (libCacheSim's LIRS can drop a block during a hit without an eviction
+/// anyone sees, so its manager could not track it).
+pub fn live_policy(policy: PolicyKind) -> Result<PolicyKind, ConfigError> {
+    if policy == PolicyKind::Lirs {
+        return Err(ConfigError::Setting {
+            setting: "node policy",
+            value: "lirs".into(),
+            expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo or 2q",
+        });
+    }
+    Ok(policy)
+}
+
 /// Builds one live node machine of the chosen policy.
 struct LiveBuilder<'a, D> {
     kind: AlgorithmKind,

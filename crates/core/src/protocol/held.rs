@@ -63,10 +63,9 @@ where
         };
         let block = *block;
         if self.held.len() >= self.cfg.max_held && !self.held.contains(block) {
-            // No room to check it: not taken. Its sender told the manager
-            // it moved here, so say it is not.
+            // No room to check it: not taken.
             self.stats.dropped += 1;
-            return self.send_to_manager(block, PeerMsg::Dropped { block });
+            return;
         }
         let deadline = now + self.peer_timeout();
         let held = Unverified {
@@ -76,6 +75,10 @@ where
         };
         self.held.blocks.insert(block, held);
         self.timers.arm(deadline, Timer::Held(block));
+        if matches!(msg, Msg::Recirculate { .. }) {
+            // This node holds the singlet now (its sender said it does not).
+            self.send_to_manager(block, PeerMsg::Cached { block });
+        }
         self.send_to_manager(block, PeerMsg::HashOf { block });
         self.deliver_to_node(msg, now);
     }

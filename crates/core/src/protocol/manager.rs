@@ -178,6 +178,11 @@ where
     /// `reader` missed `block`: the manager machine records it as a holder
     /// and serves it.
     pub(super) fn manager_read(&mut self, reader: NodeId, block: K, now: u64) {
+        let directory = self.manager.directory();
+        if directory.len() >= self.cfg.max_directory && directory.holders(block).is_empty() {
+            self.stats.dropped += 1;
+            return self.manager_fetch(block, reader, now);
+        }
         let msg = Msg::Read {
             block,
             reader,

@@ -30,19 +30,12 @@ pub enum PeerMsg<K, D> {
         /// The block.
         block: K,
     },
-    /// Node to the block's manager: I now cache `block`, obtained from its
-    /// Hash-Distributed partition owner.
+    /// Node to the block's manager: I now cache `block`, obtained without
+    /// asking you (from its Hash-Distributed partition owner, or as an
+    /// N-Chance singlet a peer forwarded).
     Cached {
         /// The block.
         block: K,
-    },
-    /// Node to the block's manager: I handed my copy of `block` to `to`
-    /// (N-Chance).
-    Moved {
-        /// The block.
-        block: K,
-        /// Its new holder.
-        to: NodeId,
     },
     /// Holder to the block's manager: the block you forwarded a read of to
     /// me is gone.
@@ -172,7 +165,6 @@ impl<K: Copy, D> PeerMsg<K, D> {
             | IsSinglet { block }
             | Dropped { block }
             | Cached { block }
-            | Moved { block, .. }
             | NotHere { block }
             | Record { block, .. }
             | HashOf { block }
@@ -200,7 +192,6 @@ impl<K: Copy, D> PeerMsg<K, D> {
             IsSinglet { .. } => "IsSinglet",
             Dropped { .. } => "Dropped",
             Cached { .. } => "Cached",
-            Moved { .. } => "Moved",
             NotHere { .. } => "NotHere",
             Record { .. } => "Record",
             HashOf { .. } => "HashOf",
@@ -248,7 +239,6 @@ impl<K: Copy, D> PeerMsg<K, D> {
             IsSinglet { block } => IsSinglet { block },
             Dropped { block } => Dropped { block },
             Cached { block } => Cached { block },
-            Moved { block, to } => Moved { block, to },
             NotHere { block } => NotHere { block },
             Record { block, digest } => Record { block, digest },
             HashOf { block } => HashOf { block },
@@ -293,7 +283,6 @@ impl<K, D> TryFrom<Msg<K, D>> for PeerMsg<K, D> {
             Msg::Data { block, data, .. } => PeerMsg::Data { block, data },
             Msg::Dropped { block } => PeerMsg::Dropped { block },
             Msg::Cached { block } => PeerMsg::Cached { block },
-            Msg::Moved { block, to } => PeerMsg::Moved { block, to },
             Msg::IsSinglet { block } => PeerMsg::IsSinglet { block },
             Msg::Singlet { block, singlet } => PeerMsg::Singlet { block, singlet },
             Msg::Recirculate {
@@ -309,6 +298,7 @@ impl<K, D> TryFrom<Msg<K, D>> for PeerMsg<K, D> {
             Msg::Invalidate { block } => PeerMsg::Invalidate { block },
             Msg::Read { .. } => return Err(NotLive("Read (mapped by the protocol)")),
             Msg::Forward { .. } => return Err(NotLive("Forward (mapped by the protocol)")),
+            Msg::Moved { .. } => return Err(NotLive("Moved (mapped by the protocol)")),
             Msg::NotHere { .. } => return Err(NotLive("NotHere (mapped by the protocol)")),
             Msg::Fetch { .. } => return Err(NotLive("Fetch (mapped by the protocol)")),
             Msg::Fetched { .. } => return Err(NotLive("Fetched")),

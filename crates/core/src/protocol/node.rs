@@ -30,6 +30,10 @@ pub struct ProtocolConfig {
     pub max_held: usize,
     /// Digests the manager slice records; the oldest go first.
     pub max_records: usize,
+    /// Blocks the manager slice's directory tracks; a read of another
+    /// block beyond this is served from the origin without tracking its
+    /// reader (a member reading blocks it never drops cannot grow it).
+    pub max_directory: usize,
     /// How often every peer is pinged for its round-trip time.
     pub ping_every_us: u64,
     /// Whether a message to this node itself (its own manager slice, say)
@@ -52,6 +56,7 @@ impl ProtocolConfig {
             max_queued: 65536,
             max_held: ((4 << 20) / block_size.max(1) as usize).max(64),
             max_records: capacity.max(1024) * 4,
+            max_directory: capacity.max(1024) * 4,
             ping_every_us: 1_000_000,
             local_first: true,
         }
@@ -413,7 +418,6 @@ where
             IsSinglet { block } => self.deliver_to_manager(from, Msg::IsSinglet { block }, now),
             Dropped { block } => self.deliver_to_manager(from, Msg::Dropped { block }, now),
             Cached { block } => self.deliver_to_manager(from, Msg::Cached { block }, now),
-            Moved { block, to } => self.deliver_to_manager(from, Msg::Moved { block, to }, now),
             NotHere { block } => self.manager_not_here(from, block, now),
             Record { block, digest } => self.manager_record(from, block, digest, now),
             HashOf { block } => self.manager_hash_of(from, block, now),

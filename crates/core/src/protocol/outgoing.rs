@@ -53,6 +53,11 @@ where
                 self.send(reader, PeerMsg::Missing { block })
             }
             Msg::NotHere { block, .. } => self.send_to_manager(block, PeerMsg::NotHere { block }),
+            // An N-Chance node handed a singlet to a peer: it says it no
+            // longer holds it, and the peer says it does when it takes it
+            // (each speaks only about itself; a claim that a third node
+            // holds a block would race the singlet on another link).
+            Msg::Moved { block, .. } => self.send_to_manager(block, PeerMsg::Dropped { block }),
             msg => match PeerMsg::try_from(msg) {
                 Ok(peer_msg) => {
                     let block = peer_msg.block();

@@ -8,8 +8,8 @@ use super::node::NodeProtocol;
 use super::{Content, PeerMsg, ProtocolKey};
 use crate::coop::{AlgorithmKind, MAX_CHANCES, NodeId, SizeClassed};
 
-const CACHED: &str = "Cached is sent only after a Hash-Distributed partition hit";
-const MOVED: &str = "Moved is accepted only from a recorded holder of the block";
+const CACHED: &str =
+    "Cached is sent only after a Hash-Distributed partition hit or on taking an N-Chance singlet";
 const NOT_HERE: &str = "NotHere is accepted only from a holder this manager forwarded the block to";
 const RECORD: &str = "Record is accepted only from the node this manager told to read the block from the origin, once";
 const FROM_MANAGER: &str =
@@ -42,8 +42,7 @@ where
             // Judged against the read they answer.
             Data { .. } | Missing { .. } => None,
             Ping { .. } | Pong { .. } => None,
-            Cached { .. } => check(self.kind == AlgorithmKind::Hash, CACHED), // rule: cached
-            Moved { block, .. } => check(self.holds(from, block), MOVED),     // rule: moved
+            Cached { .. } => check(self.caches_unasked(), CACHED), // rule: cached
             NotHere { block } => check(self.slice.forwarded_to(block, from), NOT_HERE), // rule: not-here
             Record { block, .. } => check(self.slice.granted(block, from), RECORD), // rule: record
             Forward { block, .. } => check(self.manages(from, block), FROM_MANAGER), // rule: forward
@@ -64,9 +63,11 @@ where
         from == self.manager_of(block)
     }
 
-    /// Whether this node's manager slice records `from` as a holder.
-    fn holds(&self, from: NodeId, block: K) -> bool {
-        self.manager.directory().holders(block).contains(from)
+    /// Whether nodes of this algorithm come to cache blocks without
+    /// asking their manager (a partition hit, a forwarded singlet), and
+    /// so say so with `Cached`.
+    fn caches_unasked(&self) -> bool {
+        matches!(self.kind, AlgorithmKind::Hash | AlgorithmKind::NChance)
     }
 
     /// Whether this node owns `block`'s Hash-Distributed partition.

@@ -40,6 +40,7 @@ fn driver(dir: &std::path::Path) -> Driver {
     let cfg = DriverConfig {
         id: 0,
         name: "n0".into(),
+        policy: PolicyKind::Lru,
         block_size: 64 << 10,
         budget: 64 << 20,
     };

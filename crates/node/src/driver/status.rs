@@ -31,6 +31,7 @@ impl Driver {
             id: self.cfg.id,
             name: self.cfg.name.clone(),
             algorithm: self.protocol.algorithm().to_string(),
+            policy: self.cfg.policy.name().to_string(),
             members,
             cached_bytes: usage.bytes as u64,
             cached_blocks: usage.blocks as u64,

@@ -139,10 +139,13 @@ async fn every_message_from_a_role_the_sender_does_not_hold_is_refused() {
     for msg in &to_victim {
         mallory.send(victim, &Wire::Peer(msg.clone())).await;
     }
-    // To the manager: about a block she never read.
+    // To the manager: answers only a manager sends, a hand-back of a
+    // read never forwarded to her, a record never granted.
     let to_manager = [
-        PeerMsg::Moved { block, to: victim },
-        PeerMsg::Cached { block },
+        PeerMsg::HashIs {
+            block,
+            digest: None,
+        },
         PeerMsg::NotHere { block },
         PeerMsg::Record { block, digest },
     ];
