@@ -55,37 +55,122 @@ pub fn memory_for_cache(cache: u64, block_size: u64) -> u64 {
         + cache / block_size * (block_size + coopcache_node::budget::PER_BLOCK_OVERHEAD)
 }
 
-/// Starts one node per entry of `caches` (bytes of block cache each),
-/// joined through the first, and waits until every node sees all members.
-pub async fn start_cluster(spec: &LoopbackSpec, caches: &[u64]) -> Result<Vec<Arc<NodeHandle>>> {
-    if caches.len() > spec.names.len() {
+/// Node `i`'s options: its certificate, `cache` bytes of blocks, joined
+/// through `seed` if given.
+fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> Result<NodeOptions> {
+    let origin = Origin::open(spec.origin.to_str().context("origin path is not UTF-8")?)?
+        .with_delay(spec.origin_delay);
+    let identity = Identity::load(&spec.keys, &spec.names[i])?;
+    let mut opts = NodeOptions::new(i as u32, identity, "127.0.0.1:0".parse()?, origin);
+    opts.algorithm = spec.algorithm;
+    opts.block_size = spec.block_size;
+    opts.memory = memory_for_cache(cache, u64::from(spec.block_size));
+    // The origin does not change during a run.
+    opts.attr_ttl = Duration::from_secs(3600);
+    if let Some(t) = spec.min_timeout {
+        opts.min_timeout = t;
+    }
+    opts.join = seed.into_iter().collect();
+    Ok(opts)
+}
+
+fn check_names(spec: &LoopbackSpec, nodes: usize) -> Result<()> {
+    if nodes > spec.names.len() {
         bail!(
-            "{} nodes asked for but only {} certificates issued",
-            caches.len(),
+            "{nodes} nodes asked for but only {} certificates issued",
             spec.names.len()
         );
     }
+    Ok(())
+}
+
+/// Starts one node per entry of `caches` (bytes of block cache each),
+/// joined through the first, and waits until every node sees all members.
+pub async fn start_cluster(spec: &LoopbackSpec, caches: &[u64]) -> Result<Vec<Arc<NodeHandle>>> {
+    check_names(spec, caches.len())?;
     let mut nodes: Vec<Arc<NodeHandle>> = Vec::new();
-    for (i, (&cache, name)) in caches.iter().zip(&spec.names).enumerate() {
-        let origin = Origin::open(spec.origin.to_str().context("origin path is not UTF-8")?)?
-            .with_delay(spec.origin_delay);
-        let identity = Identity::load(&spec.keys, name)?;
-        let mut opts = NodeOptions::new(i as u32, identity, "127.0.0.1:0".parse()?, origin);
-        opts.algorithm = spec.algorithm;
-        opts.block_size = spec.block_size;
-        opts.memory = memory_for_cache(cache, u64::from(spec.block_size));
-        // The origin does not change during a run.
-        opts.attr_ttl = Duration::from_secs(3600);
-        if let Some(t) = spec.min_timeout {
-            opts.min_timeout = t;
-        }
-        if let Some(first) = nodes.first() {
-            opts.join = vec![first.listen_addr().to_string()];
-        }
-        nodes.push(Arc::new(start(opts).await?));
+    for (i, &cache) in caches.iter().enumerate() {
+        let seed = nodes.first().map(|n| n.listen_addr().to_string());
+        nodes.push(Arc::new(start(options(spec, i, cache, seed)?).await?));
     }
+    wait_formed(&nodes).await?;
+    Ok(nodes)
+}
+
+/// A node on a current-thread runtime of its own, on an OS thread of its
+/// own, as each real node has its own machine: the node's tasks hand off
+/// to each other without waking another thread, and the only wake-ups are
+/// those between machines. Stopped (its runtime and thread) when dropped.
+pub struct NodeThread {
+    /// The node.
+    pub node: Arc<NodeHandle>,
+    /// Its runtime, to run its local clients on.
+    pub runtime: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for NodeThread {
+    fn drop(&mut self) {
+        self.node.shutdown();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Like [`start_cluster`], each node on a thread of its own.
+pub async fn start_cluster_threaded(
+    spec: &LoopbackSpec,
+    caches: &[u64],
+) -> Result<Vec<NodeThread>> {
+    check_names(spec, caches.len())?;
+    let mut nodes: Vec<NodeThread> = Vec::new();
+    for (i, &cache) in caches.iter().enumerate() {
+        let seed = nodes.first().map(|n| n.node.listen_addr().to_string());
+        let opts = options(spec, i, cache, seed)?;
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(format!("node-{i}"))
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(anyhow::Error::from(e)));
+                        return;
+                    }
+                };
+                let started = rt.block_on(start(opts)).map_err(anyhow::Error::from);
+                let ready = started.map(|node| (Arc::new(node), rt.handle().clone()));
+                if ready_tx.send(ready).is_ok() {
+                    // Runs the node's tasks until told to stop.
+                    let _ = rt.block_on(stop_rx);
+                }
+            })?;
+        let (node, runtime) = ready_rx.await.context("a node thread died starting")??;
+        nodes.push(NodeThread {
+            node,
+            runtime,
+            stop: Some(stop),
+            thread: Some(thread),
+        });
+    }
+    let handles: Vec<Arc<NodeHandle>> = nodes.iter().map(|n| n.node.clone()).collect();
+    wait_formed(&handles).await?;
+    Ok(nodes)
+}
+
+/// Waits until every node sees all the others.
+async fn wait_formed(nodes: &[Arc<NodeHandle>]) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(10);
-    for n in &nodes {
+    for n in nodes {
         while n.status().await?.members.len() < nodes.len() {
             if Instant::now() > deadline {
                 bail!("the loopback cluster did not form within 10 s");
@@ -93,7 +178,7 @@ pub async fn start_cluster(spec: &LoopbackSpec, caches: &[u64]) -> Result<Vec<Ar
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-    Ok(nodes)
+    Ok(())
 }
 
 /// Cluster-wide counters summed over nodes.

@@ -196,10 +196,17 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e.into()),
     }
-    // The length is checked before the buffer is allocated.
+    // The length is checked before the buffer is allocated; the body is
+    // read into it without zero-filling it first (a block's worth of
+    // writes per frame).
     let len = frame::body_len(header, max)?;
-    let mut body = BytesMut::zeroed(len);
-    r.read_exact(&mut body).await?;
+    let mut body = BytesMut::with_capacity(len);
+    let mut rest = (&mut *r).take(len as u64);
+    while body.len() < len {
+        if rest.read_buf(&mut body).await? == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+    }
     Ok(Some(frame::decode(body.freeze())?))
 }
 

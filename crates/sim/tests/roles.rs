@@ -7,7 +7,7 @@
 
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
-use coopcache_core::protocol::{Digest, PeerMsg, manager_of, predecessor};
+use coopcache_core::protocol::{Digest, MIN_TRACKED, PeerMsg, manager_of, predecessor};
 use coopcache_sim::live::{LiveCluster, content_of};
 
 const MALLORY: NodeId = 9;
@@ -458,23 +458,24 @@ fn recirculate_is_accepted_only_between_nchance_peers_with_1_to_8_chances() {
 fn a_member_reading_blocks_it_never_drops_cannot_grow_a_directory_past_its_bound() {
     let mut c = cluster(AlgorithmKind::Greedy);
     // The bound is four tracked blocks per block a node caches, at least
-    // 4,096 (ProtocolConfig::for_node).
+    // MIN_TRACKED (ProtocolConfig::for_node).
+    let n = MIN_TRACKED + 1000;
     let blocks: Vec<u64> = (100_000..)
         .filter(|&b| manager_of(b, &MEMBERS) == Some(0))
-        .take(5000)
+        .take(n)
         .collect();
     for &b in &blocks {
         c.inject(MALLORY, 0, PeerMsg::Read { block: b });
     }
     c.run_until_quiet().unwrap();
-    assert_eq!(c.nodes()[0].directory().len(), 4096);
+    assert_eq!(c.nodes()[0].directory().len(), MIN_TRACKED);
     // The untracked ones were still served (from the origin).
     let told = c.take_inbox(MALLORY);
     let fetches = told
         .iter()
         .filter(|(_, m)| matches!(m, PeerMsg::FetchOrigin { .. }))
         .count();
-    assert_eq!(fetches, 5000);
+    assert_eq!(fetches, n);
     // A node's own reads of those blocks are served, from the origin.
-    assert_eq!(read(&mut c, 1, blocks[4999]), Level::Origin);
+    assert_eq!(read(&mut c, 1, blocks[n - 1]), Level::Origin);
 }

@@ -171,6 +171,31 @@ impl Server {
         Ok(())
     }
 
+    /// Where clients reach it.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            kind: self.kind,
+            port: self.port,
+        }
+    }
+
+    /// A new connection.
+    pub async fn connect(&self) -> Result<Conn> {
+        self.endpoint().connect().await
+    }
+}
+
+/// Where a running server's clients connect (copied to the threads they
+/// run on).
+#[derive(Clone, Copy, Debug)]
+pub struct Endpoint {
+    /// Which server.
+    pub kind: Kind,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl Endpoint {
     /// A new connection.
     pub async fn connect(&self) -> Result<Conn> {
         let s = TcpStream::connect(("127.0.0.1", self.port)).await?;
@@ -303,7 +328,7 @@ pub struct GetWorker {
 
 impl GetWorker {
     /// A worker on a new connection, seeded by `seed`.
-    pub async fn new(server: &Server, keys: u32, value_size: usize, seed: u64) -> Result<Self> {
+    pub async fn new(server: &Endpoint, keys: u32, value_size: usize, seed: u64) -> Result<Self> {
         Ok(GetWorker {
             conn: server.connect().await?,
             keys,

@@ -28,9 +28,12 @@ pub struct Ceiling {
     /// block read must at least cost).
     pub rtt_8k_p50_us: f64,
     /// Median 1-byte round trip with the two ends on the multi-threaded
-    /// runtime, as the cache's tasks are: each message may wake a parked
-    /// worker thread (on an idle VM, a halted virtual CPU).
+    /// runtime: each message may wake a parked worker thread (on an idle
+    /// VM, a halted virtual CPU).
     pub rtt_threads_p50_us: f64,
+    /// Median 1-byte round trip between two threads each with a
+    /// current-thread runtime of its own: two nodes, each on its machine.
+    pub rtt_node_threads_p50_us: f64,
     /// One TCP stream's throughput, GB/s (10^9 bytes).
     pub stream_gb_s: f64,
 }
@@ -50,14 +53,113 @@ pub async fn measure(duration: Duration) -> Result<Ceiling> {
     });
     let ((rtt_p50_us, rtt_p99_us), (rtt_8k_p50_us, _)) = single.await??;
     let (rtt_threads_p50_us, _) = ping_pong(duration, 1).await?;
+    let (rtt_node_threads_p50_us, _) = ping_pong_between_threads(duration).await?;
     let stream_gb_s = stream(duration).await?;
     Ok(Ceiling {
         rtt_p50_us,
         rtt_p99_us,
         rtt_8k_p50_us,
         rtt_threads_p50_us,
+        rtt_node_threads_p50_us,
         stream_gb_s,
     })
+}
+
+/// Runs `fut` on a current-thread runtime of its own, on an OS thread of
+/// its own (as one node of a cluster runs on its machine).
+pub async fn on_own_thread<T, F>(fut: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("bench-peer".into())
+        .spawn(move || {
+            let out = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(anyhow::Error::from)
+                .and_then(|rt| rt.block_on(fut));
+            let _ = tx.send(out);
+        })?;
+    rx.await?
+}
+
+/// One TCP stream from one thread to another (each on a runtime of its
+/// own, as two nodes are) for `duration`: GB/s.
+pub async fn stream_between_threads(duration: Duration) -> Result<f64> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let writer = on_own_thread(async move {
+        let mut client = TcpStream::connect(addr).await?;
+        client.set_nodelay(true)?;
+        let chunk = vec![0x5au8; CHUNK];
+        let end = Instant::now() + duration;
+        while Instant::now() < end {
+            client.write_all(&chunk).await?;
+        }
+        anyhow::Ok(())
+    });
+    let reader = on_own_thread(async move {
+        let listener = TcpListener::from_std(listener)?;
+        let (mut server, _) = listener.accept().await?;
+        let mut buf = vec![0u8; CHUNK];
+        let mut bytes = 0u64;
+        let start = Instant::now();
+        loop {
+            let n = server.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            bytes += n as u64;
+        }
+        Ok(bytes as f64 / start.elapsed().as_secs_f64().max(f64::MIN_POSITIVE) / 1e9)
+    });
+    let (w, r) = tokio::join!(writer, reader);
+    w?;
+    r
+}
+
+/// 1-byte requests answered with 1 byte, the two ends on two threads each
+/// with a runtime of its own (as two nodes are): p50 and p99.
+pub async fn ping_pong_between_threads(duration: Duration) -> Result<(f64, f64)> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let echo = on_own_thread(async move {
+        let listener = TcpListener::from_std(listener)?;
+        let (mut server, _) = listener.accept().await?;
+        server.set_nodelay(true)?;
+        let mut b = [0u8; 1];
+        while server.read_exact(&mut b).await.is_ok() {
+            if server.write_all(&b).await.is_err() {
+                break;
+            }
+        }
+        anyhow::Ok(())
+    });
+    let client = on_own_thread(async move {
+        let mut client = TcpStream::connect(addr).await?;
+        client.set_nodelay(true)?;
+        let mut samples = Vec::new();
+        let end = Instant::now() + duration;
+        let mut b = [7u8; 1];
+        while Instant::now() < end {
+            let t = Instant::now();
+            client.write_all(&b).await?;
+            client.read_exact(&mut b).await?;
+            if samples.len() < MAX_PINGS {
+                samples.push(t.elapsed());
+            }
+        }
+        samples.sort_unstable();
+        Ok((quantile_us(&samples, 0.5), quantile_us(&samples, 0.99)))
+    });
+    let (e, c) = tokio::join!(echo, client);
+    e?;
+    c
 }
 
 async fn pair() -> Result<(TcpStream, TcpStream)> {

@@ -12,11 +12,11 @@
 //! measured reads that were peer hits is reported next to the figures.
 
 use crate::bench::baseline::{self, GetWorker, Kind};
-use crate::bench::ceiling::{self, Ceiling};
+use crate::bench::ceiling::{self, Ceiling, on_own_thread};
 use crate::bench::latency_report;
 use crate::bench::measure::{Summary, Worker, closed_loop};
 use crate::live::{in_tempdir_on, parse_duration, runtime};
-use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
+use crate::loopback::{LoopbackSpec, shutdown, start_cluster, start_cluster_threaded, totals};
 use anyhow::{Result, bail};
 use coopcache_core::coop::AlgorithmKind;
 use coopcache_core::coop::Level;
@@ -24,6 +24,7 @@ use coopcache_node::NodeHandle;
 use coopcache_node::origin::FileVersion;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,9 +57,16 @@ pub struct LatencyArgs {
     /// Skip memcached and Redis.
     #[arg(long)]
     no_baselines: bool,
-    /// Worker threads of the runtime that runs both nodes, the readers
-    /// and the baseline clients (default: one per core); 1 puts every
-    /// task on one thread, so no hand-off has to wake another thread.
+    /// Where the nodes run: `per-node` (the default) gives each node a
+    /// runtime and an OS thread of its own, as each real node has its own
+    /// machine, with the readers on the reader node's thread and each
+    /// baseline's clients on one thread of their own; `shared` runs both
+    /// nodes, the readers and the baseline clients on one multi-threaded
+    /// runtime (`--threads`).
+    #[arg(long, value_enum, default_value = "per-node")]
+    runtime: Layout,
+    /// Worker threads of the shared runtime (default: one per core); 1
+    /// puts every task on one thread.
     #[arg(long)]
     threads: Option<usize>,
     /// Directory for the PNG charts.
@@ -67,6 +75,16 @@ pub struct LatencyArgs {
     /// One JSON object instead of tables.
     #[arg(long)]
     json: bool,
+}
+
+/// Where the nodes and clients run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// Each node on a runtime and thread of its own.
+    PerNode,
+    /// Everything on one multi-threaded runtime.
+    Shared,
 }
 
 /// One system at one concurrency.
@@ -84,17 +102,24 @@ pub(super) struct Row {
     pub(super) peer_share: Option<f64>,
 }
 
-/// The targets of issue 6, checked on this run.
+/// The targets, checked on this run.
 #[derive(serde::Serialize)]
 pub(super) struct Targets {
-    /// coopcache p50 at the lowest concurrency over the loopback round trip (target <= 2).
+    /// coopcache p50 at the lowest concurrency over the loopback round
+    /// trip between two threads each with a runtime of its own, the nodes'
+    /// arrangement (target <= 2; with `--runtime shared`, over the
+    /// one-thread round trip).
     pub(super) p50_over_rtt: Option<f64>,
-    /// coopcache reads/s over memcached GET/s at the highest concurrency (target >= 1).
+    /// The same over the one-thread round trip (no thread wake-up).
+    pub(super) p50_over_one_thread_rtt: Option<f64>,
+    /// coopcache reads/s over memcached GET/s at the highest concurrency
+    /// (target >= 1.25).
     pub(super) reads_over_memcached: Option<f64>,
 }
 
 #[derive(serde::Serialize)]
 pub(super) struct Report {
+    pub(super) runtime: Layout,
     pub(super) block_size: usize,
     pub(super) ceiling: Ceiling,
     pub(super) rows: Vec<Row>,
@@ -129,6 +154,9 @@ pub fn run(args: LatencyArgs) -> Result<()> {
     };
     let rt = match args.threads {
         None => runtime()?,
+        Some(_) if args.runtime == Layout::PerNode => {
+            bail!("--threads applies to --runtime shared only")
+        }
         Some(0) => bail!("--threads must be at least 1"),
         Some(n) => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(n)
@@ -167,13 +195,20 @@ async fn bench(args: &LatencyArgs, exes: &[(Kind, PathBuf)], dir: &Path) -> Resu
     };
     let low = args.concurrency.iter().copied().min().unwrap_or(1);
     let high = args.concurrency.iter().copied().max().unwrap_or(1);
+    let rtt = match args.runtime {
+        Layout::PerNode => ceiling.rtt_node_threads_p50_us,
+        Layout::Shared => ceiling.rtt_p50_us,
+    };
+    let p50 = at("coopcache", low).map(|r| r.summary.p50_us);
     let targets = Targets {
-        p50_over_rtt: at("coopcache", low).map(|r| r.summary.p50_us / ceiling.rtt_p50_us),
+        p50_over_rtt: p50.map(|p| p / rtt),
+        p50_over_one_thread_rtt: p50.map(|p| p / ceiling.rtt_p50_us),
         reads_over_memcached: at("coopcache", high)
             .zip(at("memcached", high))
             .map(|(c, m)| c.summary.per_s / m.summary.per_s),
     };
     Ok(Report {
+        runtime: args.runtime,
         block_size: BLOCK,
         ceiling,
         rows,
@@ -233,15 +268,30 @@ async fn coopcache(args: &LatencyArgs, dir: &Path) -> Result<(Vec<Row>, f64, Cou
     let bs = BLOCK as u64;
     // The peer holds the whole file with room to spare.
     let caches = [READER_CACHE_BLOCKS * bs, 2 * u64::from(args.blocks) * bs];
-    let nodes = start_cluster(&spec, &caches).await?;
-    let result = measure_reader(args, &nodes).await;
-    let local = local_hit(args, &nodes[0]).await;
+    // With each node on a thread of its own, the readers run on the
+    // reader's (they are its local clients).
+    let (nodes, threads, place) = match args.runtime {
+        Layout::PerNode => {
+            let threads = start_cluster_threaded(&spec, &caches).await?;
+            let nodes: Vec<_> = threads.iter().map(|t| t.node.clone()).collect();
+            let place = Place::On(threads[0].runtime.clone());
+            (nodes, threads, place)
+        }
+        Layout::Shared => (
+            start_cluster(&spec, &caches).await?,
+            Vec::new(),
+            Place::Here,
+        ),
+    };
+    let result = measure_reader(args, &nodes, &place).await;
+    let local = local_hit(args, &nodes[0], &place).await;
     let t = totals(&nodes).await;
     let dropped_messages = nodes
         .iter()
         .map(|n| n.metrics().dropped_messages.get())
         .sum();
     shutdown(&nodes);
+    drop(threads);
     let t = t?;
     let counters = Counters {
         integrity_failures: t.integrity_failures,
@@ -249,6 +299,39 @@ async fn coopcache(args: &LatencyArgs, dir: &Path) -> Result<(Vec<Row>, f64, Cou
         dropped_messages,
     };
     Ok((result?, local?, counters))
+}
+
+/// Where a closed loop's workers run.
+enum Place {
+    /// On the bench's own runtime.
+    Here,
+    /// On this runtime (a node's, its local clients).
+    On(tokio::runtime::Handle),
+    /// On a runtime and thread of their own (a baseline's clients).
+    OwnThread,
+}
+
+impl Place {
+    /// Runs a closed loop of the workers `make` builds (on the place's
+    /// runtime, so their connections are its too).
+    async fn closed_loop<W, F, Fut>(
+        &self,
+        make: F,
+        warmup: Duration,
+        duration: Duration,
+    ) -> Result<(Summary, Vec<W>)>
+    where
+        W: Worker,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Vec<W>>> + Send + 'static,
+    {
+        let run = async move { closed_loop(make().await?, warmup, duration).await };
+        match self {
+            Place::Here => run.await,
+            Place::On(rt) => rt.spawn(run).await?,
+            Place::OwnThread => on_own_thread(run).await,
+        }
+    }
 }
 
 /// A reader that reads one block over and over: after the first read,
@@ -268,7 +351,7 @@ impl Worker for LocalReader {
 
 /// The median of local hits on the reader, one reader at a time: what
 /// the node's own hand-offs cost without the network.
-async fn local_hit(args: &LatencyArgs, reader: &Arc<NodeHandle>) -> Result<f64> {
+async fn local_hit(args: &LatencyArgs, reader: &Arc<NodeHandle>, place: &Place) -> Result<f64> {
     let worker = LocalReader(Reader {
         node: reader.clone(),
         path: Arc::from(FILE),
@@ -277,11 +360,18 @@ async fn local_hit(args: &LatencyArgs, reader: &Arc<NodeHandle>) -> Result<f64> 
         cursor: Arc::new(AtomicU64::new(0)),
         levels: [0; 4],
     });
-    let (s, _) = closed_loop(vec![worker], args.warmup, args.duration / 2).await?;
+    let make = || async move { Ok(vec![worker]) };
+    let (s, _) = place
+        .closed_loop(make, args.warmup, args.duration / 2)
+        .await?;
     Ok(s.p50_us)
 }
 
-async fn measure_reader(args: &LatencyArgs, nodes: &[Arc<NodeHandle>]) -> Result<Vec<Row>> {
+async fn measure_reader(
+    args: &LatencyArgs,
+    nodes: &[Arc<NodeHandle>],
+    place: &Place,
+) -> Result<Vec<Row>> {
     let (reader, peer) = (&nodes[0], &nodes[1]);
     eprintln!(
         "coopcache: priming the peer with {} blocks ...",
@@ -297,7 +387,7 @@ async fn measure_reader(args: &LatencyArgs, nodes: &[Arc<NodeHandle>]) -> Result
     let cursor = Arc::new(AtomicU64::new(0));
     for &c in &args.concurrency {
         eprintln!("coopcache: {c} readers ...");
-        let workers = (0..c)
+        let workers: Vec<Reader> = (0..c)
             .map(|_| Reader {
                 node: reader.clone(),
                 path: path.clone(),
@@ -307,7 +397,8 @@ async fn measure_reader(args: &LatencyArgs, nodes: &[Arc<NodeHandle>]) -> Result
                 levels: [0; 4],
             })
             .collect();
-        let (summary, workers) = closed_loop(workers, args.warmup, args.duration).await?;
+        let make = || async move { Ok(workers) };
+        let (summary, workers) = place.closed_loop(make, args.warmup, args.duration).await?;
         let mut levels = [0u64; 4];
         for w in &workers {
             for (l, n) in levels.iter_mut().zip(w.levels) {
@@ -329,14 +420,24 @@ async fn run_baseline(args: &LatencyArgs, kind: Kind, exe: &Path, dir: &Path) ->
     eprintln!("{}: starting {} ...", kind.name(), exe.display());
     let server = baseline::start(kind, exe, args.memcached_threads, dir).await?;
     baseline::load(&server, args.blocks, BLOCK).await?;
+    // The clients on one thread of their own, as coopcache's readers run
+    // on the reader node's.
+    let place = match args.runtime {
+        Layout::PerNode => Place::OwnThread,
+        Layout::Shared => Place::Here,
+    };
     let mut rows = Vec::new();
     for &c in &args.concurrency {
         eprintln!("{}: {c} connections ...", kind.name());
-        let mut workers = Vec::with_capacity(c);
-        for i in 0..c {
-            workers.push(GetWorker::new(&server, args.blocks, BLOCK, i as u64 + 1).await?);
-        }
-        let (summary, _) = closed_loop(workers, args.warmup, args.duration).await?;
+        let (endpoint, blocks) = (server.endpoint(), args.blocks);
+        let make = move || async move {
+            let mut workers = Vec::with_capacity(c);
+            for i in 0..c {
+                workers.push(GetWorker::new(&endpoint, blocks, BLOCK, i as u64 + 1).await?);
+            }
+            Ok(workers)
+        };
+        let (summary, _) = place.closed_loop(make, args.warmup, args.duration).await?;
         rows.push(Row {
             system: kind.name().into(),
             summary,

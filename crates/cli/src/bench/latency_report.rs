@@ -8,9 +8,21 @@ use std::path::Path;
 pub fn print(r: &Report) {
     let c = &r.ceiling;
     println!(
-        "loopback ceiling: 1-byte round trip p50 {:.1} us (p99 {:.1} us), with an 8 KiB answer {:.1} us, across worker threads {:.1} us; one TCP stream {:.2} GB/s",
-        c.rtt_p50_us, c.rtt_p99_us, c.rtt_8k_p50_us, c.rtt_threads_p50_us, c.stream_gb_s
+        "loopback ceiling: 1-byte round trip p50 {:.1} us on one thread (p99 {:.1} us), with an 8 KiB answer {:.1} us, across a runtime's worker threads {:.1} us, between two threads each with its own runtime {:.1} us; one TCP stream {:.2} GB/s",
+        c.rtt_p50_us,
+        c.rtt_p99_us,
+        c.rtt_8k_p50_us,
+        c.rtt_threads_p50_us,
+        c.rtt_node_threads_p50_us,
+        c.stream_gb_s
     );
+    let layout = match r.runtime {
+        crate::bench::latency::Layout::PerNode => {
+            "each node on a thread of its own, readers on the reader's, each baseline's clients on one thread"
+        }
+        crate::bench::latency::Layout::Shared => "everything on one multi-threaded runtime",
+    };
+    println!("runtime: {layout}");
     println!(
         "coopcache local hit on the reader (no network): p50 {:.1} us\n",
         r.local_hit_p50_us
@@ -46,11 +58,18 @@ pub fn print(r: &Report) {
     );
     if let Some(x) = r.targets.p50_over_rtt {
         let verdict = if x <= 2.0 { "met" } else { "missed" };
-        println!("target p50 <= 2x loopback round trip: {x:.1}x ({verdict})");
+        let over = match r.runtime {
+            crate::bench::latency::Layout::PerNode => "the round trip between two node threads",
+            crate::bench::latency::Layout::Shared => "the one-thread round trip",
+        };
+        println!("target p50 <= 2x {over}: {x:.2}x ({verdict})");
+    }
+    if let Some(x) = r.targets.p50_over_one_thread_rtt {
+        println!("p50 over the one-thread round trip: {x:.2}x");
     }
     if let Some(x) = r.targets.reads_over_memcached {
-        let verdict = if x >= 1.0 { "met" } else { "missed" };
-        println!("target reads/s >= memcached's: {x:.2}x ({verdict})");
+        let verdict = if x >= 1.25 { "met" } else { "missed" };
+        println!("target reads/s >= 1.25x memcached's: {x:.2}x ({verdict})");
     }
 }
 

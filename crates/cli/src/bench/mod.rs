@@ -21,6 +21,7 @@ mod measure;
 mod netcache;
 mod replay;
 mod staggered;
+mod stream;
 mod zipf_web;
 
 use clap::Subcommand;
@@ -45,6 +46,9 @@ pub enum BenchCmd {
     /// A multi-client workload replayed through a live loopback cluster
     /// for each algorithm, next to the simulator's prediction.
     Algorithms(Box<algorithms::AlgorithmsArgs>),
+    /// One node reads a large file held in a peer's memory, through the
+    /// library and the HTTP gateway, next to one TCP stream.
+    Stream(stream::StreamArgs),
 }
 
 /// Runs one benchmark.
@@ -55,5 +59,6 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::ZipfWeb(args) => zipf_web::run(args),
         BenchCmd::Latency(args) => latency::run(*args),
         BenchCmd::Algorithms(args) => algorithms::run(*args),
+        BenchCmd::Stream(args) => stream::run(args),
     }
 }

@@ -12,7 +12,7 @@ use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use crate::plot::{Series, Style, xy};
 use anyhow::{Context, Result, bail};
 use coopcache_core::coop::AlgorithmKind;
-use coopcache_node::handle::READ_AHEAD;
+use coopcache_node::handle::read_ahead;
 use coopcache_node::origin::Origin;
 use futures::StreamExt;
 use std::path::{Path, PathBuf};
@@ -295,7 +295,7 @@ async fn direct_read(
             let (origin, version) = (&origin, &version);
             async move { origin.read(name, version, b * bs..(b + 1) * bs).await }
         }))
-        .buffered(READ_AHEAD);
+        .buffered(read_ahead(bs as u32));
         let mut out = Vec::with_capacity(data.len());
         while let Some(part) = parts.next().await {
             out.extend_from_slice(&part?);

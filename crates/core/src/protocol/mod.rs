@@ -41,5 +41,5 @@ mod timers;
 pub use block::{BlockId, ProtocolKey, manager_of, predecessor, successor};
 pub use content::{Content, Digest, MemStore};
 pub use message::{NotLive, PeerMsg};
-pub use node::{Action, NodeProtocol, ProtocolConfig, ReadFailure, Served};
+pub use node::{Action, MIN_TRACKED, NodeProtocol, ProtocolConfig, ReadFailure, Served};
 pub use stats::ProtocolStats;

@@ -47,21 +47,32 @@ pub struct ProtocolConfig {
 impl ProtocolConfig {
     /// The daemon's defaults for a node caching `capacity` blocks of
     /// `block_size` bytes: a 50 ms timeout floor, 4,096 reads in flight,
-    /// 4 MiB of held blocks (at least 64), four records per block the
-    /// node can cache (at least 4,096), a ping a second.
+    /// 4 MiB of held blocks (at least 64), and four records and four
+    /// tracked blocks per block the node can cache, at least 65,536 each.
+    ///
+    /// A manager slice keeps records for its share of the whole cluster's
+    /// blocks, which its own capacity says nothing about when its peers
+    /// cache more (a small node managing files a large one holds): the
+    /// floor covers a 4 GiB share in 64 KiB blocks, at about 8 MiB of the
+    /// memory budget's reserve (a record is about 90 bytes, a directory
+    /// entry about 40).
     pub fn for_node(capacity: usize, block_size: u32) -> Self {
         ProtocolConfig {
             min_timeout_us: 50_000,
             max_reads: 4096,
             max_queued: 65536,
             max_held: ((4 << 20) / block_size.max(1) as usize).max(64),
-            max_records: capacity.max(1024) * 4,
-            max_directory: capacity.max(1024) * 4,
+            max_records: capacity.max(MIN_TRACKED / 4) * 4,
+            max_directory: capacity.max(MIN_TRACKED / 4) * 4,
             ping_every_us: 1_000_000,
             local_first: true,
         }
     }
 }
+
+/// The least number of records, and of directory entries, a manager slice
+/// keeps ([`ProtocolConfig::for_node`]).
+pub const MIN_TRACKED: usize = 65536;
 
 /// What a node must do, in the order the protocol decided it.
 #[derive(Clone, Debug, PartialEq, Eq)]
