@@ -110,6 +110,19 @@ pub struct NodeThread {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+impl NodeThread {
+    /// A node already running on `runtime` (shared with others), stopped
+    /// when dropped.
+    pub fn here(node: Arc<NodeHandle>, runtime: tokio::runtime::Handle) -> NodeThread {
+        NodeThread {
+            node,
+            runtime,
+            stop: None,
+            thread: None,
+        }
+    }
+}
+
 impl Drop for NodeThread {
     fn drop(&mut self) {
         self.node.shutdown();

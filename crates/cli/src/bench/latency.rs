@@ -80,7 +80,7 @@ pub struct LatencyArgs {
 /// Where the nodes and clients run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Layout {
+pub(super) enum Layout {
     /// Each node on a runtime and thread of its own.
     PerNode,
     /// Everything on one multi-threaded runtime.

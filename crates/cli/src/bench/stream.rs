@@ -3,16 +3,18 @@
 //! gateway, next to the same file read from the holder's own memory (a
 //! local hit) and one TCP stream between two threads, all in one run.
 //!
-//! Two nodes, each on a runtime and thread of its own (as real nodes each
-//! have a machine): the holder reads the whole file first, so its memory
+//! Two nodes, on the multi-threaded runtime the daemon runs on (or each
+//! on a thread of its own, `--runtime per-node`): the holder reads the
+//! whole file first, so its memory
 //! holds every block; the reader's cache is the least the budget allows,
 //! so every block it reads is a peer hit (Greedy Forwarding: its manager
 //! forwards the read to the holder). Every byte read is compared with the
 //! origin's; each figure is the median of `--reps` passes.
 
 use crate::bench::ceiling;
+use crate::bench::latency::Layout;
 use crate::live::{in_tempdir, parse_size};
-use crate::loopback::{LoopbackSpec, NodeThread, start_cluster_threaded, totals};
+use crate::loopback::{LoopbackSpec, NodeThread, start_cluster, start_cluster_threaded, totals};
 use anyhow::{Context, Result, bail};
 use coopcache_core::coop::{AlgorithmKind, Level};
 use coopcache_node::NodeHandle;
@@ -39,6 +41,12 @@ pub struct StreamArgs {
     /// Passes of each measurement; figures are their medians.
     #[arg(long, default_value_t = 3)]
     reps: usize,
+    /// Where the nodes run: `shared` (the default) runs both on one
+    /// multi-threaded runtime, the runtime `coopcache node` runs on, so a
+    /// node's link tasks and its driver can use several cores; `per-node`
+    /// gives each node one thread of its own.
+    #[arg(long, value_enum, default_value = "shared")]
+    runtime: Layout,
     /// Directory for the PNG chart.
     #[arg(long, default_value = "bench-figures")]
     plot: PathBuf,
@@ -62,6 +70,7 @@ pub struct Row {
 
 #[derive(serde::Serialize)]
 pub struct Report {
+    pub runtime: Layout,
     pub size: u64,
     pub block_size: u64,
     pub rows: Vec<Row>,
@@ -122,7 +131,14 @@ async fn bench(args: &StreamArgs, dir: &Path) -> Result<Report> {
     spec.block_size = args.block_size as u32;
     let bs = args.block_size;
     let caches = [READER_CACHE_BLOCKS * bs, args.size + 64 * bs];
-    let nodes = start_cluster_threaded(&spec, &caches).await?;
+    let nodes = match args.runtime {
+        Layout::PerNode => start_cluster_threaded(&spec, &caches).await?,
+        Layout::Shared => start_cluster(&spec, &caches)
+            .await?
+            .into_iter()
+            .map(|node| NodeThread::here(node, tokio::runtime::Handle::current()))
+            .collect(),
+    };
     let (reader, holder) = (&nodes[0], &nodes[1]);
     eprintln!("priming the holder ...");
     library_pass(holder, &data).await?;
@@ -172,6 +188,7 @@ async fn bench(args: &StreamArgs, dir: &Path) -> Result<Report> {
         .collect();
     let target_met = rows[2].of_tcp >= 0.5 && rows[3].of_tcp >= 0.5;
     Ok(Report {
+        runtime: args.runtime,
         size: args.size,
         block_size: args.block_size,
         rows,
@@ -278,8 +295,12 @@ async fn gateway_pass(addr: std::net::SocketAddr, size: u64, data: &Arc<Vec<u8>>
 }
 
 fn print(r: &Report) {
+    let layout = match r.runtime {
+        Layout::PerNode => "each node on a thread of its own",
+        Layout::Shared => "both nodes on one multi-threaded runtime",
+    };
     println!(
-        "{} MiB file in {} KiB blocks, held in a peer's memory; median of each pass:",
+        "{} MiB file in {} KiB blocks, held in a peer's memory ({layout}); median of each pass:",
         r.size >> 20,
         r.block_size >> 10
     );
