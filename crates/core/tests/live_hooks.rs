@@ -482,3 +482,44 @@ fn a_host_hands_back_a_parked_block_also_when_it_caches_one_itself() {
     );
     assert_eq!(host.len(), 2, "its own block 1 and the parked block 2");
 }
+
+/// With reads in flight at once, a live Direct node can evict a block
+/// whose bytes have not come yet: there is nothing to park, so it is
+/// dropped (the manager told), not recorded in the remote cache, where a
+/// later read would ask the host for a block it never got.
+#[test]
+fn a_live_direct_node_parks_only_blocks_whose_bytes_have_come() {
+    use coopcache_core::protocol::{Digest, MemStore};
+    let store = MemStore::<u64, Digest>::default;
+    let remote = Lru::new(4).unwrap();
+    let mut client = DirectNode::new(0, Lru::new(1).unwrap(), store(), remote, store())
+        .hosted_by_peers(Lru::new(4).unwrap(), store());
+    client.set_host(Some(1));
+    let mut out = Outbox::<u64, Digest>::default();
+    client.read(1, 0, &mut out);
+    client.read(2, 0, &mut out);
+    let sent: Vec<_> = std::iter::from_fn(|| out.next_message())
+        .map(|e| (e.to, e.msg))
+        .collect();
+    assert!(
+        sent.contains(&(Addr::Manager, Msg::Dropped { block: 1 })),
+        "{sent:?}"
+    );
+    assert!(
+        !sent.iter().any(|(_, m)| matches!(m, Msg::Place { .. })),
+        "{sent:?}"
+    );
+    client.read(1, 0, &mut out);
+    let sent: Vec<_> = std::iter::from_fn(|| out.next_message())
+        .map(|e| (e.to, e.msg))
+        .collect();
+    assert!(
+        sent.iter()
+            .any(|(to, m)| *to == Addr::Manager && matches!(m, Msg::Read { block: 1, .. })),
+        "{sent:?}"
+    );
+    assert!(
+        !sent.iter().any(|(to, _)| *to == Addr::Node(1)),
+        "asked the host for a block never parked: {sent:?}"
+    );
+}

@@ -279,11 +279,17 @@ impl Driver {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let timer = tokio::time::sleep(Duration::from_secs(3600));
         tokio::pin!(timer);
+        let mut armed = None;
         loop {
-            let due = self.protocol.poll_timeout().map(|us| self.clock.at(us));
-            if let Some(at) = due {
-                timer.as_mut().reset(at.into());
+            // The protocol's next deadline rarely moves (most reads finish
+            // long before theirs): re-arm only when it does.
+            let due = self.protocol.poll_timeout();
+            if due != armed
+                && let Some(us) = due
+            {
+                timer.as_mut().reset(self.clock.at(us).into());
             }
+            armed = due;
             tokio::select! {
                 ev = events.recv() => match ev {
                     Some(ev) => self.on_event(ev),

@@ -24,16 +24,20 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-/// Bytes a streamed read fetches ahead of the block it is sending (at
-/// least 8 blocks, at most 256): enough to keep a peer's pipe full across
-/// its round trip and the time each block spends being decrypted and
-/// checked (`coopcache bench stream`: 8 blocks of 64 KiB reached 1.1 GB/s
-/// from a peer's memory, 32 reached 1.4 GB/s).
+/// Bytes a streamed read fetches ahead of the block it is sending:
+/// enough to keep a peer's pipe full across its round trip and the time
+/// each block spends being decrypted and checked (`coopcache bench
+/// stream`: 8 blocks of 64 KiB reached 1.1 GB/s from a peer's memory, 32
+/// reached 1.4 GB/s).
 pub const READ_AHEAD_BYTES: usize = 2 << 20;
 
-/// Blocks a streamed read of blocks of `block_size` fetches ahead.
-pub fn read_ahead(block_size: u32) -> usize {
-    (READ_AHEAD_BYTES / block_size.max(1) as usize).clamp(8, 256)
+/// Blocks a stream of blocks of `block_size` fetches ahead at a node
+/// caching `capacity` blocks: [`READ_AHEAD_BYTES`], but at most half the
+/// cache (a stream reading further ahead than its node caches evicts its
+/// own blocks before their bytes arrive), and between 1 and 256.
+pub fn read_ahead(block_size: u32, capacity: usize) -> usize {
+    let by_bytes = READ_AHEAD_BYTES / block_size.max(1) as usize;
+    by_bytes.min(capacity / 2).clamp(1, 256)
 }
 
 /// Events queued for the driver; senders wait beyond this.
@@ -163,6 +167,8 @@ pub struct NodeHandle {
     events: mpsc::Sender<Event>,
     origin: Arc<Origin>,
     block_size: u32,
+    /// Blocks the node caches (bounds how far a stream reads ahead).
+    capacity: usize,
     attr_ttl: Duration,
     attrs: Mutex<HashMap<String, (Arc<FileVersion>, Instant)>>,
     metrics: Arc<Metrics>,
@@ -275,6 +281,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         events: tx,
         origin,
         block_size: bs,
+        capacity,
         attr_ttl: opts.attr_ttl,
         attrs: Mutex::new(HashMap::new()),
         metrics,
@@ -348,10 +355,19 @@ impl NodeHandle {
         version: &Arc<FileVersion>,
         index: u32,
     ) -> Result<(Bytes, Level), NodeError> {
-        let block = BlockId {
-            file: file_id(path, &version.version),
-            index,
-        };
+        let file = file_id(path, &version.version);
+        self.read_block_of(path, version, BlockId { file, index })
+            .await
+    }
+
+    /// [`NodeHandle::read_block`] with the block's id already known (the
+    /// file id hashed once for a whole stream).
+    async fn read_block_of(
+        &self,
+        path: &Arc<str>,
+        version: &Arc<FileVersion>,
+        block: BlockId,
+    ) -> Result<(Bytes, Level), NodeError> {
         let (tx, rx) = oneshot::channel();
         let ev = Event::Read {
             path: path.clone(),
@@ -392,11 +408,13 @@ impl NodeHandle {
         let end = range.end.min(version.size);
         let start = range.start.min(end);
         let me = self.clone();
+        let file = file_id(&path, &version.version);
         futures::stream::iter(self.blocks(&(start..end)))
             .map(move |(index, part)| {
                 let (me, path, version) = (me.clone(), path.clone(), version.clone());
                 async move {
-                    let (data, _) = me.read_block(&path, &version, index).await?;
+                    let block = BlockId { file, index };
+                    let (data, _) = me.read_block_of(&path, &version, block).await?;
                     if data.len() < part.end {
                         return Err(NodeError::Config(format!(
                             "block {index} of {path} has {} bytes, expected at least {}",
@@ -407,7 +425,7 @@ impl NodeHandle {
                     Ok(data.slice(part))
                 }
             })
-            .buffered(read_ahead(self.block_size))
+            .buffered(read_ahead(self.block_size, self.capacity))
     }
 
     /// Reads `range` of `path` (the whole file if `None`) into memory.

@@ -37,6 +37,9 @@ pub fn level_name(level: Level) -> &'static str {
 pub struct Metrics {
     /// Block reads completed, by the level that served them.
     pub reads: Family<LevelLabel, Counter>,
+    /// The counters of `reads`, looked up once (a read is counted on the
+    /// hot path, without the family's lock and hash).
+    reads_by_level: std::sync::OnceLock<[Counter; 4]>,
     /// Block reads that failed (origin error).
     pub read_errors: Counter,
     /// Reads sent to the origin.
@@ -65,13 +68,20 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    fn level_counters(&self) -> &[Counter; 4] {
+        self.reads_by_level.get_or_init(|| {
+            Level::ALL.map(|l| {
+                let label = LevelLabel {
+                    level: level_name(l),
+                };
+                self.reads.get_or_create(&label).clone()
+            })
+        })
+    }
+
     /// Counts a read served by `level`.
     pub fn read(&self, level: Level) {
-        self.reads
-            .get_or_create(&LevelLabel {
-                level: level_name(level),
-            })
-            .inc();
+        self.level_counters()[level.index()].inc();
     }
 
     /// Counts `n` protocol violations by the peer named `peer`.
@@ -85,11 +95,7 @@ impl Metrics {
 
     /// Reads served by `level` so far.
     pub fn reads_at(&self, level: Level) -> u64 {
-        self.reads
-            .get_or_create(&LevelLabel {
-                level: level_name(level),
-            })
-            .get()
+        self.level_counters()[level.index()].get()
     }
 
     /// The Prometheus text exposition of every counter.

@@ -289,13 +289,16 @@ async fn direct_read(
     let origin = Origin::open(dir.to_str().context("origin path is not UTF-8")?)?
         .with_delay(args.origin_delay);
     let bs = args.block_size;
+    // As far ahead as the node it is compared with reads (its cache holds
+    // the file, at least 16 blocks).
+    let capacity = ((data.len() as u64).max(bs * 16) / bs) as usize;
     let (got, seconds) = timed(async {
         let version = origin.stat(name).await?;
         let mut parts = futures::stream::iter((0..version.size.div_ceil(bs)).map(|b| {
             let (origin, version) = (&origin, &version);
             async move { origin.read(name, version, b * bs..(b + 1) * bs).await }
         }))
-        .buffered(read_ahead(bs as u32));
+        .buffered(read_ahead(bs as u32, capacity));
         let mut out = Vec::with_capacity(data.len());
         while let Some(part) = parts.next().await {
             out.extend_from_slice(&part?);

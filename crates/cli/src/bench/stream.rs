@@ -27,8 +27,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const FILE: &str = "stream.bin";
-/// The reader's cache: the least the memory budget accepts.
-const READER_CACHE_BLOCKS: u64 = 16;
+/// The reader's cache, in blocks: small against the file (so each pass
+/// misses it and reads from the holder) but large enough for a stream's
+/// full read-ahead, which reads at most half its node's cache ahead.
+const READER_CACHE_BLOCKS: u64 = 128;
 
 #[derive(clap::Args)]
 pub struct StreamArgs {

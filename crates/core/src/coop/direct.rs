@@ -88,8 +88,10 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
         // None: the simulator's remote cache; Some(None): live, no host.
         let host = self.peer.as_ref().map(|p| p.host);
         self.local.admit(block, miss, |victim, data| {
-            if host == Some(None) {
-                // No peer to keep it: dropped, as Base drops it.
+            if host == Some(None) || (host.is_some() && data.is_none()) {
+                // No peer to keep it, or (live, with reads in flight) its
+                // bytes have not come yet, so there is nothing to park:
+                // dropped, as Base drops it.
                 return notify_dropped(me, victim, out);
             }
             if let Lookup::Miss(miss) = remote.lookup(victim) {

@@ -32,6 +32,45 @@ struct Forwarded {
     deadline: u64,
 }
 
+/// The forwards of one block: the first inline (a block is rarely
+/// forwarded to two readers at once), more on the heap.
+#[derive(Clone, Debug)]
+struct Forwards {
+    first: Forwarded,
+    more: Vec<Forwarded>,
+}
+
+impl Forwards {
+    fn iter(&self) -> impl Iterator<Item = &Forwarded> {
+        std::iter::once(&self.first).chain(&self.more)
+    }
+
+    fn len(&self) -> usize {
+        1 + self.more.len()
+    }
+
+    /// Adds `f`, dropping the oldest beyond `max` (at least 2).
+    fn push(&mut self, f: Forwarded, max: usize) {
+        if self.len() >= max && !self.more.is_empty() {
+            self.first = self.more.remove(0);
+        }
+        self.more.push(f);
+    }
+
+    /// Keeps those `keep` says; false if none is left.
+    fn retain(&mut self, mut keep: impl FnMut(&Forwarded) -> bool) -> bool {
+        self.more.retain(|f| keep(f));
+        if keep(&self.first) {
+            return true;
+        }
+        if self.more.is_empty() {
+            return false;
+        }
+        self.first = self.more.remove(0);
+        true
+    }
+}
+
 /// A question that waits for a block's record.
 #[derive(Clone, Copy, Debug)]
 enum Awaiting {
@@ -50,7 +89,7 @@ pub(super) struct Slice<K> {
     /// skipped when reached).
     order: VecDeque<K>,
     grants: HashMap<K, Grant, foldhash::fast::FixedState>,
-    forwards: HashMap<K, Vec<Forwarded>, foldhash::fast::FixedState>,
+    forwards: HashMap<K, Forwards, foldhash::fast::FixedState>,
     awaiting: HashMap<K, Vec<Awaiting>, foldhash::fast::FixedState>,
 }
 
@@ -128,11 +167,10 @@ impl<K: ProtocolKey> Slice<K> {
 
     /// Forgets forwards of `block` past their deadline.
     pub(super) fn expire_forwards(&mut self, block: K, now: u64) {
-        if let Some(f) = self.forwards.get_mut(&block) {
-            f.retain(|f| f.deadline > now);
-            if f.is_empty() {
-                self.forwards.remove(&block);
-            }
+        if let Some(f) = self.forwards.get_mut(&block)
+            && !f.retain(|f| f.deadline > now)
+        {
+            self.forwards.remove(&block);
         }
     }
 
@@ -146,11 +184,24 @@ impl<K: ProtocolKey> Slice<K> {
             .filter(|f| f.holder == holder)
             .map(|f| f.reader)
             .collect();
-        f.retain(|f| f.holder != holder);
-        if f.is_empty() {
+        if !f.retain(|f| f.holder != holder) {
             self.forwards.remove(&block);
         }
         readers
+    }
+
+    /// Records a forward of `block`, the oldest dropped beyond `max`.
+    fn add_forward(&mut self, block: K, f: Forwarded, max: usize) {
+        match self.forwards.get_mut(&block) {
+            Some(list) => list.push(f, max),
+            None => {
+                let list = Forwards {
+                    first: f,
+                    more: Vec::new(),
+                };
+                self.forwards.insert(block, list);
+            }
+        }
     }
 
     /// Readers forwarded to `holder` (which left), forgotten.
@@ -163,8 +214,7 @@ impl<K: ProtocolKey> Slice<K> {
                     lost.push((b, f.reader));
                 }
                 !gone
-            });
-            !f.is_empty()
+            })
         });
         lost
     }
@@ -302,15 +352,13 @@ where
             None => return self.manager_fetch(block, reader, now),
         }
         let deadline = now + self.peer_timeout();
-        let forwards = self.slice.forwards.entry(block).or_default();
-        if forwards.len() >= MAX_FORWARDS_PER_BLOCK {
-            forwards.remove(0);
-        }
-        forwards.push(Forwarded {
+        let forward = Forwarded {
             holder,
             reader,
             deadline,
-        });
+        };
+        self.slice
+            .add_forward(block, forward, MAX_FORWARDS_PER_BLOCK);
         self.timers.arm(deadline, Timer::Forward(block));
         self.send(holder, PeerMsg::Forward { block, reader });
     }
@@ -391,6 +439,30 @@ mod tests {
             hash: [n; 32],
             len: 1,
         }
+    }
+
+    #[test]
+    fn forwards_are_bounded_oldest_first_and_retained_in_any_slot() {
+        let f = |holder, deadline| Forwarded {
+            holder,
+            reader: 9,
+            deadline,
+        };
+        let mut s: Slice<u64> = Slice::default();
+        for i in 0..20 {
+            s.add_forward(1, f(i, u64::from(i)), 16);
+        }
+        assert_eq!(s.forwards[&1].len(), 16);
+        let holders: Vec<u32> = s.forwards[&1].iter().map(|f| f.holder).collect();
+        assert_eq!(holders, (4..20).collect::<Vec<_>>());
+        assert!(s.forwarded_to(1, 19) && !s.forwarded_to(1, 3));
+        s.expire_forwards(1, 17);
+        assert_eq!(s.take_forwards(1, 18), [9]);
+        assert_eq!(s.take_forwards(1, 19), [9]);
+        assert!(!s.forwards.contains_key(&1), "none left");
+        s.add_forward(2, f(7, 5), 16);
+        assert_eq!(s.take_forwards_to(7), [(2, 9)]);
+        assert!(s.forwards.is_empty());
     }
 
     #[test]

@@ -145,6 +145,9 @@ pub struct NodeProtocol<K, D> {
     pub(super) manager: LiveManager<K, D>,
     /// What the machines send, before the protocol maps it.
     pub(super) machine_out: Outbox<K, D>,
+    /// Reused for the reads the machines complete (no allocation per
+    /// input).
+    pub(super) done_scratch: Vec<crate::coop::ReadDone<K>>,
     /// Messages from this node to itself (its own manager slice, say),
     /// delivered in order like any other.
     pub(super) local: VecDeque<PeerMsg<K, D>>,
@@ -207,6 +210,7 @@ where
             node,
             manager,
             machine_out: Outbox::default(),
+            done_scratch: Vec::new(),
             local: VecDeque::new(),
             actions: VecDeque::new(),
             reads: Reads::default(),

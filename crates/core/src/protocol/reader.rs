@@ -376,8 +376,9 @@ where
 
     /// Finishes the reads the machine completed.
     pub(super) fn complete_reads(&mut self, now: u64) {
-        let done: Vec<_> = self.machine_out.drain_done().collect();
-        for d in done {
+        let mut done = std::mem::take(&mut self.done_scratch);
+        done.extend(self.machine_out.drain_done());
+        for d in done.drain(..) {
             let Some(p) = self.reads.pending.get_mut(&d.block) else {
                 continue;
             };
@@ -402,6 +403,7 @@ where
                 }
             }
         }
+        self.done_scratch = done;
     }
 
     /// Hands `data` to every reader of `block` and serves the forwards
