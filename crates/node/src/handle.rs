@@ -160,6 +160,9 @@ pub enum NodeError {
     /// Bad settings.
     #[error("{0}")]
     Config(String),
+    /// Nodes still busy when they were expected to be at rest.
+    #[error("{0}")]
+    NotQuiet(String),
 }
 
 /// A running node.

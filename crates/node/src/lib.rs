@@ -15,6 +15,7 @@
 //! - [`block`]: block ids and contents; [`budget`]: how many blocks fit
 //!   the memory budget.
 //! - [`gateway`]: HTTP access, status and metrics; [`client`]: its client.
+//! - [`quiescence`]: waiting until nodes in one process are at rest.
 
 pub mod block;
 pub mod budget;
@@ -29,6 +30,7 @@ pub mod link;
 pub mod membership;
 pub mod metrics;
 pub mod origin;
+pub mod quiescence;
 pub mod tls;
 
 pub use handle::{NodeError, NodeHandle, NodeOptions, start};

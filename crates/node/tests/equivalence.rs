@@ -27,7 +27,7 @@ use coopcache_node::budget::{PER_BLOCK_OVERHEAD, RESERVE};
 use coopcache_sim::live::LiveCluster;
 use coopcache_sim::trace::{Op, Request};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const NODES: u32 = 4;
 const BLOCK_SIZE: u32 = 4096;
@@ -146,27 +146,12 @@ fn simulate(kind: AlgorithmKind, requests: &[Request], blocks: &[BlockId]) -> Ve
         .collect()
 }
 
-/// Waits for quiescence: every node quiet and every protocol message
-/// sent received. Returns the blocks each node caches.
+/// Waits for quiescence; returns the blocks each node caches.
 async fn quiescence(nodes: &[Arc<NodeHandle>]) -> Vec<u64> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut all = Vec::new();
-        for node in nodes {
-            all.push(node.status().await.unwrap());
-        }
-        let delivered = all.iter().all(|s| {
-            s.sent.iter().all(|(&peer, &n)| {
-                let to = &all[peer as usize];
-                to.received.get(&s.id).copied().unwrap_or(0) == n
-            })
-        });
-        if delivered && all.iter().all(|s| s.quiet) {
-            return all.iter().map(|s| s.cached_blocks).collect();
-        }
-        assert!(Instant::now() < deadline, "the cluster never went quiet");
-        tokio::task::yield_now().await;
-    }
+    let all = coopcache_node::quiescence::quiescence(nodes, Duration::from_secs(10))
+        .await
+        .unwrap();
+    all.iter().map(|s| s.cached_blocks).collect()
 }
 
 async fn live_cluster(algorithm: AlgorithmKind) -> TestCluster {

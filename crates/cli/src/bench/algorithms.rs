@@ -1,23 +1,26 @@
 //! `coopcache bench algorithms`: a multi-client workload (the simulator's
 //! `sprite-like` by default) replayed through a live loopback cluster for
-//! each algorithm the daemon runs, with the simulator's prediction for the
-//! same trace, seed, cache sizes and block size next to it.
+//! each algorithm the daemon runs, next to the same protocol simulated
+//! with the live cluster's block ids (`coopcache_sim::live`) and to the
+//! paper's simulator, for the same trace, seed, cache sizes and block size.
 //!
-//! Both sides get the same shape: one node per client, each caching
+//! All three get the same shape: one node per client, each caching
 //! `--cache-blocks` blocks under LRU, a manager without memory (a live
 //! node's manager slice keeps a directory only), N-Chance with n = 2 and
 //! seed 1 (the daemon's defaults). Live nodes serve a read-only origin, so
-//! writes are dropped from the trace on both sides (the default workload
-//! has none).
+//! writes are dropped from the trace everywhere (the default workload has
+//! none).
 
 use crate::bench::algorithms_report;
-use crate::bench::replay::{self, Settle, file_name, file_of};
-use crate::live::{in_tempdir, parse_duration, parse_size};
+use crate::bench::replay::{self, file_name, file_of};
+use crate::live::{in_tempdir, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use anyhow::{Context, Result, bail};
-use coopcache_core::coop::AlgorithmKind;
-use coopcache_core::coop::{ClusterConfig, Level};
+use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level, LiveShape};
+use coopcache_core::policy::PolicyKind;
+use coopcache_node::block::{BlockId, file_id};
 use coopcache_node::origin::FileVersion;
+use coopcache_sim::live::LiveCluster;
 use coopcache_sim::trace::{Op, Request};
 use coopcache_sim::workload::Workload;
 use std::collections::{BTreeMap, HashMap};
@@ -57,14 +60,6 @@ pub struct AlgorithmsArgs {
     /// Block size.
     #[arg(long, default_value = "8KiB", value_parser = parse_size)]
     block_size: u64,
-    /// Least time allowed after each live read for the messages it left
-    /// behind (N-Chance's forwarded singlets, directory updates).
-    #[arg(long, default_value = "300us", value_parser = parse_duration)]
-    settle: Duration,
-    /// And then: how long no node's counters or cache may change before
-    /// the next read is replayed.
-    #[arg(long, default_value = "500us", value_parser = parse_duration)]
-    quiet: Duration,
     /// Directory for the PNG charts.
     #[arg(long, default_value = "bench-figures")]
     plot: PathBuf,
@@ -116,8 +111,15 @@ pub(super) struct Outcome {
     pub(super) block_size: u64,
     pub(super) reads: u64,
     pub(super) live: Counts,
+    /// The live protocol simulated, with the live cluster's block ids.
+    pub(super) protocol: Counts,
+    /// The paper's simulator (trace ids as block ids).
     pub(super) simulated: Counts,
-    /// Reads served from the same level live and simulated.
+    /// Reads served from the same level live and by the simulated protocol.
+    pub(super) same_level_as_protocol: u64,
+    /// The first read served from another level, if any.
+    pub(super) first_difference_from_protocol: Option<usize>,
+    /// Reads served from the same level live and by the paper's simulator.
     pub(super) same_level: u64,
     /// The first read served from another level, if any.
     pub(super) first_difference: Option<usize>,
@@ -258,6 +260,34 @@ async fn bench(
     Ok(out)
 }
 
+/// The live protocol simulated over `blocks` (the live cluster's ids of
+/// the requests' blocks): each read's level.
+fn simulate_protocol(
+    algorithm: AlgorithmKind,
+    args: &AlgorithmsArgs,
+    nodes: u32,
+    requests: &[Request],
+    blocks: &[BlockId],
+) -> Result<Vec<Level>> {
+    let shape = LiveShape {
+        capacity: args.cache_blocks as usize,
+        policy: PolicyKind::Lru,
+        chances: 2,
+        seed: 1,
+    };
+    let bs = u32::try_from(args.block_size).context("--block-size")?;
+    let mut sim = LiveCluster::new(algorithm, nodes, &shape, bs)?;
+    let mut levels = Vec::with_capacity(requests.len());
+    for (i, (r, &block)) in requests.iter().zip(blocks).enumerate() {
+        let served = sim
+            .read(r.client, block)?
+            .with_context(|| format!("{algorithm}: simulated read {i} never completed"))?
+            .map_err(|e| anyhow::anyhow!("{algorithm}: simulated read {i}: {e}"))?;
+        levels.push(served.level);
+    }
+    Ok(levels)
+}
+
 async fn run_live(
     args: &AlgorithmsArgs,
     spec: &LoopbackSpec,
@@ -269,17 +299,29 @@ async fn run_live(
     let caches = vec![args.cache_blocks * args.block_size; spec.names.len()];
     let nodes = start_cluster(spec, &caches).await?;
     let started = Instant::now();
+    let mut protocol = Vec::new();
     let result = async {
         let mut versions: HashMap<u64, Arc<FileVersion>> = HashMap::new();
         for &f in files.keys() {
             versions.insert(f, nodes[0].stat(&file_name(f)).await?);
         }
-        let settle = Settle {
-            after_read: args.settle,
-            quiet: args.quiet,
-        };
+        // The live cluster's block ids (the file id hashes the path and
+        // the origin's version), for the simulated protocol.
+        let blocks: Vec<BlockId> = requests
+            .iter()
+            .map(|r| {
+                let (file, index) = file_of(r.id);
+                let version = &versions[&file].version;
+                BlockId {
+                    file: file_id(&file_name(file), version),
+                    index,
+                }
+            })
+            .collect();
+        let nodes_n = spec.names.len() as u32;
+        protocol = simulate_protocol(spec.algorithm, args, nodes_n, requests, &blocks)?;
         let bar = super::common::Bar::new(requests.len() as u64, "reads replayed");
-        replay::live(&nodes, &versions, requests, settle, |_| bar.inc()).await
+        replay::live(&nodes, &versions, requests, |_| bar.inc()).await
     }
     .await;
     let live_seconds = started.elapsed().as_secs_f64();
@@ -287,6 +329,7 @@ async fn run_live(
     shutdown(&nodes);
     let (live, t) = (result?, t?);
     let first_difference = live.iter().zip(simulated).position(|(a, b)| a != b);
+    let first_difference_from_protocol = live.iter().zip(&protocol).position(|(a, b)| a != b);
     Ok(Outcome {
         algorithm: spec.algorithm.to_string(),
         workload: label.to_string(),
@@ -295,7 +338,10 @@ async fn run_live(
         block_size: args.block_size,
         reads: live.len() as u64,
         live: Counts::of(&live),
+        protocol: Counts::of(&protocol),
         simulated: Counts::of(simulated),
+        same_level_as_protocol: live.iter().zip(&protocol).filter(|(a, b)| a == b).count() as u64,
+        first_difference_from_protocol,
         same_level: live.iter().zip(simulated).filter(|(a, b)| a == b).count() as u64,
         first_difference,
         live_origin_requests: t.origin_reads,

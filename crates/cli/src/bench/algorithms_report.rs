@@ -12,7 +12,8 @@ const LEVELS: [(&str, Level); 4] = [
     ("origin", Level::Origin),
 ];
 
-/// The per-level table, live against simulated, and the agreement.
+/// The per-level table (live, the simulated protocol, the paper's
+/// simulator) and the agreement.
 pub fn print(outcomes: &[Outcome]) {
     let Some(first) = outcomes.first() else {
         return;
@@ -29,14 +30,15 @@ pub fn print(outcomes: &[Outcome]) {
     let mut rows = Vec::new();
     for o in outcomes {
         for (name, l) in LEVELS {
-            let (live, sim) = (o.live.get(l), o.simulated.get(l));
+            let (live, proto, sim) = (o.live.get(l), o.protocol.get(l), o.simulated.get(l));
             rows.push(vec![
                 o.algorithm.clone(),
                 name.to_string(),
                 live.to_string(),
                 pct(live, o.reads),
+                proto.to_string(),
+                format!("{:+}", live as i64 - proto as i64),
                 sim.to_string(),
-                pct(sim, o.reads),
                 format!("{:+}", live as i64 - sim as i64),
             ]);
         }
@@ -47,22 +49,28 @@ pub fn print(outcomes: &[Outcome]) {
             "level",
             "live",
             "live %",
-            "simulated",
-            "sim %",
-            "live - sim",
+            "protocol",
+            "live - protocol",
+            "paper",
+            "live - paper",
         ],
         &rows,
         2,
     );
-    println!();
+    println!(
+        "\n(protocol: the live protocol simulated with the live cluster's block ids; paper: the paper's simulator)"
+    );
+    let first =
+        |i: Option<usize>| i.map_or(String::new(), |i| format!(" (first difference: read {i})"));
     for o in outcomes {
         println!(
-            "{}: {} of {} reads served from the simulator's level{}; origin requests {}, peer timeouts {}, integrity failures {}, {:.1} s live",
+            "{}: {} of {} reads served from the simulated protocol's level{}, {} from the paper simulator's{}; origin requests {}, peer timeouts {}, integrity failures {}, {:.1} s live",
             o.algorithm,
-            o.same_level,
+            o.same_level_as_protocol,
             o.reads,
-            o.first_difference
-                .map_or(String::new(), |i| format!(" (first difference: read {i})")),
+            first(o.first_difference_from_protocol),
+            o.same_level,
+            first(o.first_difference),
             o.live_origin_requests,
             o.timeouts,
             o.integrity_failures,
@@ -92,7 +100,11 @@ pub fn plot(dir: &Path, outcomes: &[Outcome]) -> Result<()> {
                     values: values(&o.live),
                 },
                 Segment {
-                    name: "simulated",
+                    name: "simulated protocol",
+                    values: values(&o.protocol),
+                },
+                Segment {
+                    name: "paper simulator",
                     values: values(&o.simulated),
                 },
             ],

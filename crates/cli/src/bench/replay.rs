@@ -1,19 +1,21 @@
-//! One trace, two ways: through the simulator and through a live loopback
-//! cluster, one request at a time, each read's level recorded. The live
-//! replay follows `crates/node/tests/equivalence.rs`: after each read it
-//! waits for the cluster to go quiet (N-Chance's forwarded singlets and
-//! the directory updates run after the read completes), because the
-//! simulator runs every request to quiescence.
+//! One trace, three ways: through the paper's simulator, through the live
+//! protocol simulated, and through a live loopback cluster, one request at
+//! a time, each read's level recorded. The live replay follows
+//! `crates/node/tests/equivalence.rs`: after each read it waits for the
+//! cluster's quiescence (N-Chance's forwarded singlets and the directory
+//! updates run after the read completes), because the simulators run
+//! every request to quiescence.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
 use coopcache_node::NodeHandle;
 use coopcache_node::origin::FileVersion;
+use coopcache_node::quiescence::quiescence;
 use coopcache_sim::coop::stepwise::stepwise;
 use coopcache_sim::trace::Request;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Bits of a trace id that number the block within its file (the
 /// sprite-like workload's `file << 16 | block`).
@@ -40,23 +42,12 @@ pub fn simulate(
     Ok(steps.into_iter().map(|s| s.level).collect())
 }
 
-/// How the live replay waits for quiet after each read.
-#[derive(Clone, Copy, Debug)]
-pub struct Settle {
-    /// Least time allowed after a read for the messages it left behind.
-    pub after_read: Duration,
-    /// The nodes are polled (as fast as they answer) until their counters
-    /// and caches have not changed for this long.
-    pub quiet: Duration,
-}
-
 /// Replays `requests` on the live `nodes` (client `c` reads through node
 /// `c`), returning each read's level.
 pub async fn live(
     nodes: &[Arc<NodeHandle>],
     versions: &HashMap<u64, Arc<FileVersion>>,
     requests: &[Request],
-    settle: Settle,
     mut progress: impl FnMut(usize),
 ) -> Result<Vec<Level>> {
     let names: HashMap<u64, Arc<str>> = versions
@@ -75,46 +66,12 @@ pub async fn live(
             .with_context(|| format!("request {i}: no origin file for trace file {file}"))?;
         let (_, level) = node.read_block(path, version, index).await?;
         levels.push(level);
-        quiet(nodes, settle).await?;
+        // The messages a read leaves behind (forwarded singlets,
+        // placements, directory updates) are delivered before the next.
+        quiescence(nodes, Duration::from_secs(10)).await?;
         progress(i + 1);
     }
     Ok(levels)
-}
-
-/// Waits until no node's counters or cache have changed for
-/// `settle.quiet`, and at least `settle.after_read` after the read.
-///
-/// The nodes are polled back to back rather than on a timer: tokio's
-/// timer ticks in milliseconds, which made each replayed read cost about
-/// 8 ms, while a message crosses loopback in tens of microseconds.
-async fn quiet(nodes: &[Arc<NodeHandle>], settle: Settle) -> Result<()> {
-    let start = Instant::now();
-    let deadline = start + Duration::from_secs(5);
-    let mut last = Vec::new();
-    let mut changed = start;
-    loop {
-        let mut now = Vec::with_capacity(nodes.len());
-        for node in nodes {
-            let s = node.status().await?;
-            now.push((
-                s.cached_blocks,
-                s.origin_reads,
-                s.reads.values().sum::<u64>(),
-            ));
-        }
-        let t = Instant::now();
-        if now != last {
-            changed = t;
-            last = now;
-        } else if t - start >= settle.after_read && t - changed >= settle.quiet {
-            return Ok(());
-        }
-        if t > deadline {
-            bail!("the cluster did not go quiet within 5 s of a read");
-        }
-        // Let the nodes' tasks run between polls.
-        tokio::task::yield_now().await;
-    }
 }
 
 #[cfg(test)]
