@@ -7,7 +7,7 @@
 
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
-use coopcache_core::protocol::{Digest, MIN_TRACKED, PeerMsg, manager_of, predecessor};
+use coopcache_core::protocol::{Digest, MIN_TRACKED, PeerMsg, Served, manager_of, predecessor};
 use coopcache_sim::live::{LiveCluster, content_of};
 
 const MALLORY: NodeId = 9;
@@ -55,6 +55,22 @@ fn read(c: &mut LiveCluster<u64>, node: NodeId, block: u64) -> Level {
         "wrong contents"
     );
     served.level
+}
+
+/// Node `node` starts reading `block`, Mallory sends it `msgs`, and the
+/// cluster runs until quiet: how the read was served.
+fn read_while_mallory_sends(
+    c: &mut LiveCluster<u64>,
+    node: NodeId,
+    block: u64,
+    msgs: &[PeerMsg<u64, Digest>],
+) -> Served<Digest> {
+    c.start_read(node, block);
+    for msg in msgs {
+        c.inject(MALLORY, node, msg.clone());
+    }
+    c.run_until_quiet().unwrap();
+    c.take_done(node, block).expect("completed").unwrap()
 }
 
 #[test]
@@ -141,24 +157,16 @@ fn an_expect_and_data_from_a_member_not_asked_are_refused() {
     read(&mut c, 1, b);
     // Node 2's read is in flight when Mallory names herself its holder
     // and sends her own contents, digest to match.
-    c.start_read(2, b);
-    let evil_data = evil();
     let expect = PeerMsg::Expect {
         block: b,
-        digest: evil_data,
+        digest: evil(),
         holder: MALLORY,
     };
-    c.inject(MALLORY, 2, expect);
-    c.inject(
-        MALLORY,
-        2,
-        PeerMsg::Data {
-            block: b,
-            data: evil_data,
-        },
-    );
-    c.run_until_quiet().unwrap();
-    let served = c.take_done(2, b).expect("completed").unwrap();
+    let data = PeerMsg::Data {
+        block: b,
+        data: evil(),
+    };
+    let served = read_while_mallory_sends(&mut c, 2, b, &[expect, data]);
     assert_eq!(
         served.data,
         content_of(&b, BLOCK_SIZE),
@@ -202,17 +210,11 @@ fn a_fetch_origin_is_accepted_only_from_the_blocks_manager() {
     let mut c = cluster(AlgorithmKind::Greedy);
     let b = managed_by(0, 4000);
     read(&mut c, 1, b);
-    c.start_read(2, b);
-    c.inject(
-        MALLORY,
-        2,
-        PeerMsg::FetchOrigin {
-            block: b,
-            record: true,
-        },
-    );
-    c.run_until_quiet().unwrap();
-    let served = c.take_done(2, b).expect("completed").unwrap();
+    let fetch = PeerMsg::FetchOrigin {
+        block: b,
+        record: true,
+    };
+    let served = read_while_mallory_sends(&mut c, 2, b, &[fetch]);
     assert_eq!(
         served.level,
         Level::RemoteNode,
@@ -239,14 +241,11 @@ fn a_hash_is_accepted_only_from_the_blocks_manager() {
         Level::Origin,
         "read and placed at its owner"
     );
-    c.start_read(2, b);
     let forged = PeerMsg::HashIs {
         block: b,
         digest: Some(evil()),
     };
-    c.inject(MALLORY, 2, forged);
-    c.run_until_quiet().unwrap();
-    let served = c.take_done(2, b).expect("completed").unwrap();
+    let served = read_while_mallory_sends(&mut c, 2, b, &[forged]);
     assert_eq!(
         served.level,
         Level::RemoteNode,
@@ -326,10 +325,8 @@ fn missing_is_accepted_only_from_the_node_asked() {
         .find(|b| manager_of(*b, &MEMBERS) == Some(0) && owners.of(b) == 1)
         .unwrap();
     read(&mut c, 0, b);
-    c.start_read(2, b);
-    c.inject(MALLORY, 2, PeerMsg::Missing { block: b });
-    c.run_until_quiet().unwrap();
-    let served = c.take_done(2, b).expect("completed").unwrap();
+    let missing = PeerMsg::Missing { block: b };
+    let served = read_while_mallory_sends(&mut c, 2, b, &[missing]);
     assert_eq!(
         served.level,
         Level::RemoteNode,

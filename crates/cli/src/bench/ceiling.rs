@@ -104,18 +104,8 @@ pub async fn stream_between_threads(duration: Duration) -> Result<f64> {
     });
     let reader = on_own_thread(async move {
         let listener = TcpListener::from_std(listener)?;
-        let (mut server, _) = listener.accept().await?;
-        let mut buf = vec![0u8; CHUNK];
-        let mut bytes = 0u64;
-        let start = Instant::now();
-        loop {
-            let n = server.read(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            bytes += n as u64;
-        }
-        Ok(bytes as f64 / start.elapsed().as_secs_f64().max(f64::MIN_POSITIVE) / 1e9)
+        let (server, _) = listener.accept().await?;
+        drain(server).await
     });
     let (w, r) = tokio::join!(writer, reader);
     w?;
@@ -204,7 +194,7 @@ async fn ping_pong(duration: Duration, answer: usize) -> Result<(f64, f64)> {
 }
 
 async fn stream(duration: Duration) -> Result<f64> {
-    let (mut client, mut server) = pair().await?;
+    let (mut client, server) = pair().await?;
     let writer = tokio::spawn(async move {
         let chunk = vec![0x5au8; CHUNK];
         let end = Instant::now() + duration;
@@ -213,17 +203,22 @@ async fn stream(duration: Duration) -> Result<f64> {
         }
         anyhow::Ok(())
     });
+    let gb_s = drain(server).await?;
+    writer.await??;
+    Ok(gb_s)
+}
+
+/// Reads `stream` to its end: GB/s.
+async fn drain(mut stream: TcpStream) -> Result<f64> {
     let mut buf = vec![0u8; CHUNK];
     let mut bytes = 0u64;
     let start = Instant::now();
     loop {
-        let n = server.read(&mut buf).await?;
+        let n = stream.read(&mut buf).await?;
         if n == 0 {
             break;
         }
         bytes += n as u64;
     }
-    let secs = start.elapsed().as_secs_f64();
-    writer.await??;
-    Ok(bytes as f64 / secs.max(f64::MIN_POSITIVE) / 1e9)
+    Ok(bytes as f64 / start.elapsed().as_secs_f64().max(f64::MIN_POSITIVE) / 1e9)
 }

@@ -143,6 +143,18 @@ where
         }
     }
 
+    /// The read of `block` if it still waits on the cluster; if not (it
+    /// finished, or went to the origin), a reply for it is late: counted.
+    fn asking(&mut self, block: K) -> Option<&mut Pending<D>> {
+        match self.reads.pending.get_mut(&block) {
+            Some(p) if p.stage == Stage::Asking => Some(p),
+            _ => {
+                self.stats.late_replies += 1;
+                None
+            }
+        }
+    }
+
     /// The read of `block` went to `source` directly (a partition owner, a
     /// Direct host): only its contents are accepted.
     pub(super) fn asked(&mut self, block: K, source: NodeId) {
@@ -180,12 +192,9 @@ where
     /// The manager forwarded this node's read to `holder`, whose contents
     /// must hash to `digest`.
     pub(super) fn read_expect(&mut self, block: K, digest: Digest, holder: NodeId, now: u64) {
-        let Some(p) = self.reads.pending.get_mut(&block) else {
-            return self.stats.late_replies += 1;
+        let Some(p) = self.asking(block) else {
+            return;
         };
-        if p.stage != Stage::Asking {
-            return self.stats.late_replies += 1;
-        }
         p.expect = Some(digest);
         p.source = Some(holder);
         self.check_early(block, now);
@@ -233,12 +242,10 @@ where
 
     /// `from`, asked directly, does not hold `block`.
     pub(super) fn read_missing(&mut self, from: NodeId, block: K, now: u64) {
-        let Some(p) = self.reads.pending.get_mut(&block) else {
-            return self.stats.late_replies += 1;
+        let direct = self.kind == crate::coop::AlgorithmKind::Direct;
+        let Some(p) = self.asking(block) else {
+            return;
         };
-        if p.stage != Stage::Asking {
-            return self.stats.late_replies += 1;
-        }
         let asked = p.source == Some(from); // rule: missing
         if !asked {
             let msg = PeerMsg::Missing { block };
@@ -246,7 +253,7 @@ where
         }
         p.source_missing = true;
         p.source = None;
-        if self.kind == crate::coop::AlgorithmKind::Direct {
+        if direct {
             // The host lost the parked block: the manager serves the read,
             // as the simulator's host hands it back to the manager.
             self.send_to_manager(block, PeerMsg::Read { block });
@@ -261,12 +268,9 @@ where
 
     /// Contents of `block` from `from`.
     pub(super) fn read_data(&mut self, from: NodeId, block: K, data: D, now: u64) {
-        let Some(p) = self.reads.pending.get_mut(&block) else {
-            return self.stats.late_replies += 1;
+        let Some(p) = self.asking(block) else {
+            return;
         };
-        if p.stage != Stage::Asking {
-            return self.stats.late_replies += 1;
-        }
         let asked = p.source.is_none_or(|s| s == from); // rule: data
         if !asked {
             let msg = PeerMsg::Data { block, data };
