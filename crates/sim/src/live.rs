@@ -143,11 +143,6 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
         &self.stats
     }
 
-    /// Node `node`, mutably (to change its members, say).
-    pub fn node_mut(&mut self, node: NodeId) -> &mut NodeProtocol<K, Digest> {
-        &mut self.nodes[node as usize]
-    }
-
     /// Makes `id` a member every node knows, with no protocol behind it:
     /// what the nodes send it is kept for [`LiveCluster::take_inbox`], and
     /// [`LiveCluster::inject`] speaks for it.

@@ -244,12 +244,6 @@ where
         &self.stats
     }
 
-    /// Blocks the node's machine caches, in all of its parts (its
-    /// policies' entries, whose contents may still be on their way).
-    pub fn cached_blocks(&self) -> usize {
-        self.node.len()
-    }
-
     /// The manager slice's directory: which nodes cache each block this
     /// node manages.
     pub fn directory(&self) -> &crate::coop::Directory<K> {
