@@ -49,13 +49,15 @@ impl AttributeCache {
 }
 
 /// The sub-cache taking request `r` under `resolved`, and the range of
-/// block indexes (in that sub-cache's block size) it touches.
+/// block indexes (in that sub-cache's block size) it touches. The end
+/// saturates at `u64::MAX` (a byte range reaching the last byte at 1-byte
+/// blocks), beyond any block a key can name.
 pub fn span(resolved: &Resolved, r: &FileRequest) -> (usize, u64, u64) {
     let subcache = resolved.route(r.kind, r.file_size);
     let block = resolved.block_size(subcache);
     let (offset, len) = r.range();
     let last = offset.saturating_add(len - 1);
-    (subcache, offset / block, last / block + 1)
+    (subcache, offset / block, (last / block).saturating_add(1))
 }
 
 /// The cache keys of request `r`'s blocks under `resolved`, or `None` if
@@ -148,6 +150,19 @@ mod tests {
             len,
             access: Access::Read,
         }
+    }
+
+    /// Found by the fuzz target `trace_file_requests`: a request reaching
+    /// the last byte at 1-byte blocks overflowed the end block; it now
+    /// saturates and names no key.
+    #[test]
+    fn a_range_to_the_last_byte_at_one_byte_blocks_has_no_keys() {
+        let config: AttrConfig = "x/1 Unix, 64K/128 ID".parse().unwrap();
+        let resolved = config.resolve(1 << 20).unwrap();
+        let r = request(FileType::Datafile, 1, 10, u64::MAX, 5);
+        let (_, first, end) = span(&resolved, &r);
+        assert_eq!((first, end), (u64::MAX, u64::MAX));
+        assert!(request_keys(&resolved, &r).is_none());
     }
 
     #[test]

@@ -345,7 +345,8 @@ impl AttrConfig {
             .find_map(|cat| self.subcaches.iter().position(|c| c.category == *cat))
     }
 
-    /// Bytes of the fixed-size sub-caches.
+    /// Bytes of the fixed-size sub-caches, saturating at `u64::MAX` (each
+    /// size fits a `u64`, their sum need not).
     pub fn fixed_bytes(&self) -> u64 {
         self.subcaches
             .iter()
@@ -353,7 +354,7 @@ impl AttrConfig {
                 SubCacheSize::Bytes(b) => b,
                 SubCacheSize::Rest => 0,
             })
-            .sum()
+            .fold(0, u64::saturating_add)
     }
 
     /// Whether one sub-cache takes the rest of the total.
@@ -472,6 +473,16 @@ mod tests {
         let unix = AttrConfig::unix_baseline().resolve(1 << 20).unwrap();
         assert_eq!(unix.route(FileType::Inode, 128), 0);
         assert_eq!(unix.route(FileType::Directory, 512), 1);
+    }
+
+    /// Found by the fuzz target `attr_notation`: two sub-caches whose sizes
+    /// each fit a `u64` overflowed their sum when resolved.
+    #[test]
+    fn fixed_sizes_whose_sum_overflows_saturate() {
+        let c: AttrConfig = "16G/128 ID, 17179869183G/4K General".parse().unwrap();
+        assert_eq!(c.fixed_bytes(), u64::MAX);
+        let r = c.resolve(4 << 20).unwrap();
+        assert_eq!(r.total, u64::MAX);
     }
 
     #[test]

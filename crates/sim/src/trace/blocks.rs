@@ -17,13 +17,18 @@ pub(super) fn block_id(client: u32, block: u64) -> Option<u64> {
 }
 
 /// The blocks that bytes `[offset, offset + len)` touch, as `first..end`.
-/// A zero-length request touches none.
+/// A zero-length request touches none; `None` if the range or its end
+/// block does not fit a `u64` (the last byte of the address space at a
+/// 1-byte block).
 pub(super) fn block_span(offset: u64, len: u64, block_size: u64) -> Option<(u64, u64)> {
     if len == 0 {
         return Some((0, 0));
     }
     let last_byte = offset.checked_add(len - 1)?;
-    Some((offset / block_size, last_byte / block_size + 1))
+    Some((
+        offset / block_size,
+        (last_byte / block_size).checked_add(1)?,
+    ))
 }
 
 /// A run of consecutive blocks still to be emitted, one request each.
@@ -86,6 +91,18 @@ mod tests {
         assert_eq!(block_span(16384, 1, 8192), Some((2, 3)));
         assert_eq!(block_span(5, 0, 8192), Some((0, 0)));
         assert_eq!(block_span(u64::MAX, 2, 8192), None);
+    }
+
+    /// Found by the fuzz target `trace_msr`: at `--block-size 1` a range
+    /// ending at the last byte overflowed the end block.
+    #[test]
+    fn a_range_to_the_last_byte_at_one_byte_blocks_is_refused() {
+        assert_eq!(block_span(u64::MAX - 1, 2, 1), None);
+        assert_eq!(block_span(u64::MAX, 1, 1), None);
+        assert_eq!(
+            block_span(u64::MAX, 1, 2),
+            Some((u64::MAX / 2, u64::MAX / 2 + 1))
+        );
     }
 
     #[test]
