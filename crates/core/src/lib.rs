@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod attr;
+pub mod consistency;
 pub mod coop;
 pub mod error;
 mod index;
