@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Removes each rule of the protocol's trust boundary in turn (every line
-# marked `// rule: NAME` in crates/core/src/protocol/) and runs the role
-# tests: each removal must make a test fail, or the rule is untested.
+# marked `// rule: NAME` in crates/core/src/protocol/: who may send what,
+# and the digest checks of peer blocks) and runs the role tests: each
+# removal must make a test fail, or the rule is untested.
 #
 #   scripts/mutate-roles.sh            all rules, the simulated role tests
 #   scripts/mutate-roles.sh --node     also the daemon's hostile tests (slow)
+#   scripts/mutate-roles.sh --faults   only the fault harness's CI seeds
+#                                      (crates/sim/tests/faults.rs): does the
+#                                      seeded harness alone catch each removal?
 #   scripts/mutate-roles.sh record     one rule
 #
 # Prints one line per rule (killed: a test failed; survived: none did) and
@@ -14,10 +18,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 node=false
+faults=false
 only=""
 for a in "$@"; do
     case "$a" in
         --node) node=true ;;
+        --faults) faults=true ;;
         *) only="$a" ;;
     esac
 done
@@ -34,10 +40,10 @@ for rule in $rules; do
     [ -n "$only" ] && [ "$rule" != "$only" ] && continue
     restore
     file=$(grep -l "// rule: $rule\$" $files)
-    # A check(..) allows everything; an `asked` is always true.
+    # A check(..) allows everything; an `asked` or `verified` is always true.
     sed -E -i "/\/\/ rule: $rule\$/ {
         s/check\((.*), ([A-Z_]+)\)/check(true, \2)/
-        s/let asked = .*; \/\//let asked = true; \/\//
+        s/let (asked|verified) = .*; \/\//let \1 = true; \/\//
     }" "$file"
     if cmp -s "$file" "$backup/$(basename "$file")"; then
         echo "rule $rule: no mutation applied (marker format changed?)" >&2
@@ -45,7 +51,11 @@ for rule in $rules; do
     fi
     log="$backup/$rule.log"
     killed=false
-    if ! cargo test -q -p coopcache-sim --test roles >"$log" 2>&1; then
+    if $faults; then
+        if ! RUST_BACKTRACE=0 cargo test -q --release -p coopcache-sim --test faults >"$log" 2>&1; then
+            killed=true
+        fi
+    elif ! cargo test -q -p coopcache-sim --test roles >"$log" 2>&1; then
         killed=true
     elif $node && ! cargo test -q -p coopcache-node --test hostile >>"$log" 2>&1; then
         killed=true
@@ -53,6 +63,7 @@ for rule in $rules; do
     if $killed; then
         failed=$(grep -o '^---- [a-z0-9_:]* stdout' "$log" | awk '{print $2}' | tr '\n' ' ' || true)
         echo "rule $rule: killed by $failed"
+        $faults && grep -m1 -A1 '^seed [0-9]*:' "$log" | cut -c1-300 | sed 's/^/    /' || true
     else
         echo "rule $rule: SURVIVED (no test failed with its check removed)"
         survived=$((survived + 1))

@@ -6,6 +6,7 @@ mod classes;
 mod cluster;
 mod coop;
 mod demo;
+mod faults;
 mod live;
 mod loopback;
 mod mrc;
@@ -68,6 +69,9 @@ enum SimSub {
     /// Attribute caches: read request miss ratio and disk accesses against total cache size
     /// for several configurations (the attribute-cache paper's Figures 9 and 12-14).
     Mrc(mrc::MrcArgs),
+    /// The live protocol on a virtual clock under seeded faults (drops, partitions,
+    /// crashes, lying members), its invariants checked after every step.
+    Faults(faults::FaultsArgs),
 }
 
 fn run_sim(cmd: SimCommand) -> anyhow::Result<()> {
@@ -80,6 +84,10 @@ fn run_sim(cmd: SimCommand) -> anyhow::Result<()> {
             sub: Some(SimSub::Mrc(args)),
             ..
         } => mrc::run(args),
+        SimCommand {
+            sub: Some(SimSub::Faults(args)),
+            ..
+        } => faults::run(args),
         SimCommand { args, .. } => sim::run(args),
     }
 }

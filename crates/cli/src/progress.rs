@@ -1,4 +1,5 @@
-//! A progress bar over the bytes of the trace files, on terminals only.
+//! Progress bars, on terminals only: over the bytes of trace files, and
+//! over the steps of a phase.
 
 use coopcache_sim::trace::BytesRead;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -43,6 +44,43 @@ impl Progress {
     /// Removes the bar.
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A progress bar over a phase's steps, shown only when stdout and stderr
+/// are both terminals (never in pipes, logs or tests).
+pub struct Bar(Option<ProgressBar>);
+
+impl Bar {
+    /// A bar of `total` steps labelled `what`.
+    pub fn new(total: u64, what: &str) -> Bar {
+        let interactive = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+        Bar(interactive.then(|| {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}",
+                )
+                .expect("the template is valid"),
+            );
+            bar.set_message(what.to_string());
+            bar
+        }))
+    }
+
+    /// One more step done.
+    pub fn inc(&self) {
+        if let Some(bar) = &self.0 {
+            bar.inc(1);
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.0 {
             bar.finish_and_clear();
         }
     }

@@ -149,7 +149,10 @@ impl LinkCtx {
     }
 
     /// Checks a peer's `Hello` against its certificate and our settings.
-    fn check_hello(&self, wire: Wire, cert_name: &str) -> Result<(NodeId, String), LinkError> {
+    /// Public for the fuzz target `hello` (fuzz/); the links call it after
+    /// the TLS handshake.
+    #[doc(hidden)]
+    pub fn check_hello(&self, wire: Wire, cert_name: &str) -> Result<(NodeId, String), LinkError> {
         let Wire::Hello {
             version,
             node,

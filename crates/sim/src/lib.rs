@@ -14,6 +14,7 @@ mod chunks;
 pub mod class_file;
 pub mod coop;
 pub mod error;
+pub mod faults;
 pub mod live;
 pub mod replay;
 pub mod size;

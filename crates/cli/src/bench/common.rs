@@ -4,12 +4,10 @@
 
 use anyhow::Result;
 use coopcache_node::NodeHandle;
-use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -150,42 +148,7 @@ impl Counters {
     }
 }
 
-/// A progress bar over a phase's steps, shown only when stdout and stderr
-/// are both terminals (never in pipes, logs or tests).
-pub struct Bar(Option<ProgressBar>);
-
-impl Bar {
-    /// A bar of `total` steps labelled `what`.
-    pub fn new(total: u64, what: &str) -> Bar {
-        let interactive = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
-        Bar(interactive.then(|| {
-            let bar = ProgressBar::new(total);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}",
-                )
-                .expect("the template is valid"),
-            );
-            bar.set_message(what.to_string());
-            bar
-        }))
-    }
-
-    /// One more step done.
-    pub fn inc(&self) {
-        if let Some(bar) = &self.0 {
-            bar.inc(1);
-        }
-    }
-}
-
-impl Drop for Bar {
-    fn drop(&mut self) {
-        if let Some(bar) = &self.0 {
-            bar.finish_and_clear();
-        }
-    }
-}
+pub use crate::progress::Bar;
 
 /// Writes a plot and says where.
 pub fn plot_to(path: &Path, draw: impl FnOnce(&Path) -> Result<()>) -> Result<()> {

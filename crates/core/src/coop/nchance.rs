@@ -429,9 +429,14 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
         }
         if self.asking == Some(block) {
             self.asking = None;
-            if singlet {
+            if !self.cache.contains(block) {
+                // It left while the question was out (invalidated, or
+                // forwarded to a reader): its status goes with it, or the
+                // ripple rule would ask about it again for ever.
+                self.unmark_gone(block);
+            } else if singlet {
                 self.set_mark(block, Some(Mark::Singlet));
-            } else if self.cache.contains(block) {
+            } else {
                 self.discard(block, out);
                 if let Some(Incoming {
                     block,
@@ -456,7 +461,8 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
             // The reader now caches the singlet normally; this copy goes.
             Some(Mark::Recirculating(_)) => self.discard(block, out),
             // Two copies now: its status is unknown again.
-            Some(Mark::Singlet) => self.set_mark(block, None),
+            Some(Mark::Singlet) if self.cache.contains(block) => self.set_mark(block, None),
+            Some(Mark::Singlet) => self.unmark_gone(block),
             None => {}
         }
     }
@@ -568,6 +574,10 @@ where
             Msg::Invalidate { block } => {
                 self.unmark_gone(block);
                 self.limbo.remove(&block);
+                // A forwarded copy still waiting for room goes too: it may
+                // be the copy being invalidated (its digest failed), and
+                // admitted later it would be served unchecked.
+                self.incoming.retain(|i| i.block != block);
                 self.cache.remove(block);
             }
             _ => {}
@@ -603,6 +613,14 @@ where
                     ));
                 }
                 Some(_) => {}
+            }
+        }
+        for list in 0..STATUS_LISTS {
+            for idx in self.status.iter_from_tail(list) {
+                let block = self.status.key(idx);
+                if !self.cache.contains(block) {
+                    return Err(format!("block {block:?} has a status but is not cached"));
+                }
             }
         }
         if !self.is_quiet() {

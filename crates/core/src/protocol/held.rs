@@ -44,8 +44,9 @@ impl<K: ProtocolKey, D> Held<K, D> {
         self.blocks.len()
     }
 
-    pub(super) fn remove(&mut self, block: K) {
-        self.blocks.remove(&block);
+    /// Forgets `block`; whether it was held.
+    pub(super) fn remove(&mut self, block: K) -> bool {
+        self.blocks.remove(&block).is_some()
     }
 }
 
@@ -62,7 +63,15 @@ where
             return;
         };
         let block = *block;
-        if self.held.len() >= self.cfg.max_held && !self.held.contains(block) {
+        if self.held.contains(block) {
+            // A second copy while the first awaits its digest: the machine
+            // keeps the first, so the first is what gets checked (found by
+            // the fault harness: a liar's bad copy kept, an honest second
+            // copy checked in its place, the bad bytes then served).
+            self.stats.dropped += 1;
+            return;
+        }
+        if self.held.len() >= self.cfg.max_held {
             // No room to check it: not taken.
             self.stats.dropped += 1;
             return;
@@ -90,8 +99,8 @@ where
         let Some(Unverified { sender, data, .. }) = self.held.blocks.remove(&block) else {
             return;
         };
-        let good = digest == Some(data.digest());
-        if good {
+        let verified = digest == Some(data.digest()); // rule: verify-held
+        if verified {
             return self.held_read_verdict(block, Some(data), now);
         }
         if digest.is_some() {

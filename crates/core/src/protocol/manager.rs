@@ -81,6 +81,15 @@ enum Awaiting {
     Expect { reader: NodeId, holder: NodeId },
 }
 
+/// Entries in each of the manager slice's tables.
+pub(super) struct SliceSizes {
+    pub(super) records: usize,
+    pub(super) order: usize,
+    pub(super) grants: usize,
+    pub(super) forwards: usize,
+    pub(super) awaiting: usize,
+}
+
 /// The manager slice's protocol state.
 #[derive(Debug)]
 pub(super) struct Slice<K> {
@@ -126,6 +135,17 @@ impl<K: ProtocolKey> Slice<K> {
     /// Grants and forward entries (for bounding the timers).
     pub(super) fn len(&self) -> usize {
         self.grants.len() + self.forwards.len()
+    }
+
+    /// How many entries each table holds.
+    pub(super) fn sizes(&self) -> SliceSizes {
+        SliceSizes {
+            records: self.records.len(),
+            order: self.order.len(),
+            grants: self.grants.len(),
+            forwards: self.forwards.len(),
+            awaiting: self.awaiting.len(),
+        }
     }
 
     /// Whether a grant or forward of `block` is remembered.
@@ -228,8 +248,7 @@ where
     /// `reader` missed `block`: the manager machine records it as a holder
     /// and serves it.
     pub(super) fn manager_read(&mut self, reader: NodeId, block: K, now: u64) {
-        let directory = self.manager.directory();
-        if directory.len() >= self.cfg.max_directory && directory.holders(block).is_empty() {
+        if self.directory_full(block) {
             self.stats.dropped += 1;
             return self.manager_fetch(block, reader, now);
         }
@@ -239,6 +258,23 @@ where
             hops: 1,
         };
         self.deliver_to_manager(reader, msg, now);
+    }
+
+    /// `from` says it caches `block`: recorded, unless the directory is
+    /// full (the block is then simply not served from `from`).
+    pub(super) fn manager_cached(&mut self, from: NodeId, block: K, now: u64) {
+        if self.directory_full(block) {
+            self.stats.dropped += 1;
+            return;
+        }
+        self.deliver_to_manager(from, Msg::Cached { block }, now);
+    }
+
+    /// Whether the directory has no room for `block` (it tracks as many
+    /// blocks as it may, and not this one).
+    fn directory_full(&self, block: K) -> bool {
+        let directory = self.manager.directory();
+        directory.len() >= self.cfg.max_directory && directory.holders(block).is_empty()
     }
 
     /// A holder this manager forwarded to no longer has `block`: each
@@ -384,7 +420,10 @@ where
             };
             return self.send(reader, msg);
         }
-        let record = !self.slice.grants.contains_key(&block);
+        // One grant per block at a time, and no more grants than the
+        // directory tracks blocks (beyond, readers read without recording).
+        let record = !self.slice.grants.contains_key(&block)
+            && self.slice.grants.len() < self.cfg.max_directory;
         if record {
             let deadline = now + self.grant_timeout();
             self.slice.grants.insert(
@@ -420,6 +459,10 @@ where
             self.answer_awaiting(block);
         }
         for (block, reader) in self.slice.take_forwards_to(lost) {
+            // A reader that left too is not served (nor recorded again).
+            if self.live.binary_search(&reader).is_err() {
+                continue;
+            }
             let msg = Msg::NotHere {
                 block,
                 reader,

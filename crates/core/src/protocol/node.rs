@@ -21,6 +21,11 @@ pub struct ProtocolConfig {
     /// microseconds; the timeout grows with measured round trips and
     /// origin reads ([`NodeProtocol::peer_timeout`]).
     pub min_timeout_us: u64,
+    /// Most time a read waits on peers before reading the origin, in
+    /// microseconds, whatever the round trips measured: a member that
+    /// answers pings late (or not at all) slows reads down to this, never
+    /// more. Round-trip samples older than this are discarded.
+    pub max_timeout_us: u64,
     /// Reads in flight at once; more wait in line.
     pub max_reads: usize,
     /// Reads waiting in line; more fail at once as overloaded.
@@ -59,6 +64,7 @@ impl ProtocolConfig {
     pub fn for_node(capacity: usize, block_size: u32) -> Self {
         ProtocolConfig {
             min_timeout_us: 50_000,
+            max_timeout_us: 5_000_000,
             max_reads: 4096,
             max_queued: 65536,
             max_held: ((4 << 20) / block_size.max(1) as usize).max(64),
@@ -69,6 +75,11 @@ impl ProtocolConfig {
         }
     }
 }
+
+/// Most messages a node hands to itself while handling one input: far more
+/// than any honest cascade needs (N-Chance asks about at most each cached
+/// block once), few enough to stop a loop before it costs memory.
+const MAX_SETTLE_STEPS: usize = 1 << 20;
 
 /// The least number of records, and of directory entries, a manager slice
 /// keeps ([`ProtocolConfig::for_node`]).
@@ -154,6 +165,8 @@ pub struct NodeProtocol<K, D> {
     pub(super) actions: VecDeque<Action<K, D>>,
     pub(super) reads: Reads<K, D>,
     pub(super) held: Held<K, D>,
+    /// N-Chance questions to managers awaiting an answer.
+    pub(super) questions: super::questions::Questions<K>,
     pub(super) slice: Slice<K>,
     /// Forwards for blocks this node is still reading: served when its
     /// own read finishes (cluster-wide single-flight), readers per block.
@@ -215,6 +228,7 @@ where
             actions: VecDeque::new(),
             reads: Reads::default(),
             held: Held::default(),
+            questions: Default::default(),
             slice: Slice::default(),
             deferred: HashMap::new(),
             timers,
@@ -265,12 +279,22 @@ where
     /// itself, no record awaited, and its machine quiet. With every node
     /// quiet and every link empty, the cluster is at quiescence.
     pub fn is_quiet(&self) -> bool {
-        self.reads.is_empty()
-            && self.held.is_empty()
-            && self.deferred.is_empty()
-            && self.local.is_empty()
-            && self.slice.is_quiet()
-            && self.node.is_quiet()
+        self.waits_on().is_none()
+    }
+
+    /// What the node still waits on, if anything (for reports on a node
+    /// that does not go quiet).
+    pub fn waits_on(&self) -> Option<&'static str> {
+        [
+            (!self.reads.is_empty(), "reads"),
+            (!self.held.is_empty(), "held blocks"),
+            (!self.deferred.is_empty(), "deferred forwards"),
+            (!self.local.is_empty(), "messages to itself"),
+            (!self.slice.is_quiet(), "questions awaiting a record"),
+            (!self.node.is_quiet(), "its algorithm's machine"),
+        ]
+        .into_iter()
+        .find_map(|(waits, what)| waits.then_some(what))
     }
 
     /// The next thing the node must do, if any.
@@ -285,11 +309,13 @@ where
 
     /// How long a read waits on peers before reading the origin: ten
     /// smoothed round trips of the slowest live peer plus two origin reads
-    /// (a forwarded read may wait on the holder's own origin read), at
-    /// least the configured floor.
+    /// (a forwarded read may wait on the holder's own origin read),
+    /// between the configured floor and ceiling.
     pub fn peer_timeout(&self) -> u64 {
         let rtt = self.peers.max_rtt().unwrap_or(1_000);
-        (rtt * 10 + self.reads.origin_time_us() * 2).max(self.cfg.min_timeout_us)
+        (rtt * 10 + self.reads.origin_time_us() * 2)
+            .min(self.cfg.max_timeout_us)
+            .max(self.cfg.min_timeout_us)
     }
 
     /// This node's user reads `block`. Reads of a block already in flight
@@ -325,13 +351,13 @@ where
                 Timer::Held(block) => self.held_deadline(block, now),
                 Timer::Grant(block) => self.grant_deadline(block, now),
                 Timer::Forward(block) => self.slice.expire_forwards(block, now),
+                Timer::Question(block) => self.question_deadline(block, now),
                 Timer::Ping => {
                     self.ping_all(now);
                     self.timers.arm(now + self.cfg.ping_every_us, Timer::Ping);
                 }
             }
         }
-        self.bound_timers();
         self.settle(now);
     }
 
@@ -358,13 +384,19 @@ where
     /// Works off what the machines sent and this node's messages to
     /// itself, until nothing is left.
     fn settle(&mut self, now: u64) {
-        loop {
+        for _ in 0..MAX_SETTLE_STEPS {
             self.route_machine_output(now);
             let Some(msg) = self.local.pop_front() else {
-                break;
+                return self.bound_timers();
             };
             self.on_message(self.me, msg, now);
         }
+        // A node talking to itself without end is a bug (one was: N-Chance
+        // asking its own manager slice about a block it no longer held, for
+        // ever). Stop it here rather than grow without bound; the reads it
+        // strands time out, and the count shows the bug.
+        self.local.clear();
+        self.stats.runaways += 1;
     }
 
     /// Counts a message refused for its sender's role, and reports it.
@@ -426,7 +458,7 @@ where
             Read { block } => self.manager_read(from, block, now),
             IsSinglet { block } => self.deliver_to_manager(from, Msg::IsSinglet { block }, now),
             Dropped { block } => self.deliver_to_manager(from, Msg::Dropped { block }, now),
-            Cached { block } => self.deliver_to_manager(from, Msg::Cached { block }, now),
+            Cached { block } => self.manager_cached(from, block, now),
             NotHere { block } => self.manager_not_here(from, block, now),
             Record { block, digest } => self.manager_record(from, block, digest, now),
             HashOf { block } => self.manager_hash_of(from, block, now),
@@ -443,11 +475,21 @@ where
                 self.read_hash_is(block, digest, now);
             }
             Singlet { block, singlet } => {
-                self.deliver_to_node(Msg::Singlet { block, singlet }, now)
+                if self.questions.contains(block) {
+                    self.questions.answered(block);
+                    self.deliver_to_node(Msg::Singlet { block, singlet }, now)
+                } else {
+                    self.stats.late_replies += 1;
+                }
             }
             Invalidate { block } => {
-                self.held.remove(block);
+                let held = self.held.remove(block);
                 self.deliver_to_node(Msg::Invalidate { block }, now);
+                if held {
+                    // A read waiting on the held copy goes to the origin
+                    // (found by the fault harness: it waited for ever).
+                    self.held_read_verdict(block, None, now);
+                }
             }
             // Between nodes.
             Data { block, data } => self.read_data(from, block, data, now),
@@ -497,7 +539,7 @@ where
                 }
             }
             Ping { nonce } => self.send(from, Pong { nonce }),
-            Pong { nonce } => self.peers.pong(from, nonce, now),
+            Pong { nonce } => self.peers.pong(from, nonce, now, self.cfg.max_timeout_us),
         }
     }
 
@@ -546,18 +588,26 @@ where
         }
     }
 
-    /// Rebuilds the timer queue from live state when stale deadlines pile
-    /// up (each read, hold, grant and forward arms one).
+    /// Entries of this node's state that a timer may belong to.
+    pub(super) fn timed_entries(&self) -> usize {
+        self.reads.len() + self.held.len() + self.slice.len() + self.questions.len() + 1
+    }
+
+    /// Drops the timers of state that has gone, once they outnumber the
+    /// live entries (each read, hold, grant, forward and question arms one,
+    /// and leaves it behind when it ends early), after every input: the
+    /// timers then never exceed `2 * timed_entries() + 1024`.
     fn bound_timers(&mut self) {
-        let live = self.reads.len() + self.held.len() + self.slice.len() + 1;
-        if self.timers.len() <= 8 * live + 1024 {
+        if self.timers.len() <= 2 * self.timed_entries() + 1024 {
             return;
         }
-        let (reads, held, slice) = (&self.reads, &self.held, &self.slice);
+        let (reads, held, slice, questions) =
+            (&self.reads, &self.held, &self.slice, &self.questions);
         self.timers.retain(|t| match *t {
             Timer::Read(b) => reads.contains(b),
             Timer::Held(b) => held.contains(b),
             Timer::Grant(b) | Timer::Forward(b) => slice.tracks(b),
+            Timer::Question(b) => questions.contains(b),
             Timer::Ping => true,
         });
     }

@@ -29,16 +29,17 @@ where
         let Envelope { from, to, msg } = env;
         match (from, to) {
             (Addr::Manager, to) => self.route_from_manager(to, msg, now),
-            (_, Addr::Manager) => self.route_to_manager(msg),
+            (_, Addr::Manager) => self.route_to_manager(msg, now),
             (_, Addr::Node(peer)) => self.route_to_node(peer, msg),
             (_, Addr::Origin) => self.not_live(&msg),
         }
     }
 
     /// The node machine's message to its block's manager.
-    fn route_to_manager(&mut self, msg: Msg<K, D>) {
+    fn route_to_manager(&mut self, msg: Msg<K, D>, now: u64) {
         let me = self.me;
         match msg {
+            Msg::IsSinglet { block } => self.ask_singlet(block, now),
             Msg::Read { block, reader, .. } if reader == me => {
                 self.send_to_manager(block, PeerMsg::Read { block })
             }

@@ -6,9 +6,6 @@ use super::{Content, PeerMsg, ProtocolKey};
 use crate::coop::{NodeId, SizeClassed};
 use std::collections::{BTreeMap, HashMap};
 
-/// Pings older than this are forgotten unanswered, in microseconds.
-const PING_MAX_AGE_US: u64 = 10_000_000;
-
 /// Round trips to the members, and pings in flight.
 #[derive(Debug, Default)]
 pub(super) struct Peers {
@@ -29,11 +26,15 @@ impl Peers {
         self.rtt.values().copied().max()
     }
 
-    /// `from` answered a ping: a round-trip sample, if it was ours to it.
-    pub(super) fn pong(&mut self, from: NodeId, nonce: u64, now: u64) {
+    /// `from` answered a ping: a round-trip sample, if it was ours to it
+    /// and at most `max_age` old (an answer later than any read would
+    /// wait says nothing a timeout can use, and lets a member that holds
+    /// its answers back, or replays another's, stretch every timeout).
+    pub(super) fn pong(&mut self, from: NodeId, nonce: u64, now: u64, max_age: u64) {
         if self.pings.get(&nonce).is_some_and(|(p, _)| *p == from)
             && let Some((peer, sent)) = self.pings.remove(&nonce)
             && let Some(rtt) = self.rtt.get_mut(&peer)
+            && now.saturating_sub(sent) <= max_age
         {
             let sample = now.saturating_sub(sent);
             *rtt = if *rtt == 0 {
@@ -54,7 +55,7 @@ where
     pub(super) fn ping_all(&mut self, now: u64) {
         self.peers
             .pings
-            .retain(|_, (_, sent)| now.saturating_sub(*sent) < PING_MAX_AGE_US);
+            .retain(|_, (_, sent)| now.saturating_sub(*sent) <= self.cfg.max_timeout_us);
         let peers: Vec<NodeId> = self
             .live
             .iter()

@@ -85,6 +85,10 @@ impl<K: ProtocolKey, D> Reads<K, D> {
         self.pending.len()
     }
 
+    pub(super) fn queued_len(&self) -> usize {
+        self.queued.len()
+    }
+
     pub(super) fn origin_time_us(&self) -> u64 {
         self.origin_time_us
     }
@@ -315,7 +319,8 @@ where
     /// Hands `data` from `from` to the machine if it matches `expect`;
     /// otherwise counts it against `from` and reads the origin.
     fn verify(&mut self, block: K, from: NodeId, data: D, expect: Digest, now: u64) {
-        if data.digest() != expect {
+        let verified = data.digest() == expect; // rule: verify-data
+        if !verified {
             self.integrity_failure(from, "Data", now);
             return self.read_origin(block, now);
         }
@@ -431,7 +436,6 @@ where
         }
         match good {
             Some(data) => {
-                let data = self.node.data(block).unwrap_or(data);
                 self.reads.pending.remove(&block);
                 self.finish(block, data, Level::Local, now);
             }

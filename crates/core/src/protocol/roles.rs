@@ -8,8 +8,9 @@ use super::node::NodeProtocol;
 use super::{Content, PeerMsg, ProtocolKey};
 use crate::coop::{AlgorithmKind, MAX_CHANCES, NodeId, SizeClassed};
 
-const CACHED: &str =
-    "Cached is sent only after a Hash-Distributed partition hit or on taking an N-Chance singlet";
+const CACHED: &str = "Cached is sent only by a live member, after a Hash-Distributed partition hit or on taking an N-Chance singlet";
+const LIVE: &str =
+    "Read is accepted only from a live member (a manager records its readers as holders)";
 const NOT_HERE: &str = "NotHere is accepted only from a holder this manager forwarded the block to";
 const RECORD: &str = "Record is accepted only from the node this manager told to read the block from the origin, once";
 const FROM_MANAGER: &str =
@@ -37,12 +38,14 @@ where
     pub(super) fn refusal(&self, from: NodeId, msg: &PeerMsg<K, D>) -> Option<&'static str> {
         use PeerMsg::*;
         match *msg {
-            // To a manager, about the sender itself: any member may.
-            Read { .. } | IsSinglet { .. } | Dropped { .. } | HashOf { .. } => None,
+            // To a manager, about the sender itself: any member may, and
+            // only a live one is recorded as a holder.
+            Read { .. } => check(self.is_live(from), LIVE), // rule: live-reader
+            IsSinglet { .. } | Dropped { .. } | HashOf { .. } => None,
             // Judged against the read they answer.
             Data { .. } | Missing { .. } => None,
             Ping { .. } | Pong { .. } => None,
-            Cached { .. } => check(self.caches_unasked(), CACHED), // rule: cached
+            Cached { .. } => check(self.caches_unasked() && self.is_live(from), CACHED), // rule: cached
             NotHere { block } => check(self.slice.forwarded_to(block, from), NOT_HERE), // rule: not-here
             Record { block, .. } => check(self.slice.granted(block, from), RECORD), // rule: record
             Forward { block, .. } => check(self.manages(from, block), FROM_MANAGER), // rule: forward
@@ -56,6 +59,12 @@ where
             Recirculate { chances, .. } => check(self.recirculates(from, chances), RECIRCULATE), // rule: recirculate
             Place { block, .. } => check(self.may_place(from, block), PLACE), // rule: place
         }
+    }
+
+    /// Whether `node` is a live member (this node's failure detector has
+    /// not declared it down).
+    fn is_live(&self, node: NodeId) -> bool {
+        self.live.binary_search(&node).is_ok()
     }
 
     /// Whether `from` manages `block` among the live members.

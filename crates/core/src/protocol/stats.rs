@@ -23,6 +23,9 @@ pub struct ProtocolStats {
     /// Messages the node's machines sent that have no live form (a bug:
     /// the catalogue builds only machines that never send them).
     pub not_live: u64,
+    /// Inputs whose handling ran away (a node sending itself messages
+    /// without end, a bug) and was cut short.
+    pub runaways: u64,
     /// Messages refused because their sender did not hold the role
     /// allowed to send them, per sender.
     pub violations: BTreeMap<NodeId, u64>,

@@ -1,0 +1,119 @@
+//! The simulated network and origin's clock: everything in flight, ordered
+//! by delivery time and then by the order it was scheduled, so a seed
+//! always delivers the same events in the same order.
+
+use coopcache_core::coop::NodeId;
+use coopcache_core::protocol::{BlockId, Digest, PeerMsg};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// Something that happens at a virtual time.
+#[derive(Clone, Debug)]
+pub(super) enum Event {
+    /// A message arrives at `to`, if `to` is still the incarnation it was
+    /// sent to (a restarted node's links are new).
+    Deliver {
+        from: NodeId,
+        to: NodeId,
+        incarnation: u32,
+        msg: PeerMsg<BlockId, Digest>,
+    },
+    /// An origin read `node` started finishes.
+    Origin {
+        node: NodeId,
+        incarnation: u32,
+        block: BlockId,
+    },
+    /// A crashed node starts again, empty.
+    Restart { node: NodeId },
+    /// Partition `id` heals.
+    Heal { id: u64 },
+    /// `observer` stops suspecting `suspect`.
+    Trust { observer: NodeId, suspect: NodeId },
+    /// A slow node is fast again.
+    Fast { node: NodeId },
+    /// The origin is fast again.
+    OriginFast,
+    /// Failure detection settles: every node learns the members it can
+    /// reach.
+    Detect,
+}
+
+struct Scheduled {
+    at: u64,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl Eq for Scheduled {}
+
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Scheduled {
+    /// Reversed: the heap pops the earliest first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// Events by time; links deliver in order unless a message is reordered.
+#[derive(Default)]
+pub(super) struct Queue {
+    heap: BinaryHeap<Scheduled>,
+    seq: u64,
+    /// The last delivery time scheduled on each link, so a link stays in
+    /// order (as TCP is) unless a message is reordered on purpose.
+    last: BTreeMap<(NodeId, NodeId), u64>,
+}
+
+/// Most events in flight; beyond, the run is a runaway (a bug).
+pub(super) const MAX_IN_FLIGHT: usize = 1 << 20;
+
+impl Queue {
+    /// Schedules `event` at `at`.
+    pub(super) fn at(&mut self, at: u64, event: Event) {
+        self.seq += 1;
+        self.heap.push(Scheduled {
+            at,
+            seq: self.seq,
+            event,
+        });
+    }
+
+    /// Schedules a message on `link` (from, to) due at `at`: behind the
+    /// link's earlier messages, unless `reorder`.
+    pub(super) fn send(&mut self, link: (NodeId, NodeId), at: u64, reorder: bool, event: Event) {
+        let mut at = at;
+        if !reorder {
+            let last = self.last.entry(link).or_default();
+            at = at.max(*last);
+            *last = at;
+        }
+        self.at(at, event);
+    }
+
+    /// When the next event is due.
+    pub(super) fn next_at(&self) -> Option<u64> {
+        self.heap.peek().map(|s| s.at)
+    }
+
+    /// The next event, with its time.
+    pub(super) fn pop(&mut self) -> Option<(u64, Event)> {
+        self.heap.pop().map(|s| (s.at, s.event))
+    }
+
+    /// Events in flight.
+    pub(super) fn len(&self) -> usize {
+        self.heap.len()
+    }
+}

@@ -1,0 +1,758 @@
+//! One seed's run: the nodes, the network and the origin, the workload
+//! and the faults, stepped on a virtual clock.
+
+use super::byzantine::Liar;
+use super::check::Checker;
+use super::net::{Event, MAX_IN_FLIGHT, Queue};
+use super::origin::Origin;
+use super::plan::{Mode, Plan};
+use super::report::{Counts, Failure, FaultKind, Outcome, Violation};
+use super::{BLOCK_SIZE, RunConfig};
+use coopcache_core::coop::{LiveShape, NodeId};
+use coopcache_core::policy::PolicyKind;
+use coopcache_core::protocol::{
+    Action, BlockId, Digest, NodeProtocol, PeerMsg, ProtocolConfig, ReadFailure, manager_of,
+};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::BuildHasher;
+
+type Proto = NodeProtocol<BlockId, Digest>;
+type Msg = PeerMsg<BlockId, Digest>;
+
+/// A node: running, with the incarnation its links belong to, or down.
+enum Slot {
+    Up { proto: Box<Proto>, incarnation: u32 },
+    Down { incarnation: u32 },
+}
+
+/// A seed's cluster in flight.
+pub(super) struct World {
+    plan: Plan,
+    seed: u64,
+    rng: Pcg64Mcg,
+    now: u64,
+    queue: Queue,
+    nodes: Vec<Slot>,
+    /// Partitions in force: one side of each (the rest is the other).
+    cuts: BTreeMap<u64, BTreeSet<NodeId>>,
+    next_cut: u64,
+    /// (observer, suspect): the observer's detector wrongly says down.
+    suspected: BTreeSet<(NodeId, NodeId)>,
+    slow: BTreeSet<NodeId>,
+    origin_slow: bool,
+    origin: Origin,
+    liars: BTreeMap<NodeId, Liar>,
+    check: Checker,
+    counts: Counts,
+    fingerprint: u64,
+    trace: Option<Vec<String>>,
+    /// The workload is over: faults stopped, everything healed.
+    calm: bool,
+    failure: Option<Failure>,
+    actions: Vec<Action<BlockId, Digest>>,
+    forged: Vec<(NodeId, Msg)>,
+}
+
+/// The protocol's bounds in the harness: small, so they are reached.
+fn config(plan: &Plan) -> ProtocolConfig {
+    let capacity = plan.capacity;
+    let mut cfg = ProtocolConfig::for_node(capacity, BLOCK_SIZE);
+    cfg.max_timeout_us = plan.peer_timeout_us();
+    cfg.max_reads = 16;
+    cfg.max_queued = 64;
+    cfg.max_held = 16;
+    cfg.max_records = 4 * capacity;
+    cfg.max_directory = 4 * capacity;
+    cfg
+}
+
+impl World {
+    /// The cluster of `cfg`'s seed, every node up and a member.
+    pub(super) fn new(cfg: &RunConfig) -> World {
+        let plan = Plan::draw(cfg.seed, cfg.mode, cfg.algorithm);
+        let mut rng = Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x77_6f72_6c64);
+        let lengths: Vec<u32> = (0..plan.files)
+            .map(|_| rng.random_range(1..=plan.max_blocks))
+            .collect();
+        let liars = (0..plan.nodes)
+            .filter(|&n| plan.is_byzantine(n))
+            .map(|n| (n, Liar::default()))
+            .collect();
+        let mut world = World {
+            check: Checker::new(&plan),
+            seed: cfg.seed,
+            rng,
+            now: 0,
+            queue: Queue::default(),
+            nodes: Vec::new(),
+            cuts: BTreeMap::new(),
+            next_cut: 0,
+            suspected: BTreeSet::new(),
+            slow: BTreeSet::new(),
+            origin_slow: false,
+            origin: Origin::new(lengths),
+            liars,
+            counts: Counts::default(),
+            fingerprint: 0xcbf2_9ce4_8422_2325,
+            trace: cfg.trace.then(Vec::new),
+            calm: false,
+            failure: None,
+            actions: Vec::new(),
+            forged: Vec::new(),
+            plan,
+        };
+        for id in 0..world.plan.nodes {
+            let proto = world.boot(id);
+            world.nodes.push(Slot::Up {
+                proto,
+                incarnation: 0,
+            });
+        }
+        let all: Vec<NodeId> = (0..world.plan.nodes).collect();
+        for id in 0..world.plan.nodes {
+            if let Some(p) = world.proto(id) {
+                p.set_members(&all, 0);
+            }
+            world.collect(id);
+        }
+        world
+    }
+
+    /// A fresh protocol for node `id`, its memory empty.
+    fn boot(&self, id: NodeId) -> Box<Proto> {
+        let shape = LiveShape {
+            capacity: self.plan.capacity,
+            policy: PolicyKind::Lru,
+            chances: 2,
+            seed: self.seed ^ u64::from(id),
+        };
+        let machines = self
+            .plan
+            .algorithm
+            .build_live(id, &shape)
+            .expect("the plan draws only live algorithms");
+        let cfg = config(&self.plan);
+        Box::new(NodeProtocol::new(
+            id,
+            self.plan.algorithm,
+            machines,
+            cfg,
+            self.now,
+        ))
+    }
+
+    fn proto(&mut self, id: NodeId) -> Option<&mut Proto> {
+        match self.nodes.get_mut(id as usize)? {
+            Slot::Up { proto, .. } => Some(proto),
+            Slot::Down { .. } => None,
+        }
+    }
+
+    fn incarnation(&self, id: NodeId) -> Option<u32> {
+        match self.nodes.get(id as usize)? {
+            Slot::Up { incarnation, .. } => Some(*incarnation),
+            Slot::Down { .. } => None,
+        }
+    }
+
+    /// Runs `ops` operations, then heals every fault and runs until the
+    /// cluster is quiet; returns what happened.
+    pub(super) fn run(mut self, ops: u64) -> (Outcome, Option<Vec<String>>) {
+        let gap = self.plan.op_gap_us;
+        let mut next_op = gap;
+        let mut calm_at = 0;
+        let settle_bound = match self.plan.mode {
+            Mode::Liveness => 2 * self.plan.read_bound_us(),
+            Mode::Safety => self.plan.hang_bound_us(),
+        };
+        while self.failure.is_none() {
+            if self.counts.ops == ops && !self.calm {
+                self.calm_down();
+                calm_at = self.now;
+            }
+            if self.calm && self.is_settled() {
+                self.final_checks();
+                break;
+            }
+            if self.calm && self.now > calm_at + settle_bound {
+                let what = self.waiting();
+                self.fail(Violation::NeverQuiet {
+                    waited_us: self.now - calm_at,
+                    what,
+                });
+                break;
+            }
+            let timer = self.next_timer();
+            let event = self.queue.next_at();
+            let op = (!self.calm).then_some(next_op);
+            let Some(at) = [timer, event, op].into_iter().flatten().min() else {
+                break;
+            };
+            self.now = self.now.max(at);
+            if op == Some(at) && timer != Some(at) && event != Some(at) {
+                self.op();
+                next_op = self.now + self.rng.random_range(1..=2 * gap);
+            } else if event == Some(at) && timer != Some(at) {
+                if let Some((_, e)) = self.queue.pop() {
+                    self.event(e);
+                }
+            } else {
+                self.timeouts();
+            }
+            if self.queue.len() > MAX_IN_FLIGHT {
+                self.fail(Violation::OverBound {
+                    node: u32::MAX,
+                    table: "the simulated network",
+                    len: self.queue.len(),
+                    bound: MAX_IN_FLIGHT,
+                });
+            }
+            if let Err(v) = self.check.overdue(self.now) {
+                self.fail(v);
+            }
+            if self.counts.steps.is_multiple_of(4096) {
+                for id in 0..self.plan.nodes {
+                    self.check_directory(id);
+                }
+            }
+        }
+        let outcome = Outcome {
+            seed: self.seed,
+            plan: self.plan.to_string(),
+            fingerprint: self.fingerprint,
+            counts: self.counts,
+            failure: self.failure,
+        };
+        (outcome, self.trace)
+    }
+
+    /// The earliest timer any node has armed.
+    fn next_timer(&self) -> Option<u64> {
+        self.nodes
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Up { proto, .. } => proto.poll_timeout(),
+                Slot::Down { .. } => None,
+            })
+            .min()
+    }
+
+    /// Fires every timer due now.
+    fn timeouts(&mut self) {
+        for id in 0..self.plan.nodes {
+            let now = self.now;
+            let Some(p) = self.proto(id) else { continue };
+            if p.poll_timeout().is_some_and(|t| t <= now) {
+                p.handle_timeout(now);
+                self.note(("timeout", id, id, None));
+                self.collect(id);
+            }
+        }
+    }
+
+    /// One workload operation: a node opens a file and reads a block of
+    /// it; faults strike; liars forge.
+    fn op(&mut self) {
+        self.counts.ops += 1;
+        self.strike();
+        let up: Vec<NodeId> = (0..self.plan.nodes)
+            .filter(|&n| self.incarnation(n).is_some())
+            .collect();
+        if up.is_empty() {
+            return;
+        }
+        let node = up[self.rng.random_range(0..up.len())];
+        let block = self.some_block();
+        // Only honest nodes' reads are checked: a liar's own reads owe
+        // nobody anything (its lies stall them).
+        if !self.plan.is_byzantine(node) {
+            self.check.started(node, block, self.now);
+        }
+        let now = self.now;
+        if let Some(p) = self.proto(node) {
+            p.handle_read(block, now);
+        }
+        self.note(("read", node, node, Some(block)));
+        self.collect(node);
+        let liars: Vec<NodeId> = self.liars.keys().copied().collect();
+        for liar in liars {
+            if self.incarnation(liar).is_some() && self.rng.random_bool(self.plan.lie) {
+                self.forge(liar);
+            }
+        }
+    }
+
+    /// A block of the current version of a file, the first files read
+    /// more often.
+    fn some_block(&mut self) -> BlockId {
+        let u: f64 = self.rng.random();
+        let path = ((u * u * f64::from(self.origin.len())) as u32).min(self.origin.len() - 1);
+        let (file, blocks) = self.origin.open(path);
+        let index = self.rng.random_range(0..blocks);
+        BlockId { file, index }
+    }
+
+    /// Liar `liar` sends messages of its own making.
+    fn forge(&mut self, liar: NodeId) {
+        let block = self.some_block();
+        let members = match self.proto(liar) {
+            Some(p) => p.members().to_vec(),
+            None => return,
+        };
+        let mut forged = std::mem::take(&mut self.forged);
+        if let Some(l) = self.liars.get_mut(&liar) {
+            l.forge(&mut self.rng, liar, &members, block, &mut forged);
+        }
+        for (to, msg) in forged.drain(..) {
+            if to != liar {
+                self.counts.fault(FaultKind::Forgery);
+                self.transmit(liar, to, msg);
+            }
+        }
+        self.forged = forged;
+    }
+
+    /// Faults that strike between operations.
+    fn strike(&mut self) {
+        let p = self.plan.clone();
+        let r = &mut self.rng;
+        let (crash, cut, suspect, slow, change, slow_origin) = (
+            r.random_bool(p.crash),
+            r.random_bool(p.partition),
+            r.random_bool(p.suspect),
+            r.random_bool(p.slow),
+            r.random_bool(p.change),
+            r.random_bool(p.slow_origin),
+        );
+        if crash {
+            self.crash();
+        }
+        if cut && (p.mode == Mode::Safety || self.cuts.is_empty()) {
+            self.partition();
+        }
+        if suspect {
+            let observer = self.rng.random_range(0..p.nodes);
+            let suspect = self.rng.random_range(0..p.nodes);
+            if observer != suspect && self.suspected.insert((observer, suspect)) {
+                self.counts.fault(FaultKind::Suspect);
+                let until = self.now + self.outage();
+                self.queue.at(until, Event::Trust { observer, suspect });
+                self.detect_later();
+            }
+        }
+        if slow {
+            let node = self.rng.random_range(0..p.nodes);
+            if self.slow.insert(node) {
+                self.counts.fault(FaultKind::SlowNode);
+                let until = self.now + self.outage();
+                self.queue.at(until, Event::Fast { node });
+            }
+        }
+        if change {
+            let path = self.rng.random_range(0..self.origin.len());
+            let blocks = self.rng.random_range(1..=p.max_blocks);
+            self.origin.change(path, blocks);
+            self.counts.fault(FaultKind::Change);
+        }
+        if slow_origin && !self.origin_slow {
+            self.origin_slow = true;
+            self.counts.fault(FaultKind::SlowOrigin);
+            let until = self.now + self.outage();
+            self.queue.at(until, Event::OriginFast);
+        }
+    }
+
+    fn outage(&mut self) -> u64 {
+        let (lo, hi) = self.plan.outage_us;
+        self.rng.random_range(lo..=hi)
+    }
+
+    /// Failure detection notices the change a little later.
+    fn detect_later(&mut self) {
+        let (lo, hi) = self.plan.detect_us;
+        let at = self.now + self.rng.random_range(lo..=hi);
+        self.queue.at(at, Event::Detect);
+    }
+
+    /// An honest node crashes: its memory and its reads are lost.
+    fn crash(&mut self) {
+        let honest_up: Vec<NodeId> = (0..self.plan.nodes)
+            .filter(|&n| !self.plan.is_byzantine(n) && self.incarnation(n).is_some())
+            .collect();
+        let down = self.plan.nodes as usize - self.plan.byzantine as usize - honest_up.len();
+        let most_down = match self.plan.mode {
+            Mode::Liveness => 1,
+            Mode::Safety => honest_up.len() + down - 1,
+        };
+        if honest_up.len() < 2 || down >= most_down {
+            return;
+        }
+        let node = honest_up[self.rng.random_range(0..honest_up.len())];
+        let incarnation = self.incarnation(node).unwrap_or_default();
+        self.nodes[node as usize] = Slot::Down { incarnation };
+        self.counts.reads_lost += self.check.lost(node);
+        self.counts.fault(FaultKind::Crash);
+        self.note(("crash", node, node, None));
+        let until = self.now + self.outage();
+        self.queue.at(until, Event::Restart { node });
+        self.detect_later();
+    }
+
+    /// The cluster is cut in two.
+    fn partition(&mut self) {
+        let side: BTreeSet<NodeId> = (0..self.plan.nodes)
+            .filter(|_| self.rng.random_bool(0.5))
+            .collect();
+        if side.is_empty() || side.len() == self.plan.nodes as usize {
+            return;
+        }
+        self.next_cut += 1;
+        let id = self.next_cut;
+        self.cuts.insert(id, side);
+        self.counts.fault(FaultKind::Partition);
+        let until = self.now + self.outage();
+        self.queue.at(until, Event::Heal { id });
+        self.detect_later();
+    }
+
+    /// Whether a partition cuts the link between `a` and `b`.
+    fn cut(&self, a: NodeId, b: NodeId) -> bool {
+        self.cuts
+            .values()
+            .any(|side| side.contains(&a) != side.contains(&b))
+    }
+
+    /// The workload is over: every fault heals, crashed nodes restart,
+    /// and from now on no message is lost.
+    fn calm_down(&mut self) {
+        self.calm = true;
+        self.cuts.clear();
+        self.suspected.clear();
+        self.slow.clear();
+        self.origin_slow = false;
+        for node in 0..self.plan.nodes {
+            if self.incarnation(node).is_none() {
+                self.restart(node);
+            }
+        }
+        self.queue
+            .at(self.now + self.plan.detect_us.1, Event::Detect);
+    }
+
+    /// Whether the cluster has settled: no read waits, every node is
+    /// quiet, every view agrees, and nothing but pings is in flight.
+    fn is_settled(&self) -> bool {
+        let all: Vec<NodeId> = (0..self.plan.nodes).collect();
+        self.check.pending() == 0
+            && self.nodes.iter().all(|s| match s {
+                Slot::Up { proto, .. } => proto.is_quiet() && proto.members() == all,
+                Slot::Down { .. } => false,
+            })
+    }
+
+    /// What keeps the cluster from settling, for the report.
+    fn waiting(&self) -> String {
+        let mut what = vec![format!("{} reads pending", self.check.pending())];
+        for (id, slot) in self.nodes.iter().enumerate() {
+            match slot {
+                Slot::Up { proto, .. } if !proto.is_quiet() => {
+                    let on = proto.waits_on().unwrap_or_default();
+                    what.push(format!("node {id} waits on {on}"));
+                }
+                Slot::Down { .. } => what.push(format!("node {id} down")),
+                Slot::Up { .. } => {}
+            }
+        }
+        what.join("; ")
+    }
+
+    fn final_checks(&mut self) {
+        for id in 0..self.plan.nodes {
+            self.check_directory(id);
+        }
+    }
+
+    fn restart(&mut self, node: NodeId) {
+        let Some(Slot::Down { incarnation }) = self.nodes.get(node as usize) else {
+            return;
+        };
+        let incarnation = incarnation + 1;
+        let proto = self.boot(node);
+        self.nodes[node as usize] = Slot::Up { proto, incarnation };
+        let view = self.view(node);
+        let now = self.now;
+        if let Some(p) = self.proto(node) {
+            p.set_members(&view, now);
+        }
+        self.note(("restart", node, node, None));
+        self.collect(node);
+        self.detect_later();
+    }
+
+    /// The members failure detection gives `node`: those up that it can
+    /// reach and does not suspect, itself included.
+    fn view(&self, node: NodeId) -> Vec<NodeId> {
+        (0..self.plan.nodes)
+            .filter(|&m| {
+                m == node
+                    || (self.incarnation(m).is_some()
+                        && !self.cut(node, m)
+                        && !self.suspected.contains(&(node, m)))
+            })
+            .collect()
+    }
+
+    fn event(&mut self, event: Event) {
+        match event {
+            Event::Deliver {
+                from,
+                to,
+                incarnation,
+                msg,
+            } => self.deliver(from, to, incarnation, msg),
+            Event::Origin {
+                node,
+                incarnation,
+                block,
+            } => self.origin_done(node, incarnation, block),
+            Event::Restart { node } => self.restart(node),
+            Event::Heal { id } => {
+                self.cuts.remove(&id);
+                self.detect_later();
+            }
+            Event::Trust { observer, suspect } => {
+                self.suspected.remove(&(observer, suspect));
+                self.detect_later();
+            }
+            Event::Fast { node } => {
+                self.slow.remove(&node);
+            }
+            Event::OriginFast => self.origin_slow = false,
+            Event::Detect => {
+                for node in 0..self.plan.nodes {
+                    let view = self.view(node);
+                    let now = self.now;
+                    let Some(p) = self.proto(node) else { continue };
+                    if p.members() != view {
+                        p.set_members(&view, now);
+                        self.note(("members", node, node, None));
+                        self.collect(node);
+                        self.check_directory(node);
+                    }
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, from: NodeId, to: NodeId, incarnation: u32, msg: Msg) {
+        if self.incarnation(to) != Some(incarnation) {
+            return;
+        }
+        if let Some(liar) = self.liars.get_mut(&to) {
+            liar.observe(&msg);
+        }
+        self.taint(from, to, &msg);
+        self.counts.messages += 1;
+        self.note((msg.name(), from, to, msg.block()));
+        if let Some(trace) = &mut self.trace {
+            trace.push(format!("{:>12}   {msg:?}", self.now));
+        }
+        let now = self.now;
+        if let Some(p) = self.proto(to) {
+            p.handle_message(from, msg, now);
+        }
+        self.collect(to);
+    }
+
+    /// Marks a block whose wrong bytes the trust model allows because an
+    /// honest manager granted a liar its first read: when the grant is
+    /// sent, as the manager then takes the liar's record whether or not
+    /// the grant arrives (a liar need not wait for it to forge one).
+    fn taint_grant(&mut self, to: NodeId, msg: &Msg) {
+        if let PeerMsg::FetchOrigin {
+            block,
+            record: true,
+        } = *msg
+            && self.liars.contains_key(&to)
+        {
+            self.check.taint(block);
+        }
+    }
+
+    /// Marks a block whose wrong bytes the trust model allows because a
+    /// liar told an honest node its digest as the block's manager.
+    fn taint(&mut self, from: NodeId, to: NodeId, msg: &Msg) {
+        let block = match *msg {
+            PeerMsg::Expect { block, .. } | PeerMsg::HashIs { block, .. }
+                if self.liars.contains_key(&from) =>
+            {
+                block
+            }
+            _ => return,
+        };
+        let manager = match self.nodes.get(to as usize) {
+            Some(Slot::Up { proto, .. }) => manager_of(block.file, proto.members()),
+            _ => None,
+        };
+        if manager == Some(from) {
+            self.check.taint(block);
+        }
+    }
+
+    fn origin_done(&mut self, node: NodeId, incarnation: u32, block: BlockId) {
+        if self.incarnation(node) != Some(incarnation) {
+            return;
+        }
+        let failed = !self.calm && self.rng.random_bool(self.plan.origin_error);
+        if failed {
+            self.counts.fault(FaultKind::OriginError);
+        }
+        let result = match self.origin.read(block) {
+            Some(d) if !failed => Ok(d),
+            _ => {
+                self.check.origin_failed(node, block);
+                Err(())
+            }
+        };
+        self.note(("origin", node, node, Some(block)));
+        let now = self.now;
+        if let Some(p) = self.proto(node) {
+            p.handle_origin_done(block, result, now);
+        }
+        self.collect(node);
+    }
+
+    /// Carries out what node `id` asked for, then checks its bounds.
+    fn collect(&mut self, id: NodeId) {
+        self.counts.steps += 1;
+        let mut actions = std::mem::take(&mut self.actions);
+        if let Some(p) = self.proto(id) {
+            while let Some(a) = p.poll() {
+                actions.push(a);
+            }
+        }
+        for action in actions.drain(..) {
+            match action {
+                Action::Send { to, mut msg } => {
+                    self.taint_grant(to, &msg);
+                    if let Some(liar) = self.liars.get_mut(&id)
+                        && self.rng.random_bool(self.plan.lie)
+                        && liar.tamper(&mut self.rng, &mut msg)
+                    {
+                        self.counts.fault(FaultKind::Lie);
+                    }
+                    self.transmit(id, to, msg);
+                }
+                Action::ReadOrigin { block } => {
+                    let (lo, hi) = self.plan.origin_us;
+                    let mut took = self.rng.random_range(lo..=hi);
+                    if self.origin_slow || self.slow.contains(&id) {
+                        took *= 10;
+                    }
+                    let incarnation = self.incarnation(id).unwrap_or_default();
+                    let event = Event::Origin {
+                        node: id,
+                        incarnation,
+                        block,
+                    };
+                    self.queue.at(self.now + took, event);
+                }
+                Action::Complete { block, result } => self.complete(id, block, result),
+                Action::Violation { .. } => self.counts.refused += 1,
+            }
+        }
+        self.actions = actions;
+        if let Some(Slot::Up { proto, .. }) = self.nodes.get(id as usize)
+            && let Err(v) = self.check.bounds(id, proto)
+        {
+            self.fail(v);
+        }
+    }
+
+    /// Puts `msg` from `from` on the wire to `to`, through the faults.
+    fn transmit(&mut self, from: NodeId, to: NodeId, msg: Msg) {
+        let Some(incarnation) = self.incarnation(to) else {
+            return;
+        };
+        if self.cut(from, to) {
+            return;
+        }
+        let stormy = !self.calm;
+        if stormy && self.rng.random_bool(self.plan.drop) {
+            return self.counts.fault(FaultKind::Drop);
+        }
+        let (lo, hi) = self.plan.delay_us;
+        let mut delay = self.rng.random_range(lo..=hi);
+        if self.slow.contains(&from) || self.slow.contains(&to) {
+            delay *= 10;
+        }
+        let reorder = stormy && self.rng.random_bool(self.plan.reorder);
+        if reorder {
+            self.counts.fault(FaultKind::Reorder);
+            delay += self.rng.random_range(0..=5 * hi);
+        }
+        let twice = stormy && self.rng.random_bool(self.plan.duplicate);
+        let event = |msg| Event::Deliver {
+            from,
+            to,
+            incarnation,
+            msg,
+        };
+        if twice {
+            self.counts.fault(FaultKind::Duplicate);
+            let again = self.now + delay + self.rng.random_range(0..=hi);
+            self.queue.send((from, to), again, true, event(msg.clone()));
+        }
+        self.queue
+            .send((from, to), self.now + delay, reorder, event(msg));
+    }
+
+    /// Node `id` finished every read of `block` it had in flight.
+    fn complete(&mut self, id: NodeId, block: BlockId, result: Result<Served, ReadFailure>) {
+        if self.plan.is_byzantine(id) {
+            return;
+        }
+        let outcome = self.check.completed(id, block, self.now, &result);
+        match outcome {
+            Ok(tally) => {
+                self.counts.reads_ok += tally.ok;
+                self.counts.reads_failed += tally.failed;
+                self.counts.wrong_tolerated += tally.tolerated;
+            }
+            Err(v) => self.fail(v),
+        }
+    }
+
+    fn check_directory(&mut self, id: NodeId) {
+        if let Some(Slot::Up { proto, .. }) = self.nodes.get(id as usize)
+            && let Err(v) = Checker::directory(id, proto)
+        {
+            self.fail(v);
+        }
+    }
+
+    fn fail(&mut self, violation: Violation) {
+        if self.failure.is_none() {
+            self.failure = Some(Failure {
+                step: self.counts.steps,
+                time_us: self.now,
+                violation,
+            });
+        }
+    }
+
+    /// Folds an event into the fingerprint, and the trace if kept.
+    fn note(&mut self, (what, from, to, block): (&'static str, NodeId, NodeId, Option<BlockId>)) {
+        let h =
+            foldhash::fast::FixedState::with_seed(7).hash_one((self.now, what, from, to, block));
+        self.fingerprint = (self.fingerprint ^ h).wrapping_mul(0x0100_0000_01b3);
+        if let Some(trace) = &mut self.trace {
+            let block = block.map_or(String::new(), |b| format!(" {:016x}/{}", b.file, b.index));
+            trace.push(format!("{:>12} {from}->{to} {what}{block}", self.now));
+        }
+    }
+}
+
+type Served = coopcache_core::protocol::Served<Digest>;

@@ -1,0 +1,144 @@
+//! The live protocol under seeded faults (issue 13): the CI share of the
+//! soak `coopcache sim faults` runs at length (docs/reliability.md). Each
+//! seed draws a cluster, an algorithm and fault rates; the harness checks
+//! every invariant after every step and names the first one broken with
+//! the command that replays it.
+//!
+//! `FAULT_SEEDS` and `FAULT_OPS` scale it (defaults 1,000 and 10,000).
+
+use coopcache_core::coop::AlgorithmKind;
+use coopcache_sim::faults::{
+    FaultKind, Mode, RunConfig, Summary, replay_command, run_seed, run_seeds,
+};
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn base(mode: Mode) -> RunConfig {
+    RunConfig {
+        seed: 0,
+        ops: env("FAULT_OPS", 10_000),
+        mode,
+        algorithm: None,
+        trace: false,
+    }
+}
+
+/// Runs the CI seeds in `mode` and fails with each broken seed's report.
+fn soak(mode: Mode) -> Summary {
+    let base = base(mode);
+    let seeds = env("FAULT_SEEDS", 1_000);
+    let summary = run_seeds(0, seeds, &base, |_| {});
+    let c = &summary.counts;
+    eprintln!(
+        "{seeds} seeds ({mode}): {} reads, {} steps, {} right, {} failed, {} lost, {} tolerated, {} refused",
+        c.ops, c.steps, c.reads_ok, c.reads_failed, c.reads_lost, c.wrong_tolerated, c.refused
+    );
+    let report: Vec<String> = summary
+        .failures
+        .iter()
+        .map(|(seed, f)| {
+            let cfg = RunConfig {
+                seed: *seed,
+                ..base.clone()
+            };
+            format!("seed {seed}: {f}\n  replay: {}", replay_command(&cfg))
+        })
+        .collect();
+    assert!(
+        report.is_empty(),
+        "{} of {seeds} seeds broke an invariant:\n{}",
+        report.len(),
+        report.join("\n")
+    );
+    summary
+}
+
+#[test]
+fn safety_seeds_keep_every_invariant() {
+    let s = soak(Mode::Safety);
+    // The seeds exercise what they claim to: every fault kind struck, and
+    // honest nodes refused liars' messages for their role.
+    for kind in FaultKind::ALL {
+        assert!(
+            s.counts.faults[kind as usize] > 0,
+            "no {} fault in the CI seeds",
+            kind.name()
+        );
+    }
+    assert!(s.counts.refused > 0);
+    assert!(s.counts.reads_ok > s.counts.ops / 2);
+}
+
+#[test]
+fn liveness_seeds_finish_every_read_in_time() {
+    let s = soak(Mode::Liveness);
+    assert!(s.counts.reads_ok > s.counts.ops / 2);
+}
+
+#[test]
+fn a_seed_replays_event_for_event() {
+    for seed in [3, 17, 40] {
+        let cfg = RunConfig {
+            seed,
+            ops: 2_000,
+            trace: true,
+            ..base(Mode::Safety)
+        };
+        let (a, trace_a) = run_seed(&cfg);
+        let (b, trace_b) = run_seed(&cfg);
+        assert_eq!(a, b, "seed {seed}");
+        assert_eq!(trace_a, trace_b, "seed {seed}");
+        assert!(trace_a.is_some_and(|t| t.len() > 2_000));
+        let other = run_seed(&RunConfig {
+            seed: seed + 1,
+            ..cfg
+        })
+        .0;
+        assert_ne!(a.fingerprint, other.fingerprint);
+    }
+}
+
+#[test]
+fn every_live_algorithm_runs_under_faults() {
+    for algorithm in [
+        AlgorithmKind::Base,
+        AlgorithmKind::Greedy,
+        AlgorithmKind::NChance,
+        AlgorithmKind::Hash,
+        AlgorithmKind::Direct,
+    ] {
+        let cfg = RunConfig {
+            algorithm: Some(algorithm),
+            ops: 5_000,
+            ..base(Mode::Safety)
+        };
+        let summary = run_seeds(1_000, 40, &cfg, |_| {});
+        assert!(
+            summary.failures.is_empty(),
+            "{}: {:?}",
+            algorithm.name(),
+            summary.failures
+        );
+        assert!(summary.counts.reads_ok > 0);
+    }
+}
+
+#[test]
+fn the_replay_command_names_the_seed_and_settings() {
+    let cfg = RunConfig {
+        seed: 12345,
+        ops: 777,
+        mode: Mode::Liveness,
+        algorithm: Some(AlgorithmKind::NChance),
+        trace: false,
+    };
+    assert_eq!(
+        replay_command(&cfg),
+        "coopcache sim faults --seed 12345 --ops 777 --mode liveness --algorithm nchance --trace"
+    );
+}
