@@ -307,6 +307,22 @@ fn cached_is_accepted_only_where_nodes_cache_without_asking() {
 }
 
 #[test]
+fn a_read_from_a_member_declared_down_is_refused() {
+    // Node 8 holds a certificate (its link is up) but failure detection
+    // has it down: it is in no node's live set.
+    const DOWN: NodeId = 8;
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 9500);
+    c.inject(DOWN, 0, PeerMsg::Read { block: b });
+    c.run_until_quiet().unwrap();
+    let refused = c.nodes()[0].stats().violations.get(&DOWN).copied();
+    assert_eq!(refused, Some(1));
+    // Not recorded as a holder: node 1 is not forwarded to it.
+    assert!(c.nodes()[0].directory().holders(b).is_empty());
+    assert_eq!(read(&mut c, 1, b), Level::Origin);
+}
+
+#[test]
 fn not_here_is_accepted_only_from_a_holder_forwarded_to() {
     let mut c = cluster(AlgorithmKind::Greedy);
     let b = managed_by(0, 10_000);
@@ -475,4 +491,49 @@ fn a_member_reading_blocks_it_never_drops_cannot_grow_a_directory_past_its_bound
     assert_eq!(fetches, n);
     // A node's own reads of those blocks are served, from the origin.
     assert_eq!(read(&mut c, 1, blocks[n - 1]), Level::Origin);
+}
+
+/// Contents, not senders: bytes that come from the very holder the
+/// manager named are still checked against the manager's digest
+/// (`verify-data`).
+#[test]
+fn data_from_the_holder_named_is_checked_against_the_digest() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 16_000);
+    // Mallory is granted the first read of b and records its true digest:
+    // she is b's only holder, so node 2's read is forwarded to her.
+    c.inject(MALLORY, 0, PeerMsg::Read { block: b });
+    c.run_until_quiet().unwrap();
+    let digest = content_of(&b, BLOCK_SIZE);
+    c.inject(MALLORY, 0, PeerMsg::Record { block: b, digest });
+    c.run_until_quiet().unwrap();
+    let bad = PeerMsg::Data {
+        block: b,
+        data: evil(),
+    };
+    let served = read_while_mallory_sends(&mut c, 2, b, &[bad]);
+    assert_eq!(served.data, digest, "Mallory's bytes were served");
+    assert_eq!(served.level, Level::Origin);
+    assert_eq!(c.nodes()[2].stats().integrity_failures, 1);
+}
+
+/// A forwarded singlet is held until its manager's digest matches
+/// (`verify-held`): bad bytes pushed by a member are never served.
+#[test]
+fn a_held_singlet_is_checked_against_the_digest() {
+    let mut c = cluster(AlgorithmKind::NChance);
+    let b = managed_by(0, 17_000);
+    assert_eq!(read(&mut c, 2, b), Level::Origin, "node 2 records b");
+    c.inject(
+        MALLORY,
+        1,
+        PeerMsg::Recirculate {
+            block: b,
+            chances: 2,
+            data: evil(),
+        },
+    );
+    c.run_until_quiet().unwrap();
+    assert_eq!(c.nodes()[1].stats().integrity_failures, 1);
+    assert_ne!(read(&mut c, 1, b), Level::Local, "the bad copy was kept");
 }
