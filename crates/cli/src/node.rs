@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use coopcache_core::coop::{AlgorithmKind, live_policy};
 use coopcache_core::policy::PolicyKind;
 use coopcache_node::NodeOptions;
+use coopcache_node::config::FileConfig;
 use coopcache_node::origin::Origin;
 use coopcache_node::tls::{self, Identity};
 use std::net::{SocketAddr, SocketAddrV4};
@@ -83,33 +84,10 @@ pub struct NodeArgs {
     log_json: bool,
 }
 
-/// The settings a TOML file may hold.
-#[derive(serde::Deserialize, Default, Debug)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    origin: Option<String>,
-    memory: Option<String>,
-    algorithm: Option<String>,
-    policy: Option<String>,
-    listen: Option<SocketAddr>,
-    advertise: Option<String>,
-    http: Option<SocketAddr>,
-    join: Option<Vec<String>>,
-    discover: Option<bool>,
-    discover_group: Option<SocketAddrV4>,
-    data_dir: Option<PathBuf>,
-    name: Option<String>,
-    id: Option<u32>,
-    block_size: Option<String>,
-    chances: Option<u8>,
-    attr_ttl: Option<String>,
-    origin_delay: Option<String>,
-}
-
 fn load_file(path: &std::path::Path) -> Result<FileConfig> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("config file {}", path.display()))?;
-    toml::from_str(&text).map_err(|e| {
+    FileConfig::parse(&text).map_err(|e| {
         anyhow::anyhow!(
             "config file {}: {}",
             path.display(),

@@ -21,6 +21,7 @@ pub mod block;
 pub mod budget;
 pub mod client;
 pub mod clock;
+pub mod config;
 pub mod discovery;
 pub mod driver;
 pub mod frame;

@@ -1,0 +1,53 @@
+//! The settings a node's TOML file (`coopcache node --config FILE`) may
+//! hold, each as the text or value its flag takes; the binary checks and
+//! merges them with flags and environment. Here rather than in the binary
+//! so that the fuzz target `node_config` parses the real file format.
+
+use std::net::{SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
+
+/// A node's TOML file: every key optional, unknown keys refused.
+#[derive(serde::Deserialize, Default, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)] // each key is its flag's name: `coopcache node --help`
+pub struct FileConfig {
+    pub origin: Option<String>,
+    pub memory: Option<String>,
+    pub algorithm: Option<String>,
+    pub policy: Option<String>,
+    pub listen: Option<SocketAddr>,
+    pub advertise: Option<String>,
+    pub http: Option<SocketAddr>,
+    pub join: Option<Vec<String>>,
+    pub discover: Option<bool>,
+    pub discover_group: Option<SocketAddrV4>,
+    pub data_dir: Option<PathBuf>,
+    pub name: Option<String>,
+    pub id: Option<u32>,
+    pub block_size: Option<String>,
+    pub chances: Option<u8>,
+    pub attr_ttl: Option<String>,
+    pub origin_delay: Option<String>,
+}
+
+impl FileConfig {
+    /// Parses a file's text; the error names the key or line at fault.
+    pub fn parse(text: &str) -> Result<FileConfig, toml::de::Error> {
+        toml::from_str(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse_and_unknown_keys_are_refused() {
+        let c = FileConfig::parse("memory = \"1GiB\"\njoin = [\"a:1\"]\nid = 3\n").unwrap();
+        assert_eq!(c.memory.as_deref(), Some("1GiB"));
+        assert_eq!(c.join, Some(vec!["a:1".to_string()]));
+        assert_eq!(c.id, Some(3));
+        let e = FileConfig::parse("memroy = \"1GiB\"").unwrap_err();
+        assert!(e.to_string().contains("memroy"), "{e}");
+    }
+}
