@@ -89,6 +89,38 @@ impl Liar {
         true
     }
 
+    /// A liar asked for `msg`'s block (to serve a forwarded read, a
+    /// partition read or a parked block) ambushes the reader: it first
+    /// vouches for its bad bytes in every role that could vouch for them
+    /// (the manager's `Expect` and `HashIs`), then sends them. Only the
+    /// block's manager may vouch, so an honest reader refuses all but the
+    /// bytes, which then fail the manager's digest.
+    pub(super) fn ambush(&self, me: NodeId, from: NodeId, msg: &Msg, out: &mut Vec<(NodeId, Msg)>) {
+        use PeerMsg::*;
+        let (block, reader) = match *msg {
+            Forward { block, reader } => (block, reader),
+            PartitionRead { block } | Reclaim { block } => (block, from),
+            _ => return,
+        };
+        let bad = evil(block);
+        out.push((
+            reader,
+            Expect {
+                block,
+                digest: bad,
+                holder: me,
+            },
+        ));
+        out.push((
+            reader,
+            HashIs {
+                block,
+                digest: Some(bad),
+            },
+        ));
+        out.push((reader, Data { block, data: bad }));
+    }
+
     /// Messages of its own making about `block`: each kind a member could
     /// send, to whoever it may hurt, or one it was sent, replayed.
     pub(super) fn forge(

@@ -305,13 +305,18 @@ impl World {
         if let Some(l) = self.liars.get_mut(&liar) {
             l.forge(&mut self.rng, liar, &members, block, &mut forged);
         }
+        self.send_forged(liar, &mut forged);
+        self.forged = forged;
+    }
+
+    /// Sends what liar `liar` forged (never to itself).
+    fn send_forged(&mut self, liar: NodeId, forged: &mut Vec<(NodeId, Msg)>) {
         for (to, msg) in forged.drain(..) {
             if to != liar {
                 self.counts.fault(FaultKind::Forgery);
                 self.transmit(liar, to, msg);
             }
         }
-        self.forged = forged;
     }
 
     /// Faults that strike between operations.
@@ -550,8 +555,17 @@ impl World {
         if self.incarnation(to) != Some(incarnation) {
             return;
         }
-        if let Some(liar) = self.liars.get_mut(&to) {
-            liar.observe(&msg);
+        if self.liars.contains_key(&to) {
+            let ambush = self.rng.random_bool(self.plan.lie);
+            let mut forged = std::mem::take(&mut self.forged);
+            if let Some(liar) = self.liars.get_mut(&to) {
+                liar.observe(&msg);
+                if ambush {
+                    liar.ambush(to, from, &msg, &mut forged);
+                }
+            }
+            self.send_forged(to, &mut forged);
+            self.forged = forged;
         }
         self.taint(from, to, &msg);
         self.counts.messages += 1;
