@@ -6,16 +6,7 @@
 //! taken: one line may cover billions of blocks).
 #![no_main]
 
-use coopcache_sim::trace::{ReadOptions, TraceFormat};
+use coopcache_sim::trace::TraceFormat;
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let Some((&size, trace)) = data.split_first() else {
-        return;
-    };
-    let opts = ReadOptions {
-        block_size: coopcache_fuzz::block_size(size),
-        csv: None,
-    };
-    coopcache_fuzz::read_trace(trace, TraceFormat::Tencent, &opts);
-});
+fuzz_target!(|data: &[u8]| coopcache_fuzz::read_ranges(data, TraceFormat::Tencent));

@@ -36,6 +36,19 @@ pub fn drain(mut requests: impl Iterator<Item = Result<Request, TraceError>>) {
     }
 }
 
+/// Reads `data` as an uncompressed byte-range trace of `format` (`msr`,
+/// `tencent`) at the block size its first byte picks ([`block_size`]).
+pub fn read_ranges(data: &[u8], format: TraceFormat) {
+    let Some((&size, trace)) = data.split_first() else {
+        return;
+    };
+    let opts = ReadOptions {
+        block_size: block_size(size),
+        csv: None,
+    };
+    read_trace(trace, format, &opts);
+}
+
 /// A block size for the byte-addressed formats from one input byte:
 /// `--block-size` takes any positive size, so the extremes too.
 pub fn block_size(selector: u8) -> u64 {

@@ -369,6 +369,16 @@ where
     /// reading it (then the forward waits at the holder and the `Expect`
     /// here, until the record comes: one origin read for both).
     pub(super) fn manager_forward(&mut self, block: K, holder: NodeId, reader: NodeId, now: u64) {
+        if self.slice.forwards.len() >= self.cfg.max_directory
+            && !self.slice.forwards.contains_key(&block)
+        {
+            // As many blocks' forwards remembered as the directory tracks
+            // blocks (found by the fault harness, seed 13948: entries of
+            // blocks the directory had dropped outlived it): the reader
+            // reads the origin rather than be forwarded unremembered.
+            self.stats.dropped += 1;
+            return self.manager_fetch(block, reader, now);
+        }
         match self.slice.record(block) {
             Some(digest) => {
                 let expect = PeerMsg::Expect {
