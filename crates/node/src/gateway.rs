@@ -4,6 +4,7 @@
 //! access point, like a mount, and does not authenticate its clients.
 
 use crate::handle::{NodeError, NodeHandle};
+use crate::origin::OriginError;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -42,7 +43,8 @@ fn plain(code: StatusCode, msg: String) -> Response {
 fn error(e: NodeError) -> Response {
     let code = match &e {
         NodeError::Origin(o) if o.is_not_found() => StatusCode::NOT_FOUND,
-        NodeError::Origin(crate::origin::OriginError::BadPath { .. }) => StatusCode::BAD_REQUEST,
+        NodeError::Origin(OriginError::PermissionDenied { .. }) => StatusCode::FORBIDDEN,
+        NodeError::Origin(OriginError::BadPath { .. }) => StatusCode::BAD_REQUEST,
         NodeError::Shutdown => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::BAD_GATEWAY,
     };

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::http::HttpBuilder;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ClientConfigKey, RetryConfig};
 
-use super::{Origin, OriginError};
+use super::local::LocalDir;
+use super::{Origin, OriginError, Store};
 
 /// Retries for remote origins: a few quick ones for a dropped connection or
 /// a 5xx, bounded so an unreachable origin fails in seconds, not the
@@ -25,7 +25,6 @@ fn retry_config() -> RetryConfig {
 /// Which kind of store an origin is; decides how [`Origin::check`] probes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Backend {
-    Local,
     S3,
     Http,
 }
@@ -51,12 +50,10 @@ pub(super) fn open_local(
         Ok(_) => return Err(bad_dir("it is not a directory".into())),
         Err(e) => return Err(bad_dir(e.to_string())),
     }
-    let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| bad_dir(e.to_string()))?;
+    let local = LocalDir::open(dir).map_err(|e| bad_dir(e.to_string()))?;
     let root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
     Ok(Origin {
-        store: Arc::new(store),
-        prefix: Path::default(),
-        backend: Backend::Local,
+        store: Store::Local(Arc::new(local)),
         description: format!("local directory {}", root.display()),
         delay: None,
     })
@@ -83,9 +80,11 @@ pub(super) fn open_s3(
         description = format!("{description} at {endpoint}");
     }
     Ok(Origin {
-        store: Arc::new(store),
-        prefix,
-        backend: Backend::S3,
+        store: Store::Object {
+            store: Arc::new(store),
+            prefix,
+            backend: Backend::S3,
+        },
         description,
         delay: None,
     })
@@ -107,9 +106,11 @@ pub(super) fn open_http(
     }
     let store = builder.build().map_err(|e| bad_spec(spec, e))?;
     Ok(Origin {
-        store: Arc::new(store),
-        prefix: Path::default(),
-        backend: Backend::Http,
+        store: Store::Object {
+            store: Arc::new(store),
+            prefix: Path::default(),
+            backend: Backend::Http,
+        },
         description: url.to_owned(),
         delay: None,
     })

@@ -15,6 +15,22 @@ pub enum OriginError {
         /// The path as the caller gave it.
         path: String,
     },
+    /// The path names something other than a regular file (a directory, a
+    /// FIFO, a device); the HTTP gateway answers 404.
+    #[error("{path} is {kind}, not a file")]
+    NotAFile {
+        /// The path as the caller gave it.
+        path: String,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// The origin refused to let the daemon read the file (its permissions);
+    /// the HTTP gateway answers 403.
+    #[error("{path} may not be read: the origin's permissions refuse it")]
+    PermissionDenied {
+        /// The path as the caller gave it.
+        path: String,
+    },
     /// The file changed since it was stat'ed: its version no longer matches.
     /// Stat it again and drop any blocks cached under the old version.
     #[error("{path} changed in the origin since it was stat'ed; stat it again")]
@@ -74,6 +90,15 @@ pub enum OriginError {
         #[source]
         source: object_store::Error,
     },
+    /// A local directory origin failed in another way on `path`.
+    #[error("reading {path} from the origin directory failed: {source}")]
+    Local {
+        /// The path as the caller gave it.
+        path: String,
+        /// What the kernel said.
+        #[source]
+        source: std::io::Error,
+    },
     /// The store returned a different number of bytes than asked for.
     #[error("origin returned {got} bytes of {path} where {expected} were asked for")]
     Short {
@@ -87,9 +112,13 @@ pub enum OriginError {
 }
 
 impl OriginError {
-    /// Whether the file does not exist (the HTTP gateway maps this to 404).
+    /// Whether there is no file at the path: nothing, or something that is
+    /// not a file (the HTTP gateway maps this to 404).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, OriginError::NotFound { .. })
+        matches!(
+            self,
+            OriginError::NotFound { .. } | OriginError::NotAFile { .. }
+        )
     }
 
     /// Whether the file changed under the version the caller held.
@@ -103,6 +132,7 @@ impl OriginError {
         match source {
             object_store::Error::NotFound { .. } => OriginError::NotFound { path },
             object_store::Error::Precondition { .. } => OriginError::Changed { path },
+            object_store::Error::PermissionDenied { .. } => OriginError::PermissionDenied { path },
             source => OriginError::Io { path, source },
         }
     }

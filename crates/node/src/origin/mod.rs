@@ -8,12 +8,15 @@
 //! is never mixed with bytes of another.
 //!
 //! Paths from users go through [`check_path`] first; they can never name
-//! anything outside the origin's root or prefix. (A local origin follows
-//! symbolic links found inside its directory: placing them there is the
-//! operator's choice.)
+//! anything outside the origin's root or prefix. A local directory is read
+//! by [`local`] rather than `object_store`: the kernel confines every open
+//! beneath the directory (symbolic links that stay inside work, links or
+//! mount points that lead out are refused), and versions include the
+//! change time, which no user can set back.
 
 mod backend;
 mod error;
+mod local;
 mod path;
 mod spec;
 
@@ -34,16 +37,16 @@ pub use spec::{ACCEPTED_FORMS, OriginSpec};
 /// changes whenever the content may have changed.
 ///
 /// The version is the store's ETag when it gives one: S3's content hash,
-/// nginx's `"mtime-size"`, and for a local directory `object_store`'s
-/// `inode-mtime-size` (hex, mtime in microseconds), so a rewritten or
-/// replaced file never matches an old version. A store without ETags falls
-/// back to `lm-<last-modified µs>-<size>`.
+/// nginx's `"mtime-size"`; for a local directory `ino-ctime-mtime-size`
+/// (hex, nanoseconds; see [`local`]), so a rewritten or replaced file never
+/// matches an old version, whatever its mtime says. A store without ETags
+/// falls back to `lm-<last-modified µs>-<size>`.
 ///
-/// The limit of a time-based version: a file rewritten in place (same inode)
-/// at the same size within one tick of the file system's timestamp clock
-/// (a few milliseconds on Linux; one second for nginx's ETag) keeps its
-/// version. Replacing a file by rename, or changing its size, always gives
-/// a new one; S3's ETag is a content hash and has no such limit.
+/// The limit of a time-based version: a file rewritten in place at the same
+/// size within one tick of the timestamp clock keeps its version (for a
+/// local directory only on kernels before 6.13 and within 1-4 ms; one
+/// second for nginx's ETag, whose mtime a user can also set back). S3's
+/// ETag is a content hash and has no such limit.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FileVersion {
     /// The file's size in bytes.
@@ -85,13 +88,24 @@ impl FileVersion {
 /// The slow shared storage behind the cache.
 #[derive(Clone, Debug)]
 pub struct Origin {
-    store: Arc<dyn ObjectStore>,
-    /// Key prefix inside the store (S3); empty for a directory or HTTP,
-    /// whose store is rooted at the prefix already.
-    prefix: Path,
-    backend: backend::Backend,
+    store: Store,
     description: String,
     delay: Option<Duration>,
+}
+
+/// What an origin reads from.
+#[derive(Clone, Debug)]
+enum Store {
+    /// A local directory, read by [`local::LocalDir`].
+    Local(Arc<local::LocalDir>),
+    /// S3 or HTTP through `object_store`.
+    Object {
+        store: Arc<dyn ObjectStore>,
+        /// Key prefix inside the store (S3); empty for HTTP, whose store
+        /// is rooted at the prefix already.
+        prefix: Path,
+        backend: backend::Backend,
+    },
 }
 
 impl Origin {
@@ -139,9 +153,15 @@ impl Origin {
     pub async fn stat(&self, path: &str) -> Result<FileVersion, OriginError> {
         let location = self.location(path)?;
         self.pause().await;
-        let meta = self
-            .store
-            .head(&location)
+        let (store, prefixed) = match &self.store {
+            Store::Local(dir) => {
+                let (dir, path) = (dir.clone(), path.to_owned());
+                return blocking(path.clone(), move || dir.stat(&path)).await;
+            }
+            Store::Object { store, prefix, .. } => (store, prefixed(prefix, location)),
+        };
+        let meta = store
+            .head(&prefixed)
             .await
             .map_err(|e| OriginError::from_store(path, e))?;
         Ok(FileVersion::from_meta(&meta))
@@ -167,17 +187,20 @@ impl Origin {
             return Ok(Bytes::new());
         }
         self.pause().await;
+        let (store, location) = match &self.store {
+            Store::Local(dir) => {
+                let (dir, path, version) = (dir.clone(), path.to_owned(), version.clone());
+                return blocking(path.clone(), move || dir.read(&path, &version, range)).await;
+            }
+            Store::Object { store, prefix, .. } => (store, prefixed(prefix, location)),
+        };
         let options = GetOptions {
             if_match: version.if_match(),
             range: Some(GetRange::Bounded(range.clone())),
             ..GetOptions::default()
         };
         let fail = |e| OriginError::from_store(path, e);
-        let got = self
-            .store
-            .get_opts(&location, options)
-            .await
-            .map_err(fail)?;
+        let got = store.get_opts(&location, options).await.map_err(fail)?;
         if FileVersion::from_meta(&got.meta).version != version.version {
             return Err(OriginError::Changed { path: path.into() });
         }
@@ -201,15 +224,37 @@ impl Origin {
     /// is asked for HEAD of its base URL: any answer from the server,
     /// including 404 or 403, shows it is reachable.
     pub async fn check(&self) -> Result<(), OriginError> {
-        let probe = match self.backend {
-            backend::Backend::Local | backend::Backend::S3 => {
-                let prefix = (!self.prefix.as_ref().is_empty()).then_some(&self.prefix);
-                match self.store.list(prefix).next().await {
+        let (store, prefix, backend) = match &self.store {
+            Store::Local(dir) => {
+                let dir = dir.clone();
+                let probe = tokio::task::spawn_blocking(move || dir.probe()).await;
+                return match probe {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => Err(OriginError::BadDir {
+                        dir: self.description.clone().into(),
+                        why: e.to_string(),
+                    }),
+                    Err(e) => Err(OriginError::BadDir {
+                        dir: self.description.clone().into(),
+                        why: format!("the probe failed: {e}"),
+                    }),
+                };
+            }
+            Store::Object {
+                store,
+                prefix,
+                backend,
+            } => (store, prefix, backend),
+        };
+        let probe = match backend {
+            backend::Backend::S3 => {
+                let prefix = (!prefix.as_ref().is_empty()).then_some(prefix);
+                match store.list(prefix).next().await {
                     Some(Err(e)) => Err(e),
                     _ => Ok(()),
                 }
             }
-            backend::Backend::Http => match self.store.head(&Path::default()).await {
+            backend::Backend::Http => match store.head(&Path::default()).await {
                 Err(
                     object_store::Error::NotFound { .. }
                     | object_store::Error::PermissionDenied { .. }
@@ -225,13 +270,22 @@ impl Origin {
         })
     }
 
-    /// The store location of a user-supplied path.
+    /// Checks a user-supplied path (see [`check_path`]); the local
+    /// resolver and the store prefix come after.
     fn location(&self, path: &str) -> Result<Path, OriginError> {
-        let relative = check_path(path)?;
-        if self.prefix.as_ref().is_empty() {
-            return Ok(relative);
+        check_path(path)
+    }
+
+    /// How paths are resolved in a local directory origin (`None` for S3
+    /// and HTTP); tests and the startup log use it.
+    pub fn confinement(&self) -> Option<&'static str> {
+        match &self.store {
+            Store::Local(dir) => Some(match dir.resolver() {
+                local::Resolver::Openat2 => "openat2 RESOLVE_BENEATH (links inside followed)",
+                local::Resolver::Walk => "component walk with O_NOFOLLOW (links refused)",
+            }),
+            Store::Object { .. } => None,
         }
-        Ok(self.prefix.parts().chain(relative.parts()).collect())
     }
 
     async fn pause(&self) {
@@ -239,4 +293,25 @@ impl Origin {
             tokio::time::sleep(delay).await;
         }
     }
+}
+
+/// A checked path under a store's key prefix.
+fn prefixed(prefix: &Path, relative: Path) -> Path {
+    if prefix.as_ref().is_empty() {
+        return relative;
+    }
+    prefix.parts().chain(relative.parts()).collect()
+}
+
+/// Runs a local directory call on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    path: String,
+    f: impl FnOnce() -> Result<T, OriginError> + Send + 'static,
+) -> Result<T, OriginError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(OriginError::Local {
+            path,
+            source: std::io::Error::other(e),
+        })
+    })
 }

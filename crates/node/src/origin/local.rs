@@ -1,0 +1,314 @@
+//! A local directory origin, read with the kernel's help so that no path
+//! leaves the directory and no rewrite goes unnoticed.
+//!
+//! **Confinement.** Every open is one `openat2(root, path,
+//! RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS)`: the kernel
+//! resolves the whole path, symbolic links included, and refuses any step
+//! that would leave the root (`..` above it, an absolute or escaping link,
+//! a mount point). Links that stay inside work. Being one system call, it
+//! leaves no window between a check and the open for a directory swapped
+//! for a link to exploit. Kernels without `openat2` (before 5.6, or where a
+//! seccomp filter hides it) get a walk instead: one `openat(O_NOFOLLOW)` per
+//! component from the root, each checked to be on the root's device, which
+//! refuses every symbolic link (safe, less convenient; said in the error).
+//!
+//! **Versions.** `ino-ctime-mtime-size` in hex, times with nanoseconds from
+//! `statx`. The kernel sets the change time on every write, truncate,
+//! rename or attribute change, and no user can set it (unlike the mtime:
+//! `touch -d`, `cp -p`), so a rewrite at the same size and mtime, or a
+//! replacement that reuses the inode number, still gives a new version.
+//! A read checks the version of the file it opened before and after
+//! reading, so bytes of a file rewritten mid-read are refused as
+//! [`OriginError::Changed`], never served torn.
+//!
+//! The limit left: the change time has the file system's timestamp
+//! granularity. Since Linux 6.13 (multigrain timestamps) a change after a
+//! stat always moves it; on older kernels two writes within one timer tick
+//! (1-4 ms), with a stat between them, share a change time.
+//!
+//! Everything here blocks; [`super::Origin`] calls it on tokio's blocking
+//! pool.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+
+use bytes::Bytes;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Statx, StatxFlags};
+use rustix::io::Errno;
+
+use super::{FileVersion, OriginError};
+
+/// How paths are resolved beneath the root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resolver {
+    /// `openat2` with `RESOLVE_BENEATH`: links inside the root are followed.
+    Openat2,
+    /// One `openat(O_NOFOLLOW)` per component: links are refused.
+    Walk,
+}
+
+/// A directory origin.
+#[derive(Debug)]
+pub(crate) struct LocalDir {
+    root: OwnedFd,
+    /// The root's device: the walk refuses components on another one.
+    dev: u64,
+    resolver: Resolver,
+}
+
+/// How many times an open is retried when `openat2` reports a rename race
+/// (`EAGAIN`: it could not prove a `..` stayed inside while the tree moved).
+const RACE_RETRIES: usize = 16;
+
+impl LocalDir {
+    /// Opens `dir`, choosing `openat2` when the kernel has it.
+    pub(crate) fn open(dir: &std::path::Path) -> io::Result<LocalDir> {
+        let mut local = LocalDir::open_with(dir, Resolver::Openat2)?;
+        match local.resolve(".", OFlags::PATH | OFlags::DIRECTORY) {
+            Ok(_) => {}
+            Err(Errno::NOSYS | Errno::PERM) => local.resolver = Resolver::Walk,
+            Err(e) => return Err(e.into()),
+        }
+        Ok(local)
+    }
+
+    /// Opens `dir` with the given resolver (tests use the walk directly).
+    pub(crate) fn open_with(dir: &std::path::Path, resolver: Resolver) -> io::Result<LocalDir> {
+        let root = rustix::fs::open(
+            dir,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let dev = rustix::fs::fstat(&root)?.st_dev;
+        Ok(LocalDir {
+            root,
+            dev,
+            resolver,
+        })
+    }
+
+    /// Which resolver this directory uses.
+    pub(crate) fn resolver(&self) -> Resolver {
+        self.resolver
+    }
+
+    /// The size and version of the regular file at `path`.
+    pub(crate) fn stat(&self, path: &str) -> Result<FileVersion, OriginError> {
+        let file = self.open_file(path)?;
+        version_of(path, &statx(path, &file)?)
+    }
+
+    /// Reads `range` (already clamped to `version.size` and non-empty) of
+    /// `path`, which must be at `version` before and after the read.
+    pub(crate) fn read(
+        &self,
+        path: &str,
+        version: &FileVersion,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes, OriginError> {
+        let fd = self.open_file(path)?;
+        let changed = || OriginError::Changed { path: path.into() };
+        if version_of(path, &statx(path, &fd)?)? != *version {
+            return Err(changed());
+        }
+        let file = File::from(fd);
+        let len = usize::try_from(range.end - range.start).map_err(|_| OriginError::Short {
+            path: path.into(),
+            expected: range.end - range.start,
+            got: 0,
+        })?;
+        let mut buf = vec![0; len];
+        match file.read_exact_at(&mut buf, range.start) {
+            Ok(()) => {}
+            // Shorter than its version says: it was truncated under us.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(changed()),
+            Err(e) => return Err(io_error(path, e)),
+        }
+        if version_of(path, &statx(path, &file)?)? != *version {
+            return Err(changed());
+        }
+        Ok(Bytes::from(buf))
+    }
+
+    /// Whether the root can still be listed (the startup probe).
+    pub(crate) fn probe(&self) -> io::Result<()> {
+        let dir = rustix::fs::openat(
+            &self.root,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        rustix::fs::Dir::read_from(&dir)?;
+        Ok(())
+    }
+
+    /// Opens `path` for reading, confined to the root. `O_NONBLOCK` keeps a
+    /// FIFO placed in the origin from blocking the open; the caller then
+    /// refuses anything but a regular file.
+    fn open_file(&self, path: &str) -> Result<OwnedFd, OriginError> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+        self.resolve(path, flags).map_err(|e| self.refusal(path, e))
+    }
+
+    fn resolve(&self, path: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+        let flags = flags | OFlags::CLOEXEC;
+        match self.resolver {
+            Resolver::Openat2 => {
+                let how =
+                    ResolveFlags::BENEATH | ResolveFlags::NO_XDEV | ResolveFlags::NO_MAGICLINKS;
+                let mut tries = 0;
+                loop {
+                    match rustix::fs::openat2(&self.root, path, flags, Mode::empty(), how) {
+                        Err(Errno::AGAIN) if tries < RACE_RETRIES => tries += 1,
+                        other => return other,
+                    }
+                }
+            }
+            Resolver::Walk => self.walk(path, flags),
+        }
+    }
+
+    /// The walk: every component opened with `O_NOFOLLOW` from its parent,
+    /// each on the root's device. `check_path` has already refused `.`,
+    /// `..` and empty components.
+    fn walk(&self, path: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+        let mut parts = path.split('/').peekable();
+        let mut dir: Option<OwnedFd> = None;
+        while let Some(part) = parts.next() {
+            let at = dir.as_ref().map_or(self.root.as_fd(), |d| d.as_fd());
+            let last = parts.peek().is_none();
+            let how = if last {
+                flags | OFlags::NOFOLLOW
+            } else {
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+            };
+            let fd = match rustix::fs::openat(at, part, how, Mode::empty()) {
+                Ok(fd) => fd,
+                // `O_DIRECTORY | O_NOFOLLOW` on a link says "not a
+                // directory"; say "a link" so the error can explain.
+                Err(Errno::NOTDIR) if !last && is_link(at, part) => return Err(Errno::LOOP),
+                Err(e) => return Err(e),
+            };
+            if rustix::fs::fstat(&fd)?.st_dev != self.dev {
+                return Err(Errno::XDEV);
+            }
+            dir = Some(fd);
+        }
+        dir.ok_or(Errno::NOENT)
+    }
+
+    /// Turns a failed open into what the user is told.
+    fn refusal(&self, path: &str, e: Errno) -> OriginError {
+        let bad = |why: &str| OriginError::BadPath {
+            path: path.into(),
+            why: why.into(),
+        };
+        match e {
+            Errno::NOENT | Errno::NOTDIR => OriginError::NotFound { path: path.into() },
+            Errno::XDEV => {
+                bad("it leads out of the origin (through a symbolic link or a mount point)")
+            }
+            Errno::LOOP if self.resolver == Resolver::Walk => bad(
+                "it goes through a symbolic link, and this kernel has no openat2 to follow links safely",
+            ),
+            Errno::LOOP => bad("it goes through too many symbolic links"),
+            Errno::NAMETOOLONG => bad("a name in it is too long"),
+            Errno::ACCESS | Errno::PERM => OriginError::PermissionDenied { path: path.into() },
+            e => io_error(path, e.into()),
+        }
+    }
+}
+
+fn is_link(at: std::os::fd::BorrowedFd<'_>, name: &str) -> bool {
+    rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
+}
+
+fn io_error(path: &str, source: io::Error) -> OriginError {
+    OriginError::Local {
+        path: path.into(),
+        source,
+    }
+}
+
+fn statx(path: &str, fd: impl AsFd) -> Result<Statx, OriginError> {
+    let mask = StatxFlags::TYPE
+        | StatxFlags::INO
+        | StatxFlags::SIZE
+        | StatxFlags::MTIME
+        | StatxFlags::CTIME;
+    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, mask).map_err(|e| io_error(path, e.into()))
+}
+
+/// The version of a file from its `statx`; anything but a regular file is
+/// refused (a directory, a FIFO, a device).
+fn version_of(path: &str, st: &Statx) -> Result<FileVersion, OriginError> {
+    let kind = FileType::from_raw_mode(u32::from(st.stx_mode));
+    if kind != FileType::RegularFile {
+        return Err(OriginError::NotAFile {
+            path: path.into(),
+            kind: describe(kind),
+        });
+    }
+    let (c, m) = (st.stx_ctime, st.stx_mtime);
+    Ok(FileVersion {
+        size: st.stx_size,
+        version: format!(
+            "{:x}-{:x}.{:08x}-{:x}.{:08x}-{:x}",
+            st.stx_ino, c.tv_sec, c.tv_nsec, m.tv_sec, m.tv_nsec, st.stx_size
+        ),
+    })
+}
+
+fn describe(kind: FileType) -> &'static str {
+    match kind {
+        FileType::Directory => "a directory",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice | FileType::BlockDevice => "a device",
+        FileType::Symlink => "a symbolic link",
+        _ => "not a regular file",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk, used where the kernel has no `openat2`, follows no link
+    /// at all (inside or out) and still reads plain paths.
+    #[test]
+    fn the_walk_refuses_every_link_and_reads_plain_paths() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let o = root.path().join("origin");
+        std::fs::create_dir_all(o.join("a/b")).expect("mkdir");
+        std::fs::write(o.join("a/b/f"), b"plain").expect("write");
+        std::fs::write(root.path().join("secret"), b"SECRET").expect("write");
+        std::os::unix::fs::symlink("a/b/f", o.join("inside")).expect("link");
+        std::os::unix::fs::symlink("a", o.join("dir_inside")).expect("link");
+        std::os::unix::fs::symlink("../secret", o.join("out")).expect("link");
+        let dir = LocalDir::open_with(&o, Resolver::Walk).expect("open");
+        let v = dir.stat("a/b/f").expect("plain path");
+        assert_eq!(&dir.read("a/b/f", &v, 0..5).expect("read")[..], b"plain");
+        for link in ["inside", "dir_inside/b/f", "out"] {
+            match dir.stat(link) {
+                Err(OriginError::BadPath { why, .. }) => {
+                    assert!(why.contains("symbolic link"), "{link}: {why}")
+                }
+                other => panic!("{link}: the walk followed a link: {other:?}"),
+            }
+        }
+        assert!(dir.stat("a/missing").expect_err("missing").is_not_found());
+        assert!(dir.stat("a/b/f/x").expect_err("ENOTDIR").is_not_found());
+    }
+
+    /// This kernel has `openat2` (5.6+), so the default resolver is it.
+    #[test]
+    fn openat2_is_chosen_where_the_kernel_has_it() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = LocalDir::open(root.path()).expect("open");
+        assert_eq!(dir.resolver(), Resolver::Openat2);
+    }
+}

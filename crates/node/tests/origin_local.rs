@@ -1,0 +1,277 @@
+//! A local directory origin against hostile contents: rewrites that keep
+//! the mtime, replacements that reuse an inode, symbolic links out of the
+//! origin and in it, a directory swapped for a link while it is read, and
+//! files that are not files.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use coopcache_node::origin::{Origin, OriginError};
+
+fn open(dir: &Path) -> Origin {
+    Origin::open(dir.to_str().expect("utf-8 temp path")).expect("open origin")
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .expect("mtime")
+}
+
+/// Sets the mtime back, as `cp -p`, `touch -d` and `rsync -t` do.
+fn set_mtime(path: &Path, when: SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(when))
+        .expect("set mtime");
+}
+
+/// Rewrites `path` in place (same inode) with `content`.
+fn rewrite_in_place(path: &Path, content: &[u8]) {
+    use std::io::Write;
+    let mut f = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .expect("open for rewrite");
+    f.write_all(content).expect("rewrite");
+}
+
+fn ino(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect("metadata").ino()
+}
+
+fn assert_leaves_origin(result: Result<impl std::fmt::Debug, OriginError>, path: &str) {
+    match result {
+        Err(OriginError::BadPath { why, .. }) => {
+            assert!(why.contains("out of the origin"), "{why}")
+        }
+        other => panic!("{path}: a link out of the origin was followed: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_same_size_rewrite_that_keeps_the_mtime_gets_a_new_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("a.bin");
+    std::fs::write(&path, b"old bytes, sixteen").expect("write");
+    let origin = open(dir.path());
+    let old = origin.stat("a.bin").await.expect("stat");
+    let kept = mtime(&path);
+
+    rewrite_in_place(&path, b"NEW BYTES, SIXTEEN");
+    set_mtime(&path, kept);
+    assert_eq!(
+        mtime(&path),
+        kept,
+        "the rewrite must look untouched by mtime"
+    );
+
+    let new = origin.stat("a.bin").await.expect("stat rewritten");
+    assert_ne!(new, old, "same size and mtime, new content: a new version");
+    let err = origin
+        .read("a.bin", &old, 0..4)
+        .await
+        .expect_err("old version");
+    assert!(err.is_changed(), "{err}");
+    let got = origin.read("a.bin", &new, 0..18).await.expect("read new");
+    assert_eq!(&got[..], b"NEW BYTES, SIXTEEN");
+}
+
+/// Replacing by temp file and rename with the mtime kept, until the file
+/// system hands the original inode number back (ext4 does within a few
+/// replacements): every replacement must still be a new version.
+#[tokio::test]
+async fn a_replacement_that_reuses_the_inode_and_keeps_the_mtime_gets_a_new_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("a.bin");
+    std::fs::write(&path, [0u8; 64]).expect("write");
+    let (first_ino, kept) = (ino(&path), mtime(&path));
+    let origin = open(dir.path());
+    let mut seen = vec![origin.stat("a.bin").await.expect("stat")];
+    let mut reused = false;
+    for round in 1..=100u8 {
+        let aside = dir.path().join("a.bin.tmp");
+        std::fs::write(&aside, [round; 64]).expect("write aside");
+        set_mtime(&aside, kept);
+        std::fs::rename(&aside, &path).expect("rename over");
+        let v = origin.stat("a.bin").await.expect("stat");
+        assert!(
+            !seen.contains(&v),
+            "round {round}: version {v:?} seen before"
+        );
+        let got = origin.read("a.bin", &v, 0..64).await.expect("read");
+        assert_eq!(&got[..], &[round; 64], "round {round}");
+        seen.push(v);
+        if ino(&path) == first_ino {
+            reused = true;
+            break;
+        }
+    }
+    if !reused {
+        eprintln!("note: this file system reused no inode in 100 replacements");
+    }
+}
+
+#[tokio::test]
+async fn symbolic_links_out_of_the_origin_are_refused() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let origin_dir = root.path().join("origin");
+    let outside = root.path().join("outside");
+    std::fs::create_dir_all(&origin_dir).expect("mkdir");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join("secret"), b"SECRET").expect("write");
+    symlink("/etc/passwd", origin_dir.join("passwd_link")).expect("link");
+    symlink(&outside, origin_dir.join("abs_dir")).expect("link");
+    symlink("../outside", origin_dir.join("rel_dir")).expect("link");
+    symlink("../outside/secret", origin_dir.join("rel_file")).expect("link");
+    symlink("rel_file", origin_dir.join("link_to_link_out")).expect("link");
+    let origin = open(&origin_dir);
+    for path in [
+        "passwd_link",
+        "abs_dir/secret",
+        "rel_dir/secret",
+        "rel_file",
+        "link_to_link_out",
+    ] {
+        assert_leaves_origin(origin.stat(path).await, path);
+        let v = coopcache_node::origin::FileVersion {
+            size: 6,
+            version: "x".into(),
+        };
+        assert_leaves_origin(origin.read(path, &v, 0..6).await, path);
+    }
+}
+
+#[tokio::test]
+async fn symbolic_links_that_stay_inside_the_origin_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = dir.path();
+    std::fs::create_dir_all(o.join("data/deep")).expect("mkdir");
+    std::fs::write(o.join("data/deep/f.txt"), b"inside").expect("write");
+    symlink("data/deep/f.txt", o.join("file_link")).expect("link");
+    symlink("file_link", o.join("link_to_link")).expect("link");
+    symlink("data", o.join("dir_link")).expect("link");
+    symlink("../f.txt", o.join("data/deep/up")).expect("link");
+    std::fs::write(o.join("data/f.txt"), b"up one").expect("write");
+    let origin = open(o);
+    for (path, want) in [
+        ("file_link", &b"inside"[..]),
+        ("link_to_link", b"inside"),
+        ("dir_link/deep/f.txt", b"inside"),
+        ("data/deep/up", b"up one"),
+    ] {
+        let v = origin
+            .stat(path)
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let got = origin.read(path, &v, 0..v.size).await.expect("read");
+        assert_eq!(&got[..], want, "{path}");
+    }
+}
+
+/// A directory inside the origin is swapped, again and again, with a link
+/// to a directory outside holding a file of the same name: no read may
+/// ever return the outside file's bytes, however the swap and the open
+/// interleave.
+#[test]
+fn a_directory_swapped_for_a_link_while_reading_never_leaks() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let origin_dir = root.path().join("origin");
+    std::fs::create_dir_all(origin_dir.join("d")).expect("mkdir");
+    std::fs::create_dir_all(root.path().join("outside")).expect("mkdir");
+    std::fs::write(origin_dir.join("d/f"), b"inside").expect("write");
+    std::fs::write(root.path().join("outside/f"), b"SECRET").expect("write");
+    std::fs::create_dir_all(root.path().join("spare")).expect("mkdir");
+    symlink(root.path().join("outside"), origin_dir.join("evil")).expect("link");
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, o) = (stop.clone(), origin_dir.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // d <-> evil: `d` is now the link out, then the directory again.
+                std::fs::rename(o.join("d"), o.join("tmp")).expect("swap");
+                std::fs::rename(o.join("evil"), o.join("d")).expect("swap");
+                std::fs::rename(o.join("tmp"), o.join("evil")).expect("swap");
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let origin = open(&origin_dir);
+    let (mut inside, mut refused) = (0u32, 0u32);
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while std::time::Instant::now() < deadline {
+        let read = rt.block_on(async {
+            let v = origin.stat("d/f").await?;
+            origin.read("d/f", &v, 0..v.size).await
+        });
+        match read {
+            Ok(bytes) => {
+                assert_eq!(&bytes[..], b"inside", "the outside file leaked");
+                inside += 1;
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 100, "the race needs swaps: {swaps}");
+    assert!(
+        inside > 0 && refused > 0,
+        "both outcomes should occur: {inside} read, {refused} refused"
+    );
+}
+
+#[tokio::test]
+async fn what_is_not_a_regular_file_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    std::fs::write(dir.path().join("file"), b"x").expect("write");
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let origin = open(dir.path());
+    let stat = tokio::time::timeout(Duration::from_secs(5), origin.stat("fifo"))
+        .await
+        .expect("a FIFO must not block the open");
+    assert!(
+        matches!(&stat, Err(OriginError::NotAFile { kind: "a FIFO", .. })),
+        "{stat:?}"
+    );
+    let dir_stat = origin.stat("sub").await;
+    assert!(
+        matches!(
+            &dir_stat,
+            Err(OriginError::NotAFile {
+                kind: "a directory",
+                ..
+            })
+        ),
+        "{dir_stat:?}"
+    );
+    // A file used as a directory is simply not there.
+    assert!(
+        origin
+            .stat("file/x")
+            .await
+            .expect_err("ENOTDIR")
+            .is_not_found()
+    );
+    let long = "n".repeat(300);
+    match origin.stat(&long).await {
+        Err(OriginError::BadPath { why, .. }) => assert!(why.contains("too long"), "{why}"),
+        other => panic!("a 300-byte name: {other:?}"),
+    }
+}
