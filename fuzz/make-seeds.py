@@ -136,6 +136,13 @@ for i, p in enumerate(['a.txt', 'dir/sub/file.bin', '100% done.txt', '../etc/pas
     put('origin_path', 'path-%d' % i, p)
 for i, (size, r) in enumerate([(100, 'bytes=0-9'), (100, 'bytes=90-200'), (100, 'bytes=50-'), (100, 'bytes=-10'), (0, 'bytes=-5'), (1 << 40, 'bytes=0-1,5-6'), (100, 'items=0-1')]):
     put('gateway_range', 'range-%d' % i, struct.pack('>Q', size) + r.encode())
+conditionals = ['"abc-1"\nIf-None-Match: "abc-1"', '"abc-1"\nIf-Match: "old", "abc-1"',
+  'W/"weak"\nIf-Match: W/"weak"', '"abc-1"\nIf-Modified-Since: Tue, 14 Nov 2023 22:13:20 GMT',
+  '"abc-1"\nIf-Unmodified-Since: Thu, 01 Jan 1970 00:00:01 GMT',
+  '"abc-1"\nRange: bytes=0-9\nIf-Range: "abc-1"', '"abc-1"\nRange: bytes=0-9\nIf-Range: Tue, 14 Nov 2023 22:13:20 GMT',
+  'x\nIf-None-Match: *\nIf-Match: garbage']
+for i, t in enumerate(conditionals):
+    put('gateway_conditional', 'cond-%d' % i, t)
 for i, t in enumerate(['2750', '16MiB', '1.5 GiB', '64KB', '2GiB', '64 KiB', '4096', '1e400GiB', '12 parsecs']):
     put('size', 'size-%d' % i, t)
 notations = ['16K/128 ID, x/4K General', '64K/128 ID, x/4K Temporal, 2M/128K Sequential',

@@ -5,8 +5,7 @@
 //! (`end - start`) and `Content-Range` last byte (`end - 1`) are sound; an
 //! `Unsatisfiable` range is refused only with a reason (a start at or past
 //! the end, or a suffix of 0 bytes, or an empty file). Conditional headers
-//! (`If-None-Match`, `If-Modified-Since`) are not parsed by the gateway
-//! yet, so there is nothing of theirs to fuzz.
+//! have their own target, `gateway_conditional`.
 #![no_main]
 
 use coopcache_node::gateway::{RangeSpec, parse_range};

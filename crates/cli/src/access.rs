@@ -19,6 +19,10 @@ pub struct CatArgs {
     /// The node's gateway.
     #[arg(long, env = "COOPCACHE_HTTP", default_value = "127.0.0.1:7171")]
     node: String,
+    /// File holding the gateway's token, if it has one (the node's
+    /// --http-token-file).
+    #[arg(long, env = "COOPCACHE_HTTP_TOKEN_FILE")]
+    token_file: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -26,13 +30,17 @@ pub struct StatusArgs {
     /// The node's gateway.
     #[arg(long, env = "COOPCACHE_HTTP", default_value = "127.0.0.1:7171")]
     node: String,
+    /// File holding the gateway's token, if it has one (the node's
+    /// --http-token-file).
+    #[arg(long, env = "COOPCACHE_HTTP_TOKEN_FILE")]
+    token_file: Option<std::path::PathBuf>,
     /// JSON instead of a summary.
     #[arg(long)]
     json: bool,
 }
 
 pub fn cat(args: CatArgs) -> Result<()> {
-    let client = Client::new(&args.node);
+    let client = client(&args.node, args.token_file.as_deref())?;
     let range = match (args.offset, args.length) {
         (_, Some(0)) => return Ok(()),
         (0, None) => None,
@@ -45,7 +53,7 @@ pub fn cat(args: CatArgs) -> Result<()> {
 }
 
 pub fn status(args: StatusArgs) -> Result<()> {
-    let client = Client::new(&args.node);
+    let client = client(&args.node, args.token_file.as_deref())?;
     let s = runtime()?.block_on(client.status())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
@@ -73,4 +81,18 @@ pub fn status(args: StatusArgs) -> Result<()> {
         bail!("node reported no members");
     }
     Ok(())
+}
+
+/// A client of the gateway at `node`, with the token from `token_file`.
+fn client(node: &str, token_file: Option<&std::path::Path>) -> Result<Client> {
+    let client = Client::new(node);
+    Ok(match token_file {
+        Some(path) => {
+            let token = std::fs::read_to_string(path).map_err(|e| {
+                anyhow::anyhow!("cannot read the gateway token file {}: {e}", path.display())
+            })?;
+            client.with_token(&token)
+        }
+        None => client,
+    })
 }

@@ -7,6 +7,7 @@ mod cluster;
 mod coop;
 mod demo;
 mod faults;
+mod gateway_args;
 mod live;
 mod loopback;
 mod mrc;

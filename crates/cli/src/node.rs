@@ -79,6 +79,8 @@ pub struct NodeArgs {
     /// Emulated delay per origin request, for experiments (this kernel has no netem) [default: 0].
     #[arg(long, env = "COOPCACHE_ORIGIN_DELAY", value_parser = parse_duration)]
     origin_delay: Option<Duration>,
+    #[command(flatten)]
+    gateway: crate::gateway_args::GatewayArgs,
     /// Log JSON lines instead of text.
     #[arg(long, env = "COOPCACHE_LOG_JSON")]
     log_json: bool,
@@ -143,6 +145,11 @@ pub fn run(args: NodeArgs) -> Result<()> {
             (None, None) => Ok(default),
         }
     };
+    let http = args
+        .http
+        .or(file.http)
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7171)));
+    let gateway_opts = args.gateway.options(&file, http)?;
     let memory = size(args.memory, &file.memory, "memory", 2 << 30)?;
     let block_size = size(args.block_size, &file.block_size, "block_size", 64 << 10)?;
     let block_size = u32::try_from(block_size).context("block size too large")?;
@@ -177,10 +184,6 @@ pub fn run(args: NodeArgs) -> Result<()> {
         .listen
         .or(file.listen)
         .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7170)));
-    let http = args
-        .http
-        .or(file.http)
-        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7171)));
     let name = args.name.or(file.name).unwrap_or_else(|| "node".into());
     let data_dir = args
         .data_dir
@@ -201,6 +204,14 @@ pub fn run(args: NodeArgs) -> Result<()> {
         bail!(
             "--listen {listen} is a wildcard address: give --advertise HOST:PORT, the address peers should dial"
         );
+    }
+
+    match coopcache_node::gateway::raise_open_file_limit() {
+        Ok((before, after)) if after > before => {
+            tracing::info!(before, after, "raised the open-file limit")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not raise the open-file limit"),
     }
 
     let origin = Origin::open(&origin_spec)?.with_delay(origin_delay);
@@ -235,7 +246,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
             .with_context(|| format!("cannot listen on --http {http}"))?;
         tracing::info!(peers = %node.listen_addr(), %http, %name, %algorithm, policy = policy.name(), memory, "node serving");
         tokio::select! {
-            r = coopcache_node::gateway::serve(gateway, node.clone()) => r.context("gateway")?,
+            r = coopcache_node::gateway::serve(gateway, node.clone(), &gateway_opts) => r.context("gateway")?,
             _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
         }
         node.shutdown();

@@ -266,3 +266,33 @@ fn bad_cooperative_options_are_clear_errors() {
         &["request 3 comes from client 2", "2 nodes"],
     );
 }
+
+/// A gateway beyond loopback needs a token (or an explicit
+/// --http-allow-anonymous); the refusal comes before any key or CA is
+/// written.
+#[test]
+fn an_exposed_gateway_without_a_token_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let base = format!(
+        "node --origin {} --data-dir {} --listen 127.0.0.1:0 --http 0.0.0.0:0",
+        dir.path().display(),
+        keys.display()
+    );
+    fails_with(
+        &base,
+        &[
+            "0.0.0.0:0",
+            "not a loopback address",
+            "--http-token-file",
+            "--http-allow-anonymous",
+        ],
+    );
+    assert!(!keys.exists(), "a refused start wrote keys");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "short\n").unwrap();
+    fails_with(
+        &format!("{base} --http-token-file {}", token.display()),
+        &["token file", "too short"],
+    );
+}

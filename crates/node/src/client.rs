@@ -10,6 +10,8 @@ use std::ops::Range;
 pub struct Client {
     base: String,
     http: reqwest::Client,
+    /// `Authorization` value for a gateway behind a token.
+    bearer: Option<String>,
 }
 
 /// Why a gateway request failed.
@@ -56,7 +58,15 @@ impl Client {
         Client {
             base,
             http: reqwest::Client::new(),
+            bearer: None,
         }
+    }
+
+    /// Sends `token` as `Authorization: Bearer TOKEN` (a gateway started
+    /// with `--http-token-file`).
+    pub fn with_token(mut self, token: &str) -> Client {
+        self.bearer = Some(format!("Bearer {}", token.trim()));
+        self
     }
 
     async fn get(
@@ -65,6 +75,9 @@ impl Client {
         range: Option<Range<u64>>,
     ) -> Result<reqwest::Response, ClientError> {
         let mut req = self.http.get(&url);
+        if let Some(bearer) = &self.bearer {
+            req = req.header("Authorization", bearer);
+        }
         if let Some(r) = range {
             if r.end <= r.start {
                 return Err(ClientError::Bad {

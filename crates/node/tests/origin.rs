@@ -179,6 +179,7 @@ async fn escaping_paths_are_refused() {
         let v = FileVersion {
             size: 6,
             version: "x".into(),
+            modified: None,
         };
         let read = origin.read(path, &v, 0..6).await;
         assert!(matches!(read, Err(OriginError::BadPath { .. })), "{path:?}");

@@ -140,6 +140,7 @@ async fn symbolic_links_out_of_the_origin_are_refused() {
         let v = coopcache_node::origin::FileVersion {
             size: 6,
             version: "x".into(),
+            modified: None,
         };
         assert_leaves_origin(origin.read(path, &v, 0..6).await, path);
     }

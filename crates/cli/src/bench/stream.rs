@@ -240,7 +240,8 @@ async fn start_gateway(node: &NodeThread) -> Result<std::net::SocketAddr> {
         .await??;
     let addr = listener.local_addr()?;
     node.runtime.spawn(async move {
-        if let Err(e) = coopcache_node::gateway::serve(listener, handle).await {
+        if let Err(e) = coopcache_node::gateway::serve(listener, handle, &Default::default()).await
+        {
             tracing::warn!(error = %e, "gateway stopped");
         }
     });

@@ -259,7 +259,19 @@ fn version_of(path: &str, st: &Statx) -> Result<FileVersion, OriginError> {
             "{:x}-{:x}.{:08x}-{:x}.{:08x}-{:x}",
             st.stx_ino, c.tv_sec, c.tv_nsec, m.tv_sec, m.tv_nsec, st.stx_size
         ),
+        modified: system_time(m),
     })
+}
+
+/// A statx timestamp as a `SystemTime` (`None` if out of its range).
+fn system_time(t: rustix::fs::StatxTimestamp) -> Option<std::time::SystemTime> {
+    let nanos = std::time::Duration::new(0, t.tv_nsec);
+    match u64::try_from(t.tv_sec) {
+        Ok(secs) => std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(secs) + nanos),
+        Err(_) => std::time::UNIX_EPOCH
+            .checked_sub(std::time::Duration::from_secs(t.tv_sec.unsigned_abs()))
+            .and_then(|t| t.checked_add(nanos)),
+    }
 }
 
 fn describe(kind: FileType) -> &'static str {

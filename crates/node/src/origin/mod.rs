@@ -53,6 +53,11 @@ pub struct FileVersion {
     pub size: u64,
     /// The store's version string (see the type's documentation).
     pub version: String,
+    /// When the file was last modified, as the origin says (the gateway's
+    /// `Last-Modified`); `None` when it does not say. Informational: the
+    /// version, not this, decides whether bytes belong together.
+    #[serde(default)]
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// Prefix of a version string made up from the modification time, for
@@ -73,6 +78,7 @@ impl FileVersion {
         FileVersion {
             size: meta.size,
             version,
+            modified: Some(meta.last_modified.into()),
         }
     }
 

@@ -1,0 +1,298 @@
+//! Accepting gateway connections with bounds: a header timeout, an idle
+//! timeout, a connection cap below the open-file limit, and a listener
+//! that survives running out of descriptors.
+//!
+//! Without them a client that sends half a header, or nothing, holds a
+//! descriptor for ever, and enough of them lock every client out.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, Sleep};
+
+use super::auth::Token;
+
+/// How the gateway bounds its clients.
+#[derive(Clone, Debug)]
+pub struct GatewayOptions {
+    /// From accepting a connection, or finishing a response on it, to
+    /// having the next request's whole header: a kept-alive connection
+    /// waits this long for its next request, a slow sender this long for
+    /// its header.
+    pub header_timeout: Duration,
+    /// A connection with no byte in or out for this long is closed (a
+    /// client that stopped reading its response, or sending its request).
+    pub idle_timeout: Duration,
+    /// Connections served at once; more are answered 503 and closed. Also
+    /// capped below the open-file limit (see [`serve`]).
+    pub max_connections: usize,
+    /// The bearer token clients must present, if any.
+    pub token: Option<Token>,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            header_timeout: Duration::from_secs(20),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 4096,
+            token: None,
+        }
+    }
+}
+
+/// Descriptors kept free for everything else the daemon opens (peer
+/// links, origin files, the blocking pool) when the connection cap is
+/// derived from the open-file limit.
+pub const RESERVED_DESCRIPTORS: u64 = 256;
+
+/// The connection cap in force: the configured one, lowered to leave
+/// [`RESERVED_DESCRIPTORS`] free under the soft open-file limit.
+pub fn connection_cap(configured: usize) -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    let room = usize::try_from(soft.saturating_sub(RESERVED_DESCRIPTORS)).unwrap_or(usize::MAX);
+    configured.min(room).max(1)
+}
+
+/// Serves `router` on `listener` until the task is dropped.
+pub async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    opts: &GatewayOptions,
+) -> io::Result<()> {
+    let cap = connection_cap(opts.max_connections);
+    if cap < opts.max_connections {
+        tracing::warn!(
+            configured = opts.max_connections,
+            cap,
+            "gateway connection cap lowered to stay under the open-file limit (raise `ulimit -n`)"
+        );
+    }
+    let permits = Arc::new(Semaphore::new(cap));
+    let mut quiet = Quiet::default();
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors (or a connection reset before accept):
+                // wait a little rather than spin; the cap makes this rare.
+                quiet.warn(|| tracing::warn!(error = %e, "gateway accept failed"));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            quiet.warn(
+                || tracing::warn!(cap, %peer, "gateway at its connection cap; answering 503"),
+            );
+            tokio::spawn(refuse(stream));
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let io = TokioIo::new(IdleIo::new(stream, opts.idle_timeout));
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(TokioTimer::new())
+            .header_read_timeout(opts.header_timeout);
+        let conn = http.serve_connection(io, service);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, error = %e, "gateway connection ended");
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Answers a connection over the cap with a 503 and closes it.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    const BODY: &str = "the gateway is serving as many connections as it may; retry shortly\n";
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    // Lingering close, as nginx does: closing with the client's request
+    // unread would send a reset that can destroy the reply in flight, so
+    // shut our side and drain theirs for a moment first.
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(reply.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 1024];
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<_, io::Error>(())
+    })
+    .await;
+}
+
+/// At most one warning a second: a flood of refused connections must not
+/// become a flood of log lines.
+#[derive(Default)]
+struct Quiet {
+    last: Option<Instant>,
+}
+
+impl Quiet {
+    fn warn(&mut self, log: impl FnOnce()) {
+        let now = Instant::now();
+        if self.last.is_none_or(|t| now - t >= Duration::from_secs(1)) {
+            self.last = Some(now);
+            log();
+        }
+    }
+}
+
+/// A stream that fails with `TimedOut` once neither side has moved a byte
+/// for `idle`, whichever direction is waiting.
+struct IdleIo<S> {
+    inner: S,
+    idle: Duration,
+    deadline: Pin<Box<Sleep>>,
+}
+
+impl<S> IdleIo<S> {
+    fn new(inner: S, idle: Duration) -> IdleIo<S> {
+        IdleIo {
+            inner,
+            idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+        }
+    }
+
+    fn progressed(&mut self) {
+        self.deadline.as_mut().reset(Instant::now() + self.idle);
+    }
+
+    fn expired<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "gateway connection idle too long",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for IdleIo<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(r) => {
+                if buf.filled().len() > before {
+                    self.progressed();
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.expired(cx),
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for IdleIo<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write(cx, data) {
+            Poll::Ready(r) => {
+                if matches!(r, Ok(n) if n > 0) {
+                    self.progressed();
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.expired(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
+            Poll::Ready(r) => {
+                if matches!(r, Ok(n) if n > 0) {
+                    self.progressed();
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.expired(cx),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match Pin::new(&mut self.inner).poll_flush(cx) {
+            Poll::Pending => self.expired(cx),
+            ready => ready,
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Raises the soft open-file limit to the hard limit, so the gateway's
+/// connection cap can be high; returns the limit before and after.
+pub fn raise_open_file_limit() -> io::Result<(u64, u64)> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let before = limit.current.unwrap_or(u64::MAX);
+    if limit.current == limit.maximum {
+        return Ok((before, before));
+    }
+    let raised = rustix::process::Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    setrlimit(Resource::Nofile, raised)?;
+    Ok((before, limit.maximum.unwrap_or(u64::MAX)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+
+    /// With `ulimit -n 1024` the cap leaves room for the rest of the
+    /// daemon, and raising the soft limit to the hard one lifts it.
+    #[test]
+    fn the_cap_stays_under_the_open_file_limit_and_the_limit_is_raised() {
+        let hard = getrlimit(Resource::Nofile).maximum;
+        if hard.is_some_and(|h| h < 4096) {
+            eprintln!("hard open-file limit {hard:?} below 4096; nothing to check");
+            return;
+        }
+        let low = Rlimit {
+            current: Some(1024),
+            maximum: hard,
+        };
+        setrlimit(Resource::Nofile, low).expect("lower the soft limit");
+        assert_eq!(connection_cap(4096), 1024 - RESERVED_DESCRIPTORS as usize);
+        let (before, after) = raise_open_file_limit().expect("raise");
+        assert_eq!(before, 1024);
+        assert_eq!(Some(after), hard.or(Some(u64::MAX)));
+        assert_eq!(getrlimit(Resource::Nofile).current, hard);
+        assert_eq!(connection_cap(4096), 4096);
+    }
+}
