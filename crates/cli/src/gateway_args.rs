@@ -27,8 +27,9 @@ pub struct GatewayArgs {
     /// A gateway connection moving no byte for this long is closed [default: 60s].
     #[arg(long, env = "COOPCACHE_HTTP_IDLE_TIMEOUT", value_parser = parse_duration)]
     http_idle_timeout: Option<Duration>,
-    /// Gateway connections served at once; more get 503 [default: 4096,
-    /// lowered to stay under the open-file limit].
+    /// Gateway connections served at once; one more waits up to 1 s for a
+    /// slot, then gets 503. Each costs about 16 KiB beyond --memory
+    /// [default: 512, lowered to stay under the open-file limit].
     #[arg(long, env = "COOPCACHE_HTTP_MAX_CONNECTIONS")]
     http_max_connections: Option<usize>,
 }

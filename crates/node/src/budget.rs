@@ -6,6 +6,14 @@
 /// bounded queues of frames in flight.
 pub const RESERVE: u64 = 24 << 20;
 
+/// Bytes of blocks that streams (gateway responses, library reads) may
+/// hold at once beyond the cache, out of [`RESERVE`]: a block a stream
+/// fetched stays resident until its reader takes it, and may meanwhile
+/// leave the cache. Without this bound, 2,000 gateway clients reading
+/// 1 MiB files ahead held 300 MiB on a 64 MiB node (`coopcache bench
+/// rss`).
+pub const STREAM_BYTES: u64 = 8 << 20;
+
 /// Metadata per cached block beyond its bytes: the policy's entry, the
 /// store's map entry and buffer header, and its share of directory and
 /// hash records at its manager (measured about 200 B; rounded up).

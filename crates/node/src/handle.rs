@@ -40,6 +40,30 @@ pub fn read_ahead(block_size: u32, capacity: usize) -> usize {
     by_bytes.min(capacity / 2).clamp(1, 256)
 }
 
+/// Blocks all of a node's streams may hold at once: [`STREAM_BYTES`], and
+/// at least 8 blocks. A stream reads ahead at most a quarter of them
+/// (2 MiB at 64 KiB blocks, as before the bound: at an eighth, a peer
+/// stream through the library fell from 1.6 to 1.3 GB/s), so one stalled
+/// reader cannot hold up every other; the gateway's idle timeout frees
+/// what stalled ones hold.
+///
+/// [`STREAM_BYTES`]: crate::budget::STREAM_BYTES
+pub fn stream_blocks(block_size: u32) -> usize {
+    (crate::budget::STREAM_BYTES / u64::from(block_size.max(1))).max(8) as usize
+}
+
+/// A block's bytes held by a stream, with the permit that counts them.
+struct Held {
+    bytes: Bytes,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 /// Events queued for the driver; senders wait beyond this.
 const EVENT_QUEUE: usize = 1024;
 
@@ -172,6 +196,8 @@ pub struct NodeHandle {
     block_size: u32,
     /// Blocks the node caches (bounds how far a stream reads ahead).
     capacity: usize,
+    /// Blocks all streams together may hold ([`crate::budget::STREAM_BYTES`]).
+    streaming: Arc<tokio::sync::Semaphore>,
     attr_ttl: Duration,
     attrs: Mutex<HashMap<String, (Arc<FileVersion>, Instant)>>,
     metrics: Arc<Metrics>,
@@ -285,6 +311,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         origin,
         block_size: bs,
         capacity,
+        streaming: Arc::new(tokio::sync::Semaphore::new(stream_blocks(bs))),
         attr_ttl: opts.attr_ttl,
         attrs: Mutex::new(HashMap::new()),
         metrics,
@@ -412,10 +439,19 @@ impl NodeHandle {
         let start = range.start.min(end);
         let me = self.clone();
         let file = file_id(&path, &version.version);
+        let ahead = read_ahead(self.block_size, self.capacity)
+            .min(stream_blocks(self.block_size) / 4)
+            .max(1);
         futures::stream::iter(self.blocks(&(start..end)))
             .map(move |(index, part)| {
                 let (me, path, version) = (me.clone(), path.clone(), version.clone());
                 async move {
+                    let permit = me
+                        .streaming
+                        .clone()
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| NodeError::Shutdown)?;
                     let block = BlockId { file, index };
                     let (data, _) = me.read_block_of(&path, &version, block).await?;
                     if data.len() < part.end {
@@ -425,10 +461,15 @@ impl NodeHandle {
                             part.end
                         )));
                     }
-                    Ok(data.slice(part))
+                    // The permit goes with the bytes: it is returned when
+                    // the reader drops them (hyper, once written).
+                    Ok(Bytes::from_owner(Held {
+                        bytes: data.slice(part),
+                        _permit: permit,
+                    }))
                 }
             })
-            .buffered(read_ahead(self.block_size, self.capacity))
+            .buffered(ahead)
     }
 
     /// Reads `range` of `path` (the whole file if `None`) into memory.

@@ -329,6 +329,25 @@ async fn connections_beyond_the_cap_get_503_and_the_cap_frees_up() {
     }
 }
 
+/// A burst larger than the cap is served, not refused: the connections
+/// beyond it wait in the accept queue for slots that free up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_beyond_the_cap_waits_for_slots() {
+    let opts = GatewayOptions {
+        max_connections: 2,
+        ..GatewayOptions::default()
+    };
+    let g = gateway(&[("a.bin", 200_000)], opts).await;
+    let burst: Vec<_> = (0..24)
+        .map(|_| tokio::spawn(request(g.addr, "GET", "/v1/files/a.bin", &[])))
+        .collect();
+    for r in futures::future::join_all(burst).await {
+        let r = r.expect("client");
+        assert_eq!(r.status, 200);
+        assert!(r.body == contents(1, 200_000));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_with_a_token_serves_only_its_holders() {
     let opts = GatewayOptions {

@@ -20,6 +20,7 @@ mod latency_report;
 mod measure;
 mod netcache;
 mod replay;
+mod rss;
 mod staggered;
 mod stream;
 mod zipf_web;
@@ -49,6 +50,10 @@ pub enum BenchCmd {
     /// One node reads a large file held in a peer's memory, through the
     /// library and the HTTP gateway, next to one TCP stream.
     Stream(stream::StreamArgs),
+    /// Resident memory of a real `coopcache node` against its --memory
+    /// budget: readers over a working set larger than the budget, a burst
+    /// of connections, then rest; sampled from /proc and plotted.
+    Rss(rss::RssArgs),
 }
 
 /// Runs one benchmark.
@@ -60,5 +65,6 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Latency(args) => latency::run(*args),
         BenchCmd::Algorithms(args) => algorithms::run(*args),
         BenchCmd::Stream(args) => stream::run(args),
+        BenchCmd::Rss(args) => rss::run(args),
     }
 }

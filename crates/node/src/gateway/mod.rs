@@ -26,7 +26,10 @@ use std::sync::Arc;
 
 pub use auth::{AccessError, MIN_TOKEN, Token, check_exposure};
 pub use conditional::{Decision, Validators, evaluate};
-pub use listener::{GatewayOptions, RESERVED_DESCRIPTORS, connection_cap, raise_open_file_limit};
+pub use listener::{
+    GatewayOptions, MAX_CONNECTIONS, RESERVED_DESCRIPTORS, SLOT_WAIT, connection_cap,
+    raise_open_file_limit,
+};
 pub use range::{RangeSpec, parse_range};
 
 /// The gateway's routes over `node`, behind `token` if one is given.

@@ -9,7 +9,7 @@
 //!
 //! Paths from users go through [`check_path`] first; they can never name
 //! anything outside the origin's root or prefix. A local directory is read
-//! by [`local`] rather than `object_store`: the kernel confines every open
+//! by its own reader (`origin/local.rs`) rather than `object_store`: the kernel confines every open
 //! beneath the directory (symbolic links that stay inside work, links or
 //! mount points that lead out are refused), and versions include the
 //! change time, which no user can set back.
@@ -38,7 +38,7 @@ pub use spec::{ACCEPTED_FORMS, OriginSpec};
 ///
 /// The version is the store's ETag when it gives one: S3's content hash,
 /// nginx's `"mtime-size"`; for a local directory `ino-ctime-mtime-size`
-/// (hex, nanoseconds; see [`local`]), so a rewritten or replaced file never
+/// (hex, nanoseconds; see `origin/local.rs`), so a rewritten or replaced file never
 /// matches an old version, whatever its mtime says. A store without ETags
 /// falls back to `lm-<last-modified µs>-<size>`.
 ///
