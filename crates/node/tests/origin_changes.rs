@@ -5,23 +5,9 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 const LEN: usize = 1 << 20; // 16 blocks of 64 KiB
-
-fn mtime(path: &Path) -> SystemTime {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .expect("mtime")
-}
-
-fn set_mtime(path: &Path, when: SystemTime) {
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .and_then(|f| f.set_modified(when))
-        .expect("set mtime");
-}
 
 async fn every_node_reads(c: &TestCluster, want: &[u8], what: &str) {
     for (i, node) in c.nodes.iter().enumerate() {

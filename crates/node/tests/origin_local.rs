@@ -3,29 +3,16 @@
 //! origin and in it, a directory swapped for a link while it is read, and
 //! files that are not files.
 
+mod common;
+use common::{mtime, set_mtime};
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use coopcache_node::origin::{Origin, OriginError};
 
 fn open(dir: &Path) -> Origin {
     Origin::open(dir.to_str().expect("utf-8 temp path")).expect("open origin")
-}
-
-fn mtime(path: &Path) -> SystemTime {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .expect("mtime")
-}
-
-/// Sets the mtime back, as `cp -p`, `touch -d` and `rsync -t` do.
-fn set_mtime(path: &Path, when: SystemTime) {
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .and_then(|f| f.set_modified(when))
-        .expect("set mtime");
 }
 
 /// Rewrites `path` in place (same inode) with `content`.

@@ -158,12 +158,12 @@ async fn refuse(mut stream: tokio::net::TcpStream) {
 /// become a flood of log lines.
 #[derive(Default)]
 struct Quiet {
-    last: Option<Instant>,
+    last: Option<std::time::Instant>,
 }
 
 impl Quiet {
     fn warn(&mut self, log: impl FnOnce()) {
-        let now = Instant::now();
+        let now = crate::clock::now();
         if self.last.is_none_or(|t| now - t >= Duration::from_secs(1)) {
             self.last = Some(now);
             log();
@@ -189,7 +189,26 @@ impl<S> IdleIo<S> {
     }
 
     fn progressed(&mut self) {
-        self.deadline.as_mut().reset(Instant::now() + self.idle);
+        let now = Instant::from_std(crate::clock::now());
+        self.deadline.as_mut().reset(now + self.idle);
+    }
+
+    /// A write's outcome: bytes written are progress; a write that waits
+    /// runs the idle deadline.
+    fn wrote(
+        &mut self,
+        r: Poll<io::Result<usize>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<usize>> {
+        match r {
+            Poll::Ready(r) => {
+                if matches!(r, Ok(n) if n > 0) {
+                    self.progressed();
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.expired(cx),
+        }
     }
 
     fn expired<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
@@ -228,15 +247,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for IdleIo<S> {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write(cx, data) {
-            Poll::Ready(r) => {
-                if matches!(r, Ok(n) if n > 0) {
-                    self.progressed();
-                }
-                Poll::Ready(r)
-            }
-            Poll::Pending => self.expired(cx),
-        }
+        let r = Pin::new(&mut self.inner).poll_write(cx, data);
+        self.wrote(r, cx)
     }
 
     fn poll_write_vectored(
@@ -244,15 +256,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for IdleIo<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(r) => {
-                if matches!(r, Ok(n) if n > 0) {
-                    self.progressed();
-                }
-                Poll::Ready(r)
-            }
-            Poll::Pending => self.expired(cx),
-        }
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.wrote(r, cx)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -117,3 +117,19 @@ pub async fn cluster_with(
         _tmp: tmp,
     }
 }
+
+/// A file's modification time.
+pub fn mtime(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .expect("mtime")
+}
+
+/// Sets the mtime back, as `cp -p`, `touch -d` and `rsync -t` do.
+pub fn set_mtime(path: &Path, when: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(when))
+        .expect("set mtime");
+}
