@@ -76,6 +76,11 @@ pub struct NodeArgs {
     /// [default: 0s: close-to-open, every open asks the origin].
     #[arg(long, env = "COOPCACHE_ATTR_TTL", value_parser = parse_duration)]
     attr_ttl: Option<Duration>,
+    /// The origin's files never change: serve an HTTP origin that gives
+    /// neither ETag nor Last-Modified (refused otherwise, as a change could
+    /// not be seen).
+    #[arg(long, env = "COOPCACHE_ORIGIN_IMMUTABLE")]
+    origin_immutable: bool,
     /// Emulated delay per origin request, for experiments (this kernel has no netem) [default: 0].
     #[arg(long, env = "COOPCACHE_ORIGIN_DELAY", value_parser = parse_duration)]
     origin_delay: Option<Duration>,
@@ -214,7 +219,10 @@ pub fn run(args: NodeArgs) -> Result<()> {
         Err(e) => tracing::warn!(error = %e, "could not raise the open-file limit"),
     }
 
-    let origin = Origin::open(&origin_spec)?.with_delay(origin_delay);
+    let mut origin = Origin::open(&origin_spec)?.with_delay(origin_delay);
+    if args.origin_immutable || file.origin_immutable.unwrap_or(false) {
+        origin = origin.immutable();
+    }
     let rt = runtime()?;
     // The origin first: a mistyped one must not leave a new CA behind.
     rt.block_on(origin.check())?;

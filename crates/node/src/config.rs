@@ -28,6 +28,7 @@ pub struct FileConfig {
     pub chances: Option<u8>,
     pub attr_ttl: Option<String>,
     pub origin_delay: Option<String>,
+    pub origin_immutable: Option<bool>,
     pub http_token_file: Option<PathBuf>,
     pub http_allow_anonymous: Option<bool>,
     pub http_header_timeout: Option<String>,

@@ -513,13 +513,16 @@ fn start_nginx(www: &Path) -> Option<Server> {
     let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     let d = dir.path().display();
     // One process (no workers to orphan when the test kills it), and every
-    // path inside the temporary directory.
+    // path inside the temporary directory. `/bare/` serves the same files
+    // through a proxy that strips both validators, as some application
+    // servers do.
     let conf = format!(
         "daemon off;\nmaster_process off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
          events {{ worker_connections 64; }}\n\
          http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
          \x20 fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
-         \x20 server {{\n    listen {addr};\n    root {www};\n    location = /health {{ return 200; }}\n  }}\n}}\n",
+         \x20 server {{\n    listen {addr};\n    root {www};\n    location = /health {{ return 200; }}\n\
+         \x20   location /bare/ {{ proxy_pass http://{addr}/; proxy_hide_header ETag; proxy_hide_header Last-Modified; }}\n  }}\n}}\n",
         www = www.display()
     );
     std::fs::write(dir.path().join("nginx.conf"), conf).expect("nginx.conf");
@@ -583,4 +586,53 @@ async fn http_origin_on_nginx() {
         .expect_err("old version");
     assert!(err.is_changed(), "{err}");
     assert_eq!(read_all(&origin, "a.bin", &new).await, pattern(40_000, 5));
+}
+
+#[tokio::test]
+async fn an_http_origin_without_validators_is_refused_unless_immutable() {
+    let www = tempfile::tempdir().expect("tempdir");
+    let content = pattern(50_000, 6);
+    write(www.path(), "data/a.bin", &content);
+    let Some(server) = start_nginx(www.path()) else {
+        return;
+    };
+    let spec = format!("http://{}/bare/data", server.addr);
+
+    // Neither ETag nor Last-Modified: a rewrite at the same size could
+    // never be seen, so the file is refused with a way out.
+    let origin = Origin::open(&spec).expect("open");
+    origin.check().await.expect("check");
+    let err = origin.stat("a.bin").await.expect_err("no validator");
+    assert!(matches!(err, OriginError::NoValidator { .. }), "{err:?}");
+    assert!(err.to_string().contains("--origin-immutable"), "{err}");
+    assert!(err.to_string().contains("a.bin"), "{err}");
+    assert!(
+        origin
+            .stat("missing")
+            .await
+            .expect_err("missing")
+            .is_not_found(),
+        "a missing file is still not found"
+    );
+
+    // Declared immutable, the same files are served, versioned by size.
+    let immutable = Origin::open(&spec).expect("open").immutable();
+    assert!(
+        immutable.describe().contains("immutable"),
+        "{}",
+        immutable.describe()
+    );
+    let v = immutable.stat("a.bin").await.expect("stat");
+    assert_eq!(v.version, "immutable-50000");
+    assert_eq!(v.modified, None, "no Last-Modified is made up");
+    check_ranges(&immutable, "a.bin", &content).await;
+
+    // The validators are only ever dropped when absent: the same files
+    // straight from nginx keep its ETag, immutable or not.
+    let direct = Origin::open(&format!("http://{}/data", server.addr))
+        .expect("open")
+        .immutable();
+    let v = direct.stat("a.bin").await.expect("stat");
+    assert!(v.version.starts_with('"'), "{}", v.version);
+    assert!(v.modified.is_some());
 }

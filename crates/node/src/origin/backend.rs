@@ -56,6 +56,7 @@ pub(super) fn open_local(
         store: Store::Local(Arc::new(local)),
         description: format!("local directory {}", root.display()),
         delay: None,
+        immutable: false,
     })
 }
 
@@ -87,6 +88,7 @@ pub(super) fn open_s3(
         },
         description,
         delay: None,
+        immutable: false,
     })
 }
 
@@ -113,6 +115,7 @@ pub(super) fn open_http(
         },
         description: url.to_owned(),
         delay: None,
+        immutable: false,
     })
 }
 

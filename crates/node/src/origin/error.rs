@@ -99,6 +99,16 @@ pub enum OriginError {
         #[source]
         source: std::io::Error,
     },
+    /// The store gave neither an ETag nor a `Last-Modified` for the file,
+    /// so a change to it could never be detected; refused unless the origin
+    /// is declared immutable (`--origin-immutable`).
+    #[error(
+        "the origin gives neither an ETag nor a Last-Modified for {path}, so a change to it could not be detected; if the origin's files never change, start the node with --origin-immutable"
+    )]
+    NoValidator {
+        /// The path as the caller gave it.
+        path: String,
+    },
     /// The store returned a different number of bytes than asked for.
     #[error("origin returned {got} bytes of {path} where {expected} were asked for")]
     Short {

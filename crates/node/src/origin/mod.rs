@@ -40,7 +40,11 @@ pub use spec::{ACCEPTED_FORMS, OriginSpec};
 /// nginx's `"mtime-size"`; for a local directory `ino-ctime-mtime-size`
 /// (hex, nanoseconds; see `origin/local.rs`), so a rewritten or replaced file never
 /// matches an old version, whatever its mtime says. A store without ETags
-/// falls back to `lm-<last-modified µs>-<size>`.
+/// falls back to `lm-<last-modified µs>-<size>`. A store that gives
+/// neither (some application servers) offers nothing that changes with the
+/// content: its files are refused ([`OriginError::NoValidator`]) unless the
+/// origin is declared immutable ([`Origin::immutable`]), and then their
+/// version is `immutable-<size>`.
 ///
 /// The limit of a time-based version: a file rewritten in place at the same
 /// size within one tick of the timestamp clock keeps its version (for a
@@ -65,21 +69,31 @@ pub struct FileVersion {
 /// are quoted or, for local files, hex).
 const FALLBACK: &str = "lm-";
 
+/// Prefix of the version of a file in an origin declared immutable that
+/// gives no validator at all.
+const IMMUTABLE: &str = "immutable-";
+
 impl FileVersion {
-    fn from_meta(meta: &ObjectMeta) -> FileVersion {
+    /// The version `meta` describes; `None` when the store gave neither an
+    /// ETag nor a `Last-Modified` (`object_store` then reports the epoch)
+    /// and the origin is not declared immutable.
+    fn from_meta(meta: &ObjectMeta, immutable: bool) -> Option<FileVersion> {
+        let dated = meta.last_modified.timestamp_nanos_opt() != Some(0);
         let version = match &meta.e_tag {
             Some(e_tag) => e_tag.clone(),
-            None => format!(
+            None if dated => format!(
                 "{FALLBACK}{}-{}",
                 meta.last_modified.timestamp_micros(),
                 meta.size
             ),
+            None if immutable => format!("{IMMUTABLE}{}", meta.size),
+            None => return None,
         };
-        FileVersion {
+        Some(FileVersion {
             size: meta.size,
             version,
-            modified: Some(meta.last_modified.into()),
-        }
+            modified: dated.then(|| meta.last_modified.into()),
+        })
     }
 
     /// The `If-Match` value for this version, when the store can check it:
@@ -87,7 +101,8 @@ impl FileVersion {
     /// version is unknown to the store; both are checked after the fact.
     fn if_match(&self) -> Option<String> {
         let v = &self.version;
-        (!v.starts_with(FALLBACK) && !v.starts_with("W/")).then(|| v.clone())
+        let made_up = v.starts_with(FALLBACK) || v.starts_with(IMMUTABLE);
+        (!made_up && !v.starts_with("W/")).then(|| v.clone())
     }
 }
 
@@ -97,6 +112,8 @@ pub struct Origin {
     store: Store,
     description: String,
     delay: Option<Duration>,
+    /// Files never change: a store without validators is served anyway.
+    immutable: bool,
 }
 
 /// What an origin reads from.
@@ -150,6 +167,18 @@ impl Origin {
         self
     }
 
+    /// Declares that the origin's files never change, so that a store
+    /// giving neither ETag nor `Last-Modified` is served all the same
+    /// (`--origin-immutable`). Without it such files are refused with
+    /// [`OriginError::NoValidator`]: a change could never be seen, and every
+    /// node would serve the old bytes for ever, or mix old and new blocks.
+    /// Stores that do give a validator are unaffected.
+    pub fn immutable(mut self) -> Origin {
+        self.immutable = true;
+        self.description = format!("{} (immutable)", self.description);
+        self
+    }
+
     /// A human-readable description, e.g. `local directory /srv/data`.
     pub fn describe(&self) -> &str {
         &self.description
@@ -170,7 +199,9 @@ impl Origin {
             .head(&prefixed)
             .await
             .map_err(|e| OriginError::from_store(path, e))?;
-        Ok(FileVersion::from_meta(&meta))
+        FileVersion::from_meta(&meta, self.immutable).ok_or_else(|| OriginError::NoValidator {
+            path: path.to_owned(),
+        })
     }
 
     /// Reads `range` of `path`, which must still be at `version`.
@@ -207,7 +238,8 @@ impl Origin {
         };
         let fail = |e| OriginError::from_store(path, e);
         let got = store.get_opts(&location, options).await.map_err(fail)?;
-        if FileVersion::from_meta(&got.meta).version != version.version {
+        let got_version = FileVersion::from_meta(&got.meta, self.immutable);
+        if got_version.is_none_or(|v| v.version != version.version) {
             return Err(OriginError::Changed { path: path.into() });
         }
         let bytes = got.bytes().await.map_err(fail)?;
