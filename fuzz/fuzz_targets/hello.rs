@@ -29,14 +29,14 @@ fn ctx() -> &'static LinkCtx {
         let identity = Identity::load(dir.path(), "self").expect("an identity");
         let (events, rx) = tokio::sync::mpsc::channel(1);
         std::mem::forget(rx); // keep the channel open for the process
-        LinkCtx {
-            identity: Arc::new(identity),
-            id: ID,
-            listen: "127.0.0.1:7170".into(),
-            block_size: BLOCK_SIZE,
+        LinkCtx::new(
+            Arc::new(identity),
+            ID,
+            "127.0.0.1:7170".into(),
+            BLOCK_SIZE,
             events,
-            metrics: Arc::new(Metrics::default()),
-        }
+            Arc::new(Metrics::default()),
+        )
     })
 }
 

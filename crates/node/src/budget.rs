@@ -3,7 +3,8 @@
 
 /// Bytes set aside from the budget for the runtime, TLS sessions, the
 /// directory and hash records of the files this node manages, and the
-/// bounded queues of frames in flight.
+/// bounded pools of blocks in flight ([`STREAM_BYTES`], [`PEER_OUT_BYTES`],
+/// [`PEER_IN_BYTES`]).
 pub const RESERVE: u64 = 24 << 20;
 
 /// Bytes of blocks that streams (gateway responses, library reads) may
@@ -13,6 +14,22 @@ pub const RESERVE: u64 = 24 << 20;
 /// 1 MiB files ahead held 300 MiB on a 64 MiB node (`coopcache bench
 /// rss`).
 pub const STREAM_BYTES: u64 = 8 << 20;
+
+/// Bytes of block data queued on links to peers, all links together: a
+/// `Data`, `Recirculate` or `Place` that would pass it is dropped and
+/// counted, as when a link's queue is full, and the protocol recovers by
+/// timeout. Most queued blocks share their bytes with the sender's cache;
+/// this bounds the ones evicted while they wait, and the link's write
+/// batch, which copies them; without it, 256 frames per link could hold
+/// 16 MiB of evicted blocks per peer.
+pub const PEER_OUT_BYTES: u64 = 8 << 20;
+
+/// Bytes of frames received from peers and not yet handled by the
+/// protocol, all links together. A link that would pass it stops reading
+/// until the protocol catches up, and TCP pushes back on the sender:
+/// nothing is dropped. Without it the event queue (1,024 events) could
+/// hold 64 MiB of blocks.
+pub const PEER_IN_BYTES: u64 = 4 << 20;
 
 /// Metadata per cached block beyond its bytes: the policy's entry, the
 /// store's map entry and buffer header, and its share of directory and

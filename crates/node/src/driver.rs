@@ -67,6 +67,9 @@ pub enum Event {
         from: NodeId,
         /// The message.
         msg: PeerMsg<BlockId, Block>,
+        /// Its frame's share of [`PEER_IN_BYTES`](crate::budget::PEER_IN_BYTES),
+        /// returned once the protocol has handled it.
+        held: Option<tokio::sync::OwnedSemaphorePermit>,
     },
     /// Any other frame from a peer (members, gossip).
     Frame {
@@ -176,7 +179,7 @@ struct Waiting {
 struct Member {
     name: String,
     listen: String,
-    queue: mpsc::Sender<Wire>,
+    queue: mpsc::Sender<crate::link::Outgoing>,
     /// SWIM datagrams, sent ahead of `queue`.
     gossip: mpsc::Sender<Wire>,
 }
@@ -331,11 +334,12 @@ impl Driver {
                 w.replies.push(reply);
                 self.protocol.handle_read(block, now);
             }
-            Event::Peer { from, msg } => {
+            Event::Peer { from, msg, held } => {
                 if !matches!(msg, PeerMsg::Ping { .. } | PeerMsg::Pong { .. }) {
                     *self.received.entry(from).or_default() += 1;
                 }
                 self.protocol.handle_message(from, msg, now);
+                drop(held);
             }
             Event::Frame { from, wire } => self.on_frame(from, wire),
             Event::LinkUp {
@@ -403,12 +407,28 @@ impl Driver {
         }
     }
 
-    /// Queues `wire` on `to`'s link; false (and counted) if it could not.
+    /// Queues `wire` on `to`'s link; false (and counted) if it could not:
+    /// the link's queue is full, or a block would pass
+    /// [`PEER_OUT_BYTES`](crate::budget::PEER_OUT_BYTES).
     pub(super) fn send(&mut self, to: NodeId, wire: Wire) -> bool {
-        let ok = self
-            .members
-            .get(&to)
-            .is_some_and(|m| m.queue.try_send(wire).is_ok());
+        let len = wire.data_len();
+        let held = match u32::try_from(len) {
+            Ok(0) => None,
+            Ok(n) => match self.ctx.outbound.clone().try_acquire_many_owned(n) {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    self.metrics.dropped_messages.inc();
+                    return false;
+                }
+            },
+            // A block is at most a few MiB: cannot happen.
+            Err(_) => None,
+        };
+        let ok = self.members.get(&to).is_some_and(|m| {
+            m.queue
+                .try_send(crate::link::Outgoing { wire, held })
+                .is_ok()
+        });
         if !ok {
             self.metrics.dropped_messages.inc();
         }
@@ -487,3 +507,5 @@ mod status;
 
 #[cfg(test)]
 mod membership_tests;
+#[cfg(test)]
+mod pool_tests;

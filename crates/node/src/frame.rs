@@ -64,6 +64,21 @@ pub enum Wire {
     Peer(PeerMsg<BlockId, Bytes>),
 }
 
+impl Wire {
+    /// Bytes of block contents the frame carries (0 for all but `Data`,
+    /// `Recirculate` and `Place`).
+    pub fn data_len(&self) -> usize {
+        match self {
+            Wire::Peer(
+                PeerMsg::Data { data, .. }
+                | PeerMsg::Recirculate { data, .. }
+                | PeerMsg::Place { data, .. },
+            ) => data.len(),
+            _ => 0,
+        }
+    }
+}
+
 /// What is wrong with a frame.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {

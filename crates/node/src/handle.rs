@@ -254,14 +254,14 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         }
         None => None,
     };
-    let ctx = Arc::new(LinkCtx {
-        identity: Arc::new(opts.identity),
-        id: opts.id,
-        listen: advertise,
-        block_size: bs,
-        events: tx.clone(),
-        metrics: metrics.clone(),
-    });
+    let ctx = Arc::new(LinkCtx::new(
+        Arc::new(opts.identity),
+        opts.id,
+        advertise,
+        bs,
+        tx.clone(),
+        metrics.clone(),
+    ));
     let shape = LiveShape {
         capacity,
         policy: opts.policy,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// Frames queued for one peer; beyond this new messages are dropped (and
 /// counted): the protocol recovers from a lost message by timeout.
@@ -35,39 +35,55 @@ pub const PEER_QUEUE: usize = 256;
 /// detector's probes (which would make a busy member look dead).
 pub const GOSSIP_QUEUE: usize = 16;
 
+/// A frame queued on a link, with its share of the node's
+/// [`PEER_OUT_BYTES`](crate::budget::PEER_OUT_BYTES) if it carries a block;
+/// the share is returned once the frame is written.
+#[derive(Debug)]
+pub struct Outgoing {
+    /// The frame.
+    pub wire: Wire,
+    /// Its block bytes' permits, if any.
+    pub held: Option<OwnedSemaphorePermit>,
+}
+
 /// The sending ends of one dialled link: frames in order, and gossip ahead
 /// of them. Dropping it closes the link.
 #[derive(Clone, Debug)]
 pub struct LinkTx {
     /// Every frame but gossip, in order.
-    pub frames: mpsc::Sender<Wire>,
+    pub frames: mpsc::Sender<Outgoing>,
     /// `Gossip` frames, sent first.
     pub gossip: mpsc::Sender<Wire>,
 }
 
 /// The receiving ends of a link, for [`run_link`].
 pub struct LinkRx {
-    frames: mpsc::Receiver<Wire>,
+    frames: mpsc::Receiver<Outgoing>,
     gossip: mpsc::Receiver<Wire>,
+}
+
+/// Gossip holds no block bytes.
+fn unheld(wire: Wire) -> Outgoing {
+    Outgoing { wire, held: None }
 }
 
 impl LinkRx {
     /// The next frame to send, gossip first; `None` once the driver
     /// dropped the link.
-    async fn recv(&mut self) -> Option<Wire> {
+    async fn recv(&mut self) -> Option<Outgoing> {
         tokio::select! {
             biased;
-            m = self.gossip.recv() => m,
+            m = self.gossip.recv() => m.map(unheld),
             m = self.frames.recv() => m,
         }
     }
 
     /// A frame ready now, gossip first.
-    fn try_recv(&mut self) -> Option<Wire> {
-        self.gossip
-            .try_recv()
-            .or_else(|_| self.frames.try_recv())
-            .ok()
+    fn try_recv(&mut self) -> Option<Outgoing> {
+        match self.gossip.try_recv() {
+            Ok(wire) => Some(unheld(wire)),
+            Err(_) => self.frames.try_recv().ok(),
+        }
     }
 
     fn is_closed(&self) -> bool {
@@ -114,6 +130,12 @@ pub struct LinkCtx {
     pub events: mpsc::Sender<Event>,
     /// Counters.
     pub metrics: Arc<Metrics>,
+    /// Bytes of received frames not yet handled, all links together
+    /// ([`PEER_IN_BYTES`](crate::budget::PEER_IN_BYTES)).
+    pub inbound: Arc<Semaphore>,
+    /// Bytes of blocks queued to peers, all links together
+    /// ([`PEER_OUT_BYTES`](crate::budget::PEER_OUT_BYTES)).
+    pub outbound: Arc<Semaphore>,
 }
 
 /// Why a connection ended.
@@ -134,6 +156,29 @@ pub enum LinkError {
 }
 
 impl LinkCtx {
+    /// The context of a node's links, with empty pools of
+    /// [`PEER_IN_BYTES`](crate::budget::PEER_IN_BYTES) and
+    /// [`PEER_OUT_BYTES`](crate::budget::PEER_OUT_BYTES).
+    pub fn new(
+        identity: Arc<Identity>,
+        id: NodeId,
+        listen: String,
+        block_size: u32,
+        events: mpsc::Sender<Event>,
+        metrics: Arc<Metrics>,
+    ) -> LinkCtx {
+        LinkCtx {
+            identity,
+            id,
+            listen,
+            block_size,
+            events,
+            metrics,
+            inbound: Arc::new(Semaphore::new(crate::budget::PEER_IN_BYTES as usize)),
+            outbound: Arc::new(Semaphore::new(crate::budget::PEER_OUT_BYTES as usize)),
+        }
+    }
+
     fn hello(&self) -> Wire {
         Wire::Hello {
             version: PROTOCOL_VERSION,
@@ -193,6 +238,22 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     r: &mut R,
     max: usize,
 ) -> Result<Option<Wire>, LinkError> {
+    Ok(read_frame_held(r, max, None).await?.map(|(wire, _)| wire))
+}
+
+/// Frames up to this size are not counted against
+/// [`PEER_IN_BYTES`](crate::budget::PEER_IN_BYTES): only blocks are large,
+/// and a pool too full for a 100-byte `Read` must not stall a link.
+const UNCOUNTED: usize = 1024;
+
+/// Reads one frame as [`read_frame`] does; a frame larger than
+/// [`UNCOUNTED`] first waits for its length in bytes from `pool`, before
+/// its buffer is allocated, and returns the permits with it.
+async fn read_frame_held<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max: usize,
+    pool: Option<&Arc<Semaphore>>,
+) -> Result<Option<(Wire, Option<OwnedSemaphorePermit>)>, LinkError> {
     let mut header = [0u8; HEADER];
     match r.read_exact(&mut header).await {
         Ok(_) => {}
@@ -203,6 +264,15 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     // read into it without zero-filling it first (a block's worth of
     // writes per frame).
     let len = frame::body_len(header, max)?;
+    let held = match pool {
+        Some(pool) if len > UNCOUNTED => {
+            // `max` is a block plus 1 KiB, far below u32::MAX.
+            let n = u32::try_from(len).unwrap_or(u32::MAX);
+            let permit = pool.clone().acquire_many_owned(n).await;
+            Some(permit.map_err(|_| std::io::Error::other("the node is shutting down"))?)
+        }
+        _ => None,
+    };
     let mut body = BytesMut::with_capacity(len);
     let mut rest = (&mut *r).take(len as u64);
     while body.len() < len {
@@ -210,7 +280,7 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
             return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
         }
     }
-    Ok(Some(frame::decode(body.freeze())?))
+    Ok(Some((frame::decode(body.freeze())?, held)))
 }
 
 /// Writes one frame.
@@ -282,13 +352,14 @@ async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError
     .await?;
     let (node, _) = ctx.check_hello(hello, &cert_name)?;
     timed("sending Hello", write_frame(&mut tls, &ctx.hello())).await?;
-    while let Some(wire) = read_frame(&mut tls, max).await? {
+    while let Some((wire, held)) = read_frame_held(&mut tls, max, Some(&ctx.inbound)).await? {
         let event = match wire {
             // Contents are hashed here, on this connection's task, so the
             // protocol compares digests without hashing on its own.
             Wire::Peer(msg) => Event::Peer {
                 from: node,
                 msg: msg.map_data(Block::new),
+                held,
             },
             wire => Event::Frame { from: node, wire },
         };
@@ -392,6 +463,8 @@ async fn dial(addr: &str, ctx: &LinkCtx) -> Result<(Tls, NodeId, String, String)
 async fn pump(tls: Tls, queue: &mut LinkRx) -> Result<bool, LinkError> {
     let (mut rd, mut wr) = tokio::io::split(tls);
     let mut buf = BytesMut::with_capacity(64 << 10);
+    // Permits of the frames in the batch, returned once it is written.
+    let mut held = Vec::with_capacity(64);
     let mut probe = [0u8; 1];
     loop {
         let first = tokio::select! {
@@ -407,10 +480,14 @@ async fn pump(tls: Tls, queue: &mut LinkRx) -> Result<bool, LinkError> {
             }
         };
         buf.clear();
-        frame::encode(&first, &mut buf);
+        frame::encode(&first.wire, &mut buf);
+        held.extend(first.held);
         while buf.len() < WRITE_BATCH {
             match queue.try_recv() {
-                Some(m) => frame::encode(&m, &mut buf),
+                Some(m) => {
+                    frame::encode(&m.wire, &mut buf);
+                    held.extend(m.held);
+                }
                 None => break,
             }
         }
@@ -421,5 +498,56 @@ async fn pump(tls: Tls, queue: &mut LinkRx) -> Result<bool, LinkError> {
         })
         .await
         .map_err(|_| LinkError::Timeout("writing to a peer"))??;
+        held.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coopcache_core::protocol::{BlockId, PeerMsg};
+
+    fn data_frame(index: u32, len: usize) -> Vec<u8> {
+        let wire = Wire::Peer(PeerMsg::Data {
+            block: BlockId { file: 1, index },
+            data: Bytes::from(vec![9u8; len]),
+        });
+        let mut buf = BytesMut::new();
+        frame::encode(&wire, &mut buf);
+        buf.to_vec()
+    }
+
+    #[tokio::test]
+    async fn a_link_waits_for_received_blocks_to_be_handled_before_reading_more() {
+        let block = 64 << 10;
+        let max = frame::max_frame(block as u32);
+        // Room for one block's frame, not two.
+        let pool = Arc::new(Semaphore::new(block + 1024));
+        let (mut tx, mut rx) = tokio::io::duplex(4 * block);
+        tx.write_all(&data_frame(0, block)).await.unwrap();
+        tx.write_all(&data_frame(1, block)).await.unwrap();
+
+        let (first, held) = read_frame_held(&mut rx, max, Some(&pool))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(first.data_len(), block);
+        let held = held.expect("a block's frame holds its bytes");
+        let second = tokio::spawn({
+            let pool = pool.clone();
+            async move {
+                let got = read_frame_held(&mut rx, max, Some(&pool)).await;
+                got.unwrap().unwrap()
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !second.is_finished(),
+            "the second block waits for the first"
+        );
+
+        drop(held);
+        let (second, _held) = second.await.unwrap();
+        assert_eq!(second.data_len(), block);
     }
 }

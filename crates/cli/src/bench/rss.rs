@@ -3,10 +3,14 @@
 //! while readers hammer its gateway.
 //!
 //! Phases: `readers` (N readers fetch random files of a working set
-//! several times the budget, for `--duration`), `burst` (`--burst`
-//! connections at once, each fetching a file), `rest` (no load, to see
-//! what is given back). The target is the issue's: resident memory at most
-//! the larger of 1.1 x M and M + 24 MiB.
+//! several times the budget, for `--duration`, with a burst of
+//! connections every `--burst-every` if given: mixed load), `burst`
+//! (`--burst` connections at once, each fetching a file), `rest` (no
+//! load, to see what is given back). With `--nodes N` the nodes form one
+//! cluster (peer links, forwarded blocks, frames in flight) and readers
+//! spread over their gateways; each row reports the worst node. The
+//! target is the issue's: resident memory at most the larger of 1.1 x M
+//! and M + 24 MiB, on every node.
 
 use super::common::{Bar, in_tempdir, plot_to, rng, write_origin_file};
 use crate::live::{parse_duration, parse_size};
@@ -28,6 +32,9 @@ pub struct RssArgs {
     /// Working set as a multiple of --memory (1 MiB files).
     #[arg(long, default_value_t = 4)]
     working_set: u64,
+    /// Nodes in the cluster, each a process with this --memory.
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
     /// Concurrent readers in the `readers` phase.
     #[arg(long, default_value_t = 16)]
     readers: usize,
@@ -37,6 +44,10 @@ pub struct RssArgs {
     /// Connections opened at once in the `burst` phase.
     #[arg(long, default_value_t = 2000)]
     burst: usize,
+    /// During `readers`, also open --burst connections at once this often
+    /// (mixed load for long soaks).
+    #[arg(long, value_parser = parse_duration)]
+    burst_every: Option<Duration>,
     /// Length of the `rest` phase (no load).
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     rest: Duration,
@@ -66,14 +77,17 @@ struct PhaseRow {
     budget_mib: f64,
     target_mib: f64,
     within_target: bool,
+    /// Median of the phase's last fifth minus median of its second fifth,
+    /// worst node: growth over the phase (the first fifth is warm-up).
+    drift_mib: f64,
     requests: u64,
     wrong_bytes: u64,
     failed_requests: u64,
 }
 
 pub fn run(args: RssArgs) -> Result<()> {
-    if args.working_set == 0 || args.readers == 0 {
-        bail!("--working-set and --readers must be at least 1");
+    if args.working_set == 0 || args.readers == 0 || args.nodes == 0 {
+        bail!("--working-set, --readers and --nodes must be at least 1");
     }
     // The burst needs a descriptor per connection here too.
     let _ = coopcache_node::gateway::raise_open_file_limit();
@@ -87,7 +101,9 @@ pub fn run(args: RssArgs) -> Result<()> {
         table(&rows);
     }
     let target = target_mib(args.memory);
-    plot_to(&args.plot, |path| draw(path, &samples, args.memory, target))?;
+    plot_to(&args.plot, |path| {
+        draw(path, &samples, args.nodes, args.memory, target)
+    })?;
     let wrong: u64 = rows.iter().map(|r| r.wrong_bytes).sum();
     if wrong > 0 {
         bail!("{wrong} wrong bytes delivered");
@@ -100,8 +116,8 @@ fn target_mib(memory: u64) -> f64 {
     (1.1 * m).max(m + 24.0)
 }
 
-/// A sample: seconds since start, VmRSS in bytes, phase index.
-type Sample = (f64, u64, usize);
+/// A sample: seconds since start, node index, VmRSS in bytes, phase index.
+type Sample = (f64, usize, u64, usize);
 
 const PHASES: [&str; 3] = ["readers", "burst", "rest"];
 
@@ -115,55 +131,62 @@ async fn soak(args: &RssArgs, dir: PathBuf) -> Result<(Vec<PhaseRow>, Vec<Sample
         contents.push(write_origin_file(&origin, &format!("f{i}"), FILE, &mut r)?);
     }
     let contents = Arc::new(contents);
-    let node = Node::start(&dir, &origin, args.memory).await?;
+    let mut nodes: Vec<Node> = Vec::new();
+    for k in 0..args.nodes {
+        let seed = nodes.first().map(|n| n.peer);
+        nodes.push(Node::start(&dir, &origin, args.memory, k, seed).await?);
+    }
+    if args.nodes > 1 {
+        settle(&nodes, args.nodes).await?;
+    }
+    let pids: Vec<u32> = nodes.iter().map(|n| n.pid).collect();
+    let https: Arc<Vec<_>> = Arc::new(nodes.iter().map(|n| n.http).collect());
     eprintln!(
-        "node pid {} on {}, --memory {:.0} MiB, working set {files} MiB, target {:.0} MiB",
-        node.pid,
-        node.http,
+        "{} node(s), pids {pids:?}, --memory {:.0} MiB each, working set {files} MiB, target {:.0} MiB",
+        args.nodes,
         args.memory as f64 / MIB,
         target_mib(args.memory)
     );
 
     let phase = Arc::new(AtomicU64::new(0));
-    let samples = sampler(node.pid, args.interval, phase.clone());
+    let samples = sampler(pids, args.interval, phase.clone());
     let mut totals = Vec::new();
     let t = Instant::now();
-    totals.push((readers(args, &node, &contents).await, t.elapsed()));
+    totals.push((readers(args, &https, &contents).await, t.elapsed()));
     phase.store(1, Ordering::Relaxed);
     let t = Instant::now();
-    totals.push((burst(args, &node, &contents).await, t.elapsed()));
+    totals.push((burst(args.burst, &https, &contents).await, t.elapsed()));
     phase.store(2, Ordering::Relaxed);
     let t = Instant::now();
     tokio::time::sleep(args.rest).await;
     totals.push((Tally::default(), t.elapsed()));
     phase.store(3, Ordering::Relaxed);
     let samples = samples.await.context("sampler")??;
-    drop(node);
+    drop(nodes);
 
     let target = target_mib(args.memory);
     let rows = PHASES
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let mut rss: Vec<f64> = samples
-                .iter()
-                .filter(|s| s.2 == i)
-                .map(|s| s.1 as f64 / MIB)
+            // Each figure is the worst node's.
+            let per_node: Vec<NodeRss> = (0..args.nodes)
+                .map(|k| NodeRss::of(samples.iter().filter(|s| s.3 == i && s.1 == k)))
                 .collect();
-            let last = rss.last().copied().unwrap_or(0.0);
-            rss.sort_by(f64::total_cmp);
-            let peak = rss.last().copied().unwrap_or(0.0);
+            let worst = |f: fn(&NodeRss) -> f64| per_node.iter().map(f).fold(0.0, f64::max);
+            let peak = worst(|n| n.peak);
             let (tally, took) = &totals[i];
             PhaseRow {
                 phase: name,
                 seconds: took.as_secs_f64(),
-                samples: rss.len(),
-                rss_median_mib: rss.get(rss.len() / 2).copied().unwrap_or(0.0),
+                samples: per_node.iter().map(|n| n.samples).sum(),
+                rss_median_mib: worst(|n| n.median),
                 rss_peak_mib: peak,
-                rss_last_mib: last,
+                rss_last_mib: worst(|n| n.last),
                 budget_mib: args.memory as f64 / MIB,
                 target_mib: target,
                 within_target: peak <= target,
+                drift_mib: worst(|n| n.drift),
                 requests: tally.requests,
                 wrong_bytes: tally.wrong,
                 failed_requests: tally.failed,
@@ -173,9 +196,41 @@ async fn soak(args: &RssArgs, dir: PathBuf) -> Result<(Vec<PhaseRow>, Vec<Sample
     Ok((rows, samples))
 }
 
-/// Samples VmRSS of `pid` every `interval` until `phase` reaches 3.
+/// One node's resident memory over one phase, in MiB.
+struct NodeRss {
+    samples: usize,
+    median: f64,
+    peak: f64,
+    last: f64,
+    drift: f64,
+}
+
+impl NodeRss {
+    fn of<'a>(samples: impl Iterator<Item = &'a Sample>) -> NodeRss {
+        let rss: Vec<f64> = samples.map(|s| s.2 as f64 / MIB).collect();
+        let median = |part: &[f64]| {
+            let mut v = part.to_vec();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let fifth = rss.len() / 5;
+        NodeRss {
+            samples: rss.len(),
+            median: median(&rss),
+            peak: rss.iter().copied().fold(0.0, f64::max),
+            last: rss.last().copied().unwrap_or(0.0),
+            drift: if fifth == 0 {
+                0.0
+            } else {
+                median(&rss[rss.len() - fifth..]) - median(&rss[fifth..2 * fifth])
+            },
+        }
+    }
+}
+
+/// Samples VmRSS of every pid every `interval` until `phase` reaches 3.
 fn sampler(
-    pid: u32,
+    pids: Vec<u32>,
     interval: Duration,
     phase: Arc<AtomicU64>,
 ) -> tokio::task::JoinHandle<Result<Vec<Sample>>> {
@@ -187,7 +242,10 @@ fn sampler(
             if p >= PHASES.len() {
                 return Ok(out);
             }
-            out.push((start.elapsed().as_secs_f64(), vm_rss(pid)?, p));
+            let t = start.elapsed().as_secs_f64();
+            for (k, pid) in pids.iter().enumerate() {
+                out.push((t, k, vm_rss(*pid)?, p));
+            }
             tokio::time::sleep(interval).await;
         }
     })
@@ -220,12 +278,14 @@ impl Tally {
     }
 }
 
-async fn readers(args: &RssArgs, node: &Node, contents: &Arc<Vec<Vec<u8>>>) -> Tally {
+type Https = Arc<Vec<std::net::SocketAddr>>;
+
+async fn readers(args: &RssArgs, https: &Https, contents: &Arc<Vec<Vec<u8>>>) -> Tally {
     let deadline = Instant::now() + args.duration;
     let bar = Bar::new(args.duration.as_secs(), "readers (s)");
     let tasks: Vec<_> = (0..args.readers)
         .map(|k| {
-            let (http, contents) = (node.http, contents.clone());
+            let (http, contents) = (https[k % https.len()], contents.clone());
             tokio::spawn(async move {
                 let mut r = rng(17, k as u64);
                 let mut tally = Tally::default();
@@ -243,19 +303,30 @@ async fn readers(args: &RssArgs, node: &Node, contents: &Arc<Vec<Vec<u8>>>) -> T
             bar.inc();
         }
     };
-    let (done, ()) = tokio::join!(futures::future::join_all(tasks), ticker);
+    // Mixed load: bursts on top of the readers, none started past the end.
+    let bursts = async {
+        let mut tally = Tally::default();
+        let Some(every) = args.burst_every else {
+            return tally;
+        };
+        while Instant::now() + every < deadline {
+            tokio::time::sleep(every).await;
+            tally.add(burst(args.burst, https, contents).await);
+        }
+        tally
+    };
+    let (done, (), mut tally) = tokio::join!(futures::future::join_all(tasks), ticker, bursts);
     drop(bar);
-    let mut tally = Tally::default();
     for t in done.into_iter().flatten() {
         tally.add(t);
     }
     tally
 }
 
-async fn burst(args: &RssArgs, node: &Node, contents: &Arc<Vec<Vec<u8>>>) -> Tally {
-    let tasks: Vec<_> = (0..args.burst)
+async fn burst(n: usize, https: &Https, contents: &Arc<Vec<Vec<u8>>>) -> Tally {
+    let tasks: Vec<_> = (0..n)
         .map(|k| {
-            let (http, contents) = (node.http, contents.clone());
+            let (http, contents) = (https[k % https.len()], contents.clone());
             tokio::spawn(async move {
                 let i = k % contents.len();
                 fetch(http, i, &contents[i]).await
@@ -296,29 +367,54 @@ async fn fetch(http: std::net::SocketAddr, i: usize, want: &[u8]) -> Tally {
     tally
 }
 
+/// A free loopback port (free when asked; the node binds it next).
+fn free_addr() -> Result<std::net::SocketAddr> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    Ok(([127, 0, 0, 1], port).into())
+}
+
 /// A `coopcache node` child process.
 struct Node {
     child: tokio::process::Child,
     pid: u32,
     http: std::net::SocketAddr,
+    peer: std::net::SocketAddr,
 }
 
 impl Node {
-    async fn start(dir: &Path, origin: &Path, memory: u64) -> Result<Node> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let http: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    /// Starts node `k`, joining `seed` when given. Nodes share one data
+    /// directory: the first creates the CA, the others are issued their
+    /// certificates from it.
+    async fn start(
+        dir: &Path,
+        origin: &Path,
+        memory: u64,
+        k: usize,
+        seed: Option<std::net::SocketAddr>,
+    ) -> Result<Node> {
+        let (http, peer) = (free_addr()?, free_addr()?);
         let exe = std::env::current_exe().context("finding the coopcache binary")?;
-        let mut child = tokio::process::Command::new(exe)
-            .args(["node", "--listen", "127.0.0.1:0", "--memory"])
+        let mut command = tokio::process::Command::new(exe);
+        command
+            .arg("node")
+            .arg("--name")
+            .arg(format!("rss{k}"))
+            .arg("--listen")
+            .arg(peer.to_string())
+            .arg("--memory")
             .arg(memory.to_string())
             .arg("--origin")
             .arg(origin)
             .arg("--data-dir")
             .arg(dir.join("keys"))
             .arg("--http")
-            .arg(http.to_string())
+            .arg(http.to_string());
+        if let Some(seed) = seed {
+            command.arg("--join").arg(seed.to_string());
+        }
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -336,8 +432,40 @@ impl Node {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Ok(Node { child, pid, http })
+        Ok(Node {
+            child,
+            pid,
+            http,
+            peer,
+        })
     }
+}
+
+/// Waits until every node's status lists all `n` members.
+async fn settle(nodes: &[Node], n: usize) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for node in nodes {
+        loop {
+            let members = status_members(node.http).await.unwrap_or(0);
+            if members >= n {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "node on {} sees {members} of {n} members after 30 s",
+                    node.http
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(())
+}
+
+/// The number of members a node's `/v1/status` lists.
+async fn status_members(http: std::net::SocketAddr) -> Option<usize> {
+    let client = coopcache_node::client::Client::new(&http.to_string());
+    client.status().await.ok().map(|s| s.members.len())
 }
 
 impl Drop for Node {
@@ -348,26 +476,28 @@ impl Drop for Node {
 
 fn table(rows: &[PhaseRow]) {
     println!(
-        "{:<8} {:>8} {:>9} {:>11} {:>9} {:>9} {:>10} {:>8} {:>6}",
+        "{:<8} {:>8} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>8} {:>6}",
         "phase",
         "seconds",
         "requests",
         "median MiB",
         "peak MiB",
         "last MiB",
+        "drift MiB",
         "target MiB",
         "within",
         "wrong"
     );
     for r in rows {
         println!(
-            "{:<8} {:>8.0} {:>9} {:>11.1} {:>9.1} {:>9.1} {:>10.1} {:>8} {:>6}",
+            "{:<8} {:>8.0} {:>9} {:>11.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>8} {:>6}",
             r.phase,
             r.seconds,
             r.requests,
             r.rss_median_mib,
             r.rss_peak_mib,
             r.rss_last_mib,
+            r.drift_mib,
             r.target_mib,
             if r.within_target { "yes" } else { "NO" },
             r.wrong_bytes
@@ -375,17 +505,23 @@ fn table(rows: &[PhaseRow]) {
     }
 }
 
-fn draw(path: &Path, samples: &[Sample], memory: u64, target: f64) -> Result<()> {
+fn draw(path: &Path, samples: &[Sample], nodes: usize, memory: u64, target: f64) -> Result<()> {
     let end = samples.last().map_or(1.0, |s| s.0);
-    let mut series: Vec<Series<'_>> = PHASES
+    // One node: a line per phase; a cluster: a line per node.
+    let names: Vec<String> = if nodes == 1 {
+        PHASES.iter().map(|p| p.to_string()).collect()
+    } else {
+        (0..nodes).map(|k| format!("node {k}")).collect()
+    };
+    let mut series: Vec<Series<'_>> = names
         .iter()
         .enumerate()
         .map(|(i, name)| Series {
             name,
             points: samples
                 .iter()
-                .filter(|s| s.2 == i)
-                .map(|s| (s.0, s.1 as f64 / MIB))
+                .filter(|s| if nodes == 1 { s.3 == i } else { s.1 == i })
+                .map(|s| (s.0, s.2 as f64 / MIB))
                 .collect(),
         })
         .collect();
@@ -400,7 +536,7 @@ fn draw(path: &Path, samples: &[Sample], memory: u64, target: f64) -> Result<()>
     });
     xy(
         path,
-        &format!("coopcache node resident memory, --memory {budget:.0} MiB"),
+        &format!("coopcache node resident memory, {nodes} node(s), --memory {budget:.0} MiB each"),
         ("seconds", "VmRSS (MiB)"),
         &series,
         false,

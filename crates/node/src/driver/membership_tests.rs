@@ -9,23 +9,23 @@ use coopcache_core::coop::{AlgorithmKind, Holders, LiveShape};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::{ProtocolConfig, manager_of};
 
-const PEER: NodeId = 7;
+pub(super) const PEER: NodeId = 7;
 const PEER_ADDR: &str = "127.0.0.1:9";
 
-fn driver(dir: &std::path::Path) -> Driver {
+pub(super) fn driver(dir: &std::path::Path) -> Driver {
     init_cluster(&dir.join("keys"), &["n0".to_string()], 30).unwrap();
     let identity = Identity::load(&dir.join("keys"), "n0").unwrap();
     let metrics = Arc::new(Metrics::default());
     // Nobody reads the events: the test drives the driver by hand.
     let (events, _) = mpsc::channel(1);
-    let ctx = Arc::new(LinkCtx {
-        identity: Arc::new(identity),
-        id: 0,
-        listen: "127.0.0.1:7000".into(),
-        block_size: 64 << 10,
-        events: events.clone(),
-        metrics: metrics.clone(),
-    });
+    let ctx = Arc::new(LinkCtx::new(
+        Arc::new(identity),
+        0,
+        "127.0.0.1:7000".into(),
+        64 << 10,
+        events.clone(),
+        metrics.clone(),
+    ));
     let shape = LiveShape {
         capacity: 64,
         policy: PolicyKind::Lru,
@@ -48,7 +48,7 @@ fn driver(dir: &std::path::Path) -> Driver {
 }
 
 /// Dials the peer and reports its link up, as `run_link` would.
-fn link(d: &mut Driver) {
+pub(super) fn link(d: &mut Driver) {
     d.dial(PEER_ADDR.into());
     d.link_up(PEER_ADDR.into(), PEER, "n7".into(), PEER_ADDR.into());
 }
@@ -78,6 +78,7 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
     d.on_event(Event::Peer {
         from: PEER,
         msg: PeerMsg::Read { block },
+        held: None,
     });
     assert_eq!(*d.protocol.directory().holders(block), Holders::One(PEER));
 
