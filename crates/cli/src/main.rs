@@ -63,6 +63,10 @@ enum Command {
     Sim(Box<SimCommand>),
     /// Runs a cooperative cache node (the daemon).
     Node(Box<node::NodeArgs>),
+    /// Runs a node and mounts its origin on DIR through FUSE, file bytes
+    /// read through the cooperative cache (read-only for now); Ctrl-C or
+    /// SIGTERM unmounts. Same options as `node`.
+    Mount(Box<node::MountArgs>),
     /// The cluster's CA and node certificates.
     #[command(subcommand)]
     Cluster(cluster::ClusterCmd),
@@ -123,6 +127,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sim(sim) => run_sim(*sim),
         Command::Node(args) => node::run(*args),
+        Command::Mount(args) => node::run(args.into_node()),
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Cat(args) => access::cat(args),
         Command::Status(args) => access::status(args),

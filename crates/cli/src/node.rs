@@ -86,9 +86,36 @@ pub struct NodeArgs {
     origin_delay: Option<Duration>,
     #[command(flatten)]
     gateway: crate::gateway_args::GatewayArgs,
+    /// Also mount the origin on this directory through FUSE (read-only for
+    /// now; see `coopcache mount`).
+    #[arg(long, env = "COOPCACHE_MOUNT")]
+    mount: Option<PathBuf>,
+    /// Let other users use the mount (FUSE's allow_other; permission bits
+    /// still apply).
+    #[arg(long, env = "COOPCACHE_MOUNT_ALLOW_OTHER")]
+    mount_allow_other: bool,
     /// Log JSON lines instead of text.
     #[arg(long, env = "COOPCACHE_LOG_JSON")]
     log_json: bool,
+}
+
+/// `coopcache mount DIR [node options]`.
+#[derive(clap::Args, Debug)]
+pub struct MountArgs {
+    /// The mount point (an existing directory).
+    dir: PathBuf,
+    #[command(flatten)]
+    node: NodeArgs,
+}
+
+impl MountArgs {
+    /// The node's arguments with the mount point set.
+    pub fn into_node(self) -> NodeArgs {
+        NodeArgs {
+            mount: Some(self.dir),
+            ..self.node
+        }
+    }
 }
 
 fn load_file(path: &std::path::Path) -> Result<FileConfig> {
@@ -200,6 +227,8 @@ pub fn run(args: NodeArgs) -> Result<()> {
         args.join
     };
     let advertise = args.advertise.or(file.advertise);
+    let mount = args.mount.or(file.mount);
+    let mount_allow_other = args.mount_allow_other || file.mount_allow_other.unwrap_or(false);
     let discover = (args.discover || file.discover.unwrap_or(false)).then(|| {
         args.discover_group
             .or(file.discover_group)
@@ -227,6 +256,14 @@ pub fn run(args: NodeArgs) -> Result<()> {
     // The origin first: a mistyped one must not leave a new CA behind.
     rt.block_on(origin.check())?;
     tracing::info!(origin = origin.describe(), "origin reachable");
+    if let Some(dir) = &mount {
+        // Before any key is made, like the origin: a mistyped mount point
+        // must not leave a new CA behind.
+        coopcache_mount::recover_stale(dir)?;
+        if !dir.is_dir() {
+            bail!("mount point {} is not an existing directory", dir.display());
+        }
+    }
 
     if !tls::has_cluster(&data_dir) {
         tls::init_cluster(&data_dir, std::slice::from_ref(&name), 365)?;
@@ -253,9 +290,39 @@ pub fn run(args: NodeArgs) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on --http {http}"))?;
         tracing::info!(peers = %node.listen_addr(), %http, %name, %algorithm, policy = policy.name(), memory, "node serving");
+        let mounted = match &mount {
+            Some(dir) => {
+                let opts = coopcache_mount::MountOptions {
+                    attr_ttl: attr_ttl.max(Duration::from_secs(1)),
+                    allow_other: mount_allow_other,
+                };
+                let rt = tokio::runtime::Handle::current();
+                let m = coopcache_mount::mount(dir, node.clone(), rt, &opts)?;
+                tracing::info!(dir = %dir.display(), "origin mounted (read-only)");
+                Some(m)
+            }
+            None => None,
+        };
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
         tokio::select! {
             r = coopcache_node::gateway::serve(gateway, node.clone(), &gateway_opts) => r.context("gateway")?,
             _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
+            _ = term.recv() => tracing::info!("terminated; stopping"),
+        }
+        if let Some(m) = mounted {
+            let dir = m.dir().to_owned();
+            match tokio::task::spawn_blocking(move || m.unmount()).await {
+                Ok(Ok(coopcache_mount::Unmounted::Clean)) => {
+                    tracing::info!(dir = %dir.display(), "unmounted")
+                }
+                Ok(Ok(coopcache_mount::Unmounted::Detached)) => tracing::warn!(
+                    dir = %dir.display(),
+                    "files were still open in the mount: detached it lazily; programs holding them now get errors"
+                ),
+                Ok(Err(e)) => tracing::warn!(dir = %dir.display(), error = %e, "unmount failed"),
+                Err(e) => tracing::warn!(error = %e, "unmount task failed"),
+            }
         }
         node.shutdown();
         Ok(())

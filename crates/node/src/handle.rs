@@ -354,6 +354,12 @@ impl NodeHandle {
         rx.await.map_err(|_| NodeError::Shutdown)
     }
 
+    /// The origin this node reads through (the mount asks it what paths
+    /// are and what directories hold).
+    pub fn origin(&self) -> &Arc<Origin> {
+        &self.origin
+    }
+
     /// The version of `path` (checked: it must stay inside the origin),
     /// from the attribute cache if younger than the TTL.
     pub async fn stat(&self, path: &str) -> Result<Arc<FileVersion>, NodeError> {

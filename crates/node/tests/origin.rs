@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use coopcache_node::origin::{FileVersion, Origin, OriginError, OriginSpec, check_path};
+use coopcache_node::origin::{EntryKind, FileVersion, Origin, OriginError, OriginSpec, check_path};
 use object_store::ObjectStore;
 use object_store::aws::AmazonS3Builder;
 
@@ -503,6 +503,93 @@ async fn s3_origin_on_minio() {
     let no_bucket = open_s3("s3://no-such-bucket/p", server.addr).expect("open");
     let err = no_bucket.check().await.expect_err("missing bucket");
     assert!(err.to_string().contains("no-such-bucket"), "{err}");
+}
+
+/// The names in `dir` with their kinds, as the mount lists them.
+async fn listing(origin: &Origin, dir: &str) -> Vec<(String, EntryKind)> {
+    let list = origin.list(dir).await.expect("list");
+    list.into_iter().map(|e| (e.name, e.kind)).collect()
+}
+
+#[tokio::test]
+async fn s3_prefixes_list_as_directories() {
+    let Some(server) = start_minio() else { return };
+    let mut builder = AmazonS3Builder::new().with_bucket_name(BUCKET);
+    for (key, value) in s3_options(server.addr) {
+        builder = builder.with_config(key.parse().expect("config key"), value);
+    }
+    let store = builder.build().expect("uploader");
+    put(&store, "tree/a.bin", &pattern(1000, 1)).await;
+    put(&store, "tree/sub/b.txt", b"b").await;
+    put(&store, "tree/sub/deeper/c.txt", b"c").await;
+    put(&store, "other/x", b"outside the prefix").await;
+
+    let origin = open_s3(&format!("s3://{BUCKET}/tree"), server.addr).expect("open");
+    let (file, dir) = (EntryKind::File, EntryKind::Dir);
+    assert_eq!(
+        listing(&origin, "").await,
+        [("a.bin".to_string(), file), ("sub".to_string(), dir)]
+    );
+    assert_eq!(
+        listing(&origin, "sub").await,
+        [("b.txt".to_string(), file), ("deeper".to_string(), dir)]
+    );
+    assert_eq!(origin.entry("").await.expect("root").kind, dir);
+    assert_eq!(origin.entry("sub/deeper").await.expect("prefix").kind, dir);
+    let a = origin.entry("a.bin").await.expect("object");
+    assert_eq!((a.kind, a.size), (file, 1000));
+    assert!(
+        origin
+            .entry("su")
+            .await
+            .expect_err("partial")
+            .is_not_found()
+    );
+    assert!(origin.entry("x").await.expect_err("outside").is_not_found());
+    assert!(origin.read_link("a.bin").await.is_err(), "S3 has no links");
+}
+
+#[tokio::test]
+async fn local_directories_list_files_directories_and_links() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "a.bin", &pattern(1000, 1));
+    write(dir.path(), "sub/b.txt", b"b");
+    std::os::unix::fs::symlink("a.bin", dir.path().join("link")).expect("link");
+    std::os::unix::fs::symlink("/etc/passwd", dir.path().join("out")).expect("link");
+    let fifo = dir.path().join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    let origin = Origin::open(dir.path().to_str().unwrap()).expect("open");
+    let (file, link) = (EntryKind::File, EntryKind::Symlink);
+    assert_eq!(
+        listing(&origin, "").await,
+        [
+            ("a.bin".to_string(), file),
+            ("link".to_string(), link),
+            ("out".to_string(), link),
+            ("sub".to_string(), EntryKind::Dir),
+        ],
+        "the FIFO is left out"
+    );
+    assert_eq!(listing(&origin, "sub").await, [("b.txt".to_string(), file)]);
+    // A link is itself, its target only text: one leading out of the
+    // origin is listed and readable as a link, never followed here.
+    let out = origin.entry("out").await.expect("link");
+    assert_eq!(out.kind, link);
+    assert_eq!(
+        origin.read_link("out").await.expect("target"),
+        "/etc/passwd"
+    );
+    assert_eq!(origin.read_link("link").await.expect("target"), "a.bin");
+    assert!(origin.read_link("a.bin").await.is_err(), "not a link");
+    assert!(origin.entry("fifo").await.is_err());
+    assert!(origin.list("a.bin").await.is_err(), "a file is not listed");
+    assert!(origin.entry("../x").await.is_err());
 }
 
 // ---------------------------------------------------------------- HTTP

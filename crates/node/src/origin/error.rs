@@ -109,6 +109,20 @@ pub enum OriginError {
         /// The path as the caller gave it.
         path: String,
     },
+    /// A link was asked for where there is none (`readlink` of a file).
+    #[error("{path} is not a symbolic link")]
+    NotALink {
+        /// The path as the caller gave it.
+        path: String,
+    },
+    /// A directory holds more entries than a listing may.
+    #[error("{path} holds more than {max} entries; list a subdirectory")]
+    TooLarge {
+        /// The directory as the caller gave it.
+        path: String,
+        /// The limit.
+        max: usize,
+    },
     /// The store returned a different number of bytes than asked for.
     #[error("origin returned {got} bytes of {path} where {expected} were asked for")]
     Short {

@@ -38,7 +38,7 @@ use bytes::Bytes;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Statx, StatxFlags};
 use rustix::io::Errno;
 
-use super::{FileVersion, OriginError};
+use super::{DirEntry, Entry, EntryKind, FileVersion, OriginError};
 
 /// How paths are resolved beneath the root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +130,85 @@ impl LocalDir {
             return Err(changed());
         }
         Ok(Bytes::from(buf))
+    }
+
+    /// What `path` is (`""`: the root), a final symbolic link not followed.
+    pub(crate) fn entry(&self, path: &str) -> Result<Entry, OriginError> {
+        let st = if path.is_empty() {
+            statx(path, &self.root)?
+        } else {
+            let fd = self
+                .resolve(path, OFlags::PATH | OFlags::NOFOLLOW)
+                .map_err(|e| self.refusal(path, e))?;
+            statx(path, &fd)?
+        };
+        let kind =
+            entry_kind(FileType::from_raw_mode(u32::from(st.stx_mode))).ok_or_else(|| {
+                OriginError::NotAFile {
+                    path: path.into(),
+                    kind: describe(FileType::from_raw_mode(u32::from(st.stx_mode))),
+                }
+            })?;
+        Ok(Entry {
+            kind,
+            size: st.stx_size,
+            perm: st.stx_mode & 0o7777,
+            modified: system_time(st.stx_mtime),
+        })
+    }
+
+    /// The files, directories and links in directory `path` (`""`: the
+    /// root), unsorted.
+    pub(crate) fn list(&self, path: &str) -> Result<Vec<DirEntry>, OriginError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+        let fd = if path.is_empty() {
+            rustix::fs::openat(&self.root, ".", flags | OFlags::CLOEXEC, Mode::empty())
+        } else {
+            self.resolve(path, flags)
+        }
+        .map_err(|e| self.refusal(path, e))?;
+        let mut out = Vec::new();
+        let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| io_error(path, e.into()))?;
+        for item in dir {
+            let item = item.map_err(|e| io_error(path, e.into()))?;
+            let Ok(name) = item.file_name().to_str() else {
+                continue; // not UTF-8: no path can name it
+            };
+            if name == "." || name == ".." || super::check_path(name).is_err() {
+                continue;
+            }
+            let kind = match item.file_type() {
+                FileType::Unknown => match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                {
+                    Ok(st) => FileType::from_raw_mode(st.st_mode),
+                    Err(_) => continue, // gone since the listing
+                },
+                kind => kind,
+            };
+            let Some(kind) = entry_kind(kind) else {
+                continue;
+            };
+            if out.len() == super::tree::MAX_LIST {
+                return Err(super::tree::too_large(path));
+            }
+            out.push(DirEntry {
+                name: name.to_owned(),
+                kind,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The target written in the symbolic link at `path`.
+    pub(crate) fn read_link(&self, path: &str) -> Result<String, OriginError> {
+        let fd = self
+            .resolve(path, OFlags::PATH | OFlags::NOFOLLOW)
+            .map_err(|e| self.refusal(path, e))?;
+        match rustix::fs::readlinkat(&fd, "", Vec::new()) {
+            Ok(target) => Ok(target.to_string_lossy().into_owned()),
+            Err(Errno::NOENT | Errno::INVAL) => Err(OriginError::NotALink { path: path.into() }),
+            Err(e) => Err(io_error(path, e.into())),
+        }
     }
 
     /// Whether the root can still be listed (the startup probe).
@@ -235,6 +314,7 @@ fn io_error(path: &str, source: io::Error) -> OriginError {
 
 fn statx(path: &str, fd: impl AsFd) -> Result<Statx, OriginError> {
     let mask = StatxFlags::TYPE
+        | StatxFlags::MODE
         | StatxFlags::INO
         | StatxFlags::SIZE
         | StatxFlags::MTIME
@@ -271,6 +351,16 @@ fn system_time(t: rustix::fs::StatxTimestamp) -> Option<std::time::SystemTime> {
         Err(_) => std::time::UNIX_EPOCH
             .checked_sub(std::time::Duration::from_secs(t.tv_sec.unsigned_abs()))
             .and_then(|t| t.checked_add(nanos)),
+    }
+}
+
+/// The kinds the namespace shows; `None` for FIFOs, devices and sockets.
+fn entry_kind(kind: FileType) -> Option<EntryKind> {
+    match kind {
+        FileType::RegularFile => Some(EntryKind::File),
+        FileType::Directory => Some(EntryKind::Dir),
+        FileType::Symlink => Some(EntryKind::Symlink),
+        _ => None,
     }
 }
 

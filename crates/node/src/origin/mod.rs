@@ -19,6 +19,7 @@ mod error;
 mod local;
 mod path;
 mod spec;
+pub mod tree;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 pub use error::OriginError;
 pub use path::check_path;
 pub use spec::{ACCEPTED_FORMS, OriginSpec};
+pub use tree::{DirEntry, Entry, EntryKind};
 
 /// A version of a file in the origin: its size and a version string that
 /// changes whenever the content may have changed.

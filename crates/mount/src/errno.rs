@@ -1,0 +1,33 @@
+//! What a file system call returns when the cache or the origin fails.
+
+use coopcache_node::NodeError;
+use coopcache_node::driver::ReadError;
+use coopcache_node::origin::OriginError;
+use fuser::Errno;
+
+/// The errno a program sees for `e`.
+pub fn of_origin(e: &OriginError) -> Errno {
+    match e {
+        OriginError::NotFound { .. } | OriginError::NotAFile { .. } => Errno::ENOENT,
+        OriginError::PermissionDenied { .. } => Errno::EACCES,
+        OriginError::BadPath { why, .. } if why.contains("too long") => Errno::ENAMETOOLONG,
+        // A name no checked path can spell does not exist here.
+        OriginError::BadPath { .. } => Errno::ENOENT,
+        OriginError::NotALink { .. } => Errno::EINVAL,
+        OriginError::TooLarge { .. } => Errno::E2BIG,
+        // Changed under an open file: the program reopens to see the new
+        // version (close-to-open); until then its reads fail.
+        OriginError::Changed { .. } => Errno::ESTALE,
+        _ => Errno::EIO,
+    }
+}
+
+/// The errno a program sees for a failed read through the node.
+pub fn of_node(e: &NodeError) -> Errno {
+    match e {
+        NodeError::Origin(o) => of_origin(o),
+        NodeError::Read(ReadError::Origin(o)) => of_origin(o),
+        NodeError::Range { .. } => Errno::EINVAL,
+        _ => Errno::EIO,
+    }
+}

@@ -1,0 +1,202 @@
+//! `coopcache mount`: the origin as a POSIX file system through FUSE, its
+//! file bytes read through the cooperative cache.
+//!
+//! This first step is read-only: names, attributes, directory listings and
+//! links come from the origin, file contents through the node exactly as
+//! `coopcache cat` reads them, with close-to-open consistency (each open
+//! reads the version the origin had at that open; see `fs.rs`). Writes fail
+//! with `EROFS`.
+//!
+//! A daemon killed without unmounting leaves its mount point dead
+//! ("Transport endpoint is not connected"); [`mount`] detaches such a mount
+//! first, so running `coopcache mount` again recovers it.
+
+mod errno;
+mod fs;
+mod inodes;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use coopcache_node::NodeHandle;
+use fuser::{BackgroundSession, Config, MountOption, SessionACL};
+
+pub use fs::{CoopFs, MAX_HANDLES};
+pub use inodes::MAX_INODES;
+
+/// How to mount.
+#[derive(Clone, Debug)]
+pub struct MountOptions {
+    /// How long the kernel may trust names and attributes before asking
+    /// again (opens always ask: close-to-open).
+    pub attr_ttl: Duration,
+    /// Let users other than the one mounting use the mount (`allow_other`;
+    /// the kernel still checks permission bits).
+    pub allow_other: bool,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            attr_ttl: Duration::from_secs(1),
+            allow_other: false,
+        }
+    }
+}
+
+/// Why a mount failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    /// The mount point is missing or not a directory.
+    #[error("mount point {}: {why}", dir.display())]
+    BadDir {
+        /// The mount point.
+        dir: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A dead mount was found and could not be detached.
+    #[error(
+        "mount point {} holds a dead mount (its daemon is gone) that could not be detached: {why}; try `fusermount3 -uz {}` or `umount -l {}`",
+        dir.display(), dir.display(), dir.display()
+    )]
+    Stale {
+        /// The mount point.
+        dir: PathBuf,
+        /// What the unmount said.
+        why: String,
+    },
+    /// The kernel or `fusermount3` refused the mount.
+    #[error(
+        "mounting {} failed: {source} (is fuse3 installed and /dev/fuse readable? an unprivileged user needs fusermount3)",
+        dir.display()
+    )]
+    Fuse {
+        /// The mount point.
+        dir: PathBuf,
+        /// What FUSE said.
+        source: std::io::Error,
+    },
+}
+
+/// A mounted file system; dropping it unmounts.
+pub struct Mounted {
+    session: BackgroundSession,
+    dir: PathBuf,
+}
+
+impl Mounted {
+    /// The mount point.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Unmounts and waits for the FUSE threads to end. If programs still
+    /// hold files or directories open in the mount (`EBUSY`), detaches it
+    /// lazily instead, so that no dead mount point stays behind once this
+    /// process exits; their next calls fail. Says which happened.
+    pub fn unmount(self) -> std::io::Result<Unmounted> {
+        let dir = self.dir;
+        match self.session.umount_and_join() {
+            Ok(()) => Ok(Unmounted::Clean),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                detach(&dir).map_err(std::io::Error::other)?;
+                Ok(Unmounted::Detached)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// How a mount ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unmounted {
+    /// Nothing was open: unmounted and joined.
+    Clean,
+    /// Files were open: detached lazily (`umount -l`).
+    Detached,
+}
+
+/// Mounts `node`'s origin on `dir`; `rt` is the runtime the node runs on.
+pub fn mount(
+    dir: &Path,
+    node: Arc<NodeHandle>,
+    rt: tokio::runtime::Handle,
+    opts: &MountOptions,
+) -> Result<Mounted, MountError> {
+    recover_stale(dir)?;
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(MountError::BadDir {
+                dir: dir.into(),
+                why: "it is not a directory".into(),
+            });
+        }
+        Err(e) => {
+            return Err(MountError::BadDir {
+                dir: dir.into(),
+                why: e.to_string(),
+            });
+        }
+    }
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName("coopcache".into()),
+        MountOption::Subtype("coopcache".into()),
+        MountOption::RO,
+        MountOption::DefaultPermissions,
+        MountOption::NoDev,
+        MountOption::NoSuid,
+    ];
+    if opts.allow_other {
+        config.acl = SessionACL::All;
+    }
+    // Metadata calls wait on the origin on the FUSE thread that asked:
+    // several threads keep one slow lookup from stalling the rest.
+    config.n_threads = Some(4);
+    let fs = CoopFs::new(rt, node, opts.attr_ttl);
+    let session = fuser::spawn_mount(fs, dir, &config).map_err(|source| MountError::Fuse {
+        dir: dir.into(),
+        source,
+    })?;
+    Ok(Mounted {
+        session,
+        dir: dir.into(),
+    })
+}
+
+/// Detaches a dead FUSE mount left on `dir` by a daemon that died without
+/// unmounting; does nothing if `dir` is not one.
+pub fn recover_stale(dir: &Path) -> Result<(), MountError> {
+    let dead = matches!(
+        std::fs::metadata(dir),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN)
+    );
+    if !dead {
+        return Ok(());
+    }
+    tracing::warn!(dir = %dir.display(), "a dead mount was left here; detaching it");
+    detach(dir).map_err(|why| MountError::Stale {
+        dir: dir.into(),
+        why,
+    })
+}
+
+/// Detaches the mount on `dir` lazily: root directly, others through the
+/// setuid helper.
+fn detach(dir: &Path) -> Result<(), String> {
+    if rustix::mount::unmount(dir, rustix::mount::UnmountFlags::DETACH).is_ok() {
+        return Ok(());
+    }
+    let out = std::process::Command::new("fusermount3")
+        .arg("-uz")
+        .arg(dir)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).trim().to_owned()),
+        Err(e) => Err(format!("fusermount3: {e}")),
+    }
+}
