@@ -64,8 +64,9 @@ enum Command {
     /// Runs a cooperative cache node (the daemon).
     Node(Box<node::NodeArgs>),
     /// Runs a node and mounts its origin on DIR through FUSE, file bytes
-    /// read through the cooperative cache (read-only for now); Ctrl-C or
-    /// SIGTERM unmounts. Same options as `node`.
+    /// read through the cooperative cache, writes written through to the
+    /// origin at close (local directories; S3 and HTTP read-only for now);
+    /// Ctrl-C or SIGTERM unmounts. Same options as `node`.
     Mount(Box<node::MountArgs>),
     /// The cluster's CA and node certificates.
     #[command(subcommand)]

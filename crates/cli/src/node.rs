@@ -86,8 +86,8 @@ pub struct NodeArgs {
     origin_delay: Option<Duration>,
     #[command(flatten)]
     gateway: crate::gateway_args::GatewayArgs,
-    /// Also mount the origin on this directory through FUSE (read-only for
-    /// now; see `coopcache mount`).
+    /// Also mount the origin on this directory through FUSE (see
+    /// `coopcache mount`).
     #[arg(long, env = "COOPCACHE_MOUNT")]
     mount: Option<PathBuf>,
     /// Let other users use the mount (FUSE's allow_other; permission bits
@@ -298,7 +298,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
                 };
                 let rt = tokio::runtime::Handle::current();
                 let m = coopcache_mount::mount(dir, node.clone(), rt, &opts)?;
-                tracing::info!(dir = %dir.display(), "origin mounted (read-only)");
+                tracing::info!(dir = %dir.display(), "origin mounted");
                 Some(m)
             }
             None => None,

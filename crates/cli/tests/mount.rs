@@ -15,6 +15,17 @@ use std::time::{Duration, Instant};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
+/// The tests here run one at a time. Every `close` of a file commits it
+/// (close-to-open, as NFS flushes on every close), and that includes the
+/// close a forked child makes of the descriptors it inherited when it
+/// execs: another test thread starting a process would commit a file this
+/// one holds open for writing.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Whether this machine can mount FUSE file systems; in CI it must.
 fn can_mount() -> bool {
     let root = rustix_uid() == 0;
@@ -47,29 +58,56 @@ fn free_port() -> u16 {
 /// directory recovers what that leaves).
 struct Mount {
     child: Child,
+    dir: PathBuf,
     http: String,
+    listen: String,
     log: PathBuf,
 }
 
 impl Mount {
     fn start(work: &Path, origin: &Path, dir: &Path) -> Mount {
+        Mount::start_named(work, origin, dir, "node", None)
+    }
+
+    /// Node `name` of a cluster whose keys are in `work/keys`, joining
+    /// `join` if given.
+    fn start_named(
+        work: &Path,
+        origin: &Path,
+        dir: &Path,
+        name: &str,
+        join: Option<&Mount>,
+    ) -> Mount {
         let http = format!("127.0.0.1:{}", free_port());
-        let log = work.join(format!("mount-{}.log", free_port()));
-        let child = Command::new(env!("CARGO_BIN_EXE_coopcache"))
+        let listen = format!("127.0.0.1:{}", free_port());
+        let log = work.join(format!("mount-{name}-{}.log", free_port()));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_coopcache"));
+        command
             .arg("mount")
             .arg(dir)
+            .args(["--name", name])
             .args(["--origin", origin.to_str().unwrap()])
             .args(["--data-dir", work.join("keys").to_str().unwrap()])
-            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .args(["--listen", &listen])
             .args(["--http", &http])
-            .args(["--memory", "64MiB"])
+            .args(["--memory", "64MiB"]);
+        if let Some(seed) = join {
+            command.args(["--join", &seed.listen]);
+        }
+        let child = command
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let mut m = Mount { child, http, log };
+        let mut m = Mount {
+            child,
+            dir: dir.into(),
+            http,
+            listen,
+            log,
+        };
         m.wait_mounted();
         m
     }
@@ -119,6 +157,10 @@ impl Drop for Mount {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A failed test leaves no dead mount behind.
+        if mounted(&self.dir) {
+            let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+        }
     }
 }
 
@@ -146,7 +188,8 @@ fn errno_of(r: std::io::Result<impl Sized>) -> Option<i32> {
 }
 
 #[test]
-fn the_origin_mounts_read_only_through_the_cache_and_unmounts_on_sigterm() {
+fn the_origin_mounts_through_the_cache_and_unmounts_on_sigterm() {
+    let _serial = serial();
     if !can_mount() {
         return;
     }
@@ -209,16 +252,6 @@ fn the_origin_mounts_read_only_through_the_cache_and_unmounts_on_sigterm() {
         errno_of(std::fs::read(dir.join("sub"))),
         Some(libc_errno::EISDIR)
     );
-    let erofs = Some(libc_errno::EROFS);
-    assert_eq!(errno_of(std::fs::write(dir.join("new"), b"x")), erofs);
-    assert_eq!(errno_of(std::fs::write(dir.join("big.bin"), b"x")), erofs);
-    assert_eq!(errno_of(std::fs::create_dir(dir.join("d"))), erofs);
-    assert_eq!(errno_of(std::fs::remove_file(dir.join("empty"))), erofs);
-    assert_eq!(
-        errno_of(std::fs::rename(dir.join("empty"), dir.join("e2"))),
-        erofs
-    );
-    assert_eq!(errno_of(symlink("x", dir.join("l2"))), erofs);
 
     // Close-to-open: a rewrite in the origin at the same size with the
     // mtime put back is seen by the next open, whole.
@@ -252,6 +285,7 @@ fn the_origin_mounts_read_only_through_the_cache_and_unmounts_on_sigterm() {
 
 #[test]
 fn a_mount_left_dead_by_a_killed_daemon_is_recovered_by_the_next() {
+    let _serial = serial();
     if !can_mount() {
         return;
     }
@@ -270,7 +304,9 @@ fn a_mount_left_dead_by_a_killed_daemon_is_recovered_by_the_next() {
         Some(Some(libc_errno::ENOTCONN)),
         "kill -9 leaves a dead mount"
     );
-    drop(m);
+    // Not dropped: its drop would clean up the dead mount this test wants
+    // the next mount to find (the child is reaped already).
+    std::mem::forget(m);
 
     let m = Mount::start(work.path(), &origin, &dir);
     assert_eq!(std::fs::read(dir.join("a")).unwrap(), b"still here");
@@ -288,7 +324,206 @@ fn a_mount_left_dead_by_a_killed_daemon_is_recovered_by_the_next() {
 /// The errno values these tests expect (Linux).
 mod libc_errno {
     pub const ENOENT: i32 = 2;
+    pub const EEXIST: i32 = 17;
+    pub const ENOTDIR: i32 = 20;
     pub const EISDIR: i32 = 21;
     pub const EROFS: i32 = 30;
+    pub const ENOTEMPTY: i32 = 39;
+    pub const ENOTSUP: i32 = 95;
     pub const ENOTCONN: i32 = 107;
+}
+
+#[test]
+fn files_written_on_one_mount_are_read_whole_on_another_after_close() {
+    let _serial = serial();
+    if !can_mount() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let origin = work.path().join("origin");
+    let (a_dir, b_dir) = (work.path().join("a"), work.path().join("b"));
+    for d in [&origin, &a_dir, &b_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(origin.join("old.txt"), b"old").unwrap();
+    let a = Mount::start_named(work.path(), &origin, &a_dir, "a", None);
+    let b = Mount::start_named(work.path(), &origin, &b_dir, "b", Some(&a));
+
+    // Create, write, close on a; b's next open sees all of it.
+    let data = pattern(3_000_000, 7);
+    std::fs::write(a_dir.join("new.bin"), &data).unwrap();
+    assert_eq!(std::fs::read(b_dir.join("new.bin")).unwrap(), data);
+    assert_eq!(
+        std::fs::read(origin.join("new.bin")).unwrap(),
+        data,
+        "written through"
+    );
+
+    // Until a writer closes, other nodes see the previous version whole.
+    {
+        let mut f = std::fs::File::options()
+            .write(true)
+            .open(a_dir.join("old.txt"))
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"NEW!").unwrap();
+        let got = std::fs::read(b_dir.join("old.txt"));
+        if !matches!(&got, Ok(g) if g == b"old") {
+            std::fs::write("/tmp/flake.log", a.log_text()).unwrap();
+        }
+        assert_eq!(got.unwrap(), b"old");
+        // The writer's node reads what was written, as a local file system.
+        assert_eq!(std::fs::read(a_dir.join("old.txt")).unwrap(), b"NEW!");
+    }
+    assert_eq!(std::fs::read(b_dir.join("old.txt")).unwrap(), b"NEW!");
+
+    // Appends, truncation, directories, renames, links, modes and times.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(a_dir.join("old.txt"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b" more"))
+        .unwrap();
+    assert_eq!(std::fs::read(b_dir.join("old.txt")).unwrap(), b"NEW! more");
+    std::fs::File::options()
+        .write(true)
+        .open(a_dir.join("old.txt"))
+        .unwrap()
+        .set_len(2)
+        .unwrap();
+    assert_eq!(std::fs::read(b_dir.join("old.txt")).unwrap(), b"NE");
+    std::fs::create_dir(a_dir.join("dir")).unwrap();
+    std::fs::rename(a_dir.join("new.bin"), a_dir.join("dir/moved.bin")).unwrap();
+    assert_eq!(std::fs::read(b_dir.join("dir/moved.bin")).unwrap(), data);
+    symlink("dir/moved.bin", a_dir.join("link")).unwrap();
+    assert_eq!(std::fs::read(b_dir.join("link")).unwrap(), data);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        a_dir.join("old.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let mode = std::fs::metadata(origin.join("old.txt"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let past = std::time::UNIX_EPOCH + Duration::from_secs(1_500_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(a_dir.join("old.txt"))
+        .unwrap()
+        .set_modified(past)
+        .unwrap();
+    assert_eq!(
+        std::fs::metadata(origin.join("old.txt"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        past
+    );
+
+    // Errors as POSIX says.
+    let err = |r: std::io::Result<()>| errno_of(r);
+    assert_eq!(
+        err(std::fs::create_dir(a_dir.join("dir"))),
+        Some(libc_errno::EEXIST)
+    );
+    assert_eq!(
+        err(std::fs::remove_dir(a_dir.join("dir"))),
+        Some(libc_errno::ENOTEMPTY)
+    );
+    assert_eq!(
+        err(std::fs::remove_file(a_dir.join("dir"))),
+        Some(libc_errno::EISDIR)
+    );
+    assert_eq!(
+        err(std::fs::remove_file(a_dir.join("nope"))),
+        Some(libc_errno::ENOENT)
+    );
+    assert_eq!(
+        err(std::fs::write(a_dir.join("nope/x"), b"x")),
+        Some(libc_errno::ENOENT)
+    );
+    assert_eq!(
+        err(std::fs::create_dir(a_dir.join("old.txt/x"))),
+        Some(libc_errno::ENOTDIR)
+    );
+    assert_eq!(
+        err(std::fs::hard_link(a_dir.join("old.txt"), a_dir.join("h"))),
+        Some(libc_errno::ENOTSUP)
+    );
+    std::fs::remove_file(a_dir.join("dir/moved.bin")).unwrap();
+    std::fs::remove_dir(a_dir.join("dir")).unwrap();
+    assert!(!origin.join("dir").exists());
+    // Names and attributes are cached for the attribute TTL (1 s), as NFS
+    // caches them; opens are what close-to-open makes exact.
+    thread::sleep(Duration::from_millis(1100));
+    assert_eq!(
+        errno_of(std::fs::metadata(b_dir.join("dir"))),
+        Some(libc_errno::ENOENT)
+    );
+
+    // A writer's node killed before the close: the old version stays, and
+    // no temporary file shows.
+    let mut f = std::fs::File::options()
+        .write(true)
+        .truncate(true)
+        .open(a_dir.join("old.txt"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"never committed").unwrap();
+    drop(a);
+    drop(f);
+    assert_eq!(std::fs::read(b_dir.join("old.txt")).unwrap(), b"NE");
+    let names: Vec<String> = std::fs::read_dir(&b_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.starts_with(".coopcache-")),
+        "{names:?}"
+    );
+    assert!(b.terminate().success());
+}
+
+#[test]
+fn an_http_origin_mounts_read_only() {
+    let _serial = serial();
+    if !can_mount() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (www, dir) = (work.path().join("www"), work.path().join("mnt"));
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(www.join("a.txt"), b"served").unwrap();
+    let port = free_port();
+    let mut server = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(&www)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 for a plain HTTP server");
+    let deadline = Instant::now() + PATIENCE;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "no HTTP server");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let origin = format!("http://127.0.0.1:{port}");
+    let m = Mount::start(work.path(), Path::new(&origin), &dir);
+    assert_eq!(std::fs::metadata(dir.join("a.txt")).unwrap().len(), 6);
+    let erofs = Some(libc_errno::EROFS);
+    assert_eq!(errno_of(std::fs::write(dir.join("new"), b"x")), erofs);
+    assert_eq!(errno_of(std::fs::write(dir.join("a.txt"), b"x")), erofs);
+    assert_eq!(errno_of(std::fs::create_dir(dir.join("d"))), erofs);
+    assert_eq!(errno_of(std::fs::remove_file(dir.join("a.txt"))), erofs);
+    assert_eq!(errno_of(symlink("x", dir.join("l2"))), erofs);
+    assert!(m.terminate().success());
+    let _ = server.kill();
+    let _ = server.wait();
 }

@@ -15,6 +15,11 @@ pub fn of_origin(e: &OriginError) -> Errno {
         OriginError::BadPath { .. } => Errno::ENOENT,
         OriginError::NotALink { .. } => Errno::EINVAL,
         OriginError::TooLarge { .. } => Errno::E2BIG,
+        OriginError::ReadOnly { .. } => Errno::EROFS,
+        OriginError::Exists { .. } => Errno::EEXIST,
+        OriginError::NotEmpty { .. } => Errno::ENOTEMPTY,
+        OriginError::IsADirectory { .. } => Errno::EISDIR,
+        OriginError::NotADirectory { .. } => Errno::ENOTDIR,
         // Changed under an open file: the program reopens to see the new
         // version (close-to-open); until then its reads fail.
         OriginError::Changed { .. } => Errno::ESTALE,

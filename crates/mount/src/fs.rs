@@ -24,15 +24,17 @@ use coopcache_node::NodeHandle;
 use coopcache_node::origin::tree::join;
 use coopcache_node::origin::{DirEntry, Entry, EntryKind, FileVersion};
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
-    OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyStatfs, ReplyXattr, Request,
+    BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
 };
 use futures::StreamExt;
 use tokio::runtime::Handle;
 
 use crate::errno;
 use crate::inodes::Inodes;
+use crate::write::{Pending, Writers};
 
 /// Open files and directories at most; an open beyond it fails with
 /// `EMFILE`.
@@ -49,6 +51,11 @@ enum Open {
         path: Arc<str>,
         version: Arc<FileVersion>,
     },
+    /// A file open for writing (and maybe reading).
+    Write { pending: Arc<Pending> },
+    /// A file opened for reading while this node has writers of it: it
+    /// reads what they wrote, as on a local file system.
+    Beside { pending: Arc<Pending> },
     /// A directory's listing, taken at `opendir`.
     Dir { entries: Arc<Vec<DirEntry>> },
 }
@@ -62,6 +69,8 @@ pub struct CoopFs {
     next_handle: AtomicU64,
     /// How long the kernel may trust names and attributes.
     attr_ttl: Duration,
+    /// Files being written on this node.
+    writers: Writers,
     uid: u32,
     gid: u32,
 }
@@ -69,7 +78,9 @@ pub struct CoopFs {
 impl CoopFs {
     /// A file system reading through `node`, whose runtime is `rt`.
     pub fn new(rt: Handle, node: Arc<NodeHandle>, attr_ttl: Duration) -> CoopFs {
+        let writers = Writers::new(rt.clone(), node.origin().clone());
         CoopFs {
+            writers,
             rt,
             node,
             inodes: Mutex::new(Inodes::default()),
@@ -93,12 +104,37 @@ impl CoopFs {
         self.inodes().path(ino.0).ok_or(Errno::ESTALE)
     }
 
-    /// What `path` is, from the origin.
+    /// What `path` is: the origin's entry, as this node's writers of it
+    /// see it.
     fn entry(&self, path: &str) -> Result<Entry, Errno> {
         let origin = self.node.origin().clone();
-        self.rt
+        let found = self
+            .rt
             .block_on(origin.entry(path))
-            .map_err(|e| errno::of_origin(&e))
+            .map_err(|e| errno::of_origin(&e));
+        self.writers.entry(path, found)
+    }
+
+    /// Runs a change of the origin.
+    fn change<T>(
+        &self,
+        f: impl std::future::Future<Output = Result<T, coopcache_node::origin::OriginError>>,
+    ) -> Result<T, Errno> {
+        self.rt.block_on(f).map_err(|e| errno::of_origin(&e))
+    }
+
+    /// The path of `name` in directory `parent`.
+    fn child(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
+        let dir = self.path(parent)?;
+        let name = name.to_str().ok_or(Errno::EINVAL)?;
+        Ok(join(&dir, name))
+    }
+
+    /// Looks `path` up after a change made it, for the kernel's new entry.
+    fn fresh_entry(&self, path: &str) -> Result<FileAttr, Errno> {
+        let entry = self.entry(path)?;
+        let ino = self.inodes().lookup(path).ok_or(Errno::ENFILE)?;
+        Ok(self.attr(ino, &entry))
     }
 
     fn attr(&self, ino: u64, e: &Entry) -> FileAttr {
@@ -120,6 +156,56 @@ impl CoopFs {
             blksize: self.node.block_size(),
             flags: 0,
         }
+    }
+
+    /// How long the kernel may keep `attr`: a file's not at all, so that
+    /// the size it caps reads at is the one the origin has now (an open
+    /// reads a new version; the kernel must not cut it at an old size).
+    /// Directories and links for the attribute TTL.
+    fn ttl_of(&self, attr: &FileAttr) -> Duration {
+        if attr.kind == FileType::RegularFile {
+            Duration::ZERO
+        } else {
+            self.attr_ttl
+        }
+    }
+
+    /// Replies with a new entry: the name for the attribute TTL, the
+    /// attributes as [`CoopFs::ttl_of`] says.
+    fn reply_entry(&self, reply: ReplyEntry, attr: &FileAttr) {
+        reply.entry_with_ttls(&self.ttl_of(attr), &self.attr_ttl, attr, Generation(0));
+    }
+
+    /// The writer behind handle `fh`, if it is one.
+    fn writer(&self, fh: FileHandle) -> Option<Arc<Pending>> {
+        match self.handles().get(&fh.0) {
+            Some(Open::Write { pending }) => Some(pending.clone()),
+            _ => None,
+        }
+    }
+
+    /// Reads through a write handle: the draft if something was written
+    /// since the last commit, else the file as committed.
+    fn read_written(&self, p: &Pending, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+        let len = size.min(MAX_READ) as usize;
+        if let Some(data) = self.writers.read(p, offset, len) {
+            return data;
+        }
+        let path = p.current_path();
+        let node = self.node.clone();
+        self.rt.block_on(async move {
+            let version = node.stat(&path).await.map_err(|e| errno::of_node(&e))?;
+            let end = offset.saturating_add(len as u64).min(version.size);
+            if offset >= end {
+                return Ok(Vec::new());
+            }
+            let mut out = Vec::with_capacity((end - offset) as usize);
+            let mut parts = std::pin::pin!(node.stream(path, version, offset..end));
+            while let Some(part) = parts.next().await {
+                out.extend_from_slice(&part.map_err(|e| errno::of_node(&e))?);
+            }
+            Ok(out)
+        })
     }
 
     fn add_handle(&self, open: Open) -> Result<FileHandle, Errno> {
@@ -159,8 +245,9 @@ impl Filesystem for CoopFs {
             let ino = self.inodes().lookup(&path).ok_or(Errno::ENFILE)?;
             Ok(self.attr(ino, &entry))
         })();
+        tracing::debug!(?name, size = ?result.as_ref().map(|a| a.size), "lookup");
         match result {
-            Ok(attr) => reply.entry(&self.attr_ttl, &attr, Generation(0)),
+            Ok(attr) => self.reply_entry(reply, &attr),
             Err(e) => reply.error(e),
         }
     }
@@ -169,13 +256,24 @@ impl Filesystem for CoopFs {
         self.inodes().forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        // An open file's size is that of the version its open saw.
+        let opened = fh.and_then(|fh| match self.handles().get(&fh.0) {
+            Some(Open::File { version, .. }) => Some(version.size),
+            _ => None,
+        });
         let result = self
             .path(ino)
             .and_then(|path| self.entry(&path))
-            .map(|e| self.attr(ino.0, &e));
+            .map(|mut e| {
+                if let Some(size) = opened {
+                    e.size = size;
+                }
+                self.attr(ino.0, &e)
+            });
+        tracing::debug!(ino = ino.0, size = ?result.as_ref().map(|a| a.size), "getattr");
         match result {
-            Ok(attr) => reply.attr(&self.attr_ttl, &attr),
+            Ok(attr) => reply.attr(&self.ttl_of(&attr), &attr),
             Err(e) => reply.error(e),
         }
     }
@@ -195,10 +293,17 @@ impl Filesystem for CoopFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let result = (|| {
-            if flags.acc_mode() != OpenAccMode::O_RDONLY {
-                return Err(Errno::EROFS);
-            }
             let path = self.path(ino)?;
+            if flags.acc_mode() != OpenAccMode::O_RDONLY {
+                let truncate = flags.0 & libc::O_TRUNC != 0;
+                let pending = self.writers.open(&path, false, truncate, 0o644)?;
+                let fh = self.add_handle(Open::Write { pending })?;
+                return Ok((fh, FopenFlags::empty()));
+            }
+            if let Some(pending) = self.writers.get(&path) {
+                let fh = self.add_handle(Open::Beside { pending })?;
+                return Ok((fh, FopenFlags::empty()));
+            }
             // Close-to-open: the version this open reads, asked now.
             let version = self
                 .rt
@@ -230,9 +335,21 @@ impl Filesystem for CoopFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let (path, version) = match self.handles().get(&fh.0) {
-            Some(Open::File { path, version }) => (path.clone(), version.clone()),
-            Some(Open::Dir { .. }) => return reply.error(Errno::EISDIR),
+        let found = self.handles().get(&fh.0).map(|o| match o {
+            Open::File { path, version } => Ok((path.clone(), version.clone())),
+            Open::Write { pending } | Open::Beside { pending } => Err(Some(pending.clone())),
+            Open::Dir { .. } => Err(None),
+        });
+        let (path, version) = match found {
+            Some(Ok(file)) => file,
+            Some(Err(Some(pending))) => match self
+                .read_written(&pending, offset, size)
+                .inspect(|d| tracing::debug!(offset, size, got = d.len(), "read beside a writer"))
+            {
+                Ok(data) => return reply.data(&data),
+                Err(e) => return reply.error(e),
+            },
+            Some(Err(None)) => return reply.error(Errno::EISDIR),
             None => return reply.error(Errno::EBADF),
         };
         let end = offset
@@ -265,20 +382,261 @@ impl Filesystem for CoopFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.handles().remove(&fh.0);
-        reply.ok();
+        match self.handles().remove(&fh.0) {
+            Some(Open::Write { pending }) => match self.writers.close(&pending) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            },
+            _ => reply.ok(),
+        }
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let result = (|| {
+            let path: Arc<str> = Arc::from(self.child(parent, name)?);
+            let truncate = flags & libc::O_TRUNC != 0;
+            let perm = (mode & !umask & 0o7777) as u16;
+            let pending = self.writers.open(&path, true, truncate, perm)?;
+            let fh = self.add_handle(Open::Write { pending })?;
+            Ok((self.fresh_entry(&path)?, fh))
+        })();
+        match result {
+            Ok((attr, fh)) => reply.created(
+                &Duration::ZERO,
+                &attr,
+                Generation(0),
+                fh,
+                FopenFlags::empty(),
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let Some(pending) = self.writer(fh) else {
+            return reply.error(Errno::EBADF);
+        };
+        tracing::debug!(offset, len = data.len(), "write");
+        match self.writers.write(&pending, offset, data) {
+            Ok(()) => reply.written(data.len() as u32),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        tracing::debug!(fh = fh.0, "fsync");
+        // Durable means in the origin: commit what was written.
+        match self.writer(fh).map(|p| self.writers.commit(&p)) {
+            Some(Err(e)) => reply.error(e),
+            _ => reply.ok(),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<std::time::SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<std::time::SystemTime>,
+        _chgtime: Option<std::time::SystemTime>,
+        _bkuptime: Option<std::time::SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let result = (|| {
+            let path = self.path(ino)?;
+            // Files belong to the mount's user; another owner cannot be
+            // kept (as on FAT or s3fs).
+            if uid.is_some_and(|u| u != self.uid) || gid.is_some_and(|g| g != self.gid) {
+                return Err(Errno::EPERM);
+            }
+            if let Some(len) = size {
+                let pending = fh
+                    .and_then(|fh| self.writer(fh))
+                    .or_else(|| self.writers.get(&path));
+                match pending {
+                    Some(p) => self.writers.truncate(&p, len)?,
+                    None => self.writers.truncate_closed(&path, len)?,
+                }
+            }
+            let origin = self.node.origin().clone();
+            if let Some(mode) = mode {
+                self.change(origin.set_mode(&path, mode))?;
+            }
+            if atime.is_some() || mtime.is_some() {
+                let when = |t: Option<TimeOrNow>| {
+                    t.map(|t| match t {
+                        TimeOrNow::SpecificTime(t) => t,
+                        TimeOrNow::Now => std::time::SystemTime::now(),
+                    })
+                };
+                self.change(origin.set_times(&path, when(atime), when(mtime)))?;
+            }
+            self.entry(&path).map(|e| self.attr(ino.0, &e))
+        })();
+        match result {
+            Ok(attr) => reply.attr(&self.ttl_of(&attr), &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let result = self.child(parent, name).and_then(|path| {
+            let origin = self.node.origin().clone();
+            self.change(origin.mkdir(&path, mode & !umask))?;
+            self.fresh_entry(&path)
+        });
+        match result {
+            Ok(attr) => self.reply_entry(reply, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.child(parent, name).and_then(|path| {
+            let origin = self.node.origin().clone();
+            self.change(origin.unlink(&path))?;
+            self.inodes().unlink(&path);
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.child(parent, name).and_then(|path| {
+            let origin = self.node.origin().clone();
+            self.change(origin.rmdir(&path))?;
+            self.inodes().unlink(&path);
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let result = (|| {
+            if flags.intersects(RenameFlags::RENAME_EXCHANGE | RenameFlags::RENAME_WHITEOUT) {
+                return Err(Errno::EINVAL);
+            }
+            let from = self.child(parent, name)?;
+            let to = self.child(newparent, newname)?;
+            self.writers.before_rename(&from)?;
+            let origin = self.node.origin().clone();
+            let no_replace = flags.contains(RenameFlags::RENAME_NOREPLACE);
+            self.change(origin.rename(&from, &to, no_replace))?;
+            self.inodes().rename(&from, &to);
+            self.writers.renamed(&from, &to);
+            Ok(())
+        })();
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        let result = self.child(parent, link_name).and_then(|path| {
+            let target = target.to_str().ok_or(Errno::EINVAL)?;
+            let origin = self.node.origin().clone();
+            self.change(origin.symlink(target, &path))?;
+            self.fresh_entry(&path)
+        });
+        match result {
+            Ok(attr) => self.reply_entry(reply, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        // A hard link would give one file two paths, and so two versions
+        // and two sets of cached blocks: not supported.
+        reply.error(Errno::ENOTSUP);
     }
 
     fn flush(
         &self,
         _req: &Request,
         _ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Nothing is buffered for writing on a read-only mount.
-        reply.ok();
+        tracing::debug!(fh = fh.0, "flush");
+        // Every close: write-through, so the next open anywhere sees it.
+        match self.writer(fh).map(|p| self.writers.commit(&p)) {
+            Some(Err(e)) => reply.error(e),
+            _ => reply.ok(),
+        }
     }
 
     fn getxattr(
@@ -324,7 +682,9 @@ impl Filesystem for CoopFs {
     ) {
         let entries = match self.handles().get(&fh.0) {
             Some(Open::Dir { entries }) => entries.clone(),
-            Some(Open::File { .. }) => return reply.error(Errno::ENOTDIR),
+            Some(Open::File { .. } | Open::Write { .. } | Open::Beside { .. }) => {
+                return reply.error(Errno::ENOTDIR);
+            }
             None => return reply.error(Errno::EBADF),
         };
         let Ok(dir) = self.path(ino) else {

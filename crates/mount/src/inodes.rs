@@ -98,6 +98,35 @@ impl Inodes {
         same
     }
 
+    /// `path` was removed: its number keeps naming the removed file until
+    /// the kernel forgets it, and the path is free for a new one.
+    pub fn unlink(&mut self, path: &str) {
+        self.by_path.remove(path);
+    }
+
+    /// `from` was renamed to `to`: its number, and those of everything
+    /// under it, follow (a number replaced at `to` is unlinked).
+    pub fn rename(&mut self, from: &str, to: &str) {
+        self.unlink(to);
+        let prefix = format!("{from}/");
+        let moved: Vec<(u64, Arc<str>)> = self
+            .by_ino
+            .iter()
+            .filter(|(_, i)| &*i.path == from || i.path.starts_with(&prefix))
+            .map(|(&n, i)| (n, i.path.clone()))
+            .collect();
+        for (n, old) in moved {
+            if self.by_path.get(&old) == Some(&n) {
+                self.by_path.remove(&old);
+            }
+            let new: Arc<str> = Arc::from(format!("{to}{}", &old[from.len()..]));
+            self.by_path.insert(new.clone(), n);
+            if let Some(i) = self.by_ino.get_mut(&n) {
+                i.path = new;
+            }
+        }
+    }
+
     /// The kernel dropped `n` of its lookups of `ino`.
     pub fn forget(&mut self, ino: u64, n: u64) {
         if ino == ROOT {
@@ -109,6 +138,7 @@ impl Inodes {
         i.lookups = i.lookups.saturating_sub(n);
         if i.lookups == 0
             && let Some(i) = self.by_ino.remove(&ino)
+            && self.by_path.get(&i.path) == Some(&ino)
         {
             self.by_path.remove(&i.path);
         }
@@ -142,6 +172,29 @@ mod tests {
         t.forget(ROOT, 5);
         assert_eq!(t.path(ROOT).as_deref(), Some(""), "the root stays");
         assert_eq!(t.len(), 3);
+    }
+
+    #[test]
+    fn renames_carry_numbers_and_everything_under_them() {
+        let mut t = Inodes::default();
+        let d = t.lookup("d").unwrap();
+        let f = t.lookup("d/f").unwrap();
+        let other = t.lookup("dx").unwrap();
+        let gone = t.lookup("e").unwrap();
+        t.rename("d", "e");
+        assert_eq!(t.path(d).as_deref(), Some("e"));
+        assert_eq!(t.path(f).as_deref(), Some("e/f"));
+        assert_eq!(
+            t.path(other).as_deref(),
+            Some("dx"),
+            "a prefix, not a child"
+        );
+        assert_eq!(t.lookup("e/f"), Some(f));
+        assert_eq!(t.lookup("e"), Some(d), "the renamed number took the path");
+        assert_ne!(t.lookup("d"), Some(d), "the old path is free");
+        // Forgetting the replaced number leaves the new one in place.
+        t.forget(gone, 1);
+        assert_eq!(t.lookup("e"), Some(d));
     }
 
     #[test]

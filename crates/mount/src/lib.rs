@@ -1,11 +1,19 @@
 //! `coopcache mount`: the origin as a POSIX file system through FUSE, its
 //! file bytes read through the cooperative cache.
 //!
-//! This first step is read-only: names, attributes, directory listings and
-//! links come from the origin, file contents through the node exactly as
-//! `coopcache cat` reads them, with close-to-open consistency (each open
-//! reads the version the origin had at that open; see `fs.rs`). Writes fail
-//! with `EROFS`.
+//! Names, attributes, directory listings and links come from the origin;
+//! file contents are read through the node exactly as `coopcache cat`
+//! reads them, with close-to-open consistency (each open reads the version
+//! the origin had at that open; see `fs.rs`). A local directory origin can
+//! be written: files are written through to the origin at every close
+//! (see `write.rs`), directories, links, renames, modes and times directly.
+//! S3 and HTTP origins are mounted read-only for now (`EROFS`).
+//!
+//! Not yet (issue 14's next steps): the C2Cfs commit counter and valid-copy
+//! set at the file's manager, so that the next opener fetches a file just
+//! written from the writer's memory rather than the origin; writes to S3;
+//! parallel segment fetch. Hard links are not supported (`ENOTSUP`), nor
+//! extended attributes; files belong to the mounting user.
 //!
 //! A daemon killed without unmounting leaves its mount point dead
 //! ("Transport endpoint is not connected"); [`mount`] detaches such a mount
@@ -14,6 +22,7 @@
 mod errno;
 mod fs;
 mod inodes;
+mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -145,7 +154,6 @@ pub fn mount(
     config.mount_options = vec![
         MountOption::FSName("coopcache".into()),
         MountOption::Subtype("coopcache".into()),
-        MountOption::RO,
         MountOption::DefaultPermissions,
         MountOption::NoDev,
         MountOption::NoSuid,
@@ -156,6 +164,9 @@ pub fn mount(
     // Metadata calls wait on the origin on the FUSE thread that asked:
     // several threads keep one slow lookup from stalling the rest.
     config.n_threads = Some(4);
+    if !node.origin().writable() {
+        config.mount_options.push(MountOption::RO);
+    }
     let fs = CoopFs::new(rt, node, opts.attr_ttl);
     let session = fuser::spawn_mount(fs, dir, &config).map_err(|source| MountError::Fuse {
         dir: dir.into(),

@@ -109,6 +109,36 @@ pub enum OriginError {
         /// The path as the caller gave it.
         path: String,
     },
+    /// The origin cannot be written (S3 and HTTP, for now).
+    #[error("the origin {origin} is read-only here")]
+    ReadOnly {
+        /// The origin's description.
+        origin: String,
+    },
+    /// Something already exists at the path.
+    #[error("{path} already exists")]
+    Exists {
+        /// The path as the caller gave it.
+        path: String,
+    },
+    /// A directory to remove is not empty.
+    #[error("directory {path} is not empty")]
+    NotEmpty {
+        /// The path as the caller gave it.
+        path: String,
+    },
+    /// A directory where a file was expected.
+    #[error("{path} is a directory")]
+    IsADirectory {
+        /// The path as the caller gave it.
+        path: String,
+    },
+    /// A file where a directory was expected.
+    #[error("{path} is not a directory")]
+    NotADirectory {
+        /// The path as the caller gave it.
+        path: String,
+    },
     /// A link was asked for where there is none (`readlink` of a file).
     #[error("{path} is not a symbolic link")]
     NotALink {

@@ -9,12 +9,13 @@
 //!
 //! Paths from users go through [`check_path`] first; they can never name
 //! anything outside the origin's root or prefix. A local directory is read
-//! by its own reader (`origin/local.rs`) rather than `object_store`: the kernel confines every open
+//! by its own reader (`origin/local/`) rather than `object_store`: the kernel confines every open
 //! beneath the directory (symbolic links that stay inside work, links or
 //! mount points that lead out are refused), and versions include the
 //! change time, which no user can set back.
 
 mod backend;
+mod change;
 mod error;
 mod local;
 mod path;
@@ -31,6 +32,7 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 
 pub use error::OriginError;
+pub use local::Draft;
 pub use path::check_path;
 pub use spec::{ACCEPTED_FORMS, OriginSpec};
 pub use tree::{DirEntry, Entry, EntryKind};
@@ -40,7 +42,7 @@ pub use tree::{DirEntry, Entry, EntryKind};
 ///
 /// The version is the store's ETag when it gives one: S3's content hash,
 /// nginx's `"mtime-size"`; for a local directory `ino-ctime-mtime-size`
-/// (hex, nanoseconds; see `origin/local.rs`), so a rewritten or replaced file never
+/// (hex, nanoseconds; see `origin/local/`), so a rewritten or replaced file never
 /// matches an old version, whatever its mtime says. A store without ETags
 /// falls back to `lm-<last-modified µs>-<size>`. A store that gives
 /// neither (some application servers) offers nothing that changes with the

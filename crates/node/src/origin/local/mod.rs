@@ -40,6 +40,9 @@ use rustix::io::Errno;
 
 use super::{DirEntry, Entry, EntryKind, FileVersion, OriginError};
 
+mod write;
+pub use write::Draft;
+
 /// How paths are resolved beneath the root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Resolver {
@@ -174,7 +177,11 @@ impl LocalDir {
             let Ok(name) = item.file_name().to_str() else {
                 continue; // not UTF-8: no path can name it
             };
-            if name == "." || name == ".." || super::check_path(name).is_err() {
+            if name == "."
+                || name == ".."
+                || write::is_draft(name)
+                || super::check_path(name).is_err()
+            {
                 continue;
             }
             let kind = match item.file_type() {

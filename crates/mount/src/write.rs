@@ -1,0 +1,270 @@
+//! Files being written through the mount: one [`Pending`] per path with
+//! open writers on this node, holding the origin's [`Draft`] of it.
+//!
+//! Write-through on close (C2Cfs section 3): every `close` of a writer
+//! commits what was written so far, so once `close` returns any node's next
+//! open sees it; between closes other nodes see the previous version whole.
+//! Writers of one path on this node share one draft, as processes of one
+//! machine share one file: each sees the others' writes at once. A write
+//! after a commit starts a new draft from the committed bytes.
+//!
+//! Dirty data is never held in memory: a draft is a file in the origin's
+//! directory (a temporary one, renamed into place at the commit).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use coopcache_node::origin::{Draft, Entry, EntryKind, Origin};
+use fuser::Errno;
+use tokio::runtime::Handle;
+
+use crate::errno;
+
+/// Paths with writers on this node at most; an open for writing beyond it
+/// fails with `ENFILE`.
+pub const MAX_PENDING: usize = 4096;
+
+/// A path with writers on this node.
+pub struct Pending {
+    /// The path (it follows renames).
+    path: Mutex<Arc<str>>,
+    /// Permission bits for a file the origin does not have yet.
+    mode: u16,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The draft, if anything was written since the last commit.
+    draft: Option<Draft>,
+    /// Whether the draft differs from the committed file (a truncation
+    /// with no write is a change too).
+    dirty: bool,
+    /// Open write handles.
+    handles: usize,
+}
+
+impl Pending {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The path now (it follows renames).
+    pub fn current_path(&self) -> Arc<str> {
+        self.path()
+    }
+
+    fn path(&self) -> Arc<str> {
+        self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The file's size as its writers see it, if a draft is open.
+    pub fn size(&self) -> Option<u64> {
+        self.state().draft.as_ref().and_then(|d| d.len().ok())
+    }
+}
+
+/// The pending paths of one mount.
+pub struct Writers {
+    rt: Handle,
+    origin: Arc<Origin>,
+    pending: Mutex<HashMap<Arc<str>, Arc<Pending>>>,
+}
+
+impl Writers {
+    pub fn new(rt: Handle, origin: Arc<Origin>) -> Writers {
+        Writers {
+            rt,
+            origin,
+            pending: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn map(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<Pending>>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn draft(&self, path: &str, keep: bool, mode: u16) -> Result<Draft, Errno> {
+        self.rt
+            .block_on(self.origin.draft(path, keep, u32::from(mode)))
+            .map_err(|e| errno::of_origin(&e))
+    }
+
+    /// The pending state of `path`, if it has writers here.
+    pub fn get(&self, path: &str) -> Option<Arc<Pending>> {
+        self.map().get(path).cloned()
+    }
+
+    /// Opens `path` for writing: `create` makes it (empty, `mode`) if the
+    /// origin lacks it, `truncate` empties it.
+    pub fn open(
+        &self,
+        path: &Arc<str>,
+        create: bool,
+        truncate: bool,
+        mode: u16,
+    ) -> Result<Arc<Pending>, Errno> {
+        let pending = {
+            let mut map = self.map();
+            if !map.contains_key(path) && map.len() >= MAX_PENDING {
+                return Err(Errno::ENFILE);
+            }
+            map.entry(path.clone())
+                .or_insert_with(|| {
+                    Arc::new(Pending {
+                        path: Mutex::new(path.clone()),
+                        mode,
+                        state: Mutex::default(),
+                    })
+                })
+                .clone()
+        };
+        let mut st = pending.state();
+        st.handles += 1;
+        let result = (|| {
+            if truncate || create {
+                if let Some(d) = &st.draft {
+                    if truncate {
+                        d.set_len(0).map_err(|e| errno::of_origin(&e))?;
+                        st.dirty = true;
+                    }
+                } else if truncate || !self.exists(path) {
+                    st.draft = Some(self.draft(path, false, mode)?);
+                    st.dirty = true;
+                }
+            }
+            Ok(())
+        })();
+        drop(st);
+        if let Err(e) = result {
+            self.close(&pending)?;
+            return Err(e);
+        }
+        Ok(pending)
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        self.rt.block_on(self.origin.entry(path)).is_ok()
+    }
+
+    /// Writes `data` at `offset`.
+    pub fn write(&self, p: &Pending, offset: u64, data: &[u8]) -> Result<(), Errno> {
+        let mut st = p.state();
+        if st.draft.is_none() {
+            st.draft = Some(self.draft(&p.path(), true, p.mode)?);
+        }
+        let draft = st.draft.as_ref().ok_or(Errno::EIO)?;
+        draft
+            .write_at(offset, data)
+            .map_err(|e| errno::of_origin(&e))?;
+        st.dirty = true;
+        Ok(())
+    }
+
+    /// Reads from the draft, if there is one (`None`: read the origin).
+    pub fn read(&self, p: &Pending, offset: u64, len: usize) -> Option<Result<Vec<u8>, Errno>> {
+        let st = p.state();
+        let draft = st.draft.as_ref()?;
+        Some(draft.read_at(offset, len).map_err(|e| errno::of_origin(&e)))
+    }
+
+    /// Sets the length of `p`'s file.
+    pub fn truncate(&self, p: &Pending, len: u64) -> Result<(), Errno> {
+        let mut st = p.state();
+        if st.draft.is_none() {
+            st.draft = Some(self.draft(&p.path(), true, p.mode)?);
+        }
+        let draft = st.draft.as_ref().ok_or(Errno::EIO)?;
+        draft.set_len(len).map_err(|e| errno::of_origin(&e))?;
+        st.dirty = true;
+        Ok(())
+    }
+
+    /// Sets the length of `path`, which has no writers here: a draft
+    /// committed at once.
+    pub fn truncate_closed(&self, path: &str, len: u64) -> Result<(), Errno> {
+        let draft = self.draft(path, true, 0o644)?;
+        draft.set_len(len).map_err(|e| errno::of_origin(&e))?;
+        draft.commit().map_err(|e| errno::of_origin(&e))?;
+        Ok(())
+    }
+
+    /// Commits what `p`'s writers wrote (a `close`, an `fsync`).
+    pub fn commit(&self, p: &Pending) -> Result<(), Errno> {
+        let mut st = p.state();
+        if !st.dirty {
+            return Ok(());
+        }
+        let draft = st.draft.take().ok_or(Errno::EIO)?;
+        st.dirty = false;
+        tracing::debug!(path = %p.path(), "commit");
+        draft.commit().map_err(|e| {
+            tracing::warn!(path = %p.path(), error = %e, "commit to the origin failed; the writes are lost");
+            errno::of_origin(&e)
+        })?;
+        Ok(())
+    }
+
+    /// One writer of `p` is gone (`release`): commits, and forgets `p`
+    /// once it has no writers.
+    pub fn close(&self, p: &Arc<Pending>) -> Result<(), Errno> {
+        let committed = self.commit(p);
+        let last = {
+            let mut st = p.state();
+            st.handles = st.handles.saturating_sub(1);
+            st.handles == 0
+        };
+        if last {
+            let mut map = self.map();
+            let path = p.path();
+            if map.get(&path).is_some_and(|q| Arc::ptr_eq(q, p)) {
+                map.remove(&path);
+            }
+        }
+        committed
+    }
+
+    /// Commits `from`'s writes before it is renamed: a draft is renamed
+    /// into its own directory entry, which is about to move.
+    pub fn before_rename(&self, from: &str) -> Result<(), Errno> {
+        match self.get(from) {
+            Some(p) => self.commit(&p),
+            None => Ok(()),
+        }
+    }
+
+    /// `from` was renamed to `to`: its writers follow, and their next
+    /// write drafts the file under its new name.
+    pub fn renamed(&self, from: &str, to: &str) {
+        let mut map = self.map();
+        if let Some(p) = map.remove(from) {
+            let to: Arc<str> = Arc::from(to);
+            *p.path.lock().unwrap_or_else(|e| e.into_inner()) = to.clone();
+            map.insert(to, p);
+        }
+    }
+
+    /// The entry for `path` as its writers here see it: the origin's with
+    /// the draft's size, or a new file the origin does not have yet.
+    pub fn entry(&self, path: &str, origin: Result<Entry, Errno>) -> Result<Entry, Errno> {
+        let Some(p) = self.get(path) else {
+            return origin;
+        };
+        let size = p.size();
+        match (origin, size) {
+            (Ok(mut e), Some(size)) => {
+                e.size = size;
+                Ok(e)
+            }
+            (Ok(e), None) => Ok(e),
+            (Err(_), Some(size)) => Ok(Entry {
+                kind: EntryKind::File,
+                size,
+                perm: p.mode,
+                modified: Some(SystemTime::now()),
+            }),
+            (Err(e), None) => Err(e),
+        }
+    }
+}
