@@ -527,3 +527,85 @@ fn an_http_origin_mounts_read_only() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// Runs `script` with `sh -e`, failing the test with its output.
+fn sh(script: &str) {
+    let out = Command::new("sh").args(["-ec", script]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Whether `program` is installed; in CI it must be.
+fn have(program: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var("CI").is_err(), "CI must have {program}");
+        eprintln!("SKIPPED: no {program}");
+    }
+    found
+}
+
+#[test]
+fn real_programs_work_on_the_mount() {
+    let _serial = serial();
+    if !can_mount() || !["git", "tar", "rsync", "fio"].iter().all(|p| have(p)) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (origin, dir, src) = (
+        work.path().join("origin"),
+        work.path().join("mnt"),
+        work.path().join("src"),
+    );
+    for d in [&origin, &dir, &src.join("a/b")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(src.join("a/b/data.bin"), pattern(300_000, 3)).unwrap();
+    std::fs::write(src.join("a/text.txt"), b"some text\n").unwrap();
+    std::fs::write(src.join("empty"), b"").unwrap();
+    symlink("a/text.txt", src.join("link")).unwrap();
+    let m = Mount::start(work.path(), &origin, &dir);
+    let (s, d, w) = (src.display(), dir.display(), work.path().display());
+
+    // tar, in and out.
+    sh(&format!(
+        "mkdir {d}/tar && tar -C {s} -cf - . | tar -C {d}/tar -xf - && diff -r {s} {d}/tar
+         mkdir {w}/untar && tar -C {d}/tar -cf - . | tar -C {w}/untar -xf - && diff -r {s} {w}/untar"
+    ));
+    // cp -a keeps contents, links and times.
+    sh(&format!(
+        "cp -a {s} {d}/cp && diff -r {s} {d}/cp
+         test \"$(stat -c %Y {s}/a/text.txt)\" = \"$(stat -c %Y {d}/cp/a/text.txt)\"
+         test \"$(readlink {d}/cp/link)\" = a/text.txt"
+    ));
+    // rsync -a in and out (temporary files, renames, times).
+    sh(&format!(
+        "rsync -a {s}/ {d}/rs/ && diff -r {s} {d}/rs
+         rsync -a {d}/rs/ {w}/rs-out/ && diff -r {s} {w}/rs-out"
+    ));
+    // git: clone onto the mount, status clean, checkout an older commit.
+    sh(&format!(
+        "cd {w} && git init -q repo && cd repo
+         git config user.email t@example.com && git config user.name t
+         echo one > f && git add f && git commit -qm one
+         echo two > f && mkdir sub && echo x > sub/x && git add -A && git commit -qm two
+         git clone -q {w}/repo {d}/clone && cd {d}/clone
+         test -z \"$(git status --porcelain)\"
+         git checkout -q HEAD~1 && test \"$(cat f)\" = one && test ! -e sub/x
+         test -z \"$(git status --porcelain)\"
+         git checkout -q - && test \"$(cat f)\" = two && git fsck --no-progress 2>&1"
+    ));
+    // fio writes and verifies its own data.
+    sh(&format!(
+        "fio --name=verify --filename={d}/fio.dat --size=8M --bs=64k --rw=randwrite \
+             --verify=crc32c --do_verify=1 --ioengine=psync --output=/dev/null"
+    ));
+    assert!(m.terminate().success());
+}

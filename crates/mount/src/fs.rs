@@ -484,27 +484,34 @@ impl Filesystem for CoopFs {
             if uid.is_some_and(|u| u != self.uid) || gid.is_some_and(|g| g != self.gid) {
                 return Err(Errno::EPERM);
             }
+            let pending = fh
+                .and_then(|fh| self.writer(fh))
+                .or_else(|| self.writers.get(&path));
             if let Some(len) = size {
-                let pending = fh
-                    .and_then(|fh| self.writer(fh))
-                    .or_else(|| self.writers.get(&path));
-                match pending {
-                    Some(p) => self.writers.truncate(&p, len)?,
+                match &pending {
+                    Some(p) => self.writers.truncate(p, len)?,
                     None => self.writers.truncate_closed(&path, len)?,
                 }
             }
-            let origin = self.node.origin().clone();
-            if let Some(mode) = mode {
-                self.change(origin.set_mode(&path, mode))?;
-            }
-            if atime.is_some() || mtime.is_some() {
-                let when = |t: Option<TimeOrNow>| {
-                    t.map(|t| match t {
-                        TimeOrNow::SpecificTime(t) => t,
-                        TimeOrNow::Now => std::time::SystemTime::now(),
-                    })
-                };
-                self.change(origin.set_times(&path, when(atime), when(mtime)))?;
+            let when = |t: Option<TimeOrNow>| {
+                t.map(|t| match t {
+                    TimeOrNow::SpecificTime(t) => t,
+                    TimeOrNow::Now => std::time::SystemTime::now(),
+                })
+            };
+            let (atime, mtime) = (when(atime), when(mtime));
+            let drafted = match &pending {
+                Some(p) => self.writers.set_attrs(p, mode, atime, mtime)?,
+                None => false,
+            };
+            if !drafted {
+                let origin = self.node.origin().clone();
+                if let Some(mode) = mode {
+                    self.change(origin.set_mode(&path, mode))?;
+                }
+                if atime.is_some() || mtime.is_some() {
+                    self.change(origin.set_times(&path, atime, mtime))?;
+                }
             }
             self.entry(&path).map(|e| self.attr(ino.0, &e))
         })();
@@ -652,6 +659,23 @@ impl Filesystem for CoopFs {
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
+        reply.error(Errno::ENOTSUP);
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::ENOTSUP);
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
         reply.error(Errno::ENOTSUP);
     }
 

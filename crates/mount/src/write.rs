@@ -181,6 +181,30 @@ impl Writers {
         Ok(())
     }
 
+    /// Applies a mode or times change to `p`'s draft, which the commit
+    /// will put in place (a change made only to the origin's file would
+    /// be undone by it). False if there is no draft: change the origin.
+    pub fn set_attrs(
+        &self,
+        p: &Pending,
+        mode: Option<u32>,
+        atime: Option<SystemTime>,
+        mtime: Option<SystemTime>,
+    ) -> Result<bool, Errno> {
+        let st = p.state();
+        let Some(draft) = st.draft.as_ref() else {
+            return Ok(false);
+        };
+        let fail = |e: coopcache_node::origin::OriginError| errno::of_origin(&e);
+        if let Some(mode) = mode {
+            draft.set_mode(mode).map_err(fail)?;
+        }
+        if atime.is_some() || mtime.is_some() {
+            draft.set_times(atime, mtime).map_err(fail)?;
+        }
+        Ok(true)
+    }
+
     /// Sets the length of `path`, which has no writers here: a draft
     /// committed at once.
     pub fn truncate_closed(&self, path: &str, len: u64) -> Result<(), Errno> {

@@ -213,6 +213,25 @@ impl Draft {
         self.file.set_len(len).map_err(|e| io_error(&self.path, e))
     }
 
+    /// Sets the permission bits the file will have.
+    pub fn set_mode(&self, mode: u32) -> Result<(), OriginError> {
+        rustix::fs::fchmod(&self.file, Mode::from_raw_mode(mode & 0o7777))
+            .map_err(|e| io_error(&self.path, e.into()))
+    }
+
+    /// Sets the times the file will have (the rename keeps them).
+    pub fn set_times(
+        &self,
+        atime: Option<SystemTime>,
+        mtime: Option<SystemTime>,
+    ) -> Result<(), OriginError> {
+        let times = Timestamps {
+            last_access: timespec(atime),
+            last_modification: timespec(mtime),
+        };
+        rustix::fs::futimens(&self.file, &times).map_err(|e| io_error(&self.path, e.into()))
+    }
+
     /// The current length.
     pub fn len(&self) -> Result<u64, OriginError> {
         Ok(self
