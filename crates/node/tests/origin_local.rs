@@ -263,3 +263,99 @@ async fn what_is_not_a_regular_file_is_refused_without_blocking() {
         other => panic!("a 300-byte name: {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn changes_through_links_never_leave_the_origin() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let origin_dir = root.path().join("origin");
+    let outside = root.path().join("outside");
+    std::fs::create_dir_all(&origin_dir).expect("mkdir");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join("secret"), b"SECRET").expect("write");
+    std::fs::write(origin_dir.join("inside"), b"inside").expect("write");
+    symlink(&outside, origin_dir.join("abs_dir")).expect("link");
+    symlink("../outside", origin_dir.join("rel_dir")).expect("link");
+    symlink("../outside/secret", origin_dir.join("rel_file")).expect("link");
+    let origin = open(&origin_dir);
+
+    for dir in ["abs_dir", "rel_dir"] {
+        let p = |name: &str| format!("{dir}/{name}");
+        assert_leaves_origin(origin.draft(&p("new"), false, 0o644).await, &p("new"));
+        assert_leaves_origin(origin.draft(&p("secret"), true, 0o644).await, &p("secret"));
+        assert_leaves_origin(origin.mkdir(&p("d"), 0o755).await, &p("d"));
+        assert_leaves_origin(origin.unlink(&p("secret")).await, &p("secret"));
+        assert_leaves_origin(origin.rmdir(&p("d")).await, &p("d"));
+        assert_leaves_origin(origin.symlink("x", &p("l")).await, &p("l"));
+        assert_leaves_origin(origin.set_mode(&p("secret"), 0o777).await, &p("secret"));
+        assert_leaves_origin(
+            origin.set_times(&p("secret"), None, None).await,
+            &p("secret"),
+        );
+        assert_leaves_origin(
+            origin.rename(&p("secret"), "stolen", false).await,
+            &p("secret"),
+        );
+        assert_leaves_origin(
+            origin.rename("inside", &p("planted"), false).await,
+            "inside",
+        );
+    }
+    // A link out of the origin is itself a name inside it: writing its
+    // target is refused, and what can change is the link only.
+    assert!(origin.draft("rel_file", true, 0o644).await.is_err());
+    let _ = origin.set_mode("rel_file", 0o777).await;
+    origin
+        .unlink("rel_file")
+        .await
+        .expect("the link itself goes");
+
+    let secret = outside.join("secret");
+    assert_eq!(std::fs::read(&secret).expect("still there"), b"SECRET");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&secret)
+        .expect("meta")
+        .permissions()
+        .mode();
+    assert_ne!(mode & 0o777, 0o777, "the target's mode is untouched");
+    let names: Vec<_> = std::fs::read_dir(&outside)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, ["secret"], "nothing was created outside");
+    assert!(origin_dir.join("inside").exists());
+}
+
+#[tokio::test]
+async fn a_draft_replaces_its_file_whole_at_commit_and_vanishes_if_dropped() {
+    let root = tempfile::tempdir().expect("tempdir");
+    std::fs::write(root.path().join("f"), b"old contents").expect("write");
+    let origin = open(root.path());
+    let draft = origin.draft("f", true, 0o644).await.expect("draft");
+    draft.write_at(0, b"NEW").expect("write");
+    assert_eq!(
+        std::fs::read(root.path().join("f")).unwrap(),
+        b"old contents"
+    );
+    let before = origin.stat("f").await.expect("stat");
+    let version = draft.commit().expect("commit");
+    assert_eq!(
+        std::fs::read(root.path().join("f")).unwrap(),
+        b"NEW contents"
+    );
+    assert_eq!(origin.stat("f").await.expect("stat"), version);
+    assert_ne!(version, before);
+
+    let dropped = origin.draft("f", false, 0o644).await.expect("draft");
+    dropped.write_at(0, b"never").expect("write");
+    drop(dropped);
+    assert_eq!(
+        std::fs::read(root.path().join("f")).unwrap(),
+        b"NEW contents"
+    );
+    let names: Vec<_> = std::fs::read_dir(root.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, ["f"], "no temporary file is left");
+    assert_eq!(origin.list("").await.expect("list").len(), 1);
+}
