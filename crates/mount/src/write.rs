@@ -124,7 +124,7 @@ impl Writers {
         st.handles += 1;
         let result = (|| {
             if truncate || create {
-                if let Some(d) = &st.draft {
+                if let Some(d) = &mut st.draft {
                     if truncate {
                         d.set_len(0).map_err(|e| errno::of_origin(&e))?;
                         st.dirty = true;
@@ -154,7 +154,7 @@ impl Writers {
         if st.draft.is_none() {
             st.draft = Some(self.draft(&p.path(), true, p.mode)?);
         }
-        let draft = st.draft.as_ref().ok_or(Errno::EIO)?;
+        let draft = st.draft.as_mut().ok_or(Errno::EIO)?;
         draft
             .write_at(offset, data)
             .map_err(|e| errno::of_origin(&e))?;
@@ -175,7 +175,7 @@ impl Writers {
         if st.draft.is_none() {
             st.draft = Some(self.draft(&p.path(), true, p.mode)?);
         }
-        let draft = st.draft.as_ref().ok_or(Errno::EIO)?;
+        let draft = st.draft.as_mut().ok_or(Errno::EIO)?;
         draft.set_len(len).map_err(|e| errno::of_origin(&e))?;
         st.dirty = true;
         Ok(())
@@ -191,8 +191,8 @@ impl Writers {
         atime: Option<SystemTime>,
         mtime: Option<SystemTime>,
     ) -> Result<bool, Errno> {
-        let st = p.state();
-        let Some(draft) = st.draft.as_ref() else {
+        let mut st = p.state();
+        let Some(draft) = st.draft.as_mut() else {
             return Ok(false);
         };
         let fail = |e: coopcache_node::origin::OriginError| errno::of_origin(&e);
@@ -208,7 +208,7 @@ impl Writers {
     /// Sets the length of `path`, which has no writers here: a draft
     /// committed at once.
     pub fn truncate_closed(&self, path: &str, len: u64) -> Result<(), Errno> {
-        let draft = self.draft(path, true, 0o644)?;
+        let mut draft = self.draft(path, true, 0o644)?;
         draft.set_len(len).map_err(|e| errno::of_origin(&e))?;
         draft.commit().map_err(|e| errno::of_origin(&e))?;
         Ok(())

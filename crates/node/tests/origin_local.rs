@@ -330,7 +330,7 @@ async fn a_draft_replaces_its_file_whole_at_commit_and_vanishes_if_dropped() {
     let root = tempfile::tempdir().expect("tempdir");
     std::fs::write(root.path().join("f"), b"old contents").expect("write");
     let origin = open(root.path());
-    let draft = origin.draft("f", true, 0o644).await.expect("draft");
+    let mut draft = origin.draft("f", true, 0o644).await.expect("draft");
     draft.write_at(0, b"NEW").expect("write");
     assert_eq!(
         std::fs::read(root.path().join("f")).unwrap(),
@@ -345,7 +345,7 @@ async fn a_draft_replaces_its_file_whole_at_commit_and_vanishes_if_dropped() {
     assert_eq!(origin.stat("f").await.expect("stat"), version);
     assert_ne!(version, before);
 
-    let dropped = origin.draft("f", false, 0o644).await.expect("draft");
+    let mut dropped = origin.draft("f", false, 0o644).await.expect("draft");
     dropped.write_at(0, b"never").expect("write");
     drop(dropped);
     assert_eq!(
@@ -358,4 +358,39 @@ async fn a_draft_replaces_its_file_whole_at_commit_and_vanishes_if_dropped() {
         .collect();
     assert_eq!(names, ["f"], "no temporary file is left");
     assert_eq!(origin.list("").await.expect("list").len(), 1);
+}
+
+#[tokio::test]
+async fn concurrent_drafts_of_one_file_merge_their_writes_as_nfs_does() {
+    let root = tempfile::tempdir().expect("tempdir");
+    std::fs::write(root.path().join("f"), b"aaaa bbbb cccc").expect("write");
+    let origin = open(root.path());
+    // Two writers open the file and write different ranges; the second
+    // drafted before the first committed.
+    let mut one = origin.draft("f", true, 0o644).await.expect("draft");
+    let mut two = origin.draft("f", true, 0o644).await.expect("draft");
+    one.write_at(0, b"AAAA").expect("write");
+    two.write_at(10, b"CCCC").expect("write");
+    one.commit().expect("commit");
+    two.commit().expect("commit");
+    assert_eq!(
+        std::fs::read(root.path().join("f")).unwrap(),
+        b"AAAA bbbb CCCC",
+        "the second commit keeps the first's writes"
+    );
+    // A truncating writer replaces the file whole.
+    let mut three = origin.draft("f", false, 0o644).await.expect("draft");
+    three.write_at(0, b"new").expect("write");
+    three.commit().expect("commit");
+    assert_eq!(std::fs::read(root.path().join("f")).unwrap(), b"new");
+    // A length set in the open is the file's length.
+    let mut four = origin.draft("f", true, 0o644).await.expect("draft");
+    four.set_len(2).expect("truncate");
+    four.commit().expect("commit");
+    assert_eq!(std::fs::read(root.path().join("f")).unwrap(), b"ne");
+    let names: Vec<_> = std::fs::read_dir(root.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, ["f"], "no temporary file is left");
 }

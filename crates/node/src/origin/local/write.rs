@@ -7,6 +7,17 @@
 //! writer closes it. Others see the old file or the new one whole, never a
 //! torn mix, and a writer that dies before its close leaves the old file in
 //! place (and its temporary file behind, which listings hide).
+//!
+//! **Concurrent writers merge as NFS's do.** A draft of an existing file
+//! records the byte ranges its open wrote. Its commit, under an exclusive
+//! `flock` of the directory (commits in one directory take turns, across
+//! processes and nodes sharing the directory), copies the file *as it is
+//! now* (what other writers committed meanwhile), lays the recorded ranges
+//! over it, and renames that into place: the new version is the previous
+//! one plus this open's writes, as C2Cfs's section 2 defines it, where a
+//! rename of the draft alone would drop what another node committed to
+//! other blocks since this open's first write. A draft that truncated or
+//! created the file (`O_TRUNC`, a new file) replaces it whole.
 
 use std::fs::File;
 use std::io;
@@ -40,6 +51,49 @@ pub struct Draft {
     name: String,
     path: String,
     committed: bool,
+    /// The temporary file a rebase wrote, while it is not yet renamed.
+    rebased_temp: Option<String>,
+    /// The draft is the whole new file (created, or truncated at open).
+    whole: bool,
+    /// Ranges this open wrote, sorted and merged (unless `whole`).
+    extents: Vec<(u64, u64)>,
+    /// The open set the length: the draft's length is the file's.
+    sized: bool,
+    /// Times the open set, to carry over at the commit.
+    times: Option<(Option<SystemTime>, Option<SystemTime>)>,
+}
+
+/// Written ranges a draft records; past this it becomes a whole-file
+/// replacement (its base copy plus all its writes), like a draft that
+/// truncated.
+const MAX_EXTENTS: usize = 1024;
+
+/// Adds `start..end` to sorted, merged `extents`.
+fn add_extent(extents: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    let at = extents.partition_point(|&(_, e)| e < start);
+    let mut merged = (start, end);
+    let mut gone = at;
+    while gone < extents.len() && extents[gone].0 <= merged.1 {
+        merged = (merged.0.min(extents[gone].0), merged.1.max(extents[gone].1));
+        gone += 1;
+    }
+    extents.splice(at..gone, std::iter::once(merged));
+}
+
+/// An exclusive `flock` of a directory, released when dropped.
+struct DirLock<'a>(&'a OwnedFd);
+
+impl<'a> DirLock<'a> {
+    fn exclusive(dir: &'a OwnedFd) -> io::Result<DirLock<'a>> {
+        rustix::fs::flock(dir, rustix::fs::FlockOperation::LockExclusive)?;
+        Ok(DirLock(dir))
+    }
+}
+
+impl Drop for DirLock<'_> {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(self.0, rustix::fs::FlockOperation::Unlock);
+    }
 }
 
 impl LocalDir {
@@ -93,6 +147,11 @@ impl LocalDir {
             name: name.to_owned(),
             path: path.to_owned(),
             committed: false,
+            rebased_temp: None,
+            whole: !keep || existing.is_none(),
+            extents: Vec::new(),
+            sized: false,
+            times: None,
         };
         if keep && let Some(mut from) = existing {
             let mut to = &draft.file;
@@ -186,10 +245,18 @@ impl LocalDir {
 
 impl Draft {
     /// Writes `data` at `offset`.
-    pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
+    pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
         self.file
             .write_all_at(data, offset)
-            .map_err(|e| io_error(&self.path, e))
+            .map_err(|e| io_error(&self.path, e))?;
+        if !self.whole && !data.is_empty() {
+            add_extent(&mut self.extents, offset, offset + data.len() as u64);
+            if self.extents.len() > MAX_EXTENTS {
+                self.whole = true;
+                self.extents = Vec::new();
+            }
+        }
+        Ok(())
     }
 
     /// Reads up to `len` bytes at `offset` (fewer at the end).
@@ -209,8 +276,16 @@ impl Draft {
     }
 
     /// Sets the length (truncates or extends with zeros).
-    pub fn set_len(&self, len: u64) -> Result<(), OriginError> {
-        self.file.set_len(len).map_err(|e| io_error(&self.path, e))
+    pub fn set_len(&mut self, len: u64) -> Result<(), OriginError> {
+        self.file
+            .set_len(len)
+            .map_err(|e| io_error(&self.path, e))?;
+        self.sized = true;
+        for e in &mut self.extents {
+            e.1 = e.1.min(len);
+        }
+        self.extents.retain(|e| e.0 < e.1);
+        Ok(())
     }
 
     /// Sets the permission bits the file will have.
@@ -221,7 +296,7 @@ impl Draft {
 
     /// Sets the times the file will have (the rename keeps them).
     pub fn set_times(
-        &self,
+        &mut self,
         atime: Option<SystemTime>,
         mtime: Option<SystemTime>,
     ) -> Result<(), OriginError> {
@@ -229,7 +304,9 @@ impl Draft {
             last_access: timespec(atime),
             last_modification: timespec(mtime),
         };
-        rustix::fs::futimens(&self.file, &times).map_err(|e| io_error(&self.path, e.into()))
+        rustix::fs::futimens(&self.file, &times).map_err(|e| io_error(&self.path, e.into()))?;
+        self.times = Some((atime, mtime));
+        Ok(())
     }
 
     /// The current length.
@@ -246,16 +323,74 @@ impl Draft {
         Ok(self.len()? == 0)
     }
 
-    /// Makes the draft the file: flushed to disk, renamed over the target,
-    /// the directory flushed. Returns the new version.
+    /// Makes the draft the file (see the module's doc): flushed to disk,
+    /// renamed over the target, the directory flushed. Returns the new
+    /// version.
     pub fn commit(mut self) -> Result<FileVersion, OriginError> {
-        self.file.sync_all().map_err(|e| io_error(&self.path, e))?;
-        rustix::fs::renameat(&self.dir, self.temp.as_str(), &self.dir, self.name.as_str())
-            .map_err(|e| io_error(&self.path, e.into()))?;
-        self.committed = true;
-        rustix::fs::fsync(&self.dir).map_err(|e| io_error(&self.path, e.into()))?;
+        let path = self.path.clone();
+        let fail = |e: io::Error| io_error(&path, e);
+        let dir = self.dir.try_clone().map_err(fail)?;
+        let lock = DirLock::exclusive(&dir).map_err(fail)?;
+        let (file, temp) = if self.whole {
+            (self.file.try_clone().map_err(fail)?, self.temp.clone())
+        } else {
+            let file = self.rebase().map_err(fail)?;
+            (file, self.rebased_temp.clone().unwrap_or_default())
+        };
+        file.sync_all().map_err(fail)?;
+        rustix::fs::renameat(&dir, temp.as_str(), &dir, self.name.as_str())
+            .map_err(|e| fail(e.into()))?;
+        if self.whole {
+            self.committed = true;
+        } else {
+            self.rebased_temp = None;
+        }
+        rustix::fs::fsync(&dir).map_err(|e| fail(e.into()))?;
+        drop(lock);
         // After the rename, whose change time is part of the version.
-        version_of(&self.path, &statx(&self.path, &self.file)?)
+        version_of(&path, &statx(&path, &file)?)
+    }
+
+    /// A new temporary file holding the target as it is now with this
+    /// open's writes laid over it (`rebased_temp` names it).
+    fn rebase(&mut self) -> io::Result<File> {
+        let mode = rustix::fs::fstat(&self.file)?.st_mode & 0o7777;
+        let (out, temp) = create_temp(&self.dir, mode)?;
+        self.rebased_temp = Some(temp);
+        match rustix::fs::openat(
+            &self.dir,
+            self.name.as_str(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(current) => {
+                io::copy(&mut File::from(current), &mut &out)?;
+            }
+            // Removed meanwhile: this open's writes over nothing.
+            Err(Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let mut buf = vec![0u8; 1 << 20];
+        for &(start, end) in &self.extents {
+            let mut at = start;
+            while at < end {
+                let n = ((end - at) as usize).min(buf.len());
+                self.file.read_exact_at(&mut buf[..n], at)?;
+                out.write_all_at(&buf[..n], at)?;
+                at += n as u64;
+            }
+        }
+        if self.sized {
+            out.set_len(self.file.metadata()?.len())?;
+        }
+        if let Some((atime, mtime)) = self.times {
+            let times = Timestamps {
+                last_access: timespec(atime),
+                last_modification: timespec(mtime),
+            };
+            rustix::fs::futimens(&out, &times)?;
+        }
+        Ok(out)
     }
 }
 
@@ -263,6 +398,10 @@ impl Drop for Draft {
     fn drop(&mut self) {
         if !self.committed {
             let _ = rustix::fs::unlinkat(&self.dir, self.temp.as_str(), AtFlags::empty());
+        }
+        // A rebase that failed before its rename.
+        if let Some(temp) = self.rebased_temp.take() {
+            let _ = rustix::fs::unlinkat(&self.dir, temp.as_str(), AtFlags::empty());
         }
     }
 }
@@ -314,5 +453,26 @@ fn timespec(t: Option<SystemTime>) -> Timespec {
             tv_sec: 0,
             tv_nsec: rustix::fs::UTIME_OMIT,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::add_extent;
+
+    #[test]
+    fn extents_stay_sorted_and_merged() {
+        let mut e = Vec::new();
+        add_extent(&mut e, 10, 20);
+        add_extent(&mut e, 30, 40);
+        add_extent(&mut e, 0, 5);
+        assert_eq!(e, [(0, 5), (10, 20), (30, 40)]);
+        add_extent(&mut e, 18, 31);
+        assert_eq!(e, [(0, 5), (10, 40)]);
+        add_extent(&mut e, 5, 10);
+        assert_eq!(e, [(0, 40)]);
+        add_extent(&mut e, 50, 60);
+        add_extent(&mut e, 45, 50);
+        assert_eq!(e, [(0, 40), (45, 60)]);
     }
 }
