@@ -6,7 +6,10 @@
 //! of that open file reads that version's blocks: a program sees the file
 //! as it was at its open, whole, and the next open sees every change made
 //! before it. The kernel keeps its cached pages of a file across opens
-//! only while the version stays the same (`FOPEN_KEEP_CACHE`).
+//! only while the version stays the same (`FOPEN_KEEP_CACHE`). Write
+//! handles bypass the kernel's page cache (`FOPEN_DIRECT_IO`), so what a
+//! writer has not committed never reaches another open's reads, on this
+//! node either: every open is a session of its own, as C2Cfs's model says.
 //!
 //! Reads run on the node's runtime and reply from there, so the FUSE
 //! threads never wait on a peer or the origin for file data; metadata calls
@@ -40,6 +43,9 @@ use crate::write::{Pending, Writers};
 /// `EMFILE`.
 pub const MAX_HANDLES: usize = 65_536;
 
+/// Times an open asks again for a version replaced while it was read.
+const OPEN_RETRIES: usize = 4;
+
 /// Bytes one `read` may ask for (the kernel asks for at most `max_read`,
 /// 128 KiB by default; this guards the arithmetic).
 const MAX_READ: u32 = 16 << 20;
@@ -51,11 +57,12 @@ enum Open {
         path: Arc<str>,
         version: Arc<FileVersion>,
     },
-    /// A file open for writing (and maybe reading).
-    Write { pending: Arc<Pending> },
-    /// A file opened for reading while this node has writers of it: it
-    /// reads what they wrote, as on a local file system.
-    Beside { pending: Arc<Pending> },
+    /// A file open for writing, and the version its open saw if it may
+    /// also read.
+    Write {
+        pending: Arc<Pending>,
+        version: Option<Arc<FileVersion>>,
+    },
     /// A directory's listing, taken at `opendir`.
     Dir { entries: Arc<Vec<DirEntry>> },
 }
@@ -176,17 +183,48 @@ impl CoopFs {
         reply.entry_with_ttls(&self.ttl_of(attr), &self.attr_ttl, attr, Generation(0));
     }
 
+    /// Close-to-open: the version an open of `path` reads, asked now, and
+    /// its first block fetched in the same breath, so that a small file is
+    /// held whole before a writer elsewhere can replace it. A version
+    /// replaced between the two is asked again (a few times).
+    fn open_version(&self, path: &Arc<str>) -> Result<Arc<FileVersion>, Errno> {
+        let node = self.node.clone();
+        let mut tries = 0;
+        loop {
+            let got = self.rt.block_on(async {
+                let version = node.stat(path).await?;
+                if version.size > 0 {
+                    node.read_block(path, &version, 0).await?;
+                }
+                Ok::<_, coopcache_node::NodeError>(version)
+            });
+            match got {
+                Err(e) if tries < OPEN_RETRIES && errno::of_node(&e) == Errno::ESTALE => {
+                    tries += 1;
+                }
+                other => return other.map_err(|e| errno::of_node(&e)),
+            }
+        }
+    }
+
     /// The writer behind handle `fh`, if it is one.
     fn writer(&self, fh: FileHandle) -> Option<Arc<Pending>> {
         match self.handles().get(&fh.0) {
-            Some(Open::Write { pending }) => Some(pending.clone()),
+            Some(Open::Write { pending, .. }) => Some(pending.clone()),
             _ => None,
         }
     }
 
     /// Reads through a write handle: the draft if something was written
-    /// since the last commit, else the file as committed.
-    fn read_written(&self, p: &Pending, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+    /// since the last commit, else the version the open saw (or, for a
+    /// file created empty, the file as committed).
+    fn read_written(
+        &self,
+        p: &Pending,
+        opened: Option<Arc<FileVersion>>,
+        offset: u64,
+        size: u32,
+    ) -> Result<Vec<u8>, Errno> {
         let len = size.min(MAX_READ) as usize;
         if let Some(data) = self.writers.read(p, offset, len) {
             return data;
@@ -194,7 +232,10 @@ impl CoopFs {
         let path = p.current_path();
         let node = self.node.clone();
         self.rt.block_on(async move {
-            let version = node.stat(&path).await.map_err(|e| errno::of_node(&e))?;
+            let version = match opened {
+                Some(v) => v,
+                None => node.stat(&path).await.map_err(|e| errno::of_node(&e))?,
+            };
             let end = offset.saturating_add(len as u64).min(version.size);
             if offset >= end {
                 return Ok(Vec::new());
@@ -296,19 +337,17 @@ impl Filesystem for CoopFs {
             let path = self.path(ino)?;
             if flags.acc_mode() != OpenAccMode::O_RDONLY {
                 let truncate = flags.0 & libc::O_TRUNC != 0;
+                // A reader-writer reads the version its open saw until it
+                // writes (close-to-open, as any open).
+                let version = match flags.acc_mode() {
+                    OpenAccMode::O_RDWR if !truncate => Some(self.open_version(&path)?),
+                    _ => None,
+                };
                 let pending = self.writers.open(&path, false, truncate, 0o644)?;
-                let fh = self.add_handle(Open::Write { pending })?;
-                return Ok((fh, FopenFlags::empty()));
+                let fh = self.add_handle(Open::Write { pending, version })?;
+                return Ok((fh, FopenFlags::FOPEN_DIRECT_IO));
             }
-            if let Some(pending) = self.writers.get(&path) {
-                let fh = self.add_handle(Open::Beside { pending })?;
-                return Ok((fh, FopenFlags::empty()));
-            }
-            // Close-to-open: the version this open reads, asked now.
-            let version = self
-                .rt
-                .block_on(self.node.stat(&path))
-                .map_err(|e| errno::of_node(&e))?;
+            let version = self.open_version(&path)?;
             let keep = self.inodes().opened(ino.0, &version.version);
             let fh = self.add_handle(Open::File { path, version })?;
             let flags = if keep {
@@ -337,18 +376,17 @@ impl Filesystem for CoopFs {
     ) {
         let found = self.handles().get(&fh.0).map(|o| match o {
             Open::File { path, version } => Ok((path.clone(), version.clone())),
-            Open::Write { pending } | Open::Beside { pending } => Err(Some(pending.clone())),
+            Open::Write { pending, version } => Err(Some((pending.clone(), version.clone()))),
             Open::Dir { .. } => Err(None),
         });
         let (path, version) = match found {
             Some(Ok(file)) => file,
-            Some(Err(Some(pending))) => match self
-                .read_written(&pending, offset, size)
-                .inspect(|d| tracing::debug!(offset, size, got = d.len(), "read beside a writer"))
-            {
-                Ok(data) => return reply.data(&data),
-                Err(e) => return reply.error(e),
-            },
+            Some(Err(Some((pending, opened)))) => {
+                return match self.read_written(&pending, opened, offset, size) {
+                    Ok(data) => reply.data(&data),
+                    Err(e) => reply.error(e),
+                };
+            }
             Some(Err(None)) => return reply.error(Errno::EISDIR),
             None => return reply.error(Errno::EBADF),
         };
@@ -383,7 +421,7 @@ impl Filesystem for CoopFs {
         reply: ReplyEmpty,
     ) {
         match self.handles().remove(&fh.0) {
-            Some(Open::Write { pending }) => match self.writers.close(&pending) {
+            Some(Open::Write { pending, .. }) => match self.writers.close(&pending) {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(e),
             },
@@ -406,7 +444,10 @@ impl Filesystem for CoopFs {
             let truncate = flags & libc::O_TRUNC != 0;
             let perm = (mode & !umask & 0o7777) as u16;
             let pending = self.writers.open(&path, true, truncate, perm)?;
-            let fh = self.add_handle(Open::Write { pending })?;
+            let fh = self.add_handle(Open::Write {
+                pending,
+                version: None,
+            })?;
             Ok((self.fresh_entry(&path)?, fh))
         })();
         match result {
@@ -415,7 +456,7 @@ impl Filesystem for CoopFs {
                 &attr,
                 Generation(0),
                 fh,
-                FopenFlags::empty(),
+                FopenFlags::FOPEN_DIRECT_IO,
             ),
             Err(e) => reply.error(e),
         }
@@ -706,7 +747,7 @@ impl Filesystem for CoopFs {
     ) {
         let entries = match self.handles().get(&fh.0) {
             Some(Open::Dir { entries }) => entries.clone(),
-            Some(Open::File { .. } | Open::Write { .. } | Open::Beside { .. }) => {
+            Some(Open::File { .. } | Open::Write { .. }) => {
                 return reply.error(Errno::ENOTDIR);
             }
             None => return reply.error(Errno::EBADF),

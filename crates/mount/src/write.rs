@@ -4,9 +4,10 @@
 //! Write-through on close (C2Cfs section 3): every `close` of a writer
 //! commits what was written so far, so once `close` returns any node's next
 //! open sees it; between closes other nodes see the previous version whole.
-//! Writers of one path on this node share one draft, as processes of one
-//! machine share one file: each sees the others' writes at once. A write
-//! after a commit starts a new draft from the committed bytes.
+//! Writers of one path on this node share one draft (each sees the others'
+//! writes at once, as processes sharing a file on a local disk do);
+//! read-only opens read committed versions only. A write after a commit
+//! starts a new draft from the committed bytes.
 //!
 //! Dirty data is never held in memory: a draft is a file in the origin's
 //! directory (a temporary one, renamed into place at the commit).

@@ -1,0 +1,229 @@
+//! Close-to-open on real mounts: three mounts of one cluster read and
+//! write small files at once, every operation recorded, and each history
+//! checked by `coopcache_core::consistency` (C2Cfs's rules: a read sees
+//! its own open's writes, bytes of a committed version, nothing from the
+//! future, nothing older than the last close that returned before its
+//! open, one version per open).
+//!
+//! `COOPCACHE_HISTORIES` sets how many histories (1,000 by default).
+
+mod common;
+#[path = "common/mounts.rs"]
+mod mounts;
+use mounts::*;
+
+use coopcache_core::consistency::{ContentId, HistoryRecorder, OpenId, Version, check};
+use rand::{Rng, SeedableRng};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes per block of the history (each block carries one tag).
+const BLOCK: usize = 4096;
+/// Blocks per file.
+const BLOCKS: u64 = 4;
+/// Files per history.
+const FILES: u64 = 2;
+/// Operations per client per history.
+const OPS: usize = 6;
+
+/// The recorder and what the harness numbers: the clock, the tags, and
+/// each file's commit count (its `Tcommit`).
+struct Harness {
+    rec: Mutex<HistoryRecorder>,
+    clock: AtomicU64,
+    tags: AtomicU64,
+    /// Per file: the commit count, held across a committing close so that
+    /// versions are numbered in commit order.
+    commits: Vec<Mutex<u64>>,
+}
+
+impl Harness {
+    fn at(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn rec(&self) -> std::sync::MutexGuard<'_, HistoryRecorder> {
+        self.rec.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A block of bytes carrying `tag` throughout.
+fn block_of(tag: u64) -> Vec<u8> {
+    tag.to_le_bytes().repeat(BLOCK / 8)
+}
+
+/// The tag of a block read back; a block that is not one tag throughout
+/// gets an id no version holds.
+fn content_of(bytes: &[u8]) -> ContentId {
+    let tag = u64::from_le_bytes(bytes[..8].try_into().unwrap());
+    if bytes.chunks(8).all(|c| c == tag.to_le_bytes()) {
+        ContentId(tag)
+    } else {
+        ContentId(u64::MAX - bytes.iter().map(|&b| u64::from(b)).sum::<u64>())
+    }
+}
+
+fn file_name(history: usize, file: u64) -> String {
+    format!("h{history}-f{file}")
+}
+
+/// One client's operations in one history.
+fn client(h: &Harness, dir: &Path, id: u32, history: usize, seed: u64, errors: &AtomicU64) {
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+    for _ in 0..OPS {
+        let file = rng.random_range(0..FILES);
+        let path = dir.join(file_name(history, file));
+        let open = h.rec().open(id, file, h.at());
+        if rng.random_bool(0.5) {
+            write_open(h, &path, open, file, &mut rng, errors);
+        } else {
+            read_open(h, &path, open, errors);
+        }
+    }
+}
+
+/// Reads the whole file in one call; an error (a version replaced while
+/// it was read and gone from every cache: ESTALE) is counted, not judged.
+fn read_whole(h: &Harness, f: &mut std::fs::File, open: OpenId, errors: &AtomicU64) {
+    let mut buf = vec![0u8; BLOCK * BLOCKS as usize];
+    let _ = f.seek(SeekFrom::Start(0));
+    match f.read_exact(&mut buf) {
+        Ok(()) => {
+            let contents: Vec<ContentId> = buf.chunks(BLOCK).map(content_of).collect();
+            h.rec().read(open, 0, &contents, h.at());
+        }
+        Err(_) => {
+            errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn read_open(h: &Harness, path: &Path, open: OpenId, errors: &AtomicU64) {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        errors.fetch_add(1, Ordering::Relaxed);
+        close_nothing(h, open);
+        return;
+    };
+    read_whole(h, &mut f, open, errors);
+    h.rec().close_start(open, h.at());
+    drop(f);
+    h.rec().close_end(open, None, h.at());
+}
+
+fn close_nothing(h: &Harness, open: OpenId) {
+    h.rec().close_start(open, h.at());
+    h.rec().close_end(open, None, h.at());
+}
+
+fn write_open(
+    h: &Harness,
+    path: &Path,
+    open: OpenId,
+    file: u64,
+    rng: &mut rand_pcg::Pcg64,
+    errors: &AtomicU64,
+) {
+    let Ok(mut f) = std::fs::File::options().read(true).write(true).open(path) else {
+        errors.fetch_add(1, Ordering::Relaxed);
+        close_nothing(h, open);
+        return;
+    };
+    if rng.random_bool(0.5) {
+        read_whole(h, &mut f, open, errors);
+    }
+    for _ in 0..rng.random_range(1..=2) {
+        let block = rng.random_range(0..BLOCKS);
+        let tag = h.tags.fetch_add(1, Ordering::Relaxed);
+        f.seek(SeekFrom::Start(block * BLOCK as u64)).unwrap();
+        f.write_all(&block_of(tag)).unwrap();
+        h.rec().write(open, block, ContentId(tag), h.at());
+    }
+    // The close commits: numbered in commit order, one close of this
+    // file at a time.
+    let mut commits = h.commits[file as usize]
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    h.rec().close_start(open, h.at());
+    drop(f);
+    *commits += 1;
+    h.rec().close_end(open, Some(Version(*commits)), h.at());
+}
+
+#[test]
+fn randomized_histories_on_three_mounts_keep_close_to_open() {
+    let _serial = serial();
+    if !can_mount() {
+        return;
+    }
+    let histories: usize = std::env::var("COOPCACHE_HISTORIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let work = tempfile::tempdir().unwrap();
+    let origin = work.path().join("origin");
+    let dirs: Vec<PathBuf> = (0..3).map(|i| work.path().join(format!("m{i}"))).collect();
+    std::fs::create_dir_all(&origin).unwrap();
+    for d in &dirs {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let first = Mount::start_named(work.path(), &origin, &dirs[0], "m0", None);
+    let mut mounts = vec![first];
+    for (i, dir) in dirs.iter().enumerate().skip(1) {
+        let m = Mount::start_named(
+            work.path(),
+            &origin,
+            dir,
+            &format!("m{i}"),
+            Some(&mounts[0]),
+        );
+        mounts.push(m);
+    }
+
+    let errors = AtomicU64::new(0);
+    let mut reads = 0;
+    for history in 0..histories {
+        let h = Harness {
+            rec: Mutex::new(HistoryRecorder::new()),
+            clock: AtomicU64::new(0),
+            tags: AtomicU64::new(1 << 32),
+            commits: (0..FILES).map(|_| Mutex::new(0)).collect(),
+        };
+        for file in 0..FILES {
+            let mut bytes = Vec::new();
+            for block in 0..BLOCKS {
+                let tag = (file << 16) | block;
+                h.rec().origin(file, block, ContentId(tag));
+                bytes.extend(block_of(tag));
+            }
+            std::fs::write(origin.join(file_name(history, file)), bytes).unwrap();
+        }
+        std::thread::scope(|s| {
+            for (id, dir) in dirs.iter().enumerate() {
+                let (h, errors) = (&h, &errors);
+                let seed = (history * 3 + id) as u64;
+                s.spawn(move || client(h, dir, id as u32, history, seed, errors));
+            }
+        });
+        let history_done = h.rec.into_inner().unwrap().finish();
+        reads += history_done
+            .events()
+            .iter()
+            .filter(|e| matches!(e.op, coopcache_core::consistency::Op::Read { .. }))
+            .count();
+        if let Err(v) = check(&history_done) {
+            panic!("history {history} broke close-to-open: {v}");
+        }
+    }
+    let errors = errors.into_inner();
+    eprintln!("{histories} histories, {reads} reads checked, {errors} reads failed");
+    assert!(reads > histories, "the histories read something");
+    assert!(
+        errors * 100 <= reads as u64,
+        "{errors} of {reads} reads failed (ESTALE)"
+    );
+    for m in mounts {
+        assert!(m.terminate().success());
+    }
+}
