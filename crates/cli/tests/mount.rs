@@ -399,3 +399,53 @@ fn real_programs_work_on_the_mount() {
     ));
     assert!(m.terminate().success());
 }
+
+#[test]
+fn a_full_origin_fails_the_write_clearly_and_keeps_what_was_committed() {
+    let _serial = serial();
+    if !can_mount() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (origin, dir) = (work.path().join("origin"), work.path().join("mnt"));
+    std::fs::create_dir_all(&origin).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    // A 1 MiB file system as the origin: the disk fills during the write.
+    let tmpfs = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&origin)
+        .status()
+        .unwrap();
+    assert!(tmpfs.success(), "mount tmpfs (CI is root)");
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(self.0).status();
+        }
+    }
+    let _tmpfs = Unmount(&origin);
+    std::fs::write(origin.join("kept"), b"committed before").unwrap();
+    let m = Mount::start(work.path(), &origin, &dir);
+
+    let big = pattern(2 << 20, 5);
+    let err = std::fs::write(dir.join("kept"), &big).expect_err("the origin is full");
+    assert_eq!(err.raw_os_error(), Some(libc_errno::ENOSPC), "{err}");
+    assert_eq!(
+        std::fs::read(dir.join("kept")).unwrap(),
+        b"committed before",
+        "nothing committed, nothing committed lost"
+    );
+    assert_eq!(
+        std::fs::read(origin.join("kept")).unwrap(),
+        b"committed before"
+    );
+    let names: Vec<String> = std::fs::read_dir(&origin)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["kept"], "no draft is left behind");
+    // Room again: writes work.
+    std::fs::write(dir.join("kept"), b"after").unwrap();
+    assert_eq!(std::fs::read(origin.join("kept")).unwrap(), b"after");
+    assert!(m.terminate().success());
+}

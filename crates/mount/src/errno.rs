@@ -23,6 +23,11 @@ pub fn of_origin(e: &OriginError) -> Errno {
         // Changed under an open file: the program reopens to see the new
         // version (close-to-open); until then its reads fail.
         OriginError::Changed { .. } => Errno::ESTALE,
+        // The origin directory's own refusal (a full disk, a quota, a
+        // read-only file system) is the program's to see, as is.
+        OriginError::Local { source, .. } => {
+            source.raw_os_error().map_or(Errno::EIO, Errno::from_i32)
+        }
         _ => Errno::EIO,
     }
 }

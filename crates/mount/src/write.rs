@@ -44,6 +44,10 @@ struct State {
     dirty: bool,
     /// Open write handles.
     handles: usize,
+    /// A write or truncation since the last commit failed: the draft is
+    /// not the file its writers meant, so the next commit discards it and
+    /// fails with this (`close` reports it), committing nothing.
+    failed: Option<Errno>,
 }
 
 impl Pending {
@@ -156,9 +160,11 @@ impl Writers {
             st.draft = Some(self.draft(&p.path(), true, p.mode)?);
         }
         let draft = st.draft.as_mut().ok_or(Errno::EIO)?;
-        draft
-            .write_at(offset, data)
-            .map_err(|e| errno::of_origin(&e))?;
+        if let Err(e) = draft.write_at(offset, data) {
+            let e = errno::of_origin(&e);
+            st.failed = Some(e);
+            return Err(e);
+        }
         st.dirty = true;
         Ok(())
     }
@@ -177,7 +183,11 @@ impl Writers {
             st.draft = Some(self.draft(&p.path(), true, p.mode)?);
         }
         let draft = st.draft.as_mut().ok_or(Errno::EIO)?;
-        draft.set_len(len).map_err(|e| errno::of_origin(&e))?;
+        if let Err(e) = draft.set_len(len) {
+            let e = errno::of_origin(&e);
+            st.failed = Some(e);
+            return Err(e);
+        }
         st.dirty = true;
         Ok(())
     }
@@ -218,6 +228,12 @@ impl Writers {
     /// Commits what `p`'s writers wrote (a `close`, an `fsync`).
     pub fn commit(&self, p: &Pending) -> Result<(), Errno> {
         let mut st = p.state();
+        if let Some(e) = st.failed.take() {
+            st.draft = None;
+            st.dirty = false;
+            tracing::warn!(path = %p.path(), error = ?e, "a write failed: nothing committed, the file is as it was");
+            return Err(e);
+        }
         if !st.dirty {
             return Ok(());
         }
