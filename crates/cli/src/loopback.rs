@@ -28,6 +28,9 @@ pub struct LoopbackSpec {
     /// Least time a node waits on peers before reading the origin (the
     /// node's default if `None`).
     pub min_timeout: Option<Duration>,
+    /// How long a file's version is trusted (an hour by default: the
+    /// origin does not change during most runs).
+    pub attr_ttl: Duration,
 }
 
 impl LoopbackSpec {
@@ -44,6 +47,7 @@ impl LoopbackSpec {
             algorithm: AlgorithmKind::NChance,
             block_size: 64 << 10,
             min_timeout: None,
+            attr_ttl: Duration::from_secs(3600),
         })
     }
 }
@@ -65,8 +69,7 @@ fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> R
     opts.algorithm = spec.algorithm;
     opts.block_size = spec.block_size;
     opts.memory = memory_for_cache(cache, u64::from(spec.block_size));
-    // The origin does not change during a run.
-    opts.attr_ttl = Duration::from_secs(3600);
+    opts.attr_ttl = spec.attr_ttl;
     if let Some(t) = spec.min_timeout {
         opts.min_timeout = t;
     }

@@ -43,6 +43,19 @@ use crate::write::{Pending, Writers};
 /// `EMFILE`.
 pub const MAX_HANDLES: usize = 65_536;
 
+/// Bytes fetched ahead of a sequential reader (a quarter of the node's
+/// stream budget, as a gateway stream reads ahead).
+const READ_AHEAD: u64 = 2 << 20;
+
+/// Where a handle's reader stands, for read-ahead.
+#[derive(Default)]
+struct ReadAhead {
+    /// End of the last read.
+    last_end: AtomicU64,
+    /// Blocks below this were fetched ahead already.
+    fetched_to: AtomicU64,
+}
+
 /// Times an open asks again for a version replaced while it was read.
 const OPEN_RETRIES: usize = 4;
 
@@ -56,6 +69,8 @@ enum Open {
     File {
         path: Arc<str>,
         version: Arc<FileVersion>,
+        /// How far blocks are fetched ahead of a sequential reader.
+        ahead: Arc<ReadAhead>,
     },
     /// A file open for writing, and the version its open saw if it may
     /// also read.
@@ -249,6 +264,42 @@ impl CoopFs {
         })
     }
 
+    /// Read-ahead across peers: when a handle reads on from where it last
+    /// stopped, the blocks up to [`READ_AHEAD`] bytes past this read are
+    /// fetched into the node now, each once, so the kernel's next requests
+    /// find them in memory instead of waiting a peer's round trip each.
+    fn prefetch(
+        &self,
+        ahead: &ReadAhead,
+        path: &Arc<str>,
+        version: &Arc<FileVersion>,
+        offset: u64,
+        end: u64,
+    ) {
+        let sequential = ahead.last_end.swap(end, Ordering::Relaxed) == offset;
+        if !sequential {
+            return;
+        }
+        let bs = u64::from(self.node.block_size());
+        let from = ahead
+            .fetched_to
+            .load(Ordering::Relaxed)
+            .max(end.div_ceil(bs));
+        let to = (end + READ_AHEAD).min(version.size).div_ceil(bs);
+        if from >= to {
+            return;
+        }
+        ahead.fetched_to.store(to, Ordering::Relaxed);
+        for index in from..to {
+            let (node, path, version) = (self.node.clone(), path.clone(), version.clone());
+            // Into the node's cache; a failure here is the later read's to
+            // meet and report.
+            self.rt.spawn(async move {
+                let _ = node.read_block(&path, &version, index as u32).await;
+            });
+        }
+    }
+
     fn add_handle(&self, open: Open) -> Result<FileHandle, Errno> {
         let mut handles = self.handles();
         if handles.len() >= MAX_HANDLES {
@@ -349,7 +400,12 @@ impl Filesystem for CoopFs {
             }
             let version = self.open_version(&path)?;
             let keep = self.inodes().opened(ino.0, &version.version);
-            let fh = self.add_handle(Open::File { path, version })?;
+            let ahead = Arc::new(ReadAhead::default());
+            let fh = self.add_handle(Open::File {
+                path,
+                version,
+                ahead,
+            })?;
             let flags = if keep {
                 FopenFlags::FOPEN_KEEP_CACHE
             } else {
@@ -375,11 +431,15 @@ impl Filesystem for CoopFs {
         reply: ReplyData,
     ) {
         let found = self.handles().get(&fh.0).map(|o| match o {
-            Open::File { path, version } => Ok((path.clone(), version.clone())),
+            Open::File {
+                path,
+                version,
+                ahead,
+            } => Ok((path.clone(), version.clone(), ahead.clone())),
             Open::Write { pending, version } => Err(Some((pending.clone(), version.clone()))),
             Open::Dir { .. } => Err(None),
         });
-        let (path, version) = match found {
+        let (path, version, ahead) = match found {
             Some(Ok(file)) => file,
             Some(Err(Some((pending, opened)))) => {
                 return match self.read_written(&pending, opened, offset, size) {
@@ -397,6 +457,7 @@ impl Filesystem for CoopFs {
             return reply.data(&[]);
         }
         let node = self.node.clone();
+        self.prefetch(&ahead, &path, &version, offset, end);
         self.rt.spawn(async move {
             let mut out = Vec::with_capacity((end - offset) as usize);
             let mut parts = std::pin::pin!(node.stream(path, version, offset..end));

@@ -18,6 +18,7 @@ mod common;
 mod latency;
 mod latency_report;
 mod measure;
+mod mount;
 mod netcache;
 mod replay;
 mod rss;
@@ -54,6 +55,10 @@ pub enum BenchCmd {
     /// budget: readers over a working set larger than the budget, a burst
     /// of connections, then rest; sampled from /proc and plotted.
     Rss(rss::RssArgs),
+    /// C2Cfs's experiments through real FUSE mounts, one per node: a file
+    /// read in turn, a file written then read, and read throughput from a
+    /// peer's memory beside the local page cache.
+    Mount(mount::MountBenchArgs),
 }
 
 /// Runs one benchmark.
@@ -66,5 +71,6 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Algorithms(args) => algorithms::run(*args),
         BenchCmd::Stream(args) => stream::run(args),
         BenchCmd::Rss(args) => rss::run(args),
+        BenchCmd::Mount(args) => mount::run(args),
     }
 }

@@ -1,0 +1,310 @@
+//! `coopcache bench mount`: C2Cfs's experiments through real FUSE mounts
+//! of a loopback cluster (one mount per node, this process), read and
+//! written with plain file calls as programs would.
+//!
+//! - `staggered`: the mounts read one file in turn (C2Cfs section 5.4);
+//!   target: total origin bytes at most 1.01 x the file.
+//! - `write-read`: one mount writes and closes a file, the others read it
+//!   in turn (C2Cfs's Table 2); target: 0 bytes from the origin for them.
+//! - `throughput`: one file held in a peer's memory read sequentially
+//!   through a mount, beside the same file read from the local page cache
+//!   without FUSE (the issue compares with a FUSE passthrough, which this
+//!   does not build: the page-cache read is an upper bound of it).
+//!
+//! Needs root (or fusermount3) and /dev/fuse, like `coopcache mount`.
+
+use super::common::{Bar, Counters, in_tempdir, rng, write_origin_file, wrong_bytes};
+use crate::live::{parse_duration, parse_size};
+use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
+use anyhow::{Context, Result, bail};
+use coopcache_mount::{MountOptions, Mounted};
+use coopcache_node::NodeHandle;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct MountBenchArgs {
+    /// Size of the file the staggered readers read (the paper's is 100 MB).
+    #[arg(long, default_value = "100MiB", value_parser = parse_size)]
+    file_size: u64,
+    /// Size of the file written then read (`write-read`).
+    #[arg(long, default_value = "16MiB", value_parser = parse_size)]
+    write_size: u64,
+    /// Mounts (nodes).
+    #[arg(long, default_value_t = 4)]
+    mounts: u32,
+    /// Emulated latency of every origin request.
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    origin_delay: Duration,
+    /// Seed of the files' bytes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// JSON lines instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One step of the benchmark.
+#[derive(serde::Serialize)]
+struct Row {
+    bench: &'static str,
+    phase: &'static str,
+    step: String,
+    bytes: u64,
+    seconds: f64,
+    mb_per_s: f64,
+    /// Origin bytes read by the whole cluster during this step.
+    origin_bytes: u64,
+    peer_blocks: u64,
+    local_blocks: u64,
+    origin_blocks: u64,
+    wrong_bytes: u64,
+    /// The target this row is judged by, and whether it is met.
+    target: Option<String>,
+    met: Option<bool>,
+}
+
+const MB: f64 = 1e6;
+
+pub fn run(args: MountBenchArgs) -> Result<()> {
+    if args.mounts < 2 || args.file_size == 0 || args.write_size == 0 {
+        bail!("--mounts must be at least 2, --file-size and --write-size at least 1 byte");
+    }
+    let Some(rows) = in_tempdir("coopcache-bench-mount-", |dir| bench(&args, dir))? else {
+        return Ok(());
+    };
+    if args.json {
+        crate::output::print_json(&rows)?;
+    } else {
+        table(&rows);
+    }
+    let wrong: u64 = rows.iter().map(|r| r.wrong_bytes).sum();
+    if wrong > 0 {
+        bail!("{wrong} wrong bytes delivered");
+    }
+    Ok(())
+}
+
+async fn bench(args: &MountBenchArgs, dir: PathBuf) -> Result<Vec<Row>> {
+    let origin = dir.join("origin");
+    let file = write_origin_file(
+        &origin,
+        "staggered.bin",
+        args.file_size,
+        &mut rng(args.seed, 1),
+    )?;
+    let held = write_origin_file(&origin, "held.bin", args.file_size, &mut rng(args.seed, 2))?;
+    let mut spec = LoopbackSpec::new(&dir, args.mounts, origin.clone())?;
+    spec.origin_delay = args.origin_delay;
+    // Files change during the run: every open asks the origin.
+    spec.attr_ttl = Duration::ZERO;
+    // Room for both big files and the written one, as C2Cfs's clients.
+    let cache = 2 * args.file_size + args.write_size + (args.file_size >> 3);
+    let nodes = start_cluster(&spec, &vec![cache; args.mounts as usize]).await?;
+    let mut mounts = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let at = dir.join(format!("mnt{i}"));
+        std::fs::create_dir_all(&at)?;
+        let opts = MountOptions::default();
+        let m = coopcache_mount::mount(&at, node.clone(), tokio::runtime::Handle::current(), &opts)
+            .with_context(|| format!("mounting node {i} (root and /dev/fuse needed)"))?;
+        mounts.push(m);
+    }
+    let result = phases(args, &nodes, &mounts, &origin, &file, &held).await;
+    for m in mounts {
+        let _ = tokio::task::spawn_blocking(move || m.unmount()).await;
+    }
+    shutdown(&nodes);
+    result
+}
+
+async fn phases(
+    args: &MountBenchArgs,
+    nodes: &[Arc<NodeHandle>],
+    mounts: &[Mounted],
+    origin: &Path,
+    file: &[u8],
+    held: &[u8],
+) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let bar = Bar::new(u64::from(args.mounts) * 2 + 3, "steps");
+
+    // Staggered: each mount reads the file after the one before.
+    let mut total = 0;
+    for (i, m) in mounts.iter().enumerate() {
+        let row = step(nodes, "staggered", format!("reader {}", i + 1), || {
+            read_file(&m.dir().join("staggered.bin"), file)
+        })
+        .await?;
+        total += row.origin_bytes;
+        rows.push(row);
+        bar.inc();
+    }
+    let ratio = total as f64 / args.file_size as f64;
+    rows.push(summary(
+        "staggered",
+        "total origin bytes / file",
+        total,
+        ratio,
+        "<= 1.01",
+        ratio <= 1.01,
+    ));
+
+    // Write then read: mount 0 writes and closes, the others read.
+    let written: Vec<u8> = (0..args.write_size).map(|i| (i * 31 % 251) as u8).collect();
+    let target = mounts[0].dir().join("written.bin");
+    let w = written.clone();
+    rows.push(
+        step(nodes, "write-read", "writer".into(), move || {
+            let t = Instant::now();
+            std::fs::write(&target, &w)?;
+            Ok((w.len() as u64, t.elapsed().as_secs_f64(), 0))
+        })
+        .await?,
+    );
+    bar.inc();
+    let mut readers_origin = 0;
+    for (i, m) in mounts.iter().enumerate().skip(1) {
+        let row = step(nodes, "write-read", format!("reader {i}"), || {
+            read_file(&m.dir().join("written.bin"), &written)
+        })
+        .await?;
+        readers_origin += row.origin_bytes;
+        rows.push(row);
+        bar.inc();
+    }
+    rows.push(summary(
+        "write-read",
+        "readers' origin bytes",
+        readers_origin,
+        readers_origin as f64,
+        "0",
+        readers_origin == 0,
+    ));
+
+    // Throughput: `held.bin` in node 1's memory, read through mount 0.
+    read_file(&mounts[1].dir().join("held.bin"), held)?;
+    let through = step(nodes, "throughput", "mount, from a peer".into(), || {
+        read_file(&mounts[0].dir().join("held.bin"), held)
+    })
+    .await?;
+    bar.inc();
+    let direct_path = origin.join("held.bin");
+    read_file(&direct_path, held)?; // into the page cache
+    let direct = step(nodes, "throughput", "page cache, no FUSE".into(), || {
+        read_file(&direct_path, held)
+    })
+    .await?;
+    bar.inc();
+    let share = through.mb_per_s / direct.mb_per_s.max(f64::MIN_POSITIVE);
+    rows.push(through);
+    rows.push(direct);
+    rows.push(summary(
+        "throughput",
+        "mount / page cache",
+        0,
+        share,
+        ">= 0.70 (of a FUSE passthrough)",
+        share >= 0.70,
+    ));
+    drop(bar);
+    Ok(rows)
+}
+
+/// Runs `f` (a blocking file operation giving bytes, seconds and wrong
+/// bytes) and the cluster's counters around it.
+async fn step(
+    nodes: &[Arc<NodeHandle>],
+    phase: &'static str,
+    step: String,
+    f: impl FnOnce() -> Result<(u64, f64, u64)>,
+) -> Result<Row> {
+    let before = Counters::sum(nodes).await?;
+    // The file calls block: off the runtime's workers, which serve them.
+    let (bytes, seconds, wrong) = tokio::task::block_in_place(f)?;
+    let d = Counters::sum(nodes).await?.since(&before);
+    Ok(Row {
+        bench: "mount",
+        phase,
+        step,
+        bytes,
+        seconds,
+        mb_per_s: bytes as f64 / MB / seconds.max(f64::MIN_POSITIVE),
+        origin_bytes: d.origin_bytes,
+        peer_blocks: d.at("peer") + d.at("manager"),
+        local_blocks: d.at("local"),
+        origin_blocks: d.at("origin"),
+        wrong_bytes: wrong,
+        target: None,
+        met: None,
+    })
+}
+
+fn summary(
+    phase: &'static str,
+    step: &str,
+    bytes: u64,
+    value: f64,
+    target: &str,
+    met: bool,
+) -> Row {
+    Row {
+        bench: "mount",
+        phase,
+        step: format!("{step}: {value:.3}"),
+        bytes,
+        seconds: 0.0,
+        mb_per_s: 0.0,
+        origin_bytes: bytes,
+        peer_blocks: 0,
+        local_blocks: 0,
+        origin_blocks: 0,
+        wrong_bytes: 0,
+        target: Some(target.into()),
+        met: Some(met),
+    }
+}
+
+/// Reads `path` whole in 1 MiB calls; bytes, seconds, wrong bytes.
+fn read_file(path: &Path, want: &[u8]) -> Result<(u64, f64, u64)> {
+    let t = Instant::now();
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut got = Vec::with_capacity(want.len());
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    Ok((got.len() as u64, seconds, wrong_bytes(&got, want)))
+}
+
+fn table(rows: &[Row]) {
+    println!(
+        "{:<11} {:<34} {:>9} {:>8} {:>9} {:>12} {:>6} {:>6} {:>6}  target",
+        "phase", "step", "MiB", "seconds", "MB/s", "origin MiB", "peer", "local", "origin"
+    );
+    for r in rows {
+        let target = match (&r.target, r.met) {
+            (Some(t), Some(met)) => format!("{t} {}", if met { "met" } else { "MISSED" }),
+            _ => String::new(),
+        };
+        println!(
+            "{:<11} {:<34} {:>9.1} {:>8.3} {:>9.0} {:>12.2} {:>6} {:>6} {:>6}  {target}",
+            r.phase,
+            r.step,
+            r.bytes as f64 / 1048576.0,
+            r.seconds,
+            r.mb_per_s,
+            r.origin_bytes as f64 / 1048576.0,
+            r.peer_blocks,
+            r.local_blocks,
+            r.origin_blocks,
+        );
+    }
+}
