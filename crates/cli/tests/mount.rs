@@ -449,3 +449,43 @@ fn a_full_origin_fails_the_write_clearly_and_keeps_what_was_committed() {
     assert_eq!(std::fs::read(origin.join("kept")).unwrap(), b"after");
     assert!(m.terminate().success());
 }
+
+#[test]
+fn bench_mount_reads_a_file_in_turn_from_the_origin_once() {
+    let _serial = serial();
+    if !can_mount() {
+        return;
+    }
+    let out = common::coopcache_args(&[
+        "bench",
+        "mount",
+        "--file-size",
+        "4MiB",
+        "--write-size",
+        "1MiB",
+        "--origin-delay",
+        "1ms",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench mount failed: {stderr}");
+    let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let staggered: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["phase"] == "staggered").collect();
+    assert_eq!(staggered.len(), 5, "four readers and a total: {rows:?}");
+    assert_eq!(
+        staggered[0]["origin_bytes"],
+        4 << 20,
+        "the first reads the origin"
+    );
+    for r in &staggered[1..4] {
+        assert_eq!(r["origin_bytes"], 0, "the others read peers: {r}");
+    }
+    assert_eq!(staggered[4]["met"], true);
+    assert!(rows.iter().all(|r| r["wrong_bytes"] == 0), "{rows:?}");
+    assert!(rows.iter().any(|r| r["phase"] == "throughput"));
+}
