@@ -234,6 +234,17 @@ fn files_written_on_one_mount_are_read_whole_on_another_after_close() {
             .unwrap(),
         past
     );
+    // `touch` with no time: the kernel's clock, not the daemon's.
+    let before = std::time::SystemTime::now() - Duration::from_secs(1);
+    sh(&format!("touch {}", a_dir.join("old.txt").display()));
+    let touched = std::fs::metadata(origin.join("old.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert!(
+        touched >= before,
+        "touch set {touched:?}, before {before:?}"
+    );
 
     // Errors as POSIX says.
     let err = |r: std::io::Result<()>| errno_of(r);

@@ -25,14 +25,15 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use coopcache_node::NodeHandle;
 use coopcache_node::origin::tree::join;
-use coopcache_node::origin::{DirEntry, Entry, EntryKind, FileVersion};
+use coopcache_node::origin::{
+    DirEntry, Entry, EntryKind, FileVersion, Origin, OriginError, SetTime,
+};
 use fuser::{
     BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
     Request, TimeOrNow, WriteFlags,
 };
-use futures::StreamExt;
 use tokio::runtime::Handle;
 
 use crate::errno;
@@ -129,20 +130,19 @@ impl CoopFs {
     /// What `path` is: the origin's entry, as this node's writers of it
     /// see it.
     fn entry(&self, path: &str) -> Result<Entry, Errno> {
-        let origin = self.node.origin().clone();
-        let found = self
-            .rt
-            .block_on(origin.entry(path))
-            .map_err(|e| errno::of_origin(&e));
+        let found = self.origin(|o| o.entry(path));
         self.writers.entry(path, found)
     }
 
-    /// Runs a change of the origin.
-    fn change<T>(
-        &self,
-        f: impl std::future::Future<Output = Result<T, coopcache_node::origin::OriginError>>,
-    ) -> Result<T, Errno> {
-        self.rt.block_on(f).map_err(|e| errno::of_origin(&e))
+    /// Runs a call on the origin (a question or a change) on this FUSE
+    /// thread, its error as the program's errno.
+    fn origin<'a, T, F>(&'a self, call: impl FnOnce(&'a Origin) -> F) -> Result<T, Errno>
+    where
+        F: std::future::Future<Output = Result<T, OriginError>>,
+    {
+        self.rt
+            .block_on(call(self.node.origin()))
+            .map_err(|e| errno::of_origin(&e))
     }
 
     /// The path of `name` in directory `parent`.
@@ -222,6 +222,11 @@ impl CoopFs {
         }
     }
 
+    /// Commits what the writer behind `fh` wrote, if it is one.
+    fn commit(&self, fh: FileHandle) -> Result<(), Errno> {
+        self.writer(fh).map_or(Ok(()), |p| self.writers.commit(&p))
+    }
+
     /// The writer behind handle `fh`, if it is one.
     fn writer(&self, fh: FileHandle) -> Option<Arc<Pending>> {
         match self.handles().get(&fh.0) {
@@ -244,23 +249,16 @@ impl CoopFs {
         if let Some(data) = self.writers.read(p, offset, len) {
             return data;
         }
-        let path = p.current_path();
+        let path = p.path();
         let node = self.node.clone();
         self.rt.block_on(async move {
             let version = match opened {
                 Some(v) => v,
                 None => node.stat(&path).await.map_err(|e| errno::of_node(&e))?,
             };
-            let end = offset.saturating_add(len as u64).min(version.size);
-            if offset >= end {
-                return Ok(Vec::new());
-            }
-            let mut out = Vec::with_capacity((end - offset) as usize);
-            let mut parts = std::pin::pin!(node.stream(path, version, offset..end));
-            while let Some(part) = parts.next().await {
-                out.extend_from_slice(&part.map_err(|e| errno::of_node(&e))?);
-            }
-            Ok(out)
+            let range = offset..offset.saturating_add(len as u64);
+            let data = node.read_version(path, version, range).await;
+            data.map(|d| d.to_vec()).map_err(|e| errno::of_node(&e))
         })
     }
 
@@ -311,6 +309,14 @@ impl CoopFs {
     }
 }
 
+/// Replies to a call that returns nothing.
+fn done(reply: ReplyEmpty, result: Result<(), Errno>) {
+    match result {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(e),
+    }
+}
+
 fn kind(k: EntryKind) -> FileType {
     match k {
         EntryKind::File => FileType::RegularFile,
@@ -337,7 +343,6 @@ impl Filesystem for CoopFs {
             let ino = self.inodes().lookup(&path).ok_or(Errno::ENFILE)?;
             Ok(self.attr(ino, &entry))
         })();
-        tracing::debug!(?name, size = ?result.as_ref().map(|a| a.size), "lookup");
         match result {
             Ok(attr) => self.reply_entry(reply, &attr),
             Err(e) => reply.error(e),
@@ -363,7 +368,6 @@ impl Filesystem for CoopFs {
                 }
                 self.attr(ino.0, &e)
             });
-        tracing::debug!(ino = ino.0, size = ?result.as_ref().map(|a| a.size), "getattr");
         match result {
             Ok(attr) => reply.attr(&self.ttl_of(&attr), &attr),
             Err(e) => reply.error(e),
@@ -371,12 +375,9 @@ impl Filesystem for CoopFs {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        let result = self.path(ino).and_then(|path| {
-            let origin = self.node.origin().clone();
-            self.rt
-                .block_on(origin.read_link(&path))
-                .map_err(|e| errno::of_origin(&e))
-        });
+        let result = self
+            .path(ino)
+            .and_then(|path| self.origin(|o| o.read_link(&path)));
         match result {
             Ok(target) => reply.data(target.as_bytes()),
             Err(e) => reply.error(e),
@@ -459,15 +460,10 @@ impl Filesystem for CoopFs {
         let node = self.node.clone();
         self.prefetch(&ahead, &path, &version, offset, end);
         self.rt.spawn(async move {
-            let mut out = Vec::with_capacity((end - offset) as usize);
-            let mut parts = std::pin::pin!(node.stream(path, version, offset..end));
-            while let Some(part) = parts.next().await {
-                match part {
-                    Ok(bytes) => out.extend_from_slice(&bytes),
-                    Err(e) => return reply.error(errno::of_node(&e)),
-                }
+            match node.read_version(path, version, offset..end).await {
+                Ok(data) => reply.data(&data),
+                Err(e) => reply.error(errno::of_node(&e)),
             }
-            reply.data(&out);
         });
     }
 
@@ -482,10 +478,7 @@ impl Filesystem for CoopFs {
         reply: ReplyEmpty,
     ) {
         match self.handles().remove(&fh.0) {
-            Some(Open::Write { pending, .. }) => match self.writers.close(&pending) {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(e),
-            },
+            Some(Open::Write { pending, .. }) => done(reply, self.writers.close(&pending)),
             _ => reply.ok(),
         }
     }
@@ -538,7 +531,6 @@ impl Filesystem for CoopFs {
         let Some(pending) = self.writer(fh) else {
             return reply.error(Errno::EBADF);
         };
-        tracing::debug!(offset, len = data.len(), "write");
         match self.writers.write(&pending, offset, data) {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(e),
@@ -553,12 +545,8 @@ impl Filesystem for CoopFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        tracing::debug!(fh = fh.0, "fsync");
         // Durable means in the origin: commit what was written.
-        match self.writer(fh).map(|p| self.writers.commit(&p)) {
-            Some(Err(e)) => reply.error(e),
-            _ => reply.ok(),
-        }
+        done(reply, self.commit(fh));
     }
 
     fn setattr(
@@ -597,8 +585,8 @@ impl Filesystem for CoopFs {
             }
             let when = |t: Option<TimeOrNow>| {
                 t.map(|t| match t {
-                    TimeOrNow::SpecificTime(t) => t,
-                    TimeOrNow::Now => std::time::SystemTime::now(),
+                    TimeOrNow::SpecificTime(t) => SetTime::At(t),
+                    TimeOrNow::Now => SetTime::Now,
                 })
             };
             let (atime, mtime) = (when(atime), when(mtime));
@@ -607,12 +595,11 @@ impl Filesystem for CoopFs {
                 None => false,
             };
             if !drafted {
-                let origin = self.node.origin().clone();
                 if let Some(mode) = mode {
-                    self.change(origin.set_mode(&path, mode))?;
+                    self.origin(|o| o.set_mode(&path, mode))?;
                 }
                 if atime.is_some() || mtime.is_some() {
-                    self.change(origin.set_times(&path, atime, mtime))?;
+                    self.origin(|o| o.set_times(&path, atime, mtime))?;
                 }
             }
             self.entry(&path).map(|e| self.attr(ino.0, &e))
@@ -633,8 +620,7 @@ impl Filesystem for CoopFs {
         reply: ReplyEntry,
     ) {
         let result = self.child(parent, name).and_then(|path| {
-            let origin = self.node.origin().clone();
-            self.change(origin.mkdir(&path, mode & !umask))?;
+            self.origin(|o| o.mkdir(&path, mode & !umask))?;
             self.fresh_entry(&path)
         });
         match result {
@@ -645,28 +631,20 @@ impl Filesystem for CoopFs {
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|path| {
-            let origin = self.node.origin().clone();
-            self.change(origin.unlink(&path))?;
+            self.origin(|o| o.unlink(&path))?;
             self.inodes().unlink(&path);
             Ok(())
         });
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        done(reply, result);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|path| {
-            let origin = self.node.origin().clone();
-            self.change(origin.rmdir(&path))?;
+            self.origin(|o| o.rmdir(&path))?;
             self.inodes().unlink(&path);
             Ok(())
         });
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        done(reply, result);
     }
 
     fn rename(
@@ -686,17 +664,13 @@ impl Filesystem for CoopFs {
             let from = self.child(parent, name)?;
             let to = self.child(newparent, newname)?;
             self.writers.before_rename(&from)?;
-            let origin = self.node.origin().clone();
             let no_replace = flags.contains(RenameFlags::RENAME_NOREPLACE);
-            self.change(origin.rename(&from, &to, no_replace))?;
+            self.origin(|o| o.rename(&from, &to, no_replace))?;
             self.inodes().rename(&from, &to);
             self.writers.renamed(&from, &to);
             Ok(())
         })();
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        done(reply, result);
     }
 
     fn symlink(
@@ -709,8 +683,7 @@ impl Filesystem for CoopFs {
     ) {
         let result = self.child(parent, link_name).and_then(|path| {
             let target = target.to_str().ok_or(Errno::EINVAL)?;
-            let origin = self.node.origin().clone();
-            self.change(origin.symlink(target, &path))?;
+            self.origin(|o| o.symlink(target, &path))?;
             self.fresh_entry(&path)
         });
         match result {
@@ -740,12 +713,8 @@ impl Filesystem for CoopFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        tracing::debug!(fh = fh.0, "flush");
         // Every close: write-through, so the next open anywhere sees it.
-        match self.writer(fh).map(|p| self.writers.commit(&p)) {
-            Some(Err(e)) => reply.error(e),
-            _ => reply.ok(),
-        }
+        done(reply, self.commit(fh));
     }
 
     fn getxattr(
@@ -783,11 +752,7 @@ impl Filesystem for CoopFs {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let result = self.path(ino).and_then(|path| {
-            let origin = self.node.origin().clone();
-            let entries = self
-                .rt
-                .block_on(origin.list(&path))
-                .map_err(|e| errno::of_origin(&e))?;
+            let entries = self.origin(|o| o.list(&path))?;
             self.add_handle(Open::Dir {
                 entries: Arc::new(entries),
             })

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use coopcache_node::origin::{Draft, Entry, EntryKind, Origin};
+use coopcache_node::origin::{Draft, Entry, EntryKind, Origin, SetTime};
 use fuser::Errno;
 use tokio::runtime::Handle;
 
@@ -56,17 +56,16 @@ impl Pending {
     }
 
     /// The path now (it follows renames).
-    pub fn current_path(&self) -> Arc<str> {
-        self.path()
-    }
-
-    fn path(&self) -> Arc<str> {
+    pub fn path(&self) -> Arc<str> {
         self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The file's size as its writers see it, if a draft is open.
-    pub fn size(&self) -> Option<u64> {
-        self.state().draft.as_ref().and_then(|d| d.len().ok())
+    /// The file's size and modification time as its writers see them, if
+    /// a draft is open.
+    fn drafted(&self) -> Option<(u64, Option<SystemTime>)> {
+        let st = self.state();
+        let draft = st.draft.as_ref()?;
+        Some((draft.len().ok()?, draft.modified().ok()))
     }
 }
 
@@ -199,8 +198,8 @@ impl Writers {
         &self,
         p: &Pending,
         mode: Option<u32>,
-        atime: Option<SystemTime>,
-        mtime: Option<SystemTime>,
+        atime: Option<SetTime>,
+        mtime: Option<SetTime>,
     ) -> Result<bool, Errno> {
         let mut st = p.state();
         let Some(draft) = st.draft.as_mut() else {
@@ -292,18 +291,17 @@ impl Writers {
         let Some(p) = self.get(path) else {
             return origin;
         };
-        let size = p.size();
-        match (origin, size) {
-            (Ok(mut e), Some(size)) => {
+        match (origin, p.drafted()) {
+            (Ok(mut e), Some((size, _))) => {
                 e.size = size;
                 Ok(e)
             }
             (Ok(e), None) => Ok(e),
-            (Err(_), Some(size)) => Ok(Entry {
+            (Err(_), Some((size, modified))) => Ok(Entry {
                 kind: EntryKind::File,
                 size,
                 perm: p.mode,
-                modified: Some(SystemTime::now()),
+                modified,
             }),
             (Err(e), None) => Err(e),
         }

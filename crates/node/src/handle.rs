@@ -501,8 +501,20 @@ impl NodeHandle {
                 size: version.size,
             });
         }
-        let mut out = BytesMut::new();
-        let mut s = std::pin::pin!(self.stream(Arc::from(path), version, range));
+        self.read_version(Arc::from(path), version, range).await
+    }
+
+    /// Reads `range` of `path` at `version` (clamped to the file) into
+    /// memory, as [`NodeHandle::stream`] fetches it.
+    pub async fn read_version(
+        self: &Arc<Self>,
+        path: Arc<str>,
+        version: Arc<FileVersion>,
+        range: Range<u64>,
+    ) -> Result<Bytes, NodeError> {
+        let len = range.end.min(version.size).saturating_sub(range.start);
+        let mut out = BytesMut::with_capacity(usize::try_from(len).unwrap_or(0));
+        let mut s = std::pin::pin!(self.stream(path, version, range));
         while let Some(part) = s.next().await {
             out.extend_from_slice(&part?);
         }

@@ -9,6 +9,16 @@ use super::local::{Draft, LocalDir};
 use super::{Origin, OriginError, Store, check_path};
 use std::sync::Arc;
 
+/// A time to set on a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetTime {
+    /// The kernel's clock at the change (`UTIME_NOW`: `touch` with no
+    /// time), so no clock is read here.
+    Now,
+    /// This time.
+    At(SystemTime),
+}
+
 impl Origin {
     /// Whether the origin can be changed through this crate.
     pub fn writable(&self) -> bool {
@@ -84,8 +94,8 @@ impl Origin {
     pub async fn set_times(
         &self,
         path: &str,
-        atime: Option<SystemTime>,
-        mtime: Option<SystemTime>,
+        atime: Option<SetTime>,
+        mtime: Option<SetTime>,
     ) -> Result<(), OriginError> {
         let p = path.to_owned();
         self.change(path, move |d| d.set_times(&p, atime, mtime))

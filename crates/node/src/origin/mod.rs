@@ -31,6 +31,7 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 
+pub use change::SetTime;
 pub use error::OriginError;
 pub use local::Draft;
 pub use path::check_path;

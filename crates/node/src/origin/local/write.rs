@@ -29,7 +29,10 @@ use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 
 use super::{LocalDir, io_error, statx, version_of};
-use crate::origin::{FileVersion, OriginError};
+use crate::origin::{FileVersion, OriginError, SetTime};
+use std::collections::hash_map::RandomState;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Prefix and suffix of the temporary files drafts are written in.
 pub(crate) const DRAFT_PREFIX: &str = ".coopcache-";
@@ -60,7 +63,7 @@ pub struct Draft {
     /// The open set the length: the draft's length is the file's.
     sized: bool,
     /// Times the open set, to carry over at the commit.
-    times: Option<(Option<SystemTime>, Option<SystemTime>)>,
+    times: Option<(Option<SetTime>, Option<SetTime>)>,
 }
 
 /// Written ranges a draft records; past this it becomes a whole-file
@@ -219,14 +222,11 @@ impl LocalDir {
     pub(crate) fn set_times(
         &self,
         path: &str,
-        atime: Option<SystemTime>,
-        mtime: Option<SystemTime>,
+        atime: Option<SetTime>,
+        mtime: Option<SetTime>,
     ) -> Result<(), OriginError> {
         let (dir, name) = self.parent(path)?;
-        let times = Timestamps {
-            last_access: timespec(atime),
-            last_modification: timespec(mtime),
-        };
+        let times = timestamps(atime, mtime);
         rustix::fs::utimensat(&dir, name, &times, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| self.change_error(path, e))
     }
@@ -297,13 +297,10 @@ impl Draft {
     /// Sets the times the file will have (the rename keeps them).
     pub fn set_times(
         &mut self,
-        atime: Option<SystemTime>,
-        mtime: Option<SystemTime>,
+        atime: Option<SetTime>,
+        mtime: Option<SetTime>,
     ) -> Result<(), OriginError> {
-        let times = Timestamps {
-            last_access: timespec(atime),
-            last_modification: timespec(mtime),
-        };
+        let times = timestamps(atime, mtime);
         rustix::fs::futimens(&self.file, &times).map_err(|e| io_error(&self.path, e.into()))?;
         self.times = Some((atime, mtime));
         Ok(())
@@ -311,11 +308,19 @@ impl Draft {
 
     /// The current length.
     pub fn len(&self) -> Result<u64, OriginError> {
-        Ok(self
-            .file
-            .metadata()
-            .map_err(|e| io_error(&self.path, e))?
-            .len())
+        Ok(self.metadata()?.len())
+    }
+
+    /// When the draft was last written (what a new file's writers report
+    /// as its modification time before the commit).
+    pub fn modified(&self) -> Result<SystemTime, OriginError> {
+        self.metadata()?
+            .modified()
+            .map_err(|e| io_error(&self.path, e))
+    }
+
+    fn metadata(&self) -> Result<std::fs::Metadata, OriginError> {
+        self.file.metadata().map_err(|e| io_error(&self.path, e))
     }
 
     /// Whether nothing is written yet.
@@ -384,10 +389,7 @@ impl Draft {
             out.set_len(self.file.metadata()?.len())?;
         }
         if let Some((atime, mtime)) = self.times {
-            let times = Timestamps {
-                last_access: timespec(atime),
-                last_modification: timespec(mtime),
-            };
+            let times = timestamps(atime, mtime);
             rustix::fs::futimens(&out, &times)?;
         }
         Ok(out)
@@ -431,27 +433,41 @@ fn create_temp(dir: &OwnedFd, mode: u32) -> io::Result<(File, String)> {
 }
 
 /// A random number for temporary names (not a secret: names only need to
-/// differ between writers).
+/// differ between writers): a process-wide count hashed under this
+/// process's random keys.
 fn rand_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    static KEYS: OnceLock<RandomState> = OnceLock::new();
+    let mut h = KEYS.get_or_init(RandomState::new).build_hasher();
+    h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
     h.finish()
 }
 
-fn timespec(t: Option<SystemTime>) -> Timespec {
-    match t.and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok()) {
-        Some(d) => Timespec {
-            tv_sec: d.as_secs() as i64,
-            tv_nsec: i64::from(d.subsec_nanos()),
-        },
-        None => Timespec {
-            tv_sec: 0,
-            tv_nsec: rustix::fs::UTIME_OMIT,
+/// Times for `utimensat`: given, "now" (the kernel reads its clock), or
+/// left as they are.
+fn timestamps(atime: Option<SetTime>, mtime: Option<SetTime>) -> Timestamps {
+    Timestamps {
+        last_access: timespec(atime),
+        last_modification: timespec(mtime),
+    }
+}
+
+fn timespec(t: Option<SetTime>) -> Timespec {
+    let omit = |nsec| Timespec {
+        tv_sec: 0,
+        tv_nsec: nsec,
+    };
+    match t {
+        None => omit(rustix::fs::UTIME_OMIT),
+        Some(SetTime::Now) => omit(rustix::fs::UTIME_NOW),
+        Some(SetTime::At(t)) => match t.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => Timespec {
+                tv_sec: d.as_secs() as i64,
+                tv_nsec: i64::from(d.subsec_nanos()),
+            },
+            // Before 1970: not settable here; left as it is.
+            Err(_) => omit(rustix::fs::UTIME_OMIT),
         },
     }
 }
