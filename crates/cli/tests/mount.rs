@@ -15,14 +15,10 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn the_origin_mounts_through_the_cache_and_unmounts_on_sigterm() {
-    let _serial = serial();
-    if !can_mount() {
+    let Some(work) = Work::new(&["origin/sub/deeper", "mnt"]) else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let (origin, dir) = (work.path().join("origin"), work.path().join("mnt"));
-    std::fs::create_dir_all(origin.join("sub/deeper")).unwrap();
-    std::fs::create_dir_all(&dir).unwrap();
+    };
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
     let big = pattern(1_000_000, 1);
     std::fs::write(origin.join("big.bin"), &big).unwrap();
     std::fs::write(origin.join("sub/small.txt"), b"hello\n").unwrap();
@@ -31,12 +27,7 @@ fn the_origin_mounts_through_the_cache_and_unmounts_on_sigterm() {
     let m = Mount::start(work.path(), &origin, &dir);
 
     // Names, kinds and sizes as the origin has them.
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["big.bin", "empty", "link", "sub"]);
+    assert_eq!(names(&dir), ["big.bin", "empty", "link", "sub"]);
     let meta = std::fs::metadata(dir.join("big.bin")).unwrap();
     assert!(meta.is_file());
     assert_eq!(meta.len(), 1_000_000);
@@ -111,14 +102,10 @@ fn the_origin_mounts_through_the_cache_and_unmounts_on_sigterm() {
 
 #[test]
 fn a_mount_left_dead_by_a_killed_daemon_is_recovered_by_the_next() {
-    let _serial = serial();
-    if !can_mount() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let (origin, dir) = (work.path().join("origin"), work.path().join("mnt"));
-    std::fs::create_dir_all(&origin).unwrap();
-    std::fs::create_dir_all(&dir).unwrap();
+    };
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
     std::fs::write(origin.join("a"), b"still here").unwrap();
 
     let mut m = Mount::start(work.path(), &origin, &dir);
@@ -149,16 +136,11 @@ fn a_mount_left_dead_by_a_killed_daemon_is_recovered_by_the_next() {
 
 #[test]
 fn files_written_on_one_mount_are_read_whole_on_another_after_close() {
-    let _serial = serial();
-    if !can_mount() {
+    let Some(work) = Work::new(&["origin", "a", "b"]) else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let origin = work.path().join("origin");
-    let (a_dir, b_dir) = (work.path().join("a"), work.path().join("b"));
-    for d in [&origin, &a_dir, &b_dir] {
-        std::fs::create_dir_all(d).unwrap();
-    }
+    };
+    let origin = work.join("origin");
+    let (a_dir, b_dir) = (work.join("a"), work.join("b"));
     std::fs::write(origin.join("old.txt"), b"old").unwrap();
     let a = Mount::start_named(work.path(), &origin, &a_dir, "a", None);
     let b = Mount::start_named(work.path(), &origin, &b_dir, "b", Some(&a));
@@ -298,27 +280,20 @@ fn files_written_on_one_mount_are_read_whole_on_another_after_close() {
     drop(a);
     drop(f);
     assert_eq!(std::fs::read(b_dir.join("old.txt")).unwrap(), b"NE");
-    let names: Vec<String> = std::fs::read_dir(&b_dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
+    let left = names(&b_dir);
     assert!(
-        names.iter().all(|n| !n.starts_with(".coopcache-")),
-        "{names:?}"
+        left.iter().all(|n| !n.starts_with(".coopcache-")),
+        "{left:?}"
     );
     assert!(b.terminate().success());
 }
 
 #[test]
 fn an_http_origin_mounts_read_only() {
-    let _serial = serial();
-    if !can_mount() {
+    let Some(work) = Work::new(&["www", "mnt"]) else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let (www, dir) = (work.path().join("www"), work.path().join("mnt"));
-    std::fs::create_dir_all(&www).unwrap();
-    std::fs::create_dir_all(&dir).unwrap();
+    };
+    let (www, dir) = (work.join("www"), work.join("mnt"));
     std::fs::write(www.join("a.txt"), b"served").unwrap();
     let port = free_port();
     let mut server = Command::new("python3")
@@ -355,19 +330,13 @@ fn an_http_origin_mounts_read_only() {
 
 #[test]
 fn real_programs_work_on_the_mount() {
-    let _serial = serial();
-    if !can_mount() || !["git", "tar", "rsync", "fio"].iter().all(|p| have(p)) {
+    let Some(work) = Work::new(&["origin", "mnt", "src/a/b"]) else {
+        return;
+    };
+    if !["git", "tar", "rsync", "fio"].iter().all(|p| have(p)) {
         return;
     }
-    let work = tempfile::tempdir().unwrap();
-    let (origin, dir, src) = (
-        work.path().join("origin"),
-        work.path().join("mnt"),
-        work.path().join("src"),
-    );
-    for d in [&origin, &dir, &src.join("a/b")] {
-        std::fs::create_dir_all(d).unwrap();
-    }
+    let (origin, dir, src) = (work.join("origin"), work.join("mnt"), work.join("src"));
     std::fs::write(src.join("a/b/data.bin"), pattern(300_000, 3)).unwrap();
     std::fs::write(src.join("a/text.txt"), b"some text\n").unwrap();
     std::fs::write(src.join("empty"), b"").unwrap();
@@ -413,14 +382,10 @@ fn real_programs_work_on_the_mount() {
 
 #[test]
 fn a_full_origin_fails_the_write_clearly_and_keeps_what_was_committed() {
-    let _serial = serial();
-    if !can_mount() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let (origin, dir) = (work.path().join("origin"), work.path().join("mnt"));
-    std::fs::create_dir_all(&origin).unwrap();
-    std::fs::create_dir_all(&dir).unwrap();
+    };
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
     // A 1 MiB file system as the origin: the disk fills during the write.
     let tmpfs = Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
@@ -450,11 +415,7 @@ fn a_full_origin_fails_the_write_clearly_and_keeps_what_was_committed() {
         std::fs::read(origin.join("kept")).unwrap(),
         b"committed before"
     );
-    let names: Vec<String> = std::fs::read_dir(&origin)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    assert_eq!(names, ["kept"], "no draft is left behind");
+    assert_eq!(names(&origin), ["kept"], "no draft is left behind");
     // Room again: writes work.
     std::fs::write(dir.join("kept"), b"after").unwrap();
     assert_eq!(std::fs::read(origin.join("kept")).unwrap(), b"after");
@@ -463,10 +424,9 @@ fn a_full_origin_fails_the_write_clearly_and_keeps_what_was_committed() {
 
 #[test]
 fn bench_mount_reads_a_file_in_turn_from_the_origin_once() {
-    let _serial = serial();
-    if !can_mount() {
+    let Some(_work) = Work::new(&[]) else {
         return;
-    }
+    };
     let out = common::coopcache_args(&[
         "bench",
         "mount",

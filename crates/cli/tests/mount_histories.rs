@@ -153,21 +153,15 @@ fn write_open(
 
 #[test]
 fn randomized_histories_on_three_mounts_keep_close_to_open() {
-    let _serial = serial();
-    if !can_mount() {
+    let Some(work) = Work::new(&["origin", "m0", "m1", "m2"]) else {
         return;
-    }
+    };
     let histories: usize = std::env::var("COOPCACHE_HISTORIES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
-    let work = tempfile::tempdir().unwrap();
-    let origin = work.path().join("origin");
-    let dirs: Vec<PathBuf> = (0..3).map(|i| work.path().join(format!("m{i}"))).collect();
-    std::fs::create_dir_all(&origin).unwrap();
-    for d in &dirs {
-        std::fs::create_dir_all(d).unwrap();
-    }
+    let origin = work.join("origin");
+    let dirs: Vec<PathBuf> = (0..3).map(|i| work.join(&format!("m{i}"))).collect();
     let first = Mount::start_named(work.path(), &origin, &dirs[0], "m0", None);
     let mut mounts = vec![first];
     for (i, dir) in dirs.iter().enumerate().skip(1) {

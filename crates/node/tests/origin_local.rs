@@ -102,18 +102,26 @@ async fn a_replacement_that_reuses_the_inode_and_keeps_the_mtime_gets_a_new_vers
     }
 }
 
-#[tokio::test]
-async fn symbolic_links_out_of_the_origin_are_refused() {
+/// An origin directory beside a directory `outside` holding `secret`, with
+/// links out of the origin: `abs_dir` and `rel_dir` to `outside`,
+/// `rel_file` to the secret. The temporary root, the origin, `outside`.
+fn links_out() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let root = tempfile::tempdir().expect("tempdir");
     let origin_dir = root.path().join("origin");
     let outside = root.path().join("outside");
     std::fs::create_dir_all(&origin_dir).expect("mkdir");
     std::fs::create_dir_all(&outside).expect("mkdir");
     std::fs::write(outside.join("secret"), b"SECRET").expect("write");
-    symlink("/etc/passwd", origin_dir.join("passwd_link")).expect("link");
     symlink(&outside, origin_dir.join("abs_dir")).expect("link");
     symlink("../outside", origin_dir.join("rel_dir")).expect("link");
     symlink("../outside/secret", origin_dir.join("rel_file")).expect("link");
+    (root, origin_dir, outside)
+}
+
+#[tokio::test]
+async fn symbolic_links_out_of_the_origin_are_refused() {
+    let (_root, origin_dir, _) = links_out();
+    symlink("/etc/passwd", origin_dir.join("passwd_link")).expect("link");
     symlink("rel_file", origin_dir.join("link_to_link_out")).expect("link");
     let origin = open(&origin_dir);
     for path in [
@@ -266,16 +274,8 @@ async fn what_is_not_a_regular_file_is_refused_without_blocking() {
 
 #[tokio::test]
 async fn changes_through_links_never_leave_the_origin() {
-    let root = tempfile::tempdir().expect("tempdir");
-    let origin_dir = root.path().join("origin");
-    let outside = root.path().join("outside");
-    std::fs::create_dir_all(&origin_dir).expect("mkdir");
-    std::fs::create_dir_all(&outside).expect("mkdir");
-    std::fs::write(outside.join("secret"), b"SECRET").expect("write");
+    let (_root, origin_dir, outside) = links_out();
     std::fs::write(origin_dir.join("inside"), b"inside").expect("write");
-    symlink(&outside, origin_dir.join("abs_dir")).expect("link");
-    symlink("../outside", origin_dir.join("rel_dir")).expect("link");
-    symlink("../outside/secret", origin_dir.join("rel_file")).expect("link");
     let origin = open(&origin_dir);
 
     for dir in ["abs_dir", "rel_dir"] {

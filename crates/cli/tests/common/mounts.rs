@@ -24,6 +24,52 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A mount test's place: the other mount tests held off (see [`SERIAL`]),
+/// and a temporary directory.
+pub struct Work {
+    _serial: std::sync::MutexGuard<'static, ()>,
+    tmp: tempfile::TempDir,
+}
+
+impl Work {
+    /// Takes the turn and makes `dirs` in a new temporary directory;
+    /// `None` (the test skips) where FUSE cannot mount, outside CI.
+    pub fn new(dirs: &[&str]) -> Option<Work> {
+        let serial = serial();
+        if !can_mount() {
+            return None;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        for d in dirs {
+            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+        }
+        Some(Work {
+            _serial: serial,
+            tmp,
+        })
+    }
+
+    /// The temporary directory.
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// `name` in it.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+}
+
+/// The names in `dir`, sorted.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Whether this machine can mount FUSE file systems; in CI it must.
 pub fn can_mount() -> bool {
     let root = rustix_uid() == 0;
