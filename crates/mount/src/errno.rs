@@ -10,7 +10,7 @@ pub fn of_origin(e: &OriginError) -> Errno {
     match e {
         OriginError::NotFound { .. } | OriginError::NotAFile { .. } => Errno::ENOENT,
         OriginError::PermissionDenied { .. } => Errno::EACCES,
-        OriginError::BadPath { why, .. } if why.contains("too long") => Errno::ENAMETOOLONG,
+        OriginError::BadPath { too_long: true, .. } => Errno::ENAMETOOLONG,
         // A name no checked path can spell does not exist here.
         OriginError::BadPath { .. } => Errno::ENOENT,
         OriginError::NotALink { .. } => Errno::EINVAL,
@@ -39,5 +39,26 @@ pub fn of_node(e: &NodeError) -> Errno {
         NodeError::Read(ReadError::Origin(o)) => of_origin(o),
         NodeError::Range { .. } => Errno::EINVAL,
         _ => Errno::EIO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_paths_say_why_in_their_errno() {
+        let bad = |too_long| OriginError::BadPath {
+            path: "p".into(),
+            why: "w".into(),
+            too_long,
+        };
+        assert_eq!(of_origin(&bad(true)), Errno::ENAMETOOLONG);
+        assert_eq!(of_origin(&bad(false)), Errno::ENOENT);
+        let full = OriginError::Local {
+            path: "p".into(),
+            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+        };
+        assert_eq!(of_origin(&full), Errno::ENOSPC);
     }
 }

@@ -45,6 +45,9 @@ pub enum OriginError {
         path: String,
         /// What is wrong with it.
         why: String,
+        /// Whether it was refused for a name longer than the file system
+        /// takes (the mount answers `ENAMETOOLONG`, not `ENOENT`).
+        too_long: bool,
     },
     /// The origin spec is not one of the accepted forms.
     #[error("origin {spec:?} refused: {why}")]

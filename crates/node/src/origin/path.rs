@@ -34,6 +34,7 @@ fn bad(path: &str, why: impl Into<String>) -> OriginError {
     OriginError::BadPath {
         path: path.to_owned(),
         why: why.into(),
+        too_long: false,
     }
 }
 

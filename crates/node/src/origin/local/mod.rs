@@ -290,6 +290,7 @@ impl LocalDir {
         let bad = |why: &str| OriginError::BadPath {
             path: path.into(),
             why: why.into(),
+            too_long: e == Errno::NAMETOOLONG,
         };
         match e {
             Errno::NOENT | Errno::NOTDIR => OriginError::NotFound { path: path.into() },
