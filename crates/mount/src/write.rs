@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use coopcache_node::origin::{Draft, Entry, EntryKind, Origin, SetTime};
+use coopcache_node::origin::{Draft, Entry, EntryKind, Origin, OriginError, SetTime};
 use fuser::Errno;
 use tokio::runtime::Handle;
 
@@ -152,20 +152,30 @@ impl Writers {
         self.rt.block_on(self.origin.entry(path)).is_ok()
     }
 
-    /// Writes `data` at `offset`.
-    pub fn write(&self, p: &Pending, offset: u64, data: &[u8]) -> Result<(), Errno> {
+    /// Changes `p`'s draft with `change`, drafting the committed file
+    /// first if there is none; a failed change poisons the session.
+    fn change(
+        &self,
+        p: &Pending,
+        change: impl FnOnce(&mut Draft) -> Result<(), OriginError>,
+    ) -> Result<(), Errno> {
         let mut st = p.state();
         if st.draft.is_none() {
             st.draft = Some(self.draft(&p.path(), true, p.mode)?);
         }
         let draft = st.draft.as_mut().ok_or(Errno::EIO)?;
-        if let Err(e) = draft.write_at(offset, data) {
+        if let Err(e) = change(draft) {
             let e = errno::of_origin(&e);
             st.failed = Some(e);
             return Err(e);
         }
         st.dirty = true;
         Ok(())
+    }
+
+    /// Writes `data` at `offset`.
+    pub fn write(&self, p: &Pending, offset: u64, data: &[u8]) -> Result<(), Errno> {
+        self.change(p, |d| d.write_at(offset, data))
     }
 
     /// Reads from the draft, if there is one (`None`: read the origin).
@@ -177,18 +187,7 @@ impl Writers {
 
     /// Sets the length of `p`'s file.
     pub fn truncate(&self, p: &Pending, len: u64) -> Result<(), Errno> {
-        let mut st = p.state();
-        if st.draft.is_none() {
-            st.draft = Some(self.draft(&p.path(), true, p.mode)?);
-        }
-        let draft = st.draft.as_mut().ok_or(Errno::EIO)?;
-        if let Err(e) = draft.set_len(len) {
-            let e = errno::of_origin(&e);
-            st.failed = Some(e);
-            return Err(e);
-        }
-        st.dirty = true;
-        Ok(())
+        self.change(p, |d| d.set_len(len))
     }
 
     /// Applies a mode or times change to `p`'s draft, which the commit
