@@ -44,6 +44,15 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 pub static MALLOC_CONF: &[u8; 69] =
     b"background_thread:true,narenas:1,dirty_decay_ms:100,muzzy_decay_ms:0\0";
 
+/// Bytes of live allocations as jemalloc counts them (its `stats.allocated`,
+/// refreshed by advancing its epoch); `None` if jemalloc will not say.
+fn heap_allocated() -> Option<u64> {
+    tikv_jemalloc_ctl::epoch::advance().ok()?;
+    tikv_jemalloc_ctl::stats::allocated::read()
+        .ok()
+        .map(|b| b as u64)
+}
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

@@ -151,6 +151,20 @@ fn id_of(name: &str) -> u32 {
     ])
 }
 
+/// Sets the node's `heap_allocated_bytes` every second, for `/metrics`
+/// beside resident memory (`coopcache bench rss` reads both).
+async fn report_heap(node: Arc<coopcache_node::NodeHandle>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        if let Some(b) = crate::heap_allocated() {
+            node.metrics()
+                .heap_allocated_bytes
+                .set(i64::try_from(b).unwrap_or(i64::MAX));
+        }
+    }
+}
+
 pub fn run(args: NodeArgs) -> Result<()> {
     init_logs(args.log_json)?;
     let file = match &args.config {
@@ -286,6 +300,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         opts.advertise = advertise;
         opts.discover = discover;
         let node = Arc::new(coopcache_node::start(opts).await?);
+        tokio::spawn(report_heap(node.clone()));
         let gateway = tokio::net::TcpListener::bind(http)
             .await
             .with_context(|| format!("cannot listen on --http {http}"))?;

@@ -1,11 +1,30 @@
 //! The memory budget: how many blocks a node may cache so that its data,
 //! its metadata and its bounded in-flight buffers stay within `--memory`.
 
-/// Bytes set aside from the budget for the runtime, TLS sessions, the
-/// directory and hash records of the files this node manages, and the
-/// bounded pools of blocks in flight ([`STREAM_BYTES`], [`PEER_OUT_BYTES`],
-/// [`PEER_IN_BYTES`]).
-pub const RESERVE: u64 = 24 << 20;
+/// Bytes set aside from the budget for everything but the cache: the sum
+/// of the bounded pools below and [`RUNTIME_BYTES`]. Resident memory adds
+/// to the budget only what no budget can hold: the binary's code (about
+/// 12-14 MiB of file-backed pages) and the allocator's slack (freed pages
+/// it has not yet returned, within 100 ms). At 24 MiB, before the
+/// connections were counted, the pools alone (28 MiB) did not fit in it,
+/// and a cluster of 64 MiB nodes under bursts of 2,000 connections peaked
+/// at 89-91 MiB resident with 70 MiB of live heap (`coopcache bench rss
+/// --nodes 3`, docs/benchmarks.md).
+pub const RESERVE: u64 =
+    RUNTIME_BYTES + STREAM_BYTES + PEER_OUT_BYTES + PEER_IN_BYTES + GATEWAY_BYTES;
+
+/// The runtime's own heap: tokio's tasks and queues, TLS sessions, the
+/// directory and hash records of the files this node manages, metrics
+/// (an idle node holds about 1.3 MiB of live heap).
+pub const RUNTIME_BYTES: u64 = 4 << 20;
+
+/// Heap a gateway connection holds outside the cache: hyper's 8 KiB read
+/// and 8 KiB write buffers and its task.
+pub const CONNECTION_BYTES: u64 = 16 << 10;
+
+/// Bytes of the gateway's connections at its default cap
+/// (`gateway::MAX_CONNECTIONS` of [`CONNECTION_BYTES`]).
+pub const GATEWAY_BYTES: u64 = 8 << 20;
 
 /// Bytes of blocks that streams (gateway responses, library reads) may
 /// hold at once beyond the cache, out of [`RESERVE`]: a block a stream

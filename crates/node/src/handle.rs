@@ -43,10 +43,10 @@ pub fn read_ahead(block_size: u32, capacity: usize) -> usize {
 /// Blocks all of a node's streams may hold at once: [`STREAM_BYTES`], at
 /// most an eighth of the cache's `capacity` (blocks), and at least 8
 /// blocks. The eighth keeps a small budget whole: at `--memory 48MiB`
-/// (382 blocks) a full 8 MiB of streamed blocks on top of the cache and
-/// the runtime took resident memory to 50.6 MiB under CI's load
-/// (`live.rs`: `resident_memory_stays_within_the_budget`); from about
-/// 90 MiB up (1,024 blocks of 64 KiB) the bound is the 8 MiB as before. A stream reads ahead at most a quarter of them
+/// (then 382 blocks of 64 KiB) a full 8 MiB of streamed blocks on top of
+/// the cache and the runtime took resident memory to 50.6 MiB under CI's
+/// load (`live.rs`: `resident_memory_stays_within_the_budget`); from 1,024
+/// blocks of 64 KiB up (`--memory` about 96 MiB) the bound is the 8 MiB. A stream reads ahead at most a quarter of them
 /// (2 MiB at 64 KiB blocks, as before the bound: at an eighth, a peer
 /// stream through the library fell from 1.6 to 1.3 GB/s), so one stalled
 /// reader cannot hold up every other; the gateway's idle timeout frees

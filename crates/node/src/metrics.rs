@@ -65,6 +65,11 @@ pub struct Metrics {
     pub budget_bytes: Gauge,
     /// Live members, this node included.
     pub members: Gauge,
+    /// Bytes of live heap allocations, as the allocator counts them. Set
+    /// by the binary, which knows its allocator (0 if it does not say):
+    /// beside resident memory it tells memory in use from memory the
+    /// allocator keeps.
+    pub heap_allocated_bytes: Gauge,
 }
 
 impl Metrics {
@@ -155,9 +160,29 @@ impl Metrics {
         );
         r.register("budget_bytes", "Memory budget", self.budget_bytes.clone());
         r.register("members", "Live members", self.members.clone());
+        r.register(
+            "heap_allocated_bytes",
+            "Bytes of live heap allocations (0 if the allocator does not report them)",
+            self.heap_allocated_bytes.clone(),
+        );
+        let rss = Gauge::<i64>::default();
+        rss.set(resident_bytes().unwrap_or(0));
+        r.register(
+            "process_resident_memory_bytes",
+            "Resident memory of this process (VmRSS)",
+            rss,
+        );
         let mut s = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut s, &r);
         s
     }
+}
+
+/// This process's resident memory (`VmRSS`), from `/proc/self/statm` (its
+/// second field, in pages); `None` where there is no such file.
+fn resident_bytes() -> Option<i64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: i64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * rustix::param::page_size() as i64)
 }

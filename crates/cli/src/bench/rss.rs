@@ -74,6 +74,10 @@ struct PhaseRow {
     rss_median_mib: f64,
     rss_peak_mib: f64,
     rss_last_mib: f64,
+    /// Live heap allocations (the allocator's count): what of resident
+    /// memory is in use rather than kept by the allocator.
+    heap_median_mib: f64,
+    heap_peak_mib: f64,
     budget_mib: f64,
     target_mib: f64,
     within_target: bool,
@@ -116,8 +120,18 @@ fn target_mib(memory: u64) -> f64 {
     (1.1 * m).max(m + 24.0)
 }
 
-/// A sample: seconds since start, node index, VmRSS in bytes, phase index.
-type Sample = (f64, usize, u64, usize);
+/// One node's memory at one moment.
+struct Sample {
+    /// Seconds since the start.
+    t: f64,
+    node: usize,
+    /// VmRSS in bytes.
+    rss: u64,
+    /// Live heap bytes from the node's `/metrics`, when it answered in time.
+    heap: Option<u64>,
+    /// Index into `PHASES`.
+    phase: usize,
+}
 
 const PHASES: [&str; 3] = ["readers", "burst", "rest"];
 
@@ -149,7 +163,7 @@ async fn soak(args: &RssArgs, dir: PathBuf) -> Result<(Vec<PhaseRow>, Vec<Sample
     );
 
     let phase = Arc::new(AtomicU64::new(0));
-    let samples = sampler(pids, args.interval, phase.clone());
+    let samples = sampler(pids, https.clone(), args.interval, phase.clone());
     let mut totals = Vec::new();
     let t = Instant::now();
     totals.push((readers(args, &https, &contents).await, t.elapsed()));
@@ -171,7 +185,7 @@ async fn soak(args: &RssArgs, dir: PathBuf) -> Result<(Vec<PhaseRow>, Vec<Sample
         .map(|(i, name)| {
             // Each figure is the worst node's.
             let per_node: Vec<NodeRss> = (0..args.nodes)
-                .map(|k| NodeRss::of(samples.iter().filter(|s| s.3 == i && s.1 == k)))
+                .map(|k| NodeRss::of(samples.iter().filter(|s| s.phase == i && s.node == k)))
                 .collect();
             let worst = |f: fn(&NodeRss) -> f64| per_node.iter().map(f).fold(0.0, f64::max);
             let peak = worst(|n| n.peak);
@@ -183,6 +197,8 @@ async fn soak(args: &RssArgs, dir: PathBuf) -> Result<(Vec<PhaseRow>, Vec<Sample
                 rss_median_mib: worst(|n| n.median),
                 rss_peak_mib: peak,
                 rss_last_mib: worst(|n| n.last),
+                heap_median_mib: worst(|n| n.heap_median),
+                heap_peak_mib: worst(|n| n.heap_peak),
                 budget_mib: args.memory as f64 / MIB,
                 target_mib: target,
                 within_target: peak <= target,
@@ -203,11 +219,19 @@ struct NodeRss {
     peak: f64,
     last: f64,
     drift: f64,
+    heap_median: f64,
+    heap_peak: f64,
 }
 
 impl NodeRss {
     fn of<'a>(samples: impl Iterator<Item = &'a Sample>) -> NodeRss {
-        let rss: Vec<f64> = samples.map(|s| s.2 as f64 / MIB).collect();
+        let samples: Vec<&Sample> = samples.collect();
+        let rss: Vec<f64> = samples.iter().map(|s| s.rss as f64 / MIB).collect();
+        let heap: Vec<f64> = samples
+            .iter()
+            .filter_map(|s| s.heap)
+            .map(|b| b as f64 / MIB)
+            .collect();
         let median = |part: &[f64]| {
             let mut v = part.to_vec();
             v.sort_by(f64::total_cmp);
@@ -224,13 +248,17 @@ impl NodeRss {
             } else {
                 median(&rss[rss.len() - fifth..]) - median(&rss[fifth..2 * fifth])
             },
+            heap_median: median(&heap),
+            heap_peak: heap.iter().copied().fold(0.0, f64::max),
         }
     }
 }
 
-/// Samples VmRSS of every pid every `interval` until `phase` reaches 3.
+/// Samples VmRSS of every pid, and the live heap its gateway reports,
+/// every `interval` until `phase` reaches 3.
 fn sampler(
     pids: Vec<u32>,
+    https: Https,
     interval: Duration,
     phase: Arc<AtomicU64>,
 ) -> tokio::task::JoinHandle<Result<Vec<Sample>>> {
@@ -243,8 +271,15 @@ fn sampler(
                 return Ok(out);
             }
             let t = start.elapsed().as_secs_f64();
-            for (k, pid) in pids.iter().enumerate() {
-                out.push((t, k, vm_rss(*pid)?, p));
+            let heaps = futures::future::join_all(https.iter().map(|h| heap_allocated(*h))).await;
+            for (k, (pid, heap)) in pids.iter().zip(heaps).enumerate() {
+                out.push(Sample {
+                    t,
+                    node: k,
+                    rss: vm_rss(*pid)?,
+                    heap,
+                    phase: p,
+                });
             }
             tokio::time::sleep(interval).await;
         }
@@ -261,6 +296,27 @@ fn vm_rss(pid: u32) -> Result<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .with_context(|| format!("no VmRSS line in {path}"))?;
     Ok(kib * 1024)
+}
+
+/// `coopcache_heap_allocated_bytes` from a node's `/metrics`; `None` if it
+/// does not answer within a second (a burst fills its gateway) or reports 0.
+async fn heap_allocated(http: std::net::SocketAddr) -> Option<u64> {
+    let get = async {
+        let mut s = tokio::net::TcpStream::connect(http).await?;
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await?;
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).await?;
+        Ok::<_, std::io::Error>(raw)
+    };
+    let raw = tokio::time::timeout(Duration::from_secs(1), get)
+        .await
+        .ok()?
+        .ok()?;
+    raw.lines()
+        .find_map(|l| l.strip_prefix("coopcache_heap_allocated_bytes "))
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|b| *b > 0)
 }
 
 #[derive(Default)]
@@ -476,13 +532,14 @@ impl Drop for Node {
 
 fn table(rows: &[PhaseRow]) {
     println!(
-        "{:<8} {:>8} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>8} {:>6}",
+        "{:<8} {:>8} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>6}",
         "phase",
         "seconds",
         "requests",
         "median MiB",
         "peak MiB",
         "last MiB",
+        "heap peak",
         "drift MiB",
         "target MiB",
         "within",
@@ -490,13 +547,14 @@ fn table(rows: &[PhaseRow]) {
     );
     for r in rows {
         println!(
-            "{:<8} {:>8.0} {:>9} {:>11.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>8} {:>6}",
+            "{:<8} {:>8.0} {:>9} {:>11.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>8} {:>6}",
             r.phase,
             r.seconds,
             r.requests,
             r.rss_median_mib,
             r.rss_peak_mib,
             r.rss_last_mib,
+            r.heap_peak_mib,
             r.drift_mib,
             r.target_mib,
             if r.within_target { "yes" } else { "NO" },
@@ -506,7 +564,7 @@ fn table(rows: &[PhaseRow]) {
 }
 
 fn draw(path: &Path, samples: &[Sample], nodes: usize, memory: u64, target: f64) -> Result<()> {
-    let end = samples.last().map_or(1.0, |s| s.0);
+    let end = samples.last().map_or(1.0, |s| s.t);
     // One node: a line per phase; a cluster: a line per node.
     let names: Vec<String> = if nodes == 1 {
         PHASES.iter().map(|p| p.to_string()).collect()
@@ -520,11 +578,38 @@ fn draw(path: &Path, samples: &[Sample], nodes: usize, memory: u64, target: f64)
             name,
             points: samples
                 .iter()
-                .filter(|s| if nodes == 1 { s.3 == i } else { s.1 == i })
-                .map(|s| (s.0, s.2 as f64 / MIB))
+                .filter(|s| {
+                    if nodes == 1 {
+                        s.phase == i
+                    } else {
+                        s.node == i
+                    }
+                })
+                .map(|s| (s.t, s.rss as f64 / MIB))
                 .collect(),
         })
         .collect();
+    // Live heap, a line per node: the gap up to resident memory is what
+    // the allocator keeps.
+    let heap_names: Vec<String> = (0..nodes)
+        .map(|k| {
+            if nodes == 1 {
+                "live heap".to_string()
+            } else {
+                format!("node {k} live heap")
+            }
+        })
+        .collect();
+    for (k, name) in heap_names.iter().enumerate() {
+        series.push(Series {
+            name,
+            points: samples
+                .iter()
+                .filter(|s| s.node == k)
+                .filter_map(|s| Some((s.t, s.heap? as f64 / MIB)))
+                .collect(),
+        });
+    }
     let budget = memory as f64 / MIB;
     series.push(Series {
         name: "--memory",

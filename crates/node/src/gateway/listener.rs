@@ -51,11 +51,15 @@ impl Default for GatewayOptions {
     }
 }
 
-/// The default connection cap. Each connection costs about 16 KiB that
-/// the cache's budget does not see (hyper's 8 KiB read and 8 KiB write
-/// buffers, its task): 512 of them fit in 8 MiB of the budget's reserve
-/// (`coopcache bench rss`: 2,000 clients at once on a 64 MiB node).
-pub const MAX_CONNECTIONS: usize = 512;
+/// The default connection cap: as many connections as the budget's
+/// reserve holds ([`GATEWAY_BYTES`] of [`CONNECTION_BYTES`] each, 512);
+/// `coopcache bench rss`: 2,000 clients at once on a 64 MiB node. A
+/// larger configured cap is outside the budget (the daemon warns).
+///
+/// [`GATEWAY_BYTES`]: crate::budget::GATEWAY_BYTES
+/// [`CONNECTION_BYTES`]: crate::budget::CONNECTION_BYTES
+pub const MAX_CONNECTIONS: usize =
+    (crate::budget::GATEWAY_BYTES / crate::budget::CONNECTION_BYTES) as usize;
 
 /// How long a connection beyond the cap waits for a slot before its 503:
 /// a burst is served as slots free up, an attack is refused.
@@ -88,6 +92,14 @@ pub async fn serve_router(
             configured = opts.max_connections,
             cap,
             "gateway connection cap lowered to stay under the open-file limit (raise `ulimit -n`)"
+        );
+    }
+    if cap > MAX_CONNECTIONS {
+        let outside_mib = ((cap - MAX_CONNECTIONS) as u64 * crate::budget::CONNECTION_BYTES) >> 20;
+        tracing::warn!(
+            cap,
+            outside_mib,
+            "the budget's reserve holds {MAX_CONNECTIONS} gateway connections: the ones beyond may take this much memory outside --memory"
         );
     }
     let permits = Arc::new(Semaphore::new(cap));
