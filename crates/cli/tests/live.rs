@@ -810,9 +810,22 @@ fn node_of_another_cluster_is_kept_out() {
     }
     assert_eq!(members(&intruder.status()), 1, "x joined a foreign cluster");
     assert!(
-        errors(&nodes) > errors0,
-        "the cluster saw no refused handshake: did x dial at all? {}",
+        errors(&nodes) >= errors0 + 2,
+        "the cluster saw fewer than 2 refused handshakes in 3 s: did x dial at all? {}",
         intruder.log_text()
+    );
+    // The operator of x hears why, once (not on every retry), and the
+    // cluster's operator is not flooded: every refusal is counted, one is
+    // said per 10 s.
+    let said = |log: &str, what: &str| log.lines().filter(|l| l.contains(what)).count();
+    let log = intruder.log_text();
+    assert_eq!(said(&log, "cannot reach peer"), 1, "{log}");
+    assert!(log.contains("another cluster's CA"), "{log}");
+    let seed_log = nodes[0].log_text();
+    assert_eq!(
+        said(&seed_log, "inbound peer connection failed"),
+        1,
+        "{seed_log}"
     );
 
     let out = cat(&intruder, path, &[]);
@@ -822,6 +835,99 @@ fn node_of_another_cluster_is_kept_out() {
     assert_eq!(from_cluster(&s), 0, "x got blocks from the cluster: {s}");
     assert_eq!(counter(&s, "origin_reads"), blocks_of(data.len()), "{s}");
     eprintln!("intruder: {:.1?}", started.elapsed());
+}
+
+/// `/metrics` passes `promtool check metrics` as curl and promtool get it
+/// (no `Accept`: the 0.0.4 text format), and a scraper asking for
+/// OpenMetrics gets OpenMetrics.
+#[test]
+fn metrics_pass_promtool_and_follow_accept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (keys, origin) = (tmp.path().join("keys"), tmp.path().join("origin"));
+    let files = write_origin(&origin, seed("metrics"), &[("f".to_string(), 100_000)]);
+    cluster_init(&keys, &["a"]);
+    let node = start_cluster(&["a"], &keys, &origin, &["--memory", "64MiB"]).remove(0);
+    assert!(fetch(node.http, "f").unwrap() == files["f"]);
+    let text = get(node.http, "/metrics", None).unwrap();
+    assert_eq!(text.code, 200);
+    assert!(
+        text.header("content-type")
+            .unwrap()
+            .contains("version=0.0.4"),
+        "{:?}",
+        text.headers
+    );
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (apt-get install prometheus; .ci/run installs it)");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&text.body)
+        .unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    let said = format!("{}{}", stderr(&out), String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool: {said}\n{}",
+        String::from_utf8_lossy(&text.body)
+    );
+    let body = String::from_utf8(text.body).unwrap();
+    assert!(body.contains("# HELP coopcache_reads_total "), "{body}");
+    assert!(
+        body.contains("coopcache_process_resident_memory_bytes "),
+        "{body}"
+    );
+
+    let mut s = TcpStream::connect(node.http).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n")
+        .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let open = parse_reply(&raw).unwrap();
+    assert!(
+        open.header("content-type")
+            .unwrap()
+            .starts_with("application/openmetrics-text"),
+        "{:?}",
+        open.headers
+    );
+    let body = String::from_utf8(open.body).unwrap();
+    assert!(body.trim_end().ends_with("# EOF"), "{body}");
+    assert!(body.contains("# HELP coopcache_reads "), "{body}");
+}
+
+/// A node whose seed is not there says so, with the cause, at WARN.
+#[test]
+fn joining_a_dead_seed_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (keys, origin) = (tmp.path().join("keys"), tmp.path().join("origin"));
+    write_origin(&origin, seed("dead-seed"), &[("f".to_string(), 10)]);
+    cluster_init(&keys, &["a"]);
+    let dead = free_addr();
+    let node = Node::start(&NodeSpec {
+        name: "a",
+        keys: &keys,
+        origin: &origin,
+        join: Some(dead),
+        extra: &["--memory", "64MiB"],
+    });
+    wait_until("the node says it cannot reach its seed", || {
+        node.log_text().contains("cannot reach peer")
+    });
+    let log = node.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("cannot reach peer"))
+        .unwrap();
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains(&dead.to_string()), "{line}");
+    assert!(line.contains("connection refused"), "{line}");
 }
 
 /// Two processes with `--discover` (one by flag, one by its TOML file)

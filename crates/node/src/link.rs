@@ -16,6 +16,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
+mod cause;
+pub use cause::{DialNotes, Noise, cause};
+
 /// Frames queued for one peer; beyond this new messages are dropped (and
 /// counted): the protocol recovers from a lost message by timeout.
 ///
@@ -304,6 +307,7 @@ async fn timed<T>(
 /// Accepts peers' connections until the listener fails.
 pub async fn accept_loop(listener: TcpListener, ctx: Arc<LinkCtx>) {
     let limit = Arc::new(Semaphore::new(MAX_INBOUND));
+    let noise = Arc::new(Noise::default());
     loop {
         let (stream, addr) = match listener.accept().await {
             Ok(c) => c,
@@ -315,14 +319,25 @@ pub async fn accept_loop(listener: TcpListener, ctx: Arc<LinkCtx>) {
         };
         let Ok(permit) = limit.clone().try_acquire_owned() else {
             ctx.metrics.peer_errors.inc();
-            tracing::warn!(%addr, "refused connection: {MAX_INBOUND} already open");
+            if let Some(failures) = noise.failed(crate::clock::now()) {
+                tracing::warn!(%addr, failures, "refused connection: {MAX_INBOUND} already open");
+            }
             continue;
         };
-        let ctx = ctx.clone();
+        let (ctx, noise) = (ctx.clone(), noise.clone());
         tokio::spawn(async move {
             if let Err(e) = serve_inbound(stream, &ctx).await {
                 ctx.metrics.peer_errors.inc();
-                tracing::warn!(%addr, error = %e, "peer connection closed");
+                match noise.failed(crate::clock::now()) {
+                    Some(failures) => tracing::warn!(
+                        %addr,
+                        cause = cause(&e),
+                        error = %e,
+                        failures,
+                        "inbound peer connection failed (all of them counted in peer_errors; said at most every 10 s)"
+                    ),
+                    None => tracing::debug!(%addr, error = %e, "inbound peer connection failed"),
+                }
             }
             drop(permit);
         });
@@ -375,10 +390,14 @@ async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError
 /// connection and disconnection to the driver.
 pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
     let mut backoff = Duration::from_millis(100);
+    let mut notes = DialNotes::default();
     loop {
         match dial(&addr, &ctx).await {
             Ok((tls, id, name, listen)) => {
                 backoff = Duration::from_millis(100);
+                if notes.up() {
+                    tracing::info!(%addr, peer = %name, "peer reachable again");
+                }
                 let up = Event::LinkUp {
                     addr: addr.clone(),
                     id,
@@ -406,7 +425,18 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
                 }
             }
             Err(e) => {
-                tracing::debug!(%addr, error = %e, "dial failed");
+                // An operator joining a foreign cluster or a dead seed
+                // must hear why, but not on every retry.
+                match notes.failed(crate::clock::now()) {
+                    Some(failures) => tracing::warn!(
+                        %addr,
+                        cause = cause(&e),
+                        error = %e,
+                        failures,
+                        "cannot reach peer (retrying; said again in a minute if it lasts)"
+                    ),
+                    None => tracing::debug!(%addr, error = %e, "dial failed"),
+                }
                 let down = Event::LinkDown {
                     addr: addr.clone(),
                     id: None,

@@ -1,6 +1,7 @@
 //! The HTTP gateway: `GET`/`HEAD /v1/files/PATH` (with `Range`,
 //! conditional requests and `Last-Modified` as RFC 9110 defines them),
-//! `GET /v1/status` (JSON) and `GET /metrics` (Prometheus).
+//! `GET /v1/status` (JSON) and `GET /metrics` (Prometheus: OpenMetrics or
+//! the 0.0.4 text format, as the `Accept` header asks).
 //!
 //! It listens on loopback by default: it is the node's local access point,
 //! like a mount, and anyone who can connect reads every file the daemon
@@ -9,6 +10,7 @@
 
 mod auth;
 mod conditional;
+mod exposition;
 mod listener;
 mod range;
 
@@ -26,6 +28,7 @@ use std::sync::Arc;
 
 pub use auth::{AccessError, MIN_TOKEN, Token, check_exposure};
 pub use conditional::{Decision, Validators, evaluate};
+pub use exposition::{Format, negotiate, to_text_004};
 pub use listener::{
     GatewayOptions, MAX_CONNECTIONS, RESERVED_DESCRIPTORS, SLOT_WAIT, connection_cap,
     raise_open_file_limit,
@@ -189,13 +192,20 @@ async fn status(State(node): State<Arc<NodeHandle>>) -> Response {
     }
 }
 
-async fn metrics(State(node): State<Arc<NodeHandle>>) -> Response {
+async fn metrics(State(node): State<Arc<NodeHandle>>, headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = negotiate(accept);
+    let open = node.metrics().encode();
+    let body = match format {
+        Format::OpenMetrics => open,
+        Format::Text004 => to_text_004(&open),
+    };
     (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        node.metrics().encode(),
+        [
+            (header::CONTENT_TYPE, format.content_type()),
+            (header::VARY, "Accept"),
+        ],
+        body,
     )
         .into_response()
 }
