@@ -51,9 +51,9 @@ pub struct DemoArgs {
     /// Seed of the workload.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Where to write the plot.
-    #[arg(long, default_value = "coopcache-demo.png")]
-    plot: PathBuf,
+    /// Where to draw the plot (PNG); none unless given.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// JSON lines instead of a table.
     #[arg(long)]
     json: bool,
@@ -90,9 +90,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         "coopcache-demo-",
         |dir| async move { demo(a, algs, &dir).await },
     )?;
-    let Some(outcomes) = outcome else {
-        return Ok(());
-    };
+    let outcomes = outcome;
     report(&args, &outcomes)
 }
 
@@ -294,18 +292,20 @@ fn report(args: &DemoArgs, outcomes: &[Outcome]) -> Result<()> {
         name,
         values: outcomes.iter().map(|o| f(o) as f64).collect(),
     };
-    stacked_bars(
-        &args.plot,
-        "coopcache demo: where each block read was served",
-        "block reads",
-        &bars,
-        &[
-            seg("local memory", |o| o.local),
-            seg("peer memory", |o| o.peer),
-            seg("origin", |o| o.origin),
-        ],
-    )?;
-    eprintln!("plot: {}", args.plot.display());
+    if let Some(path) = &args.plot {
+        stacked_bars(
+            path,
+            "coopcache demo: where each block read was served",
+            "block reads",
+            &bars,
+            &[
+                seg("local memory", |o| o.local),
+                seg("peer memory", |o| o.peer),
+                seg("origin", |o| o.origin),
+            ],
+        )?;
+        eprintln!("plot: {}", path.display());
+    }
     if outcomes.iter().any(|o| o.wrong_bytes > 0) {
         bail!("wrong bytes delivered");
     }

@@ -60,9 +60,9 @@ pub struct AlgorithmsArgs {
     /// Block size.
     #[arg(long, default_value = "8KiB", value_parser = parse_size)]
     block_size: u64,
-    /// Directory for the PNG charts.
-    #[arg(long, default_value = "bench-figures")]
-    plot: PathBuf,
+    /// Directory for the PNG charts; none unless given.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// JSON lines (one per algorithm) instead of tables.
     #[arg(long)]
     json: bool,
@@ -147,16 +147,16 @@ pub fn run(args: AlgorithmsArgs) -> Result<()> {
     let outcome = in_tempdir("coopcache-bench-algorithms-", |dir| async move {
         bench(a, algs, label, nodes, requests, &dir).await
     })?;
-    let Some(outcomes) = outcome else {
-        return Ok(());
-    };
+    let outcomes = outcome;
     if args.json {
         crate::output::print_json(&outcomes)?;
     } else {
         algorithms_report::print(&outcomes);
     }
-    algorithms_report::plot(&args.plot, &outcomes)?;
-    eprintln!("plots: {}", args.plot.display());
+    if let Some(dir) = &args.plot {
+        algorithms_report::plot(dir, &outcomes)?;
+        eprintln!("plots: {}", dir.display());
+    }
     Ok(())
 }
 

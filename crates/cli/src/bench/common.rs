@@ -151,9 +151,11 @@ impl Counters {
 pub use crate::progress::Bar;
 
 /// Writes a plot and says where.
-pub fn plot_to(path: &Path, draw: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    draw(path)?;
-    eprintln!("plot: {}", path.display());
+pub fn plot_to(path: Option<&Path>, draw: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    if let Some(path) = path {
+        draw(path)?;
+        eprintln!("plot: {}", path.display());
+    }
     Ok(())
 }
 
@@ -163,7 +165,7 @@ pub fn report_rows<R: serde::Serialize>(
     json: bool,
     rows: &[R],
     table: fn(&[R]),
-    plot_path: &Path,
+    plot_path: Option<&Path>,
     draw: fn(&Path, &[R]) -> Result<()>,
     wrong_bytes: fn(&R) -> u64,
 ) -> Result<()> {

@@ -69,9 +69,9 @@ pub struct LatencyArgs {
     /// puts every task on one thread.
     #[arg(long)]
     threads: Option<usize>,
-    /// Directory for the PNG charts.
-    #[arg(long, default_value = "bench-figures")]
-    plot: PathBuf,
+    /// Directory for the PNG charts; none unless given.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// One JSON object instead of tables.
     #[arg(long)]
     json: bool,
@@ -169,16 +169,16 @@ pub fn run(args: LatencyArgs) -> Result<()> {
     let outcome = in_tempdir_on(rt, "coopcache-bench-latency-", |dir| async move {
         bench(a, exes, &dir).await
     })?;
-    let Some(report) = outcome else {
-        return Ok(());
-    };
+    let report = outcome;
     if args.json {
         crate::output::print_json([&report])?;
     } else {
         latency_report::print(&report);
     }
-    latency_report::plot(&args.plot, &report)?;
-    eprintln!("plots: {}", args.plot.display());
+    if let Some(dir) = &args.plot {
+        latency_report::plot(dir, &report)?;
+        eprintln!("plots: {}", dir.display());
+    }
     Ok(())
 }
 

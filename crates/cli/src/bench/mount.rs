@@ -72,9 +72,7 @@ pub fn run(args: MountBenchArgs) -> Result<()> {
     if args.mounts < 2 || args.file_size == 0 || args.write_size == 0 {
         bail!("--mounts must be at least 2, --file-size and --write-size at least 1 byte");
     }
-    let Some(rows) = in_tempdir("coopcache-bench-mount-", |dir| bench(&args, dir))? else {
-        return Ok(());
-    };
+    let rows = in_tempdir("coopcache-bench-mount-", |dir| bench(&args, dir))?;
     if args.json {
         crate::output::print_json(&rows)?;
     } else {

@@ -71,9 +71,9 @@ pub struct NetcacheArgs {
     /// Seed of the file's bytes and the read offsets.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Where to write the plot.
-    #[arg(long, default_value = "coopcache-bench-netcache.png")]
-    plot: PathBuf,
+    /// Where to draw the plot (PNG); none unless given.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// JSON lines instead of a table.
     #[arg(long)]
     json: bool,
@@ -148,13 +148,15 @@ fn paper_and_target(peers: u32) -> (Option<f64>, Option<f64>) {
 pub fn run(args: NetcacheArgs) -> Result<()> {
     let cache = args.cache.unwrap_or(args.file_size * 5 / 8);
     check(&args, cache)?;
-    let Some(rows) = in_tempdir("coopcache-bench-netcache-", |dir| bench(&args, cache, dir))?
-    else {
-        return Ok(());
-    };
-    report_rows(args.json, &rows, print_table, &args.plot, plot, |r| {
-        r.wrong_bytes
-    })
+    let rows = in_tempdir("coopcache-bench-netcache-", |dir| bench(&args, cache, dir))?;
+    report_rows(
+        args.json,
+        &rows,
+        print_table,
+        args.plot.as_deref(),
+        plot,
+        |r| r.wrong_bytes,
+    )
 }
 
 fn check(args: &NetcacheArgs, cache: u64) -> Result<()> {

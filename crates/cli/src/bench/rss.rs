@@ -54,9 +54,9 @@ pub struct RssArgs {
     /// Time between samples of VmRSS.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     interval: Duration,
-    /// Where to draw resident memory over time.
-    #[arg(long, default_value = "rss.png")]
-    plot: PathBuf,
+    /// Where to draw the plot (PNG); none unless given.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// JSON lines (one per phase) instead of a table.
     #[arg(long)]
     json: bool,
@@ -96,16 +96,14 @@ pub fn run(args: RssArgs) -> Result<()> {
     // The burst needs a descriptor per connection here too.
     let _ = coopcache_node::gateway::raise_open_file_limit();
     let rows = in_tempdir("coopcache-rss-", |dir| soak(&args, dir))?;
-    let Some((rows, samples)) = rows else {
-        return Ok(());
-    };
+    let (rows, samples) = rows;
     if args.json {
         crate::output::print_json(&rows)?;
     } else {
         table(&rows);
     }
     let target = target_mib(args.memory);
-    plot_to(&args.plot, |path| {
+    plot_to(args.plot.as_deref(), |path| {
         draw(path, &samples, args.nodes, args.memory, target)
     })?;
     let wrong: u64 = rows.iter().map(|r| r.wrong_bytes).sum();

@@ -52,9 +52,9 @@ pub struct StaggeredArgs {
     /// Seed of the files' bytes.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Where to write the plot.
-    #[arg(long, default_value = "coopcache-bench-staggered.png")]
-    plot: PathBuf,
+    /// Where to draw the plot (PNG); none unless given.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// JSON lines instead of tables.
     #[arg(long)]
     json: bool,
@@ -130,9 +130,7 @@ pub fn run(args: StaggeredArgs) -> Result<()> {
     {
         bail!("--readers, --file-size, --block-size and --overhead-sizes must be at least 1");
     }
-    let Some(out) = in_tempdir("coopcache-bench-staggered-", |dir| bench(&args, dir))? else {
-        return Ok(());
-    };
+    let out = in_tempdir("coopcache-bench-staggered-", |dir| bench(&args, dir))?;
     report(&args, &out)
 }
 
@@ -317,7 +315,7 @@ fn report(args: &StaggeredArgs, out: &Outcome) -> Result<()> {
     } else {
         print_tables(out);
     }
-    plot_to(&args.plot, |path| plot(path, args, out))?;
+    plot_to(args.plot.as_deref(), |path| plot(path, args, out))?;
     let wrong = out.total.wrong_bytes + out.overhead.iter().map(|o| o.wrong_bytes).sum::<u64>();
     if wrong > 0 {
         bail!("{wrong} wrong bytes delivered");

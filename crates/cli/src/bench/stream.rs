@@ -49,9 +49,9 @@ pub struct StreamArgs {
     /// gives each node one thread of its own.
     #[arg(long, value_enum, default_value = "shared")]
     runtime: Layout,
-    /// Directory for the PNG chart.
-    #[arg(long, default_value = "bench-figures")]
-    plot: PathBuf,
+    /// Directory for the PNG charts; none unless given.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// One JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -101,22 +101,18 @@ pub fn run(args: StreamArgs) -> Result<()> {
         );
     }
     let a = &args;
-    let Some(report) = in_tempdir("coopcache-bench-stream-", |dir| async move {
+    let report = in_tempdir("coopcache-bench-stream-", |dir| async move {
         bench(a, &dir).await
-    })?
-    else {
-        return Ok(());
-    };
+    })?;
     if args.json {
         crate::output::print_json([&report])?;
     } else {
         print(&report);
     }
-    plot(&args.plot, &report)?;
-    eprintln!(
-        "plot: {}",
-        args.plot.join("stream-throughput.png").display()
-    );
+    if let Some(dir) = &args.plot {
+        plot(dir, &report)?;
+        eprintln!("plot: {}", dir.join("stream-throughput.png").display());
+    }
     Ok(())
 }
 

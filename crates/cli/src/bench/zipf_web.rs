@@ -81,9 +81,9 @@ pub struct ZipfWebArgs {
     /// Seed of the file set and the draws.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Where to write the plot.
-    #[arg(long, default_value = "coopcache-bench-zipf-web.png")]
-    plot: PathBuf,
+    /// Where to draw the plot (PNG); none unless given.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// JSON lines instead of a table.
     #[arg(long)]
     json: bool,
@@ -128,12 +128,15 @@ pub fn run(args: ZipfWebArgs) -> Result<()> {
     if !args.skew.is_finite() || args.skew <= 0.0 {
         bail!("--skew must be positive");
     }
-    let Some(rows) = in_tempdir("coopcache-bench-zipf-web-", |dir| bench(&args, dir))? else {
-        return Ok(());
-    };
-    report_rows(args.json, &rows, print_table, &args.plot, plot, |r| {
-        r.wrong_bytes
-    })
+    let rows = in_tempdir("coopcache-bench-zipf-web-", |dir| bench(&args, dir))?;
+    report_rows(
+        args.json,
+        &rows,
+        print_table,
+        args.plot.as_deref(),
+        plot,
+        |r| r.wrong_bytes,
+    )
 }
 
 fn name(f: usize) -> String {
