@@ -47,7 +47,7 @@ fn demo_shows_fewer_origin_reads_with_cooperation_and_no_wrong_bytes() {
 #[test]
 fn demo_stopped_by_sigterm_cleans_up_and_fails() {
     let (cwd, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_coopcache"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_coopcache"))
         .args(["demo", "--reads", "100000", "--origin-delay", "20ms"])
         .current_dir(cwd.path())
         .env("TMPDIR", tmp.path())
