@@ -54,7 +54,7 @@ pub struct SimArgs {
 
     /// Cache sizes, comma-separated: blocks (`2750`) or bytes with a unit (`16MiB`).
     #[arg(short = 's', long, value_delimiter = ',')]
-    cache_size: Vec<CacheSize>,
+    pub(crate) cache_size: Vec<CacheSize>,
 
     /// Block size: divides byte cache sizes, and splits msr/tencent requests into blocks.
     #[arg(long, default_value = "8KiB", value_parser = parse_block_size)]
@@ -78,10 +78,22 @@ pub struct SimArgs {
 
     /// Worker threads for the runs (default: one per core).
     #[arg(short, long)]
-    jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
 
     #[command(flatten)]
     pub(crate) coop: crate::coop::CoopArgs,
+}
+
+/// Sizes the worker pool to `--jobs` when given (one thread per core
+/// otherwise).
+pub(crate) fn set_jobs(jobs: Option<usize>) -> Result<()> {
+    if let Some(jobs) = jobs {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs.max(1))
+            .build_global()
+            .context("starting worker threads")?;
+    }
+    Ok(())
 }
 
 fn parse_block_size(text: &str) -> Result<u64, String> {
@@ -104,12 +116,7 @@ fn parse_id_space(text: &str) -> Result<IdSpace, String> {
 /// Runs `coopcache sim`: cooperative algorithms with `--algorithms`,
 /// otherwise local policies.
 pub fn run(args: SimArgs) -> Result<()> {
-    if let Some(jobs) = args.jobs {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs.max(1))
-            .build_global()
-            .context("starting worker threads")?;
-    }
+    set_jobs(args.jobs)?;
     if !args.coop.class_policy.is_empty() {
         return crate::classes::run(&args);
     }

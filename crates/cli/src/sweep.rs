@@ -185,6 +185,30 @@ pub fn run(args: SweepArgs) -> Result<()> {
     if coop.algorithms.is_some() {
         bail!("a sweep chooses its own algorithms: drop --algorithms");
     }
+    // `sim sweep` shares `sim`'s options; those it would ignore are
+    // refused rather than silently dropped.
+    let ignored = [
+        (
+            "--json",
+            sim.json,
+            "it writes CSV files and charts into --out",
+        ),
+        (
+            "--cache-size",
+            !sim.cache_size.is_empty(),
+            "each sweep chooses its own sizes",
+        ),
+        ("--plot", coop.plot.is_some(), "its charts go into --out"),
+        (
+            "--class-policy",
+            !coop.class_policy.is_empty(),
+            "it compares algorithms, not class policies",
+        ),
+    ];
+    if let Some((flag, _, why)) = ignored.iter().find(|(_, given, _)| *given) {
+        bail!("`sim sweep` does not take {flag}: {why}");
+    }
+    crate::sim::set_jobs(sim.jobs)?;
     let input = coop.input(sim)?;
     let label = input.label.clone();
     let config = coop.config(sim, &input)?;

@@ -296,3 +296,26 @@ fn an_exposed_gateway_without_a_token_is_refused_at_start() {
         &["token file", "too short"],
     );
 }
+
+/// `sim sweep` shares `sim`'s options; one it would ignore is refused
+/// with the reason, not dropped.
+#[test]
+fn sweep_refuses_options_it_would_ignore() {
+    for (flag, why) in [
+        ("--json", "CSV files"),
+        ("--cache-size 100", "its own sizes"),
+        ("--class-policy x.toml", "class policies"),
+        ("--plot figs", "into --out"),
+    ] {
+        let out = coopcache(&format!(
+            "sim sweep --workload sprite-like --out /nonexistent/sweep {flag}"
+        ));
+        assert!(!out.status.success(), "{flag} accepted");
+        let err = stderr(&out);
+        let name = flag.split_whitespace().next().unwrap();
+        assert!(
+            err.contains(&format!("does not take {name}")) && err.contains(why),
+            "{flag}: {err}"
+        );
+    }
+}
