@@ -110,9 +110,9 @@ pub fn run(sim: &SimArgs) -> Result<()> {
         crate::output::print_json(&rows)?;
     } else {
         println!(
-            "{}: {} nodes x {} blocks of {} B, storage node {} blocks, N-Chance n = {}, hardware {}; {} reads measured after {} warm-up requests\n",
+            "{}: {} x {} blocks of {} B, storage node {} blocks, N-Chance n = {}, hardware {}; {} reads measured after {} warm-up requests\n",
             input.label,
-            config.nodes,
+            crate::output::count(config.nodes as u64, "node"),
             config.node_capacity,
             input.block_size,
             config.manager_capacity,

@@ -468,8 +468,8 @@ fn print_tables(label: &str, config: &ClusterConfig, shown: &[(&CoopResult, Comp
     };
     let s = &first.stats;
     println!(
-        "{label}: {} nodes x {} blocks, manager {} blocks, {} local caches, profile {}; {} reads and {} writes measured after {} warm-up requests\n",
-        config.nodes,
+        "{label}: {} x {} blocks, manager {} blocks, {} local caches, profile {}; {} reads and {} writes measured after {} warm-up requests\n",
+        crate::output::count(config.nodes as u64, "node"),
         config.node_capacity,
         config.manager_capacity,
         config.policy,

@@ -99,12 +99,12 @@ async fn demo(args: &DemoArgs, algorithms: &[AlgorithmKind], dir: &Path) -> Resu
     let blocks_per_file = args.file_size.div_ceil(args.block_size);
     let digests = generate(&origin_dir, args, blocks_per_file)?;
     eprintln!(
-        "origin: {} files of {} KiB in {}, {} per origin request; {} nodes with {} KiB of cache each",
-        args.files,
+        "origin: {} of {} KiB in {}, {} per origin request; {} with {} KiB of cache each",
+        crate::output::count(args.files as u64, "file"),
         args.file_size >> 10,
         origin_dir.display(),
         humantime(args.origin_delay),
-        args.nodes,
+        crate::output::count(args.nodes as u64, "node"),
         args.cache >> 10
     );
     let mut spec = LoopbackSpec::new(dir, args.nodes, origin_dir.clone())?;

@@ -147,8 +147,62 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", said_once(&err));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// An error and its causes, each said once: many errors already carry
+/// their cause's text (`/x: No such file or directory`), and anyhow's
+/// `{:#}` would append it again.
+fn said_once(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    /// An error that says its source's text and also returns it, as a
+    /// thiserror `#[error("{path}: {source}")]` does.
+    #[derive(Debug)]
+    struct PathError(std::io::Error);
+
+    impl std::fmt::Display for PathError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "/x: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for PathError {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn causes_already_said_are_not_repeated() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let text = io.to_string();
+        let err = anyhow::Error::new(PathError(io)).context("reading the trace");
+        assert_eq!(
+            format!("{err:#}"),
+            format!("reading the trace: /x: {text}: {text}")
+        );
+        assert_eq!(
+            super::said_once(&err),
+            format!("reading the trace: /x: {text}")
+        );
+        let chained = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(super::said_once(&chained), "outer: inner");
     }
 }

@@ -1,6 +1,16 @@
 //! Reporting replay results: an aligned table, or JSON lines.
 
 use anyhow::Result;
+
+/// `n` and `word`, plural unless `n` is 1: "1 node", "4 nodes".
+pub fn count(n: impl Into<u64>, word: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
 use coopcache_sim::replay::RunResult;
 use serde::Serialize;
 use std::io::Write;
@@ -76,4 +86,14 @@ pub fn print_table(rows: &[Row]) {
         })
         .collect();
     crate::table::print(&header, &cells, 2);
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(super::count(1u64, "node"), "1 node");
+        assert_eq!(super::count(0u64, "node"), "0 nodes");
+        assert_eq!(super::count(4u64, "file"), "4 files");
+    }
 }

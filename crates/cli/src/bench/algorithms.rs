@@ -229,9 +229,11 @@ async fn bench(
     let origin = dir.join("origin");
     let files = write_origin(&origin, requests, args.block_size)?;
     eprintln!(
-        "{label}: {} reads by {nodes} clients over {} files; {nodes} nodes of {} blocks of {} KiB",
+        "{label}: {} reads by {} over {}; {} of {} blocks of {} KiB",
         requests.len(),
-        files.len(),
+        crate::output::count(nodes as u64, "client"),
+        crate::output::count(files.len() as u64, "file"),
+        crate::output::count(nodes as u64, "node"),
         args.cache_blocks,
         args.block_size >> 10
     );

@@ -19,10 +19,10 @@ pub fn print(outcomes: &[Outcome]) {
         return;
     };
     println!(
-        "{}: {} reads, {} nodes x {} blocks of {} KiB, manager without memory\n",
+        "{}: {} reads, {} x {} blocks of {} KiB, manager without memory\n",
         first.workload,
         first.reads,
-        first.nodes,
+        crate::output::count(first.nodes as u64, "node"),
         first.cache_blocks,
         first.block_size >> 10
     );

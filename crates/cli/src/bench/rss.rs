@@ -154,8 +154,8 @@ async fn soak(args: &RssArgs, dir: PathBuf) -> Result<(Vec<PhaseRow>, Vec<Sample
     let pids: Vec<u32> = nodes.iter().map(|n| n.pid).collect();
     let https: Arc<Vec<_>> = Arc::new(nodes.iter().map(|n| n.http).collect());
     eprintln!(
-        "{} node(s), pids {pids:?}, --memory {:.0} MiB each, working set {files} MiB, target {:.0} MiB",
-        args.nodes,
+        "{}, pids {pids:?}, --memory {:.0} MiB each, working set {files} MiB, target {:.0} MiB",
+        crate::output::count(args.nodes as u64, "node"),
         args.memory as f64 / MIB,
         target_mib(args.memory)
     );
@@ -619,7 +619,10 @@ fn draw(path: &Path, samples: &[Sample], nodes: usize, memory: u64, target: f64)
     });
     xy(
         path,
-        &format!("coopcache node resident memory, {nodes} node(s), --memory {budget:.0} MiB each"),
+        &format!(
+            "coopcache node resident memory, {}, --memory {budget:.0} MiB each",
+            crate::output::count(nodes as u64, "node")
+        ),
         ("seconds", "VmRSS (MiB)"),
         &series,
         false,

@@ -143,8 +143,8 @@ async fn bench(args: &StaggeredArgs, dir: PathBuf) -> Result<Outcome> {
     spec.algorithm = args.algorithm;
     let cache = args.cache.unwrap_or(args.file_size + args.file_size / 8);
     eprintln!(
-        "staggered: {} readers of a {} KiB file, {} KiB cache each, {} KiB blocks, {:?} per origin request, {}",
-        args.readers,
+        "staggered: {} of a {} KiB file, {} KiB cache each, {} KiB blocks, {:?} per origin request, {}",
+        crate::output::count(args.readers as u64, "reader"),
         args.file_size >> 10,
         cache >> 10,
         args.block_size >> 10,

@@ -181,10 +181,10 @@ async fn bench(args: &ZipfWebArgs, dir: PathBuf) -> Result<Vec<Row>> {
     let total: u64 = files.iter().map(|f| f.len() as u64).sum();
     let cache = args.cache.unwrap_or(total + total / 8);
     eprintln!(
-        "zipf-web: {} files, {:.1} MiB in all, {} nodes x {} reads (Zipf {}, {:?}), {} KiB blocks, {:.1} MiB cache each, {:?} per origin request",
-        files.len(),
+        "zipf-web: {}, {:.1} MiB in all, {} x {} reads (Zipf {}, {:?}), {} KiB blocks, {:.1} MiB cache each, {:?} per origin request",
+        crate::output::count(files.len() as u64, "file"),
         total as f64 / 1048576.0,
-        args.nodes,
+        crate::output::count(args.nodes as u64, "node"),
         args.reads,
         args.skew,
         args.sequence,
