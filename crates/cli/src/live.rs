@@ -38,11 +38,45 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     coopcache_node::budget::parse_size(s)
 }
 
+/// How much a node logs: `--log-level`, `log_level` in its TOML file.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    #[default]
+    Info,
+    Debug,
+    Trace,
+}
+
+impl LogLevel {
+    /// The level's name, as `RUST_LOG` and `--log-level` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevel::Error => "error",
+            LogLevel::Warn => "warn",
+            LogLevel::Info => "info",
+            LogLevel::Debug => "debug",
+            LogLevel::Trace => "trace",
+        }
+    }
+}
+
+impl std::str::FromStr for LogLevel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<LogLevel, String> {
+        <LogLevel as clap::ValueEnum>::from_str(s.trim(), true)
+            .map_err(|_| format!("log level `{s}`: expected error, warn, info, debug or trace"))
+    }
+}
+
 /// Structured logs to stderr: text by default, JSON lines with `json`;
-/// the level from `RUST_LOG` (default info).
-pub fn init_logs(json: bool) -> Result<()> {
+/// the level from `RUST_LOG` if set (its full syntax, per-module levels
+/// included, is worth more to whoever set it than one level), else `level`.
+pub fn init_logs(json: bool, level: LogLevel) -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.name()));
     // Colour only for a person at a terminal, not in files or journals.
     let b = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -118,5 +152,13 @@ mod tests {
                 .contains("unknown unit")
         );
         assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn log_levels_parse_in_any_case_and_bad_ones_are_named() {
+        assert_eq!("debug".parse(), Ok(LogLevel::Debug));
+        assert_eq!("WARN".parse(), Ok(LogLevel::Warn));
+        let e = "loud".parse::<LogLevel>().unwrap_err();
+        assert!(e.contains("loud") && e.contains("trace"), "{e}");
     }
 }

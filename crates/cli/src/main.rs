@@ -4,6 +4,7 @@ mod access;
 mod bench;
 mod classes;
 mod cluster;
+mod completions;
 mod coop;
 mod demo;
 mod faults;
@@ -53,7 +54,7 @@ fn heap_allocated() -> Option<u64> {
         .map(|b| b as u64)
 }
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// coopcache: a cooperative cache for clusters, and its trace-driven simulator.
@@ -91,6 +92,12 @@ enum Command {
     /// Redis, algorithms against the simulator.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+    /// Prints a shell completion script: bash, zsh, fish, elvish or
+    /// powershell (e.g. `coopcache completions bash > /etc/bash_completion.d/coopcache`).
+    Completions(completions::CompletionsArgs),
+    /// Prints the man page (roff), or with --out DIR writes one page per
+    /// subcommand (e.g. `coopcache man --out /usr/local/share/man/man1`).
+    Man(completions::ManArgs),
 }
 
 #[derive(clap::Args)]
@@ -143,6 +150,8 @@ fn main() -> ExitCode {
         Command::Status(args) => access::status(args),
         Command::Demo(args) => demo::run(*args),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Completions(args) => completions::completions(args, Cli::command()),
+        Command::Man(args) => completions::man(args, Cli::command()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

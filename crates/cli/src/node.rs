@@ -3,14 +3,14 @@
 //! defaults: with none at all it serves the current directory as a
 //! single-node cluster.
 
-use crate::live::{init_logs, parse_duration, parse_size, runtime};
+mod settings;
+
+use crate::live::{LogLevel, init_logs, parse_duration, parse_size, runtime};
 use anyhow::{Context, Result, bail};
-use coopcache_core::coop::{AlgorithmKind, live_policy};
-use coopcache_core::policy::PolicyKind;
 use coopcache_node::NodeOptions;
 use coopcache_node::config::FileConfig;
 use coopcache_node::origin::Origin;
-use coopcache_node::tls::{self, Identity};
+use settings::{KeyPlan, Logging, Settings};
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -57,9 +57,17 @@ pub struct NodeArgs {
     #[arg(long, env = "COOPCACHE_DISCOVER_GROUP")]
     discover_group: Option<SocketAddrV4>,
     /// Directory of the cluster's keys (ca.pem, NAME.pem, NAME.key)
-    /// [default: ~/.local/share/coopcache].
+    /// [default: ~/.local/share/coopcache]. One without a cluster CA is
+    /// refused unless --init is given.
     #[arg(long, env = "COOPCACHE_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Create a new cluster CA and this node's certificate in --data-dir if
+    /// it holds no CA (harmless if it does). Without it a data directory
+    /// with no CA is refused, so that a mistyped --data-dir does not start
+    /// a new cluster; `coopcache cluster init` creates the keys for a
+    /// whole cluster at once.
+    #[arg(long, env = "COOPCACHE_INIT")]
+    init: bool,
     /// This node's name, as on its certificate [default: node].
     #[arg(long, env = "COOPCACHE_NAME")]
     name: Option<String>,
@@ -97,6 +105,15 @@ pub struct NodeArgs {
     /// Log JSON lines instead of text.
     #[arg(long, env = "COOPCACHE_LOG_JSON")]
     log_json: bool,
+    /// How much to log. RUST_LOG, if set, wins (its full syntax, e.g.
+    /// `RUST_LOG=info,coopcache_node::link=debug`) [default: info].
+    #[arg(long, env = "COOPCACHE_LOG_LEVEL", value_enum)]
+    log_level: Option<LogLevel>,
+    /// Check the flags, environment and --config file, print the settings
+    /// they give and exit: starts nothing and writes nothing (no keys, no
+    /// mount); the origin is asked whether it answers.
+    #[arg(long)]
+    check_config: bool,
 }
 
 /// `coopcache mount DIR [node options]`.
@@ -130,27 +147,6 @@ fn load_file(path: &std::path::Path) -> Result<FileConfig> {
     })
 }
 
-fn default_data_dir() -> PathBuf {
-    match std::env::var_os("XDG_DATA_HOME").or_else(|| std::env::var_os("HOME")) {
-        Some(base) if std::env::var_os("XDG_DATA_HOME").is_some() => {
-            PathBuf::from(base).join("coopcache")
-        }
-        Some(home) => PathBuf::from(home).join(".local/share/coopcache"),
-        None => PathBuf::from(".coopcache"),
-    }
-}
-
-/// A node id from its name, when none is given.
-fn id_of(name: &str) -> u32 {
-    let h = blake3::hash(name.as_bytes());
-    u32::from_le_bytes([
-        h.as_bytes()[0],
-        h.as_bytes()[1],
-        h.as_bytes()[2],
-        h.as_bytes()[3],
-    ])
-}
-
 /// Sets the node's `heap_allocated_bytes` every second, for `/metrics`
 /// beside resident memory (`coopcache bench rss` reads both).
 async fn report_heap(node: Arc<coopcache_node::NodeHandle>) {
@@ -165,95 +161,58 @@ async fn report_heap(node: Arc<coopcache_node::NodeHandle>) {
     }
 }
 
-pub fn run(args: NodeArgs) -> Result<()> {
-    init_logs(args.log_json)?;
+pub fn run(mut args: NodeArgs) -> Result<()> {
     let file = match &args.config {
         Some(p) => load_file(p)?,
         None => FileConfig::default(),
     };
-    let size = |flag: Option<u64>, file: &Option<String>, key: &str, default: u64| -> Result<u64> {
-        match (flag, file) {
-            (Some(v), _) => Ok(v),
-            (None, Some(s)) => parse_size(s).map_err(|e| anyhow::anyhow!("config key {key}: {e}")),
-            (None, None) => Ok(default),
-        }
-    };
-    let duration = |flag: Option<Duration>,
-                    file: &Option<String>,
-                    key: &str,
-                    default: Duration|
-     -> Result<Duration> {
-        match (flag, file) {
-            (Some(v), _) => Ok(v),
-            (None, Some(s)) => {
-                parse_duration(s).map_err(|e| anyhow::anyhow!("config key {key}: {e}"))
-            }
-            (None, None) => Ok(default),
-        }
-    };
-    let http = args
-        .http
-        .or(file.http)
-        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7171)));
-    let gateway_opts = args.gateway.options(&file, http)?;
-    let memory = size(args.memory, &file.memory, "memory", 2 << 30)?;
-    let block_size = size(args.block_size, &file.block_size, "block_size", 64 << 10)?;
-    let block_size = u32::try_from(block_size).context("block size too large")?;
-    let attr_ttl = duration(args.attr_ttl, &file.attr_ttl, "attr_ttl", Duration::ZERO)?;
-    let origin_delay = duration(
-        args.origin_delay,
-        &file.origin_delay,
-        "origin_delay",
-        Duration::ZERO,
-    )?;
-    let algorithm = AlgorithmKind::parse_live(
-        &args
-            .algorithm
-            .or(file.algorithm)
-            .unwrap_or_else(|| "nchance".into()),
-    )?;
-    let policy = args.policy.or(file.policy).unwrap_or_else(|| "lru".into());
-    let policy = policy.parse::<PolicyKind>().map_err(|_| {
-        let live: Vec<&str> = PolicyKind::ALL
-            .into_iter()
-            .filter(|p| live_policy(*p).is_ok())
-            .map(PolicyKind::name)
-            .collect();
-        anyhow::anyhow!(
-            "unknown policy `{policy}`: expected one of {}",
-            live.join(", ")
-        )
-    })?;
-    let policy = live_policy(policy)?;
-    let origin_spec = args.origin.or(file.origin).unwrap_or_else(|| ".".into());
-    let listen = args
-        .listen
-        .or(file.listen)
-        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7170)));
-    let name = args.name.or(file.name).unwrap_or_else(|| "node".into());
-    let data_dir = args
-        .data_dir
-        .or(file.data_dir)
-        .unwrap_or_else(default_data_dir);
-    let join = if args.join.is_empty() {
-        file.join.unwrap_or_default()
-    } else {
-        args.join
-    };
-    let advertise = args.advertise.or(file.advertise);
-    let mount = args.mount.or(file.mount);
-    let mount_allow_other = args.mount_allow_other || file.mount_allow_other.unwrap_or(false);
-    let discover = (args.discover || file.discover.unwrap_or(false)).then(|| {
-        args.discover_group
-            .or(file.discover_group)
-            .unwrap_or(coopcache_node::discovery::DEFAULT_GROUP)
-    });
-    if listen.ip().is_unspecified() && advertise.is_none() {
-        bail!(
-            "--listen {listen} is a wildcard address: give --advertise HOST:PORT, the address peers should dial"
-        );
+    let logging = Logging::resolve(&args, &file)?;
+    init_logs(logging.json, logging.level)?;
+    let check_only = std::mem::take(&mut args.check_config);
+    let settings = Settings::resolve(args, file)?;
+    match check_only {
+        true => check(&settings),
+        false => serve(settings),
     }
+}
 
+/// The origin, opened with its settings (nothing read yet).
+fn open_origin(s: &Settings) -> Result<Origin> {
+    let mut origin = Origin::open(&s.origin)?;
+    if !s.origin_delay.is_zero() {
+        origin = origin.with_delay(s.origin_delay);
+    }
+    Ok(match s.origin_immutable {
+        true => origin.immutable(),
+        false => origin,
+    })
+}
+
+/// `--check-config`: everything a start would check before it binds or
+/// writes, then the settings on stdout.
+fn check(s: &Settings) -> Result<()> {
+    let origin = open_origin(s)?;
+    runtime()?
+        .block_on(origin.check())
+        .with_context(|| format!("origin {} does not answer", origin.describe()))?;
+    if let Some(dir) = &s.mount
+        && !dir.is_dir()
+    {
+        bail!("mount point {} is not an existing directory", dir.display());
+    }
+    let plan = s.key_plan()?;
+    if plan == KeyPlan::Load {
+        // Reads the keys only: a bad or expired certificate shows now.
+        coopcache_node::tls::Identity::load(&s.data_dir, &s.name)?;
+    }
+    print!("{}", s.summary());
+    println!("{:<16} {}: answers", "origin", origin.describe());
+    println!("{:<16} {}", "keys", plan.describe(&s.data_dir, &s.name));
+    println!("configuration ok");
+    Ok(())
+}
+
+fn serve(s: Settings) -> Result<()> {
     match coopcache_node::gateway::raise_open_file_limit() {
         Ok((before, after)) if after > before => {
             tracing::info!(before, after, "raised the open-file limit")
@@ -261,16 +220,12 @@ pub fn run(args: NodeArgs) -> Result<()> {
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "could not raise the open-file limit"),
     }
-
-    let mut origin = Origin::open(&origin_spec)?.with_delay(origin_delay);
-    if args.origin_immutable || file.origin_immutable.unwrap_or(false) {
-        origin = origin.immutable();
-    }
+    let origin = open_origin(&s)?;
     let rt = runtime()?;
     // The origin first: a mistyped one must not leave a new CA behind.
     rt.block_on(origin.check())?;
     tracing::info!(origin = origin.describe(), "origin reachable");
-    if let Some(dir) = &mount {
+    if let Some(dir) = &s.mount {
         // Before any key is made, like the origin: a mistyped mount point
         // must not leave a new CA behind.
         coopcache_mount::recover_stale(dir)?;
@@ -278,27 +233,31 @@ pub fn run(args: NodeArgs) -> Result<()> {
             bail!("mount point {} is not an existing directory", dir.display());
         }
     }
-
-    if !tls::has_cluster(&data_dir) {
-        tls::init_cluster(&data_dir, std::slice::from_ref(&name), 365)?;
-        tracing::info!(dir = %data_dir.display(), %name, "no cluster keys found: created a new cluster CA and a certificate for this node; issue more with `coopcache cluster issue NAME --dir DIR`");
-    } else if !data_dir.join(format!("{name}.pem")).exists() && data_dir.join("ca.key").exists() {
-        tls::issue(&data_dir, &name, 365)?;
-        tracing::info!(%name, "issued a certificate for this node from the cluster CA");
-    }
-    let identity = Identity::load(&data_dir, &name)?;
+    let identity = s.identity(s.key_plan()?)?;
+    let Settings {
+        name,
+        algorithm,
+        policy,
+        memory,
+        http,
+        attr_ttl,
+        mount,
+        mount_allow_other,
+        ..
+    } = s;
+    let gateway_opts = s.gateway;
 
     rt.block_on(async move {
-        let mut opts = NodeOptions::new(args.id.or(file.id).unwrap_or_else(|| id_of(&name)), identity, listen, origin);
+        let mut opts = NodeOptions::new(s.id, identity, s.listen, origin);
         opts.algorithm = algorithm;
         opts.policy = policy;
         opts.memory = memory;
-        opts.block_size = block_size;
-        opts.chances = args.chances.or(file.chances).unwrap_or(2);
+        opts.block_size = s.block_size;
+        opts.chances = s.chances;
         opts.attr_ttl = attr_ttl;
-        opts.join = join;
-        opts.advertise = advertise;
-        opts.discover = discover;
+        opts.join = s.join;
+        opts.advertise = s.advertise;
+        opts.discover = s.discover;
         let node = Arc::new(coopcache_node::start(opts).await?);
         tokio::spawn(report_heap(node.clone()));
         let gateway = tokio::net::TcpListener::bind(http)

@@ -319,3 +319,52 @@ fn sweep_refuses_options_it_would_ignore() {
         );
     }
 }
+
+/// Completions come from the CLI's definition: bash's script completes
+/// the daemon and its flags, every shell clap_complete knows gets one, and
+/// an unknown shell is named with the ones there are.
+#[test]
+fn completions_are_generated_for_each_shell() {
+    let out = coopcache("completions bash");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bash = stdout(&out);
+    for needle in ["coopcache", "node", "--memory", "--check-config", "cluster"] {
+        assert!(
+            bash.contains(needle),
+            "`{needle}` missing from bash completions"
+        );
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = coopcache(&format!("completions {shell}"));
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        assert!(stdout(&out).contains("--memory"), "{shell}: no --memory");
+    }
+    fails_with("completions tcsh", &["tcsh", "bash", "zsh", "fish"]);
+}
+
+/// The man page is roff from the CLI's definition; --out writes one page
+/// per subcommand, the daemon's with its flags.
+#[test]
+fn man_pages_are_roff_and_cover_the_subcommands() {
+    let out = coopcache("man");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = stdout(&out);
+    assert!(page.contains(".TH coopcache 1"), "no .TH header:\n{page}");
+    assert!(
+        page.contains("coopcache\\-node(1)"),
+        "node not listed:\n{page}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("man1");
+    let out = coopcache(&format!("man --out {}", out_dir.display()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let node = std::fs::read_to_string(out_dir.join("coopcache-node.1")).unwrap();
+    assert!(node.contains(".TH coopcache-node 1"), "{node}");
+    for flag in ["\\-\\-memory", "\\-\\-init", "\\-\\-log\\-level"] {
+        assert!(
+            node.contains(flag),
+            "`{flag}` missing from coopcache-node.1"
+        );
+    }
+    assert!(out_dir.join("coopcache-cluster-init.1").exists());
+}

@@ -36,6 +36,9 @@ pub struct FileConfig {
     pub http_header_timeout: Option<String>,
     pub http_idle_timeout: Option<String>,
     pub http_max_connections: Option<usize>,
+    pub log_json: Option<bool>,
+    pub log_level: Option<String>,
+    pub init: Option<bool>,
 }
 
 impl FileConfig {
@@ -55,6 +58,10 @@ mod tests {
         assert_eq!(c.memory.as_deref(), Some("1GiB"));
         assert_eq!(c.join, Some(vec!["a:1".to_string()]));
         assert_eq!(c.id, Some(3));
+        let c = FileConfig::parse("log_json = true\nlog_level = \"debug\"\ninit = true\n").unwrap();
+        assert_eq!(c.log_json, Some(true));
+        assert_eq!(c.log_level.as_deref(), Some("debug"));
+        assert_eq!(c.init, Some(true));
         let e = FileConfig::parse("memroy = \"1GiB\"").unwrap_err();
         assert!(e.to_string().contains("memroy"), "{e}");
     }

@@ -211,17 +211,25 @@ pub struct NodeHandle {
     tasks: Vec<JoinHandle<()>>,
 }
 
+/// The blocks a node with `memory` bytes of budget and blocks of
+/// `block_size` bytes may cache, or why it could not start with them:
+/// what [`start`] checks first, for a caller that checks settings without
+/// starting (`coopcache node --check-config`).
+pub fn check_capacity(memory: u64, block_size: u32) -> Result<usize, NodeError> {
+    if !(512..=(4 << 20)).contains(&block_size) || !block_size.is_power_of_two() {
+        return Err(NodeError::BlockSize(block_size));
+    }
+    Ok(Budget {
+        total: memory,
+        block_size,
+    }
+    .blocks()?)
+}
+
 /// Starts a node: listens, dials the seeds, and serves.
 pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     let bs = opts.block_size;
-    if !(512..=(4 << 20)).contains(&bs) || !bs.is_power_of_two() {
-        return Err(NodeError::BlockSize(bs));
-    }
-    let capacity = Budget {
-        total: opts.memory,
-        block_size: bs,
-    }
-    .blocks()?;
+    let capacity = check_capacity(opts.memory, bs)?;
     let listener = TcpListener::bind(opts.listen)
         .await
         .map_err(|source| NodeError::Listen {

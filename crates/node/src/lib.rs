@@ -34,4 +34,4 @@ pub mod origin;
 pub mod quiescence;
 pub mod tls;
 
-pub use handle::{NodeError, NodeHandle, NodeOptions, start};
+pub use handle::{NodeError, NodeHandle, NodeOptions, check_capacity, start};

@@ -463,6 +463,7 @@ impl Node {
             .arg(origin)
             .arg("--data-dir")
             .arg(dir.join("keys"))
+            .arg("--init")
             .arg("--http")
             .arg(http.to_string());
         if let Some(seed) = seed {

@@ -68,3 +68,46 @@ pub fn fails_with(command: &str, needles: &[&str]) {
     }
     assert!(!err.contains("panicked"), "{command} panicked: {err}");
 }
+
+/// The keys `coopcache node --config FILE` accepts, as serde sees them:
+/// `FileConfig`'s derived `Deserialize` hands its field list to
+/// `deserialize_struct`, which this deserializer records, then refuses.
+/// No list to keep in step by hand.
+pub fn file_config_keys() -> Vec<&'static str> {
+    use serde::Deserialize;
+    use serde::de::{self, Deserializer, Visitor};
+
+    struct Fields<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> Deserializer<'de> for Fields<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("fields recorded"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str
+            string bytes byte_buf option unit unit_struct newtype_struct seq
+            tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = coopcache_node::config::FileConfig::deserialize(Fields(&mut fields));
+    assert!(
+        fields.len() > 10,
+        "FileConfig's Deserialize named only {fields:?}"
+    );
+    fields.to_vec()
+}

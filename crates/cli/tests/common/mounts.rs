@@ -132,6 +132,9 @@ impl Mount {
             .args(["--name", name])
             .args(["--origin", origin.to_str().unwrap()])
             .args(["--data-dir", work.join("keys").to_str().unwrap()])
+            // The first mount of a test creates the cluster; the others
+            // find its CA and are issued their certificates from it.
+            .arg("--init")
             .args(["--listen", &listen])
             .args(["--http", &http])
             .args(["--memory", "64MiB"]);

@@ -1,0 +1,344 @@
+//! `coopcache node`'s settings, resolved (flags, then the environment, both
+//! through clap, then the TOML file, then defaults) and checked. Nothing
+//! here binds, dials or writes: `--check-config` prints a [`Settings`]
+//! and exits, and the daemon starts from the same one.
+
+use super::NodeArgs;
+use crate::live::{LogLevel, parse_duration, parse_size};
+use anyhow::{Result, anyhow, bail};
+use coopcache_core::coop::{AlgorithmKind, live_policy};
+use coopcache_core::policy::PolicyKind;
+use coopcache_node::config::FileConfig;
+use coopcache_node::gateway::GatewayOptions;
+use coopcache_node::tls::{self, Identity};
+use std::net::{SocketAddr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the logs go and how much they say: resolved before anything
+/// else, so that the rest can log (the gateway's exposure warning).
+pub struct Logging {
+    pub json: bool,
+    pub level: LogLevel,
+}
+
+impl Logging {
+    pub fn resolve(args: &NodeArgs, file: &FileConfig) -> Result<Logging> {
+        let level = match (args.log_level, &file.log_level) {
+            (Some(l), _) => l,
+            (None, Some(s)) => s
+                .parse()
+                .map_err(|e| anyhow!("config key log_level: {e}"))?,
+            (None, None) => LogLevel::default(),
+        };
+        Ok(Logging {
+            json: args.log_json || file.log_json.unwrap_or(false),
+            level,
+        })
+    }
+}
+
+/// Every setting of a node, checked.
+pub struct Settings {
+    pub origin: String,
+    pub origin_delay: Duration,
+    pub origin_immutable: bool,
+    pub memory: u64,
+    pub block_size: u32,
+    /// Blocks the budget holds (checked as the node checks it at start).
+    pub capacity: usize,
+    pub attr_ttl: Duration,
+    pub algorithm: AlgorithmKind,
+    pub policy: PolicyKind,
+    pub listen: SocketAddr,
+    pub advertise: Option<String>,
+    pub http: SocketAddr,
+    pub gateway: GatewayOptions,
+    pub join: Vec<String>,
+    pub discover: Option<SocketAddrV4>,
+    pub data_dir: PathBuf,
+    pub name: String,
+    pub id: u32,
+    pub chances: u8,
+    pub mount: Option<PathBuf>,
+    pub mount_allow_other: bool,
+    pub init: bool,
+}
+
+/// A size from a flag, else from the file's `key`, else `default`.
+fn size(flag: Option<u64>, file: &Option<String>, key: &str, default: u64) -> Result<u64> {
+    match (flag, file) {
+        (Some(v), _) => Ok(v),
+        (None, Some(s)) => parse_size(s).map_err(|e| anyhow!("config key {key}: {e}")),
+        (None, None) => Ok(default),
+    }
+}
+
+/// A duration from a flag, else from the file's `key`, else `default`.
+fn duration(
+    flag: Option<Duration>,
+    file: &Option<String>,
+    key: &str,
+    default: Duration,
+) -> Result<Duration> {
+    match (flag, file) {
+        (Some(v), _) => Ok(v),
+        (None, Some(s)) => parse_duration(s).map_err(|e| anyhow!("config key {key}: {e}")),
+        (None, None) => Ok(default),
+    }
+}
+
+fn policy(name: &str) -> Result<PolicyKind> {
+    let policy = name.parse::<PolicyKind>().map_err(|_| {
+        let live: Vec<&str> = PolicyKind::ALL
+            .into_iter()
+            .filter(|p| live_policy(*p).is_ok())
+            .map(PolicyKind::name)
+            .collect();
+        anyhow!(
+            "unknown policy `{name}`: expected one of {}",
+            live.join(", ")
+        )
+    })?;
+    Ok(live_policy(policy)?)
+}
+
+fn default_data_dir() -> PathBuf {
+    match std::env::var_os("XDG_DATA_HOME").or_else(|| std::env::var_os("HOME")) {
+        Some(base) if std::env::var_os("XDG_DATA_HOME").is_some() => {
+            PathBuf::from(base).join("coopcache")
+        }
+        Some(home) => PathBuf::from(home).join(".local/share/coopcache"),
+        None => PathBuf::from(".coopcache"),
+    }
+}
+
+/// `d` as `Duration`'s Debug writes it (`20s`, `1.5ms`), but 0 as `0s`.
+fn seconds(d: Duration) -> String {
+    match d.is_zero() {
+        true => "0s".into(),
+        false => format!("{d:?}"),
+    }
+}
+
+/// A node id from its name, when none is given.
+fn id_of(name: &str) -> u32 {
+    let h = blake3::hash(name.as_bytes());
+    u32::from_le_bytes([
+        h.as_bytes()[0],
+        h.as_bytes()[1],
+        h.as_bytes()[2],
+        h.as_bytes()[3],
+    ])
+}
+
+impl Settings {
+    /// Merges `args` over `file` over the defaults, checking each value.
+    pub fn resolve(args: NodeArgs, file: FileConfig) -> Result<Settings> {
+        let http = args
+            .http
+            .or(file.http)
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7171)));
+        let gateway = args.gateway.options(&file, http)?;
+        let memory = size(args.memory, &file.memory, "memory", 2 << 30)?;
+        let block_size = size(args.block_size, &file.block_size, "block_size", 64 << 10)?;
+        let block_size = u32::try_from(block_size)
+            .map_err(|_| anyhow!("block size {block_size} bytes: expected at most 4 MiB"))?;
+        let capacity = coopcache_node::check_capacity(memory, block_size)?;
+        let algorithm = args
+            .algorithm
+            .or(file.algorithm)
+            .unwrap_or_else(|| "nchance".into());
+        let listen = args
+            .listen
+            .or(file.listen)
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7170)));
+        let advertise = args.advertise.or(file.advertise);
+        if listen.ip().is_unspecified() && advertise.is_none() {
+            bail!(
+                "--listen {listen} is a wildcard address: give --advertise HOST:PORT, the address peers should dial"
+            );
+        }
+        let name = args.name.or(file.name).unwrap_or_else(|| "node".into());
+        tls::check_name(&name)?;
+        let origin = args.origin.or(file.origin).unwrap_or_else(|| ".".into());
+        // The syntax only; whether it answers is `Origin::check`'s to say.
+        origin.parse::<coopcache_node::origin::OriginSpec>()?;
+        Ok(Settings {
+            origin,
+            origin_delay: duration(
+                args.origin_delay,
+                &file.origin_delay,
+                "origin_delay",
+                Duration::ZERO,
+            )?,
+            origin_immutable: args.origin_immutable || file.origin_immutable.unwrap_or(false),
+            memory,
+            block_size,
+            capacity,
+            attr_ttl: duration(args.attr_ttl, &file.attr_ttl, "attr_ttl", Duration::ZERO)?,
+            algorithm: AlgorithmKind::parse_live(&algorithm)?,
+            policy: policy(&args.policy.or(file.policy).unwrap_or_else(|| "lru".into()))?,
+            listen,
+            advertise,
+            http,
+            gateway,
+            join: match args.join.is_empty() {
+                true => file.join.unwrap_or_default(),
+                false => args.join,
+            },
+            discover: (args.discover || file.discover.unwrap_or(false)).then(|| {
+                args.discover_group
+                    .or(file.discover_group)
+                    .unwrap_or(coopcache_node::discovery::DEFAULT_GROUP)
+            }),
+            data_dir: args
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(default_data_dir),
+            id: args.id.or(file.id).unwrap_or_else(|| id_of(&name)),
+            name,
+            chances: args.chances.or(file.chances).unwrap_or(2),
+            mount: args.mount.or(file.mount),
+            mount_allow_other: args.mount_allow_other || file.mount_allow_other.unwrap_or(false),
+            init: args.init || file.init.unwrap_or(false),
+        })
+    }
+
+    /// What starting would do with the keys in the data directory; refuses
+    /// a directory with no cluster CA unless `init` asks for one, so that a
+    /// mistyped --data-dir cannot start a new cluster of one by itself.
+    pub fn key_plan(&self) -> Result<KeyPlan> {
+        let dir = &self.data_dir;
+        if !tls::has_cluster(dir) {
+            if self.init {
+                return Ok(KeyPlan::CreateCluster);
+            }
+            bail!(
+                "data directory {dir} holds no cluster CA (no ca.pem), so this node would start a new cluster of its own: \
+                 if it should join a cluster, point --data-dir at the directory holding that cluster's keys; \
+                 to start a new one, create its keys with `coopcache cluster init --dir {dir} --nodes {name}`, \
+                 or pass --init (`init = true` in the config file) to have this node create them",
+                dir = dir.display(),
+                name = self.name,
+            );
+        }
+        let cert = dir.join(format!("{}.pem", self.name));
+        Ok(match cert.exists() || !dir.join("ca.key").exists() {
+            // Without ca.key, Identity::load says what is missing.
+            true => KeyPlan::Load,
+            false => KeyPlan::IssueCertificate,
+        })
+    }
+
+    /// Carries out `plan` (writing keys where it says so) and loads the
+    /// node's identity.
+    pub fn identity(&self, plan: KeyPlan) -> Result<Identity> {
+        let (dir, name) = (&self.data_dir, &self.name);
+        match plan {
+            KeyPlan::CreateCluster => {
+                tls::init_cluster(dir, std::slice::from_ref(name), 365)?;
+                tracing::info!(dir = %dir.display(), %name, "--init: created a new cluster CA and a certificate for this node; issue more with `coopcache cluster issue NAME --dir DIR`");
+            }
+            KeyPlan::IssueCertificate => {
+                tls::issue(dir, name, 365)?;
+                tracing::info!(%name, "issued a certificate for this node from the cluster CA");
+            }
+            KeyPlan::Load => {}
+        }
+        Ok(Identity::load(dir, name)?)
+    }
+
+    /// The effective settings, one `key: value` per line, for
+    /// `--check-config`.
+    pub fn summary(&self) -> String {
+        let or_none = |o: Option<String>| o.unwrap_or_else(|| "none".into());
+        let g = &self.gateway;
+        let lines = [
+            ("name", format!("{} (id {})", self.name, self.id)),
+            ("data_dir", self.data_dir.display().to_string()),
+            ("algorithm", self.algorithm.to_string()),
+            ("policy", self.policy.name().to_string()),
+            (
+                "memory",
+                format!(
+                    "{} bytes ({:.1} MiB): {} blocks of {} bytes",
+                    self.memory,
+                    self.memory as f64 / f64::from(1 << 20),
+                    self.capacity,
+                    self.block_size
+                ),
+            ),
+            ("chances", self.chances.to_string()),
+            ("attr_ttl", seconds(self.attr_ttl)),
+            ("origin_delay", seconds(self.origin_delay)),
+            ("origin_immutable", self.origin_immutable.to_string()),
+            ("listen", self.listen.to_string()),
+            ("advertise", or_none(self.advertise.clone())),
+            (
+                "join",
+                or_none(Some(self.join.join(", ")).filter(|j| !j.is_empty())),
+            ),
+            ("discover", or_none(self.discover.map(|g| g.to_string()))),
+            ("http", self.http.to_string()),
+            (
+                "gateway",
+                format!(
+                    "token {}, header timeout {}, idle timeout {}, at most {} connections",
+                    if g.token.is_some() {
+                        "required"
+                    } else {
+                        "not required"
+                    },
+                    seconds(g.header_timeout),
+                    seconds(g.idle_timeout),
+                    g.max_connections
+                ),
+            ),
+            (
+                "mount",
+                or_none(self.mount.as_ref().map(|m| {
+                    let other = if self.mount_allow_other {
+                        " (allow_other)"
+                    } else {
+                        ""
+                    };
+                    format!("{}{other}", m.display())
+                })),
+            ),
+        ];
+        let mut out = String::new();
+        for (key, value) in lines {
+            out.push_str(&format!("{key:<16} {value}\n"));
+        }
+        out
+    }
+}
+
+/// What a node does with its data directory's keys before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyPlan {
+    /// No CA, and --init: create the cluster CA and this node's certificate.
+    CreateCluster,
+    /// A CA with its key but no certificate for this node: issue one.
+    IssueCertificate,
+    /// Load the node's certificate (Identity::load names what is missing).
+    Load,
+}
+
+impl KeyPlan {
+    /// What `--check-config` says about the keys.
+    pub fn describe(self, dir: &Path, name: &str) -> String {
+        match self {
+            KeyPlan::CreateCluster => format!(
+                "no cluster CA in {}: --init would create one and a certificate for {name}",
+                dir.display()
+            ),
+            KeyPlan::IssueCertificate => format!(
+                "cluster CA in {}: a certificate for {name} would be issued from its ca.key",
+                dir.display()
+            ),
+            KeyPlan::Load => format!("certificate for {name} in {} is valid", dir.display()),
+        }
+    }
+}
