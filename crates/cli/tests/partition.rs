@@ -270,8 +270,8 @@ fn ids_of(net: &Net) -> Vec<u64> {
 fn a_partitioned_peer_is_declared_down_and_reads_fall_back_to_the_origin() {
     if let Some(why) = missing_privilege() {
         assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI must run the partition test, but: {why}"
+            std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
+            "the partition test cannot run: {why} (run as root after scripts/test-deps.sh, or set COOPCACHE_ALLOW_SKIP=1 to skip it)"
         );
         eprintln!("skipping the partition test: {why}");
         return;

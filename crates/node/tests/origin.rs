@@ -340,7 +340,10 @@ fn find_binary(name: &str, env: &str, extra: &[PathBuf]) -> Option<PathBuf> {
         .find(|p| p.is_file());
     if found.is_none() {
         let msg = format!("{name} not found (set {env}, or run `scripts/test-servers.sh install`)");
-        assert!(std::env::var("CI").is_err(), "{msg}; CI must have it");
+        assert!(
+            std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
+            "{msg}; scripts/test-deps.sh installs it, or set COOPCACHE_ALLOW_SKIP=1 to skip the tests that need it"
+        );
         eprintln!("SKIPPED: {msg}");
     }
     found

@@ -293,8 +293,8 @@ fn real_samples_read_completely() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/snia");
     if !dir.exists() {
         assert!(
-            std::env::var("CI").is_err(),
-            "CI must have {}",
+            std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
+            "no samples at {}: the shared traces must be beside the checkout (../shared), or set COOPCACHE_ALLOW_SKIP=1 to skip",
             dir.display()
         );
         eprintln!("skipping: no samples at {}", dir.display());

@@ -36,8 +36,8 @@ pub fn shared_trace(name: &str) -> Option<PathBuf> {
         return Some(path);
     }
     assert!(
-        std::env::var("CI").is_err(),
-        "CI must have {}",
+        std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
+        "no {}: the shared traces must be beside the checkout (../shared), or set COOPCACHE_ALLOW_SKIP=1 to skip the tests that read them",
         path.display()
     );
     eprintln!("skipping: no {}", path.display());

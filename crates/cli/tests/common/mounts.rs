@@ -77,8 +77,8 @@ pub fn can_mount() -> bool {
     let ok = fuse && (root || Path::new("/usr/bin/fusermount3").exists());
     if !ok {
         assert!(
-            std::env::var("CI").is_err(),
-            "CI must be able to mount FUSE (root: {root}, /dev/fuse: {fuse})"
+            std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
+            "the mount tests need FUSE (root: {root}, /dev/fuse: {fuse}): scripts/test-deps.sh installs fuse3, or set COOPCACHE_ALLOW_SKIP=1 to skip them"
         );
         eprintln!("SKIPPED: no /dev/fuse or no permission to mount");
     }
@@ -265,7 +265,10 @@ pub fn have(program: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        assert!(std::env::var("CI").is_err(), "CI must have {program}");
+        assert!(
+            std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
+            "no {program}: scripts/test-deps.sh installs it, or set COOPCACHE_ALLOW_SKIP=1 to skip the tests that need it"
+        );
         eprintln!("SKIPPED: no {program}");
     }
     found

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Everything the tests need beyond Rust, installed where missing
+# (idempotent; Debian, as root). The README's test command runs it first,
+# and so does CI. Without it, a test whose tool or server is missing fails
+# and says so; `COOPCACHE_ALLOW_SKIP=1` turns those failures into skips
+# (printed as SKIPPED) for a quick run on a machine without them.
+#
+#   - MinIO (S3) and nginx (HTTP) for the origin tests, memcached and Redis
+#     for `bench latency`: scripts/test-servers.sh (a cold MinIO build takes
+#     about 3.5 minutes on 2 cores);
+#   - iproute2: network namespaces for the partition test (needs root);
+#   - fuse3, rsync, fio, git: the mount tests and the programs they run on
+#     the mount;
+#   - prometheus: promtool checks /metrics;
+#   - systemd: systemd-analyze verifies deploy/coopcache.service (a fresh
+#     Debian has none; installing it starts nothing);
+#   - chromium: the dashboard test drives it headless.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/test-servers.sh install
+
+# command:package pairs; a package is installed only if its command is missing.
+wanted="ip:iproute2 fusermount3:fuse3 rsync:rsync fio:fio git:git promtool:prometheus systemd-analyze:systemd chromium:chromium"
+missing=""
+for p in $wanted; do
+    command -v "${p%%:*}" >/dev/null || missing="$missing ${p##*:}"
+done
+if [ -n "$missing" ]; then
+    echo "installing:$missing"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+fi
