@@ -87,6 +87,8 @@ struct PhaseRow {
     requests: u64,
     wrong_bytes: u64,
     failed_requests: u64,
+    /// Of the failed, those answered 503 (the gateway's slots stayed full).
+    busy_requests: u64,
 }
 
 pub fn run(args: RssArgs) -> Result<()> {
@@ -204,6 +206,7 @@ async fn soak(args: &RssArgs, dir: PathBuf) -> Result<(Vec<PhaseRow>, Vec<Sample
                 requests: tally.requests,
                 wrong_bytes: tally.wrong,
                 failed_requests: tally.failed,
+                busy_requests: tally.busy,
             }
         })
         .collect();
@@ -321,7 +324,10 @@ async fn heap_allocated(http: std::net::SocketAddr) -> Option<u64> {
 struct Tally {
     requests: u64,
     wrong: u64,
+    /// Not a 200 within 120 s, `busy` included.
     failed: u64,
+    /// Answered 503: no gateway slot freed within its wait.
+    busy: u64,
 }
 
 impl Tally {
@@ -329,6 +335,7 @@ impl Tally {
         self.requests += other.requests;
         self.wrong += other.wrong;
         self.failed += other.failed;
+        self.busy += other.busy;
     }
 }
 
@@ -416,6 +423,7 @@ async fn fetch(http: std::net::SocketAddr, i: usize, want: &[u8]) -> Tally {
                 .map_or(&raw[..0], |e| &raw[e + 4..]);
             tally.wrong = super::common::wrong_bytes(body, want);
         }
+        Ok(Ok(raw)) if raw.starts_with(b"HTTP/1.1 503") => (tally.failed, tally.busy) = (1, 1),
         _ => tally.failed = 1,
     }
     tally
@@ -531,7 +539,7 @@ impl Drop for Node {
 
 fn table(rows: &[PhaseRow]) {
     println!(
-        "{:<8} {:>8} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>6}",
+        "{:<8} {:>8} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>6} {:>7} {:>5}",
         "phase",
         "seconds",
         "requests",
@@ -542,11 +550,13 @@ fn table(rows: &[PhaseRow]) {
         "drift MiB",
         "target MiB",
         "within",
-        "wrong"
+        "wrong",
+        "failed",
+        "503s"
     );
     for r in rows {
         println!(
-            "{:<8} {:>8.0} {:>9} {:>11.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>8} {:>6}",
+            "{:<8} {:>8.0} {:>9} {:>11.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>8} {:>6} {:>7} {:>5}",
             r.phase,
             r.seconds,
             r.requests,
@@ -557,7 +567,9 @@ fn table(rows: &[PhaseRow]) {
             r.drift_mib,
             r.target_mib,
             if r.within_target { "yes" } else { "NO" },
-            r.wrong_bytes
+            r.wrong_bytes,
+            r.failed_requests,
+            r.busy_requests
         );
     }
 }
