@@ -355,7 +355,14 @@ async fn a_gateway_with_a_token_serves_only_its_holders() {
         ..GatewayOptions::default()
     };
     let g = gateway(&[("a.bin", 10)], opts).await;
-    for path in ["/v1/files/a.bin", "/v1/status", "/metrics"] {
+    for path in [
+        "/v1/files/a.bin",
+        "/v1/status",
+        "/metrics",
+        "/",
+        "/dashboard.js",
+        "/dashboard.css",
+    ] {
         let none = request(g.addr, "GET", path, &[]).await;
         assert_eq!(none.status, 401, "{path}");
         assert!(

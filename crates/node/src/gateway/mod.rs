@@ -1,7 +1,8 @@
 //! The HTTP gateway: `GET`/`HEAD /v1/files/PATH` (with `Range`,
 //! conditional requests and `Last-Modified` as RFC 9110 defines them),
-//! `GET /v1/status` (JSON) and `GET /metrics` (Prometheus: OpenMetrics or
-//! the 0.0.4 text format, as the `Accept` header asks).
+//! `GET /v1/status` (JSON), `GET /metrics` (Prometheus: OpenMetrics or
+//! the 0.0.4 text format, as the `Accept` header asks) and a dashboard at
+//! `GET /` that shows the status in a browser.
 //!
 //! It listens on loopback by default: it is the node's local access point,
 //! like a mount, and anyone who can connect reads every file the daemon
@@ -10,6 +11,7 @@
 
 mod auth;
 mod conditional;
+mod dashboard;
 mod exposition;
 mod listener;
 mod range;
@@ -41,6 +43,7 @@ pub fn router(node: Arc<NodeHandle>, token: Option<Token>) -> Router {
         .route("/v1/files/{*path}", get(file))
         .route("/v1/status", get(status))
         .route("/metrics", get(metrics))
+        .merge(dashboard::routes())
         .with_state(node);
     match token {
         Some(token) => routes.layer(middleware::from_fn_with_state(Arc::new(token), authorize)),
