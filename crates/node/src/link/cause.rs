@@ -91,7 +91,7 @@ impl DialNotes {
 
 /// Failed inbound connections, all of them together: a scanner or a
 /// misconfigured client on the peer port is said once in
-/// [`NOISE_EVERY`] with how many there were, not 50 times a second.
+/// `NOISE_EVERY` (10 s) with how many there were, not 50 times a second.
 #[derive(Debug, Default)]
 pub struct Noise {
     inner: std::sync::Mutex<DialNotes>,
