@@ -298,6 +298,9 @@ fn serve(s: Settings) -> Result<()> {
                 Err(e) => tracing::warn!(error = %e, "unmount task failed"),
             }
         }
+        // Peers are told before the links close: they drop this node as
+        // one that left, not one that failed.
+        node.leave().await;
         node.shutdown();
         Ok(())
     })

@@ -902,6 +902,52 @@ fn metrics_pass_promtool_and_follow_accept() {
     assert!(body.contains("# HELP coopcache_reads "), "{body}");
 }
 
+/// SIGTERM stops a node cleanly: it exits 0, and its peers are told, so
+/// they drop it at once as a member that left, without the warnings of a
+/// failure (a cut link, a dial to a dead address).
+#[test]
+fn a_node_stopped_by_sigterm_leaves_and_its_peers_are_told() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (keys, origin) = (tmp.path().join("keys"), tmp.path().join("origin"));
+    let files = write_origin(&origin, seed("leave"), &[("f".to_string(), 300_000)]);
+    cluster_init(&keys, &["a", "b", "c"]);
+    let mut nodes = start_cluster(&["a", "b", "c"], &keys, &origin, &["--memory", "64MiB"]);
+    for node in &nodes {
+        assert!(fetch(node.http, "f").unwrap() == files["f"]);
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &nodes[2].pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = nodes[2].child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", nodes[2].log_text());
+    for node in &nodes[..2] {
+        wait_until(&format!("{} sees c gone", node.name), || {
+            members(&node.status()) == 2
+        });
+    }
+    // Long enough for a failure to have been noticed and said.
+    thread::sleep(Duration::from_secs(2));
+    for node in &nodes[..2] {
+        let log = node.log_text();
+        assert!(
+            log.contains("member left the cluster"),
+            "{}: {log}",
+            node.name
+        );
+        let warned: Vec<&str> = log.lines().filter(|l| l.contains("WARN")).collect();
+        assert!(
+            warned.is_empty(),
+            "{} warned about a clean stop: {warned:#?}",
+            node.name
+        );
+        assert!(fetch(node.http, "f").unwrap() == files["f"]);
+    }
+    assert!(nodes[2].log_text().contains("left the cluster"));
+    nodes.truncate(2);
+}
+
 /// A node whose seed is not there says so, with the cause, at WARN.
 #[test]
 fn joining_a_dead_seed_says_why() {

@@ -108,6 +108,9 @@ pub enum Event {
     Status(oneshot::Sender<Status>),
     /// Dial this address (a seed).
     Join(String),
+    /// The node is stopping: tell every member, close every link (each
+    /// writes what it holds, then ends its TLS session), then answer.
+    Leave(oneshot::Sender<()>),
 }
 
 /// A member as `status` shows it.
@@ -216,6 +219,11 @@ pub struct Driver {
     /// Members SWIM declared down: not live even while a link to them is
     /// up, until SWIM sees them (or their next incarnation) alive again.
     down: BTreeSet<NodeId>,
+    /// Members that said they were leaving (also in `down`): not dialled
+    /// again because a peer still lists them, until SWIM sees them back.
+    left: BTreeSet<NodeId>,
+    /// This node is leaving: it dials no one and probes no one.
+    stopping: bool,
     /// The SWIM failure detector.
     swim: Swim,
     /// Protocol messages sent and received per peer, pings aside.
@@ -269,6 +277,8 @@ impl Driver {
             links: HashMap::new(),
             members: BTreeMap::new(),
             down: BTreeSet::new(),
+            left: BTreeSet::new(),
+            stopping: false,
             swim,
             sent: BTreeMap::new(),
             received: BTreeMap::new(),
@@ -368,6 +378,10 @@ impl Driver {
                 let _ = reply.send(self.status());
             }
             Event::Join(addr) => self.dial(addr),
+            Event::Leave(done) => {
+                self.leave();
+                let _ = done.send(());
+            }
         }
         self.apply();
     }

@@ -11,7 +11,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -59,6 +59,10 @@ pub enum Wire {
     /// authenticated links, never plain UDP: gossip decides who is live
     /// and so who manages which files.
     Gossip(Bytes),
+    /// The sender is stopping (a clean shutdown): its peers drop it at
+    /// once, as a member that left rather than one that failed. It can
+    /// only ever be about the sender, whom the link authenticated.
+    Leaving,
     /// A message of the core's protocol; block contents are bytes (the
     /// receiver computes their digest itself).
     Peer(PeerMsg<BlockId, Bytes>),
@@ -109,6 +113,7 @@ pub enum FrameError {
 const KIND_HELLO: u8 = 1;
 const KIND_MEMBERS: u8 = 2;
 const KIND_GOSSIP: u8 = 3;
+const KIND_LEAVING: u8 = 4;
 // The core's protocol messages: to a manager, from a manager, between
 // nodes.
 const K_READ: u8 = 16;
@@ -193,6 +198,7 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
             buf.put_u8(KIND_GOSSIP);
             buf.put_slice(data);
         }
+        Wire::Leaving => buf.put_u8(KIND_LEAVING),
         Wire::Peer(msg) => put_peer(buf, msg),
     }
     let len = (buf.len() - start - HEADER) as u32;
@@ -319,6 +325,7 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
             }
             Wire::Gossip(data)
         }
+        KIND_LEAVING => Wire::Leaving,
         kind => Wire::Peer(r.peer(kind)?),
     };
     if r.buf.has_remaining() {
@@ -332,6 +339,7 @@ fn kind_name(kind: u8) -> Option<&'static str> {
         KIND_HELLO => "hello",
         KIND_MEMBERS => "members",
         KIND_GOSSIP => "gossip",
+        KIND_LEAVING => "leaving",
         K_READ => "read",
         K_IS_SINGLET => "is-singlet",
         K_DROPPED => "dropped",

@@ -211,6 +211,10 @@ pub struct NodeHandle {
     tasks: Vec<JoinHandle<()>>,
 }
 
+/// How long [`NodeHandle::leave`] waits for the driver, and then for the
+/// links to write their goodbyes.
+pub const LEAVE_WAIT: Duration = Duration::from_millis(250);
+
 /// The blocks a node with `memory` bytes of budget and blocks of
 /// `block_size` bytes may cache, or why it could not start with them:
 /// what [`start`] checks first, for a caller that checks settings without
@@ -356,6 +360,22 @@ impl NodeHandle {
             .send(Event::Join(addr))
             .await
             .map_err(|_| NodeError::Shutdown)
+    }
+
+    /// Leaves the cluster before stopping: every member is told (they drop
+    /// this node at once, as one that left, where a cut link would read as
+    /// a failure) and every link ends its TLS session. Waits at most
+    /// [`LEAVE_WAIT`] for the driver and then as long again for the links
+    /// to write; call [`NodeHandle::shutdown`] after.
+    pub async fn leave(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.events.send(Event::Leave(tx)).await.is_ok() {
+            let _ = tokio::time::timeout(LEAVE_WAIT, rx).await;
+            // The links' tasks write the goodbye on their own; there is
+            // no handle to await them by, and a peer that does not read
+            // must not hold the shutdown up.
+            tokio::time::sleep(LEAVE_WAIT).await;
+        }
     }
 
     /// The node's status.

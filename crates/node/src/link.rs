@@ -72,11 +72,12 @@ fn unheld(wire: Wire) -> Outgoing {
 
 impl LinkRx {
     /// The next frame to send, gossip first; `None` once the driver
-    /// dropped the link.
+    /// dropped the link and every frame queued before is out (a node
+    /// leaving queues its `Leaving` last).
     async fn recv(&mut self) -> Option<Outgoing> {
         tokio::select! {
             biased;
-            m = self.gossip.recv() => m.map(unheld),
+            Some(m) = self.gossip.recv() => Some(unheld(m)),
             m = self.frames.recv() => m,
         }
     }
@@ -500,7 +501,13 @@ async fn pump(tls: Tls, queue: &mut LinkRx) -> Result<bool, LinkError> {
         let first = tokio::select! {
             m = queue.recv() => match m {
                 Some(m) => m,
-                None => return Ok(true),
+                None => {
+                    // Dropped by the driver (this node leaving, or SWIM
+                    // declaring the peer down): end the TLS session
+                    // properly, so the peer reads a clean end, not a cut.
+                    let _ = tokio::time::timeout(WRITE_TIMEOUT, wr.shutdown()).await;
+                    return Ok(true);
+                }
             },
             // The peer never writes after its Hello: a read returning means
             // it closed or broke the connection.

@@ -89,6 +89,7 @@ fn wire() -> impl Strategy<Value = Wire> {
         prop::collection::vec((any::<u32>(), name()), 0..20).prop_map(Wire::Members),
         prop::collection::vec(any::<u8>(), 0..=frame::MAX_GOSSIP)
             .prop_map(|g| Wire::Gossip(Bytes::from(g))),
+        Just(Wire::Leaving),
         msg().prop_map(Wire::Peer),
     ]
 }

@@ -7,7 +7,7 @@ use crate::membership::{Change, Effects, GossipError};
 
 impl Driver {
     pub(super) fn dial(&mut self, addr: String) {
-        if addr == self.ctx.listen || self.links.contains_key(&addr) {
+        if self.stopping || addr == self.ctx.listen || self.links.contains_key(&addr) {
             return;
         }
         // Addresses come from seeds, peers and gossip; each link retries
@@ -99,6 +99,9 @@ impl Driver {
 
     /// Fires SWIM's due timers (probes, suspicion, gossip).
     pub(super) fn swim_tick(&mut self) {
+        if self.stopping {
+            return;
+        }
         let effects = self.swim.tick(crate::clock::now());
         self.swim_effects(effects);
     }
@@ -125,15 +128,18 @@ impl Driver {
                 if m.gossip.try_send(Wire::Gossip(data)).is_err() {
                     self.metrics.dropped_messages.inc();
                 }
-            } else {
+            } else if !self.left.contains(&to) {
                 // No link yet: this datagram is lost (SWIM expects loss)
-                // and the link will carry the next ones.
+                // and the link will carry the next ones. (One that left
+                // is not dialled: SWIM, not yet told, probes it until it
+                // declares it down.)
                 self.dial(listen);
             }
         }
         for change in effects.changes {
             match change {
                 Change::Up { node, listen } => {
+                    self.left.remove(&node);
                     if self.down.remove(&node) {
                         tracing::info!(id = node, "member up again (swim)");
                         self.membership_changed();
@@ -167,13 +173,57 @@ impl Driver {
         self.forget(id);
     }
 
+    /// `id` said it is stopping: dropped at once, as a member that left
+    /// (not one that failed: no warning), and not dialled again until SWIM
+    /// sees it back.
+    pub(super) fn member_left(&mut self, id: NodeId) {
+        if self.left.len() >= MAX_DOWN {
+            self.left.pop_first();
+        }
+        self.left.insert(id);
+        if self.down.len() >= MAX_DOWN {
+            self.down.pop_first();
+        }
+        self.down.insert(id);
+        if let Some(m) = self.members.remove(&id) {
+            tracing::info!(peer = %m.name, id, "member left the cluster");
+            self.links.retain(|_, l| !l.frames.same_channel(&m.queue));
+        }
+        self.forget(id);
+    }
+
+    /// This node is stopping: every member is told, and every link is
+    /// dropped, so its task writes what it holds (the `Leaving` last) and
+    /// closes its TLS session instead of being cut off.
+    pub(super) fn leave(&mut self) {
+        self.stopping = true;
+        for m in self.members.values() {
+            // Behind what is queued: the peer must not drop this node
+            // while frames it sent are still on their way.
+            let last = crate::link::Outgoing {
+                wire: Wire::Leaving,
+                held: None,
+            };
+            if m.queue.try_send(last).is_err() {
+                self.metrics.dropped_messages.inc();
+            }
+        }
+        self.members.clear();
+        self.links.clear();
+        tracing::info!("left the cluster");
+    }
+
     /// A frame that is not a protocol message.
     pub(super) fn on_frame(&mut self, from: NodeId, wire: Wire) {
         match wire {
             Wire::Gossip(data) => self.on_gossip(from, &data),
+            Wire::Leaving => self.member_left(from),
             Wire::Members(list) => {
                 for (id, listen) in list {
-                    if id != self.cfg.id && !self.members.contains_key(&id) {
+                    if id != self.cfg.id
+                        && !self.members.contains_key(&id)
+                        && !self.left.contains(&id)
+                    {
                         self.dial(listen);
                     }
                 }

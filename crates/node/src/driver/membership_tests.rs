@@ -145,3 +145,49 @@ async fn bad_gossip_frames_are_counted_and_change_nothing() {
     assert_eq!(d.metrics.peer_errors.get(), before + 2);
     assert_eq!(d.protocol.members(), [0, PEER]);
 }
+
+#[tokio::test]
+async fn a_member_that_says_it_is_leaving_is_dropped_and_not_dialled_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = driver(tmp.path());
+    link(&mut d);
+    assert_eq!(d.protocol.members(), [0, PEER]);
+    d.on_frame(PEER, Wire::Leaving);
+    assert_eq!(d.protocol.members(), [0]);
+    assert!(d.links.is_empty(), "its link is closed");
+    // Neither another member's list nor SWIM (which has not noticed yet)
+    // dials it again...
+    d.on_frame(8, Wire::Members(vec![(PEER, PEER_ADDR.into())]));
+    d.swim_effects(Effects {
+        send: vec![(PEER, PEER_ADDR.into(), Bytes::from_static(b"ping"))],
+        ..Effects::default()
+    });
+    assert!(d.links.is_empty(), "dialled a member that left");
+    // ...until SWIM sees it back (it restarted).
+    verdict(
+        &mut d,
+        Change::Up {
+            node: PEER,
+            listen: PEER_ADDR.into(),
+        },
+    );
+    assert!(d.links.contains_key(PEER_ADDR));
+}
+
+#[tokio::test]
+async fn a_leaving_node_tells_its_members_and_dials_no_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = driver(tmp.path());
+    link(&mut d);
+    d.leave();
+    assert!(d.members.is_empty() && d.links.is_empty());
+    d.dial(PEER_ADDR.into());
+    verdict(
+        &mut d,
+        Change::Up {
+            node: PEER,
+            listen: PEER_ADDR.into(),
+        },
+    );
+    assert!(d.links.is_empty(), "a leaving node dialled");
+}
