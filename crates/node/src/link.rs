@@ -17,7 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 mod cause;
-pub use cause::{DialNotes, Noise, cause};
+pub use cause::{Noise, REPORT_EVERY, Throttle, cause};
 
 /// Frames queued for one peer; beyond this new messages are dropped (and
 /// counted): the protocol recovers from a lost message by timeout.
@@ -329,16 +329,12 @@ pub async fn accept_loop(listener: TcpListener, ctx: Arc<LinkCtx>) {
         tokio::spawn(async move {
             if let Err(e) = serve_inbound(stream, &ctx).await {
                 ctx.metrics.peer_errors.inc();
-                match noise.failed(crate::clock::now()) {
-                    Some(failures) => tracing::warn!(
-                        %addr,
-                        cause = cause(&e),
-                        error = %e,
-                        failures,
-                        "inbound peer connection failed (all of them counted in peer_errors; said at most every 10 s)"
-                    ),
-                    None => tracing::debug!(%addr, error = %e, "inbound peer connection failed"),
-                }
+                cause::say(
+                    &addr,
+                    &e,
+                    noise.failed(crate::clock::now()),
+                    "inbound peer connection failed (all of them counted in peer_errors; said at most every 10 s)",
+                );
             }
             drop(permit);
         });
@@ -391,7 +387,7 @@ async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError
 /// connection and disconnection to the driver.
 pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
     let mut backoff = Duration::from_millis(100);
-    let mut notes = DialNotes::default();
+    let mut notes = Throttle::new(REPORT_EVERY);
     loop {
         match dial(&addr, &ctx).await {
             Ok((tls, id, name, listen)) => {
@@ -428,16 +424,12 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
             Err(e) => {
                 // An operator joining a foreign cluster or a dead seed
                 // must hear why, but not on every retry.
-                match notes.failed(crate::clock::now()) {
-                    Some(failures) => tracing::warn!(
-                        %addr,
-                        cause = cause(&e),
-                        error = %e,
-                        failures,
-                        "cannot reach peer (retrying; said again in a minute if it lasts)"
-                    ),
-                    None => tracing::debug!(%addr, error = %e, "dial failed"),
-                }
+                cause::say(
+                    &addr,
+                    &e,
+                    notes.failed(crate::clock::now()),
+                    "cannot reach peer (retrying; said again in a minute if it lasts)",
+                );
                 let down = Event::LinkDown {
                     addr: addr.clone(),
                     id: None,

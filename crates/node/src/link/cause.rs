@@ -58,21 +58,33 @@ fn tls_cause(e: &rustls::Error) -> &'static str {
     }
 }
 
-/// Failed dials of one link since it was last up or last reported.
-#[derive(Debug, Default)]
-pub struct DialNotes {
+/// Failures since the last report, said at most once per period: a peer
+/// that stays unreachable once a minute ([`REPORT_EVERY`]), noise on the
+/// peer port once per `NOISE_EVERY` (10 s).
+#[derive(Debug)]
+pub struct Throttle {
+    every: Duration,
     failures: u64,
     last_report: Option<Instant>,
 }
 
-impl DialNotes {
-    /// Counts a failed dial at `now`; returns how many failed since the
-    /// last report when this one should be reported.
+impl Throttle {
+    /// Reports at most once per `every`.
+    pub fn new(every: Duration) -> Throttle {
+        Throttle {
+            every,
+            failures: 0,
+            last_report: None,
+        }
+    }
+
+    /// Counts a failure at `now`; returns how many failed since the last
+    /// report when this one should be reported.
     pub fn failed(&mut self, now: Instant) -> Option<u64> {
         self.failures += 1;
         if self
             .last_report
-            .is_some_and(|t| now.duration_since(t) < REPORT_EVERY)
+            .is_some_and(|t| now.duration_since(t) < self.every)
         {
             return None;
         }
@@ -80,40 +92,44 @@ impl DialNotes {
         Some(std::mem::take(&mut self.failures))
     }
 
-    /// The link is up: returns whether failures were reported since it
-    /// was last up (so that its recovery is worth saying too).
+    /// It works again: returns whether failures were reported since (so
+    /// that the recovery is worth saying too).
     pub fn up(&mut self) -> bool {
         let reported = self.last_report.is_some();
-        *self = DialNotes::default();
+        *self = Throttle::new(self.every);
         reported
     }
 }
 
-/// Failed inbound connections, all of them together: a scanner or a
-/// misconfigured client on the peer port is said once in
-/// `NOISE_EVERY` (10 s) with how many there were, not 50 times a second.
-#[derive(Debug, Default)]
-pub struct Noise {
-    inner: std::sync::Mutex<DialNotes>,
-}
+/// Failed inbound connections, all of them together (their tasks share
+/// it): a scanner or a misconfigured client on the peer port is said once
+/// per `NOISE_EVERY` (10 s) with how many there were, not 50 times a second.
+#[derive(Debug)]
+pub struct Noise(std::sync::Mutex<Throttle>);
 
 /// How often failed inbound connections are reported at WARN.
 pub const NOISE_EVERY: Duration = Duration::from_secs(10);
 
+impl Default for Noise {
+    fn default() -> Self {
+        Noise(std::sync::Mutex::new(Throttle::new(NOISE_EVERY)))
+    }
+}
+
 impl Noise {
-    /// Counts one at `now`; returns how many since the last report when
-    /// this one should be reported.
+    /// [`Throttle::failed`] under the lock.
     pub fn failed(&self, now: Instant) -> Option<u64> {
-        let mut notes = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let due = notes
-            .last_report
-            .is_none_or(|t| now.duration_since(t) >= NOISE_EVERY);
-        notes.failures += 1;
-        if !due {
-            return None;
-        }
-        notes.last_report = Some(now);
-        Some(std::mem::take(&mut notes.failures))
+        let mut throttle = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        throttle.failed(now)
+    }
+}
+
+/// Says a failed connection: at WARN with its cause and the count when
+/// `failures` says it is due, at DEBUG otherwise.
+pub fn say(addr: &dyn std::fmt::Display, e: &LinkError, failures: Option<u64>, what: &str) {
+    match failures {
+        Some(failures) => tracing::warn!(%addr, cause = cause(e), error = %e, failures, "{what}"),
+        None => tracing::debug!(%addr, error = %e, "{what}"),
     }
 }
 
@@ -124,7 +140,7 @@ mod tests {
     #[test]
     fn an_unreachable_peer_is_reported_once_a_minute_with_the_count() {
         let t0 = crate::clock::now();
-        let mut notes = DialNotes::default();
+        let mut notes = Throttle::new(REPORT_EVERY);
         assert_eq!(notes.failed(t0), Some(1), "the first failure is said");
         for s in 1..60 {
             assert_eq!(notes.failed(t0 + Duration::from_secs(s)), None);
@@ -132,7 +148,7 @@ mod tests {
         assert_eq!(notes.failed(t0 + Duration::from_secs(60)), Some(60));
         assert!(notes.up(), "a reported outage's end is said too");
         assert_eq!(notes.failed(t0 + Duration::from_secs(61)), Some(1));
-        let mut quiet = DialNotes::default();
+        let mut quiet = Throttle::new(REPORT_EVERY);
         assert!(!quiet.up());
     }
 
