@@ -60,6 +60,17 @@ fn verdict(d: &mut Driver, change: Change) {
     });
 }
 
+/// SWIM sees the peer alive.
+fn peer_up(d: &mut Driver) {
+    verdict(
+        d,
+        Change::Up {
+            node: PEER,
+            listen: PEER_ADDR.into(),
+        },
+    );
+}
+
 fn listed(d: &mut Driver) -> Vec<NodeId> {
     d.status().members.iter().map(|m| m.id).collect()
 }
@@ -96,13 +107,7 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
     assert_eq!(listed(&mut d), vec![0]);
 
     // ...SWIM seeing it alive does.
-    verdict(
-        &mut d,
-        Change::Up {
-            node: PEER,
-            listen: PEER_ADDR.into(),
-        },
-    );
+    peer_up(&mut d);
     assert_eq!(d.protocol.members(), [0, PEER]);
     assert_eq!(listed(&mut d), vec![0, PEER]);
 }
@@ -111,13 +116,7 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
 async fn swim_up_for_an_unlinked_member_dials_it() {
     let tmp = tempfile::tempdir().unwrap();
     let mut d = driver(tmp.path());
-    verdict(
-        &mut d,
-        Change::Up {
-            node: PEER,
-            listen: PEER_ADDR.into(),
-        },
-    );
+    peer_up(&mut d);
     assert!(d.links.contains_key(PEER_ADDR));
     // Live only once the link is up (TLS decides membership).
     assert_eq!(d.protocol.members(), [0]);
@@ -164,13 +163,7 @@ async fn a_member_that_says_it_is_leaving_is_dropped_and_not_dialled_again() {
     });
     assert!(d.links.is_empty(), "dialled a member that left");
     // ...until SWIM sees it back (it restarted).
-    verdict(
-        &mut d,
-        Change::Up {
-            node: PEER,
-            listen: PEER_ADDR.into(),
-        },
-    );
+    peer_up(&mut d);
     assert!(d.links.contains_key(PEER_ADDR));
 }
 
@@ -182,12 +175,6 @@ async fn a_leaving_node_tells_its_members_and_dials_no_one() {
     d.leave();
     assert!(d.members.is_empty() && d.links.is_empty());
     d.dial(PEER_ADDR.into());
-    verdict(
-        &mut d,
-        Change::Up {
-            node: PEER,
-            listen: PEER_ADDR.into(),
-        },
-    );
+    peer_up(&mut d);
     assert!(d.links.is_empty(), "a leaving node dialled");
 }
