@@ -168,7 +168,7 @@ async fn a_member_that_says_it_is_leaving_is_dropped_and_not_dialled_again() {
 }
 
 #[tokio::test]
-async fn a_leaving_node_tells_its_members_and_dials_no_one() {
+async fn a_leaving_node_drops_its_links_and_dials_no_one() {
     let tmp = tempfile::tempdir().unwrap();
     let mut d = driver(tmp.path());
     link(&mut d);
