@@ -12,7 +12,7 @@
 use arbitrary::Arbitrary;
 use bytes::{Bytes, BytesMut};
 use coopcache_core::coop::MAX_CHANCES;
-use coopcache_core::protocol::{BlockId, Digest, PeerMsg};
+use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded};
 use coopcache_node::frame::{
     HEADER, MAX_GOSSIP, MAX_MEMBERS, MAX_NAME, Wire, body_len, decode, encode,
 };
@@ -36,9 +36,9 @@ enum AnyMsg {
     Record(B, D),
     HashOf(B),
     Forward(B, u32),
-    Expect(B, D, u32),
+    Expect(B, D, u32, u32),
     FetchOrigin(B, bool),
-    HashIs(B, Option<D>),
+    HashIs(B, Option<(D, u32)>),
     Singlet(B, bool),
     Invalidate(B),
     Data(B, Vec<u8>),
@@ -86,9 +86,12 @@ fn msg(m: AnyMsg) -> PeerMsg<BlockId, Bytes> {
             block: b.into(),
             reader,
         },
-        AnyMsg::Expect(b, d, holder) => Expect {
+        AnyMsg::Expect(b, d, by, holder) => Expect {
             block: b.into(),
-            digest: d.into(),
+            recorded: Recorded {
+                digest: d.into(),
+                by,
+            },
             holder,
         },
         AnyMsg::FetchOrigin(b, record) => FetchOrigin {
@@ -97,7 +100,10 @@ fn msg(m: AnyMsg) -> PeerMsg<BlockId, Bytes> {
         },
         AnyMsg::HashIs(b, d) => HashIs {
             block: b.into(),
-            digest: d.map(Digest::from),
+            recorded: d.map(|(d, by)| Recorded {
+                digest: d.into(),
+                by,
+            }),
         },
         AnyMsg::Singlet(b, singlet) => Singlet {
             block: b.into(),

@@ -399,7 +399,7 @@ impl Driver {
                     rule,
                     count,
                 } => {
-                    let name = self.members.get(&peer).map_or("?", |m| m.name.as_str());
+                    let name = self.member_name(peer);
                     tracing::warn!(
                         peer = %name,
                         id = peer,
@@ -407,6 +407,18 @@ impl Driver {
                         count,
                         "refused a peer's message: {rule}"
                     );
+                }
+                Action::IntegrityFailure {
+                    block,
+                    message,
+                    sender,
+                    manager,
+                    recorder,
+                    verdict,
+                    count,
+                } => {
+                    let who = [sender, manager, recorder];
+                    self.report_integrity(block, message, who, verdict, count)
                 }
             }
         }
@@ -516,6 +528,7 @@ impl Driver {
     }
 }
 
+mod integrity;
 mod members;
 mod status;
 

@@ -7,11 +7,11 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use coopcache_core::coop::NodeId;
-use coopcache_core::protocol::{BlockId, Digest, PeerMsg};
+use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -249,15 +249,17 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
         | Reclaim { .. } => {}
         Record { digest, .. } => put_digest(buf, digest),
         Forward { reader, .. } => buf.put_u32(*reader),
-        Expect { digest, holder, .. } => {
-            put_digest(buf, digest);
+        Expect {
+            recorded, holder, ..
+        } => {
+            put_recorded(buf, recorded);
             buf.put_u32(*holder);
         }
         FetchOrigin { record, .. } => buf.put_u8(u8::from(*record)),
-        HashIs { digest, .. } => match digest {
-            Some(d) => {
+        HashIs { recorded, .. } => match recorded {
+            Some(r) => {
                 buf.put_u8(1);
-                put_digest(buf, d);
+                put_recorded(buf, r);
             }
             None => buf.put_u8(0),
         },
@@ -387,6 +389,11 @@ fn put_digest(buf: &mut BytesMut, d: &Digest) {
     buf.put_u32(d.len);
 }
 
+fn put_recorded(buf: &mut BytesMut, r: &Recorded) {
+    put_digest(buf, &r.digest);
+    buf.put_u32(r.by);
+}
+
 struct Reader {
     buf: Bytes,
     what: &'static str,
@@ -462,6 +469,13 @@ impl Reader {
         })
     }
 
+    fn recorded(&mut self) -> Result<Recorded, FrameError> {
+        Ok(Recorded {
+            digest: self.digest()?,
+            by: self.u32()?,
+        })
+    }
+
     fn flag(&mut self, what: &str) -> Result<bool, FrameError> {
         match self.u8()? {
             0 => Ok(false),
@@ -504,7 +518,7 @@ impl Reader {
             },
             K_EXPECT => Expect {
                 block,
-                digest: self.digest()?,
+                recorded: self.recorded()?,
                 holder: self.u32()?,
             },
             K_FETCH_ORIGIN => FetchOrigin {
@@ -513,8 +527,8 @@ impl Reader {
             },
             K_HASH_IS => HashIs {
                 block,
-                digest: match self.flag("digest presence")? {
-                    true => Some(self.digest()?),
+                recorded: match self.flag("digest presence")? {
+                    true => Some(self.recorded()?),
                     false => None,
                 },
             },
@@ -607,6 +621,7 @@ mod tests {
             hash: [7; 32],
             len: 8,
         };
+        let recorded = Recorded { digest, by: 4 };
         vec![
             Read { block },
             IsSinglet { block },
@@ -618,7 +633,7 @@ mod tests {
             Forward { block, reader: 3 },
             Expect {
                 block,
-                digest,
+                recorded,
                 holder: 5,
             },
             FetchOrigin {
@@ -631,11 +646,11 @@ mod tests {
             },
             HashIs {
                 block,
-                digest: Some(digest),
+                recorded: Some(recorded),
             },
             HashIs {
                 block,
-                digest: None,
+                recorded: None,
             },
             Singlet {
                 block,

@@ -8,7 +8,7 @@
 
 use bytes::{Bytes, BytesMut};
 use coopcache_core::coop::MAX_CHANCES;
-use coopcache_core::protocol::{Digest, PeerMsg};
+use coopcache_core::protocol::{Digest, PeerMsg, Recorded};
 use coopcache_node::block::BlockId;
 use coopcache_node::frame::{
     self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, Wire, body_len, decode, encode,
@@ -37,6 +37,10 @@ fn digest() -> impl Strategy<Value = Digest> {
 }
 
 /// Every protocol message a link carries.
+fn recorded() -> impl Strategy<Value = Recorded> {
+    (digest(), any::<u32>()).prop_map(|(digest, by)| Recorded { digest, by })
+}
+
 fn msg() -> impl Strategy<Value = PeerMsg<BlockId, Bytes>> {
     use PeerMsg::*;
     let bare = (block(), 0u8..10).prop_map(|(block, kind)| match kind {
@@ -55,13 +59,14 @@ fn msg() -> impl Strategy<Value = PeerMsg<BlockId, Bytes>> {
         bare,
         (block(), digest()).prop_map(|(block, digest)| Record { block, digest }),
         (block(), any::<u32>()).prop_map(|(block, reader)| Forward { block, reader }),
-        (block(), digest(), any::<u32>()).prop_map(|(block, digest, holder)| Expect {
+        (block(), recorded(), any::<u32>()).prop_map(|(block, recorded, holder)| Expect {
             block,
-            digest,
+            recorded,
             holder
         }),
         (block(), any::<bool>()).prop_map(|(block, record)| FetchOrigin { block, record }),
-        (block(), prop::option::of(digest())).prop_map(|(block, digest)| HashIs { block, digest }),
+        (block(), prop::option::of(recorded()))
+            .prop_map(|(block, recorded)| HashIs { block, recorded }),
         (block(), any::<bool>()).prop_map(|(block, singlet)| Singlet { block, singlet }),
         (block(), data()).prop_map(|(block, data)| Data { block, data }),
         (block(), data(), 1..=MAX_CHANCES).prop_map(|(block, data, chances)| Recirculate {

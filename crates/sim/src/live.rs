@@ -49,6 +49,8 @@ pub struct LiveStats {
     pub origin_reads: u64,
     /// Violations reported by any node (none in an honest cluster).
     pub violations: u64,
+    /// Integrity failures reported: by whom, blaming whom.
+    pub blamed: Vec<(NodeId, NodeId)>,
 }
 
 /// Messages an outsider received: from whom, what.
@@ -277,6 +279,15 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
                 }
                 Action::Complete { block, result } => self.done.push((node, block, result)),
                 Action::Violation { .. } => self.stats.violations += 1,
+                Action::IntegrityFailure {
+                    sender,
+                    recorder,
+                    verdict,
+                    ..
+                } => self
+                    .stats
+                    .blamed
+                    .push((node, verdict.blamed(sender, recorder))),
             }
         }
     }

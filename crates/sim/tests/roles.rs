@@ -7,7 +7,9 @@
 
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
-use coopcache_core::protocol::{Digest, MIN_TRACKED, PeerMsg, Served, manager_of, predecessor};
+use coopcache_core::protocol::{
+    Digest, MIN_TRACKED, PeerMsg, Recorded, Served, manager_of, predecessor,
+};
 use coopcache_sim::live::{LiveCluster, content_of};
 
 const MALLORY: NodeId = 9;
@@ -134,7 +136,10 @@ fn a_record_is_accepted_only_from_the_granted_reader_and_only_once() {
     assert_eq!(violations(&c, 0), 2);
     let answer = PeerMsg::HashIs {
         block: d,
-        digest: Some(honest),
+        recorded: Some(Recorded {
+            digest: honest,
+            by: MALLORY,
+        }),
     };
     assert_eq!(c.take_inbox(MALLORY), [(0, answer)]);
 }
@@ -159,7 +164,10 @@ fn an_expect_and_data_from_a_member_not_asked_are_refused() {
     // and sends her own contents, digest to match.
     let expect = PeerMsg::Expect {
         block: b,
-        digest: evil(),
+        recorded: Recorded {
+            digest: evil(),
+            by: MALLORY,
+        },
         holder: MALLORY,
     };
     let data = PeerMsg::Data {
@@ -243,7 +251,10 @@ fn a_hash_is_accepted_only_from_the_blocks_manager() {
     );
     let forged = PeerMsg::HashIs {
         block: b,
-        digest: Some(evil()),
+        recorded: Some(Recorded {
+            digest: evil(),
+            by: MALLORY,
+        }),
     };
     let served = read_while_mallory_sends(&mut c, 2, b, &[forged]);
     assert_eq!(
@@ -515,6 +526,36 @@ fn data_from_the_holder_named_is_checked_against_the_digest() {
     assert_eq!(served.data, digest, "Mallory's bytes were served");
     assert_eq!(served.level, Level::Origin);
     assert_eq!(c.nodes()[2].stats().integrity_failures, 1);
+    // The origin's copy matches the record: the sender is blamed.
+    assert_eq!(c.stats().blamed, [(2, MALLORY)]);
+}
+
+/// A bad record is blamed on its recorder, not on the honest holder whose
+/// good bytes failed it: the reader's origin read settles which lied.
+#[test]
+fn a_bad_record_is_blamed_on_its_recorder_not_on_the_honest_holder() {
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 18_000);
+    // Mallory is granted the first read of b, records a wrong digest and
+    // says she dropped it: the directory names no holder.
+    c.inject(MALLORY, 0, PeerMsg::Read { block: b });
+    c.run_until_quiet().unwrap();
+    c.inject(
+        MALLORY,
+        0,
+        PeerMsg::Record {
+            block: b,
+            digest: evil(),
+        },
+    );
+    c.inject(MALLORY, 0, PeerMsg::Dropped { block: b });
+    c.run_until_quiet().unwrap();
+    // Node 1 reads b from the origin and holds it; node 2's read is
+    // forwarded to node 1, whose good bytes fail Mallory's digest.
+    assert_eq!(read(&mut c, 1, b), Level::Origin);
+    assert_eq!(read(&mut c, 2, b), Level::Origin);
+    assert_eq!(c.nodes()[2].stats().integrity_failures, 1);
+    assert_eq!(c.stats().blamed, [(2, MALLORY)], "node 1 blamed");
 }
 
 /// A forwarded singlet is held until its manager's digest matches

@@ -2,25 +2,46 @@
 //! (forwarded singlets, blocks placed in its partition): the machine keeps
 //! them at once, in the order the simulator delivers them, and no read of
 //! this node uses them until the block's manager confirms the digest.
+//! Nor does a peer: its requests for the block wait for the verdict, so
+//! this node never passes on bytes it has not checked (it would be
+//! blamed for a liar's bytes, found by the fault harness, seed 481).
 
+use super::integrity::{Dispute, Expected, Verdict};
 use super::node::NodeProtocol;
 use super::timers::Timer;
-use super::{Content, Digest, PeerMsg, ProtocolKey};
+use super::{Content, PeerMsg, ProtocolKey};
 use crate::coop::{Msg, NodeId, SizeClassed};
 use std::collections::HashMap;
 
-/// One held block: who sent it, its contents, when to give up.
+/// Most peers' requests waiting for one held block's verdict; more are
+/// dropped (their readers time out and go to the origin).
+const MAX_WAITING_PER_BLOCK: usize = 16;
+
+/// One held block: who sent it, its contents, when to give up, and the
+/// peers' requests for it that wait for the verdict.
 #[derive(Debug)]
-struct Unverified<D> {
+struct Unverified<K, D> {
     sender: NodeId,
     data: D,
     deadline: u64,
+    waiting: Vec<(NodeId, PeerMsg<K, D>)>,
+}
+
+/// What became of a peer's request for a block ([`Held::wait`]).
+pub(super) enum Wait<K, D> {
+    /// The block is not held: the request, to handle now.
+    NotHeld(PeerMsg<K, D>),
+    /// It waits for the verdict.
+    Waiting,
+    /// Too many wait already: dropped (its reader times out and goes to
+    /// the origin), never served from the unchecked block.
+    Full,
 }
 
 /// Held blocks by id.
 #[derive(Debug)]
 pub(super) struct Held<K, D> {
-    blocks: HashMap<K, Unverified<D>, foldhash::fast::FixedState>,
+    blocks: HashMap<K, Unverified<K, D>, foldhash::fast::FixedState>,
 }
 
 impl<K, D> Default for Held<K, D> {
@@ -44,9 +65,22 @@ impl<K: ProtocolKey, D> Held<K, D> {
         self.blocks.len()
     }
 
-    /// Forgets `block`; whether it was held.
-    pub(super) fn remove(&mut self, block: K) -> bool {
-        self.blocks.remove(&block).is_some()
+    /// Forgets `block`: the requests that waited for it, if it was held.
+    pub(super) fn remove(&mut self, block: K) -> Option<Vec<(NodeId, PeerMsg<K, D>)>> {
+        self.blocks.remove(&block).map(|h| h.waiting)
+    }
+
+    /// Keeps `msg` from `from`, a request for `block`, until the verdict
+    /// if `block` is held; gives it back if not.
+    pub(super) fn wait(&mut self, block: K, from: NodeId, msg: PeerMsg<K, D>) -> Wait<K, D> {
+        let Some(h) = self.blocks.get_mut(&block) else {
+            return Wait::NotHeld(msg);
+        };
+        if h.waiting.len() >= MAX_WAITING_PER_BLOCK {
+            return Wait::Full;
+        }
+        h.waiting.push((from, msg));
+        Wait::Waiting
     }
 }
 
@@ -81,6 +115,7 @@ where
             sender: from,
             data: data.clone(),
             deadline,
+            waiting: Vec::new(),
         };
         self.held.blocks.insert(block, held);
         self.timers.arm(deadline, Timer::Held(block));
@@ -94,23 +129,48 @@ where
 
     /// The manager's digest for a held block: kept if its contents match;
     /// otherwise (or with no digest recorded) dropped, the manager told,
-    /// and a read waiting on it sent to the origin.
-    pub(super) fn held_verdict(&mut self, block: K, digest: Option<Digest>, now: u64) {
-        let Some(Unverified { sender, data, .. }) = self.held.blocks.remove(&block) else {
+    /// and a read waiting on it sent to the origin. A mismatch is reported
+    /// unsettled, naming the sender and the recorder: no origin read here
+    /// tells which lied.
+    pub(super) fn held_verdict(&mut self, block: K, expected: Option<Expected>, now: u64) {
+        let Some(held) = self.held.blocks.remove(&block) else {
             return;
         };
-        let verified = digest == Some(data.digest()); // rule: verify-held
+        let Unverified {
+            sender,
+            data,
+            waiting,
+            ..
+        } = held;
+        let got = data.digest();
+        let verified = expected.is_some_and(|e| e.recorded.digest == got); // rule: verify-held
         if verified {
-            return self.held_read_verdict(block, Some(data), now);
+            self.held_read_verdict(block, Some(data), now);
+            return self.replay_waiting(waiting, now);
         }
-        if digest.is_some() {
-            let name = "Recirculate or Place";
-            self.integrity_failure(sender, name, now);
+        if let Some(expected) = expected {
+            self.integrity_failure();
+            let dispute = Dispute {
+                message: "Recirculate or Place",
+                sender,
+                got,
+                expected,
+            };
+            self.report_integrity(block, dispute, Verdict::Unsettled, now);
         }
         // Whatever copy the machine has may be the bad one: dropped (a
         // good one costs a re-read; bad bytes are never served).
         self.uncache(block, now);
         self.held_read_verdict(block, None, now);
+        self.replay_waiting(waiting, now);
+    }
+
+    /// Handles the requests that waited for a held block's verdict, as if
+    /// they came now (the block is then cached verified, or gone).
+    pub(super) fn replay_waiting(&mut self, waiting: Vec<(NodeId, PeerMsg<K, D>)>, now: u64) {
+        for (from, msg) in waiting {
+            self.on_message(from, msg, now);
+        }
     }
 
     /// A held block whose digest never came is dropped unverified.
@@ -122,9 +182,10 @@ where
             .is_some_and(|h| h.deadline <= now);
         if due {
             self.stats.timeouts += 1;
-            self.held.blocks.remove(&block);
+            let waiting = self.held.remove(block).unwrap_or_default();
             self.uncache(block, now);
             self.held_read_verdict(block, None, now);
+            self.replay_waiting(waiting, now);
         }
     }
 }

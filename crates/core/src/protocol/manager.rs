@@ -6,7 +6,7 @@
 
 use super::node::NodeProtocol;
 use super::timers::Timer;
-use super::{Content, Digest, PeerMsg, ProtocolKey};
+use super::{Content, Digest, PeerMsg, ProtocolKey, Recorded};
 use crate::coop::{AlgorithmKind, Msg, NodeId, SizeClassed};
 use std::collections::{HashMap, VecDeque};
 
@@ -93,7 +93,7 @@ pub(super) struct SliceSizes {
 /// The manager slice's protocol state.
 #[derive(Debug)]
 pub(super) struct Slice<K> {
-    records: HashMap<K, Digest, foldhash::fast::FixedState>,
+    records: HashMap<K, Recorded, foldhash::fast::FixedState>,
     /// Recorded blocks, oldest first (with stale ids of dropped records,
     /// skipped when reached).
     order: VecDeque<K>,
@@ -153,24 +153,24 @@ impl<K: ProtocolKey> Slice<K> {
         self.grants.contains_key(&block) || self.forwards.contains_key(&block)
     }
 
-    /// The recorded digest of `block`.
-    pub(super) fn record(&self, block: K) -> Option<Digest> {
+    /// The recorded digest of `block`, and its recorder.
+    pub(super) fn record(&self, block: K) -> Option<Recorded> {
         self.records.get(&block).copied()
     }
 
     /// Records `digest` for `block`, the oldest record going beyond `max`.
     /// Returns false on a conflict with an earlier record, which is then
     /// dropped as well (one of the two recorders lied).
-    fn insert_record(&mut self, block: K, digest: Digest, max: usize) -> bool {
+    fn insert_record(&mut self, block: K, recorded: Recorded, max: usize) -> bool {
         match self.records.get(&block) {
-            Some(old) if *old == digest => return true,
+            Some(old) if old.digest == recorded.digest => return true,
             Some(_) => {
                 self.records.remove(&block);
                 return false;
             }
             None => {}
         }
-        self.records.insert(block, digest);
+        self.records.insert(block, recorded);
         self.order.push_back(block);
         while self.records.len() > max {
             let Some(old) = self.order.pop_front() else {
@@ -294,9 +294,10 @@ where
     /// The granted reader's digest of `block`.
     pub(super) fn manager_record(&mut self, from: NodeId, block: K, digest: Digest, now: u64) {
         self.slice.grants.remove(&block);
+        let recorded = Recorded { digest, by: from };
         if !self
             .slice
-            .insert_record(block, digest, self.cfg.max_records)
+            .insert_record(block, recorded, self.cfg.max_records)
         {
             self.stats.record_conflicts += 1;
             let rule = "a second record of one block differs from the first (both dropped)";
@@ -309,30 +310,30 @@ where
     /// `asker` wants `block`'s digest: given now, or once the record a
     /// granted reader is about to send arrives.
     pub(super) fn manager_hash_of(&mut self, asker: NodeId, block: K, _now: u64) {
-        let digest = self.slice.record(block);
-        if digest.is_none() && self.slice.grants.contains_key(&block) {
+        let recorded = self.slice.record(block);
+        if recorded.is_none() && self.slice.grants.contains_key(&block) {
             let waiting = self.slice.awaiting.entry(block).or_default();
             if waiting.len() < MAX_AWAITING_PER_BLOCK {
                 return waiting.push(Awaiting::HashOf { asker });
             }
             self.stats.dropped += 1;
         }
-        self.send(asker, PeerMsg::HashIs { block, digest });
+        self.send(asker, PeerMsg::HashIs { block, recorded });
     }
 
     /// Answers the questions that waited for `block`'s record (which came,
     /// or whose grant lapsed).
     fn answer_awaiting(&mut self, block: K) {
-        let digest = self.slice.record(block);
+        let recorded = self.slice.record(block);
         for waiting in self.slice.awaiting.remove(&block).unwrap_or_default() {
-            match (waiting, digest) {
-                (Awaiting::HashOf { asker }, digest) => {
-                    self.send(asker, PeerMsg::HashIs { block, digest })
+            match (waiting, recorded) {
+                (Awaiting::HashOf { asker }, recorded) => {
+                    self.send(asker, PeerMsg::HashIs { block, recorded })
                 }
-                (Awaiting::Expect { reader, holder }, Some(digest)) => {
+                (Awaiting::Expect { reader, holder }, Some(recorded)) => {
                     let expect = PeerMsg::Expect {
                         block,
-                        digest,
+                        recorded,
                         holder,
                     };
                     self.send(reader, expect);
@@ -380,10 +381,10 @@ where
             return self.manager_fetch(block, reader, now);
         }
         match self.slice.record(block) {
-            Some(digest) => {
+            Some(recorded) => {
                 let expect = PeerMsg::Expect {
                     block,
-                    digest,
+                    recorded,
                     holder,
                 };
                 self.send(reader, expect);
@@ -417,11 +418,11 @@ where
     /// once, and the manager never forwards: with a record, the reader
     /// gets the digest to check the owner's contents against instead.
     pub(super) fn manager_fetch(&mut self, block: K, reader: NodeId, now: u64) {
-        if let Some(digest) = self.slice.record(block) {
+        if let Some(recorded) = self.slice.record(block) {
             let msg = match self.kind {
                 AlgorithmKind::Hash => PeerMsg::HashIs {
                     block,
-                    digest: Some(digest),
+                    recorded: Some(recorded),
                 },
                 _ => PeerMsg::FetchOrigin {
                     block,
@@ -487,11 +488,12 @@ where
 mod tests {
     use super::*;
 
-    fn d(n: u8) -> Digest {
-        Digest {
+    fn d(n: u8) -> Recorded {
+        let digest = Digest {
             hash: [n; 32],
             len: 1,
-        }
+        };
+        Recorded { digest, by: 3 }
     }
 
     #[test]

@@ -6,6 +6,18 @@
 use super::Digest;
 use crate::coop::{Msg, NodeId};
 
+/// A block's digest as its manager recorded it, with the node whose
+/// [`PeerMsg::Record`] it came from, as the manager says. Contents that do
+/// not match it were sent by a liar, or the record was: a reader names
+/// both, and the origin's copy tells which ([`Verdict`](super::Verdict)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// What the block's bytes hash to.
+    pub digest: Digest,
+    /// The node that recorded it.
+    pub by: NodeId,
+}
+
 /// One message between two live nodes. `D` is a block's contents (bytes
 /// with their digest in the daemon, the digest alone in the simulator).
 ///
@@ -68,8 +80,8 @@ pub enum PeerMsg<K, D> {
     Expect {
         /// The block.
         block: K,
-        /// The recorded digest.
-        digest: Digest,
+        /// The recorded digest, and who recorded it.
+        recorded: Recorded,
         /// The holder the read was forwarded to.
         holder: NodeId,
     },
@@ -86,8 +98,8 @@ pub enum PeerMsg<K, D> {
     HashIs {
         /// The block.
         block: K,
-        /// Its recorded digest, if any.
-        digest: Option<Digest>,
+        /// Its recorded digest and who recorded it, if any.
+        recorded: Option<Recorded>,
     },
     /// Manager to a node: the answer to [`PeerMsg::IsSinglet`].
     Singlet {
@@ -245,15 +257,15 @@ impl<K: Copy, D> PeerMsg<K, D> {
             Forward { block, reader } => Forward { block, reader },
             Expect {
                 block,
-                digest,
+                recorded,
                 holder,
             } => Expect {
                 block,
-                digest,
+                recorded,
                 holder,
             },
             FetchOrigin { block, record } => FetchOrigin { block, record },
-            HashIs { block, digest } => HashIs { block, digest },
+            HashIs { block, recorded } => HashIs { block, recorded },
             Singlet { block, singlet } => Singlet { block, singlet },
             Invalidate { block } => Invalidate { block },
             Missing { block } => Missing { block },

@@ -28,11 +28,13 @@
 mod block;
 mod content;
 mod held;
+mod integrity;
 mod manager;
 mod message;
 mod node;
 mod occupancy;
 mod outgoing;
+mod parked;
 mod peers;
 mod questions;
 mod reader;
@@ -42,7 +44,8 @@ mod timers;
 
 pub use block::{BlockId, ProtocolKey, manager_of, predecessor, successor};
 pub use content::{Content, Digest, MemStore};
-pub use message::{NotLive, PeerMsg};
+pub use integrity::Verdict;
+pub use message::{NotLive, PeerMsg, Recorded};
 pub use node::{Action, MIN_TRACKED, NodeProtocol, ProtocolConfig, ReadFailure, Served};
 pub use occupancy::{Occupancy, TABLES};
 pub use stats::ProtocolStats;

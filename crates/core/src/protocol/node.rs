@@ -1,13 +1,15 @@
 //! One node's protocol: its state, its inputs and outputs, and the trust
 //! boundary every incoming message crosses.
 
-use super::held::Held;
+use super::held::{Held, Wait};
+use super::integrity::Expected;
 use super::manager::Slice;
+use super::parked::Parked;
 use super::peers::Peers;
 use super::reader::Reads;
 use super::stats::{MAX_VIOLATORS, REPORT_EVERY_US};
 use super::timers::{Timer, Timers};
-use super::{Content, PeerMsg, ProtocolKey, ProtocolStats, manager_of};
+use super::{Content, PeerMsg, ProtocolKey, ProtocolStats, Verdict, manager_of};
 use crate::coop::{
     AlgorithmKind, Level, LiveMachines, LiveManager, LiveNode, Msg, NodeId, Outbox, SizeClassed,
     StoreUsage,
@@ -121,6 +123,28 @@ pub enum Action<K, D> {
         /// Violations by this peer since the last report, this one included.
         count: u64,
     },
+    /// Contents from `sender` did not match the digest `manager` gave
+    /// (recorded by `recorder`, as the manager says); the read went to the
+    /// origin, whose copy decided the `verdict`. Reported at most once a
+    /// minute per blamed node ([`Verdict::blamed`]); every one is counted
+    /// in the stats at once.
+    IntegrityFailure {
+        /// The block.
+        block: K,
+        /// The message that brought the contents.
+        message: &'static str,
+        /// Their sender, as its link authenticated it.
+        sender: NodeId,
+        /// The block's manager, which gave the digest.
+        manager: NodeId,
+        /// The node whose record the digest is, as the manager says.
+        recorder: NodeId,
+        /// Whom the origin's copy blames.
+        verdict: Verdict,
+        /// Failures blamed on that node since the last report, this one
+        /// included.
+        count: u64,
+    },
 }
 
 /// A finished read.
@@ -165,6 +189,8 @@ pub struct NodeProtocol<K, D> {
     pub(super) actions: VecDeque<Action<K, D>>,
     pub(super) reads: Reads<K, D>,
     pub(super) held: Held<K, D>,
+    /// Who parked each block this Direct host keeps.
+    pub(super) parked: Parked<K>,
     /// N-Chance questions to managers awaiting an answer.
     pub(super) questions: super::questions::Questions<K>,
     pub(super) slice: Slice<K>,
@@ -228,6 +254,7 @@ where
             actions: VecDeque::new(),
             reads: Reads::default(),
             held: Held::default(),
+            parked: Parked::default(),
             questions: Default::default(),
             slice: Slice::default(),
             deferred: HashMap::new(),
@@ -415,44 +442,44 @@ where
             *self.stats.violations.keys().next_back().unwrap_or(&peer)
         };
         *self.stats.violations.entry(slot).or_default() += 1;
-        self.report(peer, msg.name(), rule, now);
-    }
-
-    /// Counts contents from `peer` that did not match the manager's
-    /// digest, and reports them.
-    pub(super) fn integrity_failure(&mut self, peer: NodeId, message: &'static str, now: u64) {
-        self.stats.integrity_failures += 1;
-        let rule = "contents must match the digest the block's manager recorded";
-        self.report(peer, message, rule, now);
-    }
-
-    /// Reports `peer`'s misbehaviour, at most once a minute per peer (with
-    /// how many there were since the last report).
-    fn report(&mut self, peer: NodeId, message: &'static str, rule: &'static str, now: u64) {
-        if self.reported.len() >= MAX_VIOLATORS && !self.reported.contains_key(&peer) {
+        let Some(count) = self.report_due(peer, now) else {
             return;
+        };
+        self.actions.push_back(Action::Violation {
+            peer,
+            message: msg.name(),
+            rule,
+            count,
+        });
+    }
+
+    /// Counts one more misdeed of `peer`; if its report is due (at most
+    /// once a minute per peer), how many there were since the last one,
+    /// this one included.
+    pub(super) fn report_due(&mut self, peer: NodeId, now: u64) -> Option<u64> {
+        if self.reported.len() >= MAX_VIOLATORS && !self.reported.contains_key(&peer) {
+            return None;
         }
         let (last, count) = self.reported.entry(peer).or_insert((0, 0));
         *count += 1;
-        if *last == 0 || now.saturating_sub(*last) >= REPORT_EVERY_US {
-            let report = Action::Violation {
-                peer,
-                message,
-                rule,
-                count: *count,
-            };
-            (*last, *count) = (now.max(1), 0);
-            self.actions.push_back(report);
+        if *last != 0 && now.saturating_sub(*last) < REPORT_EVERY_US {
+            return None;
         }
+        let due = *count;
+        (*last, *count) = (now.max(1), 0);
+        Some(due)
     }
 
     /// The trust boundary: `msg` from `from` is handled only if `from`
     /// holds the role allowed to send it (docs/PROTOCOL.md, "Roles").
-    fn on_message(&mut self, from: NodeId, msg: PeerMsg<K, D>, now: u64) {
+    pub(super) fn on_message(&mut self, from: NodeId, msg: PeerMsg<K, D>, now: u64) {
         use PeerMsg::*;
         if let Some(rule) = self.refusal(from, &msg) {
             return self.violation(from, &msg, rule, now);
         }
+        let Some(msg) = self.wait_for_verdict(from, msg) else {
+            return;
+        };
         match msg {
             // To the manager slice: about the sender itself.
             Read { block } => self.manager_read(from, block, now),
@@ -466,13 +493,23 @@ where
             Forward { block, reader } => self.serve_forward(block, reader, now),
             Expect {
                 block,
-                digest,
+                recorded,
                 holder,
-            } => self.read_expect(block, digest, holder, now),
+            } => {
+                let expected = Expected {
+                    recorded,
+                    manager: from,
+                };
+                self.read_expect(block, expected, holder, now)
+            }
             FetchOrigin { block, record } => self.read_fetch_origin(block, record, now),
-            HashIs { block, digest } => {
-                self.held_verdict(block, digest, now);
-                self.read_hash_is(block, digest, now);
+            HashIs { block, recorded } => {
+                let expected = recorded.map(|recorded| Expected {
+                    recorded,
+                    manager: from,
+                });
+                self.held_verdict(block, expected, now);
+                self.read_hash_is(block, expected, now);
             }
             Singlet { block, singlet } => {
                 if self.questions.contains(block) {
@@ -483,12 +520,14 @@ where
                 }
             }
             Invalidate { block } => {
+                self.parked.forget(block);
                 let held = self.held.remove(block);
                 self.deliver_to_node(Msg::Invalidate { block }, now);
-                if held {
+                if let Some(waiting) = held {
                     // A read waiting on the held copy goes to the origin
                     // (found by the fault harness: it waited for ever).
                     self.held_read_verdict(block, None, now);
+                    self.replay_waiting(waiting, now);
                 }
             }
             // Between nodes.
@@ -502,14 +541,18 @@ where
                 },
                 now,
             ),
-            Reclaim { block } => self.deliver_to_node(
-                Msg::Forward {
+            Reclaim { block } => {
+                if self.parked.parked_by_another(block, from) {
+                    return self.send(from, Missing { block });
+                }
+                self.parked.forget(block);
+                let msg = Msg::Forward {
                     block,
                     reader: from,
                     hops: 1,
-                },
-                now,
-            ),
+                };
+                self.deliver_to_node(msg, now);
+            }
             Recirculate {
                 block,
                 chances,
@@ -535,6 +578,7 @@ where
                 if self.kind == AlgorithmKind::Hash && from != self.me {
                     self.hold_then_deliver(from, msg, now);
                 } else {
+                    self.parked.park(block, from, self.cfg.max_directory);
                     self.deliver_to_node(msg, now);
                 }
             }
@@ -574,6 +618,25 @@ where
             hops: 2,
         };
         self.deliver_to_node(msg, now);
+    }
+
+    /// A peer's request for a block held unverified waits for the verdict
+    /// (`None`); anything else is handled now.
+    fn wait_for_verdict(&mut self, from: NodeId, msg: PeerMsg<K, D>) -> Option<PeerMsg<K, D>> {
+        let (PeerMsg::Forward { block, .. }
+        | PeerMsg::PartitionRead { block }
+        | PeerMsg::Reclaim { block }) = msg
+        else {
+            return Some(msg);
+        };
+        match self.held.wait(block, from, msg) {
+            Wait::NotHeld(msg) => Some(msg),
+            Wait::Waiting => None,
+            Wait::Full => {
+                self.stats.dropped += 1;
+                None
+            }
+        }
     }
 
     /// Serves the forwards that waited for this node's read of `block`.

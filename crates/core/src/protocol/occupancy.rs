@@ -25,7 +25,7 @@ impl Occupancy {
 }
 
 /// Tables [`NodeProtocol::occupancy`] reports.
-pub const TABLES: usize = 11;
+pub const TABLES: usize = 13;
 
 impl<K, D> NodeProtocol<K, D>
 where
@@ -53,6 +53,12 @@ where
             o("grants", slice.grants, cfg.max_directory),
             o("forwards", slice.forwards, cfg.max_directory),
             o("awaiting a record", slice.awaiting, cfg.max_directory),
+            o("parked here", self.parked.len(), cfg.max_directory),
+            o(
+                "parked order",
+                self.parked.order_len(),
+                2 * cfg.max_directory + 1,
+            ),
             o("timers", self.timers.len(), 2 * self.timed_entries() + 1024),
         ]
     }

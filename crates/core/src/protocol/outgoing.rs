@@ -91,6 +91,15 @@ where
                 self.send(peer, PeerMsg::Reclaim { block });
                 self.send_to_manager(block, PeerMsg::HashOf { block });
             }
+            // Contents this node holds unverified never leave it (it would
+            // pass on, and be blamed for, a liar's bytes; found by the
+            // fault harness, seed 572: a held singlet evicted and forwarded
+            // again): the block is dropped instead.
+            Msg::Recirculate { block, .. } | Msg::Place { block, .. } | Msg::Data { block, .. }
+                if self.held.contains(block) =>
+            {
+                self.stats.dropped += 1;
+            }
             msg => match PeerMsg::try_from(msg) {
                 Ok(peer_msg) => self.send(peer, peer_msg),
                 Err(_) => self.stats.not_live += 1,

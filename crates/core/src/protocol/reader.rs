@@ -2,10 +2,11 @@
 //! what each waits for, the verification of a peer's contents against the
 //! manager's digest, and the fall-back to the origin.
 
+use super::integrity::{Dispute, Expected};
 use super::node::{Action, NodeProtocol, ReadFailure, Served};
 use super::roles::NOT_ASKED;
 use super::timers::Timer;
-use super::{Content, Digest, PeerMsg, ProtocolKey};
+use super::{Content, PeerMsg, ProtocolKey};
 use crate::coop::{Level, Msg, NodeId, SizeClassed};
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -33,8 +34,8 @@ pub(super) struct Pending<D> {
     pub(super) deadline: u64,
     /// When its origin read started.
     origin_started: u64,
-    /// What a peer's contents must hash to.
-    expect: Option<Digest>,
+    /// What a peer's contents must hash to, and who said so.
+    expect: Option<Expected>,
     /// The node allowed to send them (the holder the manager named, the
     /// partition owner or Direct host this node asked).
     source: Option<NodeId>,
@@ -49,6 +50,9 @@ pub(super) struct Pending<D> {
     /// The machine already completed this read (held on an unverified
     /// block that then failed): the origin's contents go straight out.
     machine_done: bool,
+    /// A peer's contents failed their check: the origin read settles
+    /// whom to blame.
+    dispute: Option<Dispute>,
 }
 
 /// Reads in flight and in line.
@@ -130,6 +134,7 @@ where
                 data: None,
                 record: false,
                 machine_done: false,
+                dispute: None,
             },
         );
         self.timers.arm(deadline, Timer::Read(block));
@@ -194,12 +199,12 @@ where
     }
 
     /// The manager forwarded this node's read to `holder`, whose contents
-    /// must hash to `digest`.
-    pub(super) fn read_expect(&mut self, block: K, digest: Digest, holder: NodeId, now: u64) {
+    /// must match `expected`.
+    pub(super) fn read_expect(&mut self, block: K, expected: Expected, holder: NodeId, now: u64) {
         let Some(p) = self.asking(block) else {
             return;
         };
-        p.expect = Some(digest);
+        p.expect = Some(expected);
         p.source = Some(holder);
         self.check_early(block, now);
     }
@@ -207,17 +212,17 @@ where
     /// The manager's digest for a read sent straight to a peer (a
     /// partition owner, a Direct host): the contents to expect, or, with
     /// none recorded, the origin (nothing a peer sends could be checked).
-    pub(super) fn read_hash_is(&mut self, block: K, digest: Option<Digest>, now: u64) {
+    pub(super) fn read_hash_is(&mut self, block: K, expected: Option<Expected>, now: u64) {
         let Some(p) = self.reads.pending.get_mut(&block) else {
             return;
         };
         if p.stage != Stage::Asking || p.expect.is_some() {
             return;
         }
-        match digest {
+        match expected {
             // A peer was asked and has not said it lacks the block.
-            Some(d) if p.source.is_some() => {
-                p.expect = Some(d);
+            Some(e) if p.source.is_some() => {
+                p.expect = Some(e);
                 self.check_early(block, now);
             }
             // No one to send contents (a Hash-Distributed read of a block
@@ -317,11 +322,21 @@ where
     }
 
     /// Hands `data` from `from` to the machine if it matches `expect`;
-    /// otherwise counts it against `from` and reads the origin.
-    fn verify(&mut self, block: K, from: NodeId, data: D, expect: Digest, now: u64) {
-        let verified = data.digest() == expect; // rule: verify-data
+    /// otherwise counts a failure and reads the origin, which settles
+    /// whom to blame.
+    fn verify(&mut self, block: K, from: NodeId, data: D, expect: Expected, now: u64) {
+        let got = data.digest();
+        let verified = got == expect.recorded.digest; // rule: verify-data
         if !verified {
-            self.integrity_failure(from, "Data", now);
+            self.integrity_failure();
+            if let Some(p) = self.reads.pending.get_mut(&block) {
+                p.dispute = Some(Dispute {
+                    message: "Data",
+                    sender: from,
+                    got,
+                    expected: expect,
+                });
+            }
             return self.read_origin(block, now);
         }
         if let Some(p) = self.reads.pending.get_mut(&block) {
@@ -345,6 +360,13 @@ where
             return;
         }
         let took = now.saturating_sub(p.origin_started);
+        if let Some(dispute) = p.dispute.take() {
+            let verdict = dispute.settle(result.as_ref().ok().map(Content::digest));
+            self.report_integrity(block, dispute, verdict, now);
+        }
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return;
+        };
         let smoothed = &mut self.reads.origin_time_us;
         *smoothed = (*smoothed * 7 + took) / 8;
         let data = match result {

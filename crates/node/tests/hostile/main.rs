@@ -29,7 +29,7 @@ mod roles;
 use bytes::Bytes;
 use common::*;
 use coopcache_core::coop::{Level, NodeId};
-use coopcache_core::protocol::{Content, PeerMsg};
+use coopcache_core::protocol::{Content, PeerMsg, Recorded};
 use coopcache_node::block::{Block, BlockId, file_id, manager_of};
 use coopcache_node::frame::{PROTOCOL_VERSION, Wire, max_frame};
 use coopcache_node::link::{read_frame, write_frame};

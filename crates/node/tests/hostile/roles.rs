@@ -116,7 +116,10 @@ async fn every_message_from_a_role_the_sender_does_not_hold_is_refused() {
         },
         PeerMsg::Expect {
             block,
-            digest,
+            recorded: Recorded {
+                digest,
+                by: MALLORY,
+            },
             holder: MALLORY,
         },
         PeerMsg::FetchOrigin {
@@ -125,7 +128,7 @@ async fn every_message_from_a_role_the_sender_does_not_hold_is_refused() {
         },
         PeerMsg::HashIs {
             block,
-            digest: None,
+            recorded: None,
         },
         PeerMsg::Singlet {
             block,
@@ -144,7 +147,7 @@ async fn every_message_from_a_role_the_sender_does_not_hold_is_refused() {
     let to_manager = [
         PeerMsg::HashIs {
             block,
-            digest: None,
+            recorded: None,
         },
         PeerMsg::NotHere { block },
         PeerMsg::Record { block, digest },

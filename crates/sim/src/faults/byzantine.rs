@@ -7,7 +7,7 @@
 use super::BLOCK_SIZE;
 use crate::live::content_of;
 use coopcache_core::coop::NodeId;
-use coopcache_core::protocol::{BlockId, Digest, PeerMsg, manager_of};
+use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, manager_of};
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
@@ -78,12 +78,16 @@ impl Liar {
             PeerMsg::Data { block, data }
             | PeerMsg::Place { block, data }
             | PeerMsg::Recirculate { block, data, .. } => *data = wrong(rng, *block),
-            PeerMsg::Record { block, digest }
-            | PeerMsg::Expect { block, digest, .. }
+            PeerMsg::Record { block, digest } => *digest = evil(*block),
+            // A lying manager keeps the honest recorder's name on its bad
+            // digest: the reader must not take the name for a conviction.
+            PeerMsg::Expect {
+                block, recorded, ..
+            }
             | PeerMsg::HashIs {
                 block,
-                digest: Some(digest),
-            } => *digest = evil(*block),
+                recorded: Some(recorded),
+            } => recorded.digest = evil(*block),
             _ => return false,
         }
         true
@@ -103,11 +107,15 @@ impl Liar {
             _ => return,
         };
         let bad = evil(block);
+        let recorded = Recorded {
+            digest: bad,
+            by: me,
+        };
         out.push((
             reader,
             Expect {
                 block,
-                digest: bad,
+                recorded,
                 holder: me,
             },
         ));
@@ -115,7 +123,7 @@ impl Liar {
             reader,
             HashIs {
                 block,
-                digest: Some(bad),
+                recorded: Some(recorded),
             },
         ));
         out.push((reader, Data { block, data: bad }));
@@ -135,6 +143,11 @@ impl Liar {
         let anyone = members[rng.random_range(0..members.len())];
         let manager = manager_of(block.file, members).unwrap_or(anyone);
         let bad = evil(block);
+        // Vouching for bad bytes in an honest member's name.
+        let recorded = Recorded {
+            digest: bad,
+            by: anyone,
+        };
         let (to, msg) = match rng.random_range(0..18) {
             0 => (manager, Record { block, digest: bad }),
             1 => (anyone, Invalidate { block }),
@@ -143,7 +156,7 @@ impl Liar {
                     anyone,
                     Expect {
                         block,
-                        digest: bad,
+                        recorded,
                         holder: me,
                     },
                 ));
@@ -153,7 +166,7 @@ impl Liar {
                 anyone,
                 HashIs {
                     block,
-                    digest: Some(bad),
+                    recorded: Some(recorded),
                 },
             ),
             4 => (

@@ -87,6 +87,11 @@ impl Checker {
         self.tainted.insert(block);
     }
 
+    /// Whether a liar vouched for `block`'s bytes.
+    pub(super) fn is_tainted(&self, block: BlockId) -> bool {
+        self.tainted.contains(&block)
+    }
+
     pub(super) fn origin_failed(&mut self, node: NodeId, block: BlockId) {
         self.origin_failed.insert((node, block));
     }

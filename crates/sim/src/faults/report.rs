@@ -1,7 +1,7 @@
 //! What a run did and, if it failed, the first invariant it broke.
 
 use coopcache_core::coop::NodeId;
-use coopcache_core::protocol::{BlockId, Digest};
+use coopcache_core::protocol::{BlockId, Digest, Verdict};
 use std::fmt;
 
 /// The faults the harness injects, for counting.
@@ -164,6 +164,25 @@ pub enum Violation {
         waited_us: u64,
         /// The bound.
         bound_us: u64,
+    },
+    /// An honest node's integrity report blamed only honest nodes for a
+    /// block no liar vouched for: the verdict convicted the innocent.
+    #[error(
+        "node {node} blamed honest nodes ({verdict:?}: sender {sender}, manager {manager}, recorder {recorder}) for {block:?}"
+    )]
+    FalseBlame {
+        /// The reporter.
+        node: NodeId,
+        /// The block.
+        block: BlockId,
+        /// Whom the verdict blamed.
+        verdict: Verdict,
+        /// The contents' sender.
+        sender: NodeId,
+        /// The manager that gave the digest.
+        manager: NodeId,
+        /// The recorder it named.
+        recorder: NodeId,
     },
     /// A table outgrew its bound.
     #[error("node {node}'s {table} holds {len}, over its bound of {bound}")]

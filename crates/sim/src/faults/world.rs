@@ -11,7 +11,8 @@ use super::{BLOCK_SIZE, RunConfig};
 use coopcache_core::coop::{LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::{
-    Action, BlockId, Digest, NodeProtocol, PeerMsg, ProtocolConfig, ReadFailure, manager_of,
+    Action, BlockId, Digest, NodeProtocol, PeerMsg, ProtocolConfig, ReadFailure, Verdict,
+    manager_of,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -675,6 +676,14 @@ impl World {
                 }
                 Action::Complete { block, result } => self.complete(id, block, result),
                 Action::Violation { .. } => self.counts.refused += 1,
+                Action::IntegrityFailure {
+                    block,
+                    sender,
+                    manager,
+                    recorder,
+                    verdict,
+                    ..
+                } => self.check_blame(id, block, verdict, [sender, manager, recorder]),
             }
         }
         self.actions = actions;
@@ -736,6 +745,28 @@ impl World {
                 self.counts.wrong_tolerated += tally.tolerated;
             }
             Err(v) => self.fail(v),
+        }
+    }
+
+    /// An honest node's verdict must name a liar, unless a liar vouched
+    /// for the block's bytes (then an honest holder may hold bad ones).
+    fn check_blame(&mut self, id: NodeId, block: BlockId, verdict: Verdict, who: [NodeId; 3]) {
+        let [sender, manager, recorder] = who;
+        let liar = |n: NodeId| self.plan.is_byzantine(n);
+        let named_a_liar = match verdict {
+            Verdict::Sender => liar(sender),
+            Verdict::Record => liar(manager) || liar(recorder),
+            Verdict::Unsettled => who.into_iter().any(liar),
+        };
+        if !named_a_liar && !self.plan.is_byzantine(id) && !self.check.is_tainted(block) {
+            self.fail(Violation::FalseBlame {
+                node: id,
+                block,
+                verdict,
+                sender,
+                manager,
+                recorder,
+            });
         }
     }
 
