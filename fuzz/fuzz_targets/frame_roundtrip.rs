@@ -12,7 +12,7 @@
 use arbitrary::Arbitrary;
 use bytes::{Bytes, BytesMut};
 use coopcache_core::coop::MAX_CHANCES;
-use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded};
+use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 use coopcache_node::frame::{
     HEADER, MAX_GOSSIP, MAX_MEMBERS, MAX_NAME, Wire, body_len, decode, encode,
 };
@@ -47,8 +47,8 @@ enum AnyMsg {
     Reclaim(B),
     Recirculate(B, u8, Vec<u8>),
     Place(B, Vec<u8>),
-    Ping(u64),
-    Pong(u64),
+    Ping(u64, u32, u32, u64, bool),
+    Pong(u64, u32, u32, u64, bool),
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -126,8 +126,24 @@ fn msg(m: AnyMsg) -> PeerMsg<BlockId, Bytes> {
             block: b.into(),
             data: data.into(),
         },
-        AnyMsg::Ping(nonce) => Ping { nonce },
-        AnyMsg::Pong(nonce) => Pong { nonce },
+        AnyMsg::Ping(nonce, capacity, cached, cached_bytes, idle) => Ping {
+            nonce,
+            status: Status {
+                capacity,
+                cached,
+                cached_bytes,
+                idle,
+            },
+        },
+        AnyMsg::Pong(nonce, capacity, cached, cached_bytes, idle) => Pong {
+            nonce,
+            status: Status {
+                capacity,
+                cached,
+                cached_bytes,
+                idle,
+            },
+        },
     }
 }
 

@@ -69,7 +69,20 @@ pub fn status(args: StatusArgs) -> Result<()> {
     println!("members ({}):", s.members.len());
     for m in &s.members {
         let rtt = m.rtt_us.map_or("-".to_string(), |r| format!("{r} us"));
-        println!("  {:>10}  {:<20} {:<22} rtt {rtt}", m.id, m.name, m.listen);
+        let memory = m.memory.map_or("memory not heard yet".to_string(), |mm| {
+            let mib = |b: u64| b as f64 / 1048576.0;
+            let idle = if mm.idle { "idle" } else { "busy" };
+            format!(
+                "{:.1} of {:.1} MiB cached, {:.1} MiB free, {idle}",
+                mib(mm.cached_bytes),
+                mib(mm.capacity_bytes),
+                mib(mm.free_bytes)
+            )
+        });
+        println!(
+            "  {:>10}  {:<20} {:<22} rtt {rtt}; {memory}",
+            m.id, m.name, m.listen
+        );
     }
     let reads: Vec<String> = s.reads.iter().map(|(l, n)| format!("{l} {n}")).collect();
     println!("reads: {}", reads.join(", "));

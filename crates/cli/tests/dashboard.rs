@@ -468,6 +468,28 @@ fn the_dashboard_shows_the_members_and_its_charts_move_with_reads() {
          .map(td => td.textContent).sort().join(',')",
     );
     assert_eq!(names, json!("a,b,c"));
+    // Each member's memory, as its own pings say (a peer's once it has
+    // pinged a's node): capacity as its status says.
+    wait_until("the page shows every member's memory", || {
+        browser.eval(
+            &page,
+            "document.querySelectorAll('#members tbody tr[data-capacity]').length",
+        ) == json!(3)
+    });
+    let capacities = browser.eval(
+        &page,
+        "[...document.querySelectorAll('#members tbody tr')]\
+         .map(tr => tr.dataset.capacity).join(',')",
+    );
+    let members = nodes[0].status()["members"].clone();
+    let want: Vec<String> = members
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["memory"]["capacity_bytes"].as_u64().unwrap().to_string())
+        .collect();
+    assert_eq!(capacities, json!(want.join(",")));
+    assert_ne!(want[1], "0", "a peer's capacity was heard");
     let budget = nodes[0].status()["budget_bytes"].as_u64().unwrap();
     let shown = browser.eval(
         &page,
@@ -499,6 +521,15 @@ fn the_dashboard_shows_the_members_and_its_charts_move_with_reads() {
     assert!(chart(&mut browser, &page, "origin", "max") > 0.0);
     let used = browser.eval(&page, "document.getElementById('memory-used').dataset.used");
     assert_ne!(used, json!("0"), "a caches blocks after reads");
+    wait_until("the peers' cached memory shows their reads", || {
+        let peers_cached = browser.eval(
+            &page,
+            "[...document.querySelectorAll('#members tbody tr')].slice(1)\
+             .every(tr => Number(tr.dataset.cached) > 0)",
+        );
+        reader.is_finished() || peers_cached == json!(true)
+    });
+    assert!(!reader.is_finished(), "the reads stopped early");
 
     // The error counters say what the status says, highlighted when not 0.
     let status = nodes[0].status();

@@ -124,6 +124,36 @@ pub struct MemberStatus {
     pub listen: String,
     /// Smoothed round-trip time in microseconds, if measured.
     pub rtt_us: Option<u64>,
+    /// Its memory as it last advertised it (on its pings, once a second),
+    /// if it has yet.
+    #[serde(default)]
+    pub memory: Option<MemberMemory>,
+}
+
+/// A member's cache memory, as it advertises it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MemberMemory {
+    /// Bytes of blocks its cache can hold.
+    pub capacity_bytes: u64,
+    /// Bytes of the blocks it holds.
+    pub cached_bytes: u64,
+    /// Bytes of the blocks it has room for without evicting (whole blocks).
+    pub free_bytes: u64,
+    /// Whether its own reads have stopped (its memory serves only peers).
+    pub idle: bool,
+}
+
+impl MemberMemory {
+    /// `status` in bytes of blocks of `block_size`.
+    pub fn of(status: coopcache_core::protocol::Status, block_size: u32) -> Self {
+        let bytes = |blocks: u32| u64::from(blocks) * u64::from(block_size);
+        MemberMemory {
+            capacity_bytes: bytes(status.capacity),
+            cached_bytes: status.cached_bytes,
+            free_bytes: bytes(status.free()),
+            idle: status.idle,
+        }
+    }
 }
 
 /// A node's status.

@@ -7,7 +7,7 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use coopcache_core::coop::NodeId;
-use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded};
+use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
@@ -269,7 +269,13 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
             buf.put_u8(*chances);
             buf.put_slice(data);
         }
-        Ping { nonce } | Pong { nonce } => buf.put_u64(*nonce),
+        Ping { nonce, status } | Pong { nonce, status } => {
+            buf.put_u64(*nonce);
+            buf.put_u32(status.capacity);
+            buf.put_u32(status.cached);
+            buf.put_u64(status.cached_bytes);
+            buf.put_u8(u8::from(status.idle));
+        }
     }
 }
 
@@ -494,10 +500,16 @@ impl Reader {
         use PeerMsg::*;
         if matches!(kind, K_PING | K_PONG) {
             let nonce = self.u64()?;
+            let status = Status {
+                capacity: self.u32()?,
+                cached: self.u32()?,
+                cached_bytes: self.u64()?,
+                idle: self.flag("idle")?,
+            };
             return Ok(if kind == K_PING {
-                Ping { nonce }
+                Ping { nonce, status }
             } else {
-                Pong { nonce }
+                Pong { nonce, status }
             });
         }
         let block = self.block()?;
@@ -670,8 +682,19 @@ mod tests {
                 data: data.clone(),
             },
             Place { block, data },
-            Ping { nonce: 5 },
-            Pong { nonce: 6 },
+            Ping {
+                nonce: 5,
+                status: Status {
+                    capacity: 100,
+                    cached: 40,
+                    cached_bytes: 40 << 16,
+                    idle: true,
+                },
+            },
+            Pong {
+                nonce: 6,
+                status: Status::default(),
+            },
         ]
     }
 

@@ -8,7 +8,7 @@
 
 use bytes::{Bytes, BytesMut};
 use coopcache_core::coop::MAX_CHANCES;
-use coopcache_core::protocol::{Digest, PeerMsg, Recorded};
+use coopcache_core::protocol::{Digest, PeerMsg, Recorded, Status};
 use coopcache_node::block::BlockId;
 use coopcache_node::frame::{
     self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, Wire, body_len, decode, encode,
@@ -37,6 +37,17 @@ fn digest() -> impl Strategy<Value = Digest> {
 }
 
 /// Every protocol message a link carries.
+fn status() -> impl Strategy<Value = Status> {
+    (any::<u32>(), any::<u32>(), any::<u64>(), any::<bool>()).prop_map(
+        |(capacity, cached, cached_bytes, idle)| Status {
+            capacity,
+            cached,
+            cached_bytes,
+            idle,
+        },
+    )
+}
+
 fn recorded() -> impl Strategy<Value = Recorded> {
     (digest(), any::<u32>()).prop_map(|(digest, by)| Recorded { digest, by })
 }
@@ -75,8 +86,8 @@ fn msg() -> impl Strategy<Value = PeerMsg<BlockId, Bytes>> {
             data,
         }),
         (block(), data()).prop_map(|(block, data)| Place { block, data }),
-        any::<u64>().prop_map(|nonce| Ping { nonce }),
-        any::<u64>().prop_map(|nonce| Pong { nonce }),
+        (any::<u64>(), status()).prop_map(|(nonce, status)| Ping { nonce, status }),
+        (any::<u64>(), status()).prop_map(|(nonce, status)| Pong { nonce, status }),
     ]
 }
 

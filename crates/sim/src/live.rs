@@ -105,6 +105,31 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
         cfg.local_first = order == Order::LocalFirst;
         // Pings only measure; in virtual time they would only add noise.
         cfg.ping_every_us = u64::MAX / 4;
+        Self::build(kind, nodes, shape, block_size, cfg)
+    }
+
+    /// As [`LiveCluster::new`], every node pinging every peer each
+    /// `every_us` of virtual time (what members learn of each other's
+    /// round trips and memory; see [`LiveCluster::run_for`]).
+    pub fn with_pings(
+        kind: AlgorithmKind,
+        nodes: u32,
+        shape: &LiveShape,
+        block_size: u32,
+        every_us: u64,
+    ) -> Result<Self, ConfigError> {
+        let mut cfg = ProtocolConfig::for_node(shape.capacity, block_size);
+        cfg.ping_every_us = every_us;
+        Self::build(kind, nodes, shape, block_size, cfg)
+    }
+
+    fn build(
+        kind: AlgorithmKind,
+        nodes: u32,
+        shape: &LiveShape,
+        block_size: u32,
+        cfg: ProtocolConfig,
+    ) -> Result<Self, ConfigError> {
         let mut all = Vec::new();
         for id in 0..nodes {
             let machines = kind.build_live(id, shape)?;
@@ -243,6 +268,34 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
             }
         }
         Err(NeverQuiet)
+    }
+
+    /// Runs for `us` microseconds of simulated time: everything in
+    /// flight is delivered and every timer due fires (pings among them).
+    pub fn run_for(&mut self, us: u64) -> Result<(), NeverQuiet> {
+        let until = self.now + us;
+        for _ in 0..MAX_STEPS {
+            if let Some(event) = self.queue.pop_front() {
+                self.deliver(event);
+                continue;
+            }
+            let next = self.nodes.iter().filter_map(|n| n.poll_timeout()).min();
+            let Some(next) = next.filter(|&t| t <= until) else {
+                self.now = until;
+                return Ok(());
+            };
+            self.now = self.now.max(next);
+            for id in 0..self.nodes.len() as NodeId {
+                self.nodes[id as usize].handle_timeout(self.now);
+                self.collect(id);
+            }
+        }
+        Err(NeverQuiet)
+    }
+
+    /// Simulated time now, microseconds.
+    pub fn now(&self) -> u64 {
+        self.now
     }
 
     fn deliver(&mut self, event: InFlight<K>) {

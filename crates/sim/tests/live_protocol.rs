@@ -153,3 +153,34 @@ fn hash_matches_the_simulator() {
 fn direct_matches_the_simulator() {
     check(AlgorithmKind::Direct);
 }
+
+/// Netcache's update-status: each member hears what every other says of
+/// its memory on the pings they exchange once a second, and a member is
+/// idle once its own reads have stopped for IDLE_AFTER_US.
+#[test]
+fn members_hear_each_others_memory_on_their_pings() {
+    use coopcache_core::protocol::IDLE_AFTER_US;
+    let shape = LiveShape {
+        capacity: 16,
+        policy: PolicyKind::Lru,
+        chances: 2,
+        seed: 1,
+    };
+    let mut c = LiveCluster::with_pings(AlgorithmKind::Greedy, 3, &shape, 4096, 1_000_000).unwrap();
+    for b in 0..5u64 {
+        c.read(1, b).unwrap().expect("completed").unwrap();
+    }
+    c.run_for(1_500_000).unwrap();
+    let busy = c.nodes()[1].own_status(c.now());
+    assert_eq!((busy.capacity, busy.cached, busy.idle), (16, 5, false));
+    assert_eq!(busy.cached_bytes, 5 * 4096);
+    for observer in [0u32, 2] {
+        let heard = c.nodes()[observer as usize].peer_status(1).expect("heard");
+        assert_eq!(heard, busy, "node {observer}");
+        let quiet = c.nodes()[1].peer_status(observer).expect("heard");
+        assert_eq!((quiet.cached, quiet.idle), (0, true), "node {observer}");
+    }
+    // Once node 1's reads have stopped long enough, its pings say idle.
+    c.run_for(IDLE_AFTER_US).unwrap();
+    assert!(c.nodes()[0].peer_status(1).expect("heard").idle);
+}

@@ -3,7 +3,7 @@
 //! measure peers. Nothing here names its sender: a message's sender is the
 //! authenticated link it arrived on.
 
-use super::Digest;
+use super::{Digest, Status};
 use crate::coop::{Msg, NodeId};
 
 /// A block's digest as its manager recorded it, with the node whose
@@ -160,11 +160,15 @@ pub enum PeerMsg<K, D> {
     Ping {
         /// Chosen by the sender.
         nonce: u64,
+        /// The sender's memory, as it says.
+        status: Status,
     },
     /// The answer to [`PeerMsg::Ping`].
     Pong {
         /// The ping's nonce.
         nonce: u64,
+        /// The sender's memory, as it says.
+        status: Status,
     },
 }
 
@@ -271,8 +275,8 @@ impl<K: Copy, D> PeerMsg<K, D> {
             Missing { block } => Missing { block },
             PartitionRead { block } => PartitionRead { block },
             Reclaim { block } => Reclaim { block },
-            Ping { nonce } => Ping { nonce },
-            Pong { nonce } => Pong { nonce },
+            Ping { nonce, status } => Ping { nonce, status },
+            Pong { nonce, status } => Pong { nonce, status },
         }
     }
 }

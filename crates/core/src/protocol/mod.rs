@@ -40,6 +40,7 @@ mod questions;
 mod reader;
 mod roles;
 mod stats;
+mod status;
 mod timers;
 
 pub use block::{BlockId, ProtocolKey, manager_of, predecessor, successor};
@@ -49,3 +50,4 @@ pub use message::{NotLive, PeerMsg, Recorded};
 pub use node::{Action, MIN_TRACKED, NodeProtocol, ProtocolConfig, ReadFailure, Served};
 pub use occupancy::{Occupancy, TABLES};
 pub use stats::ProtocolStats;
+pub use status::{IDLE_AFTER_US, Status};

@@ -41,8 +41,11 @@ pub struct ProtocolConfig {
     /// block beyond this is served from the origin without tracking its
     /// reader (a member reading blocks it never drops cannot grow it).
     pub max_directory: usize,
-    /// How often every peer is pinged for its round-trip time.
+    /// How often every peer is pinged for its round-trip time (each ping
+    /// and answer carries the sender's [`Status`](super::Status)).
     pub ping_every_us: u64,
+    /// Blocks this node caches, as it advertises them ([`Status`](super::Status)).
+    pub capacity: usize,
     /// Whether a message to this node itself (its own manager slice, say)
     /// is handled before the next input, as a daemon does; if not, it
     /// leaves as an [`Action::Send`] to this node and the driver queues it
@@ -73,6 +76,7 @@ impl ProtocolConfig {
             max_records: capacity.max(MIN_TRACKED / 4) * 4,
             max_directory: capacity.max(MIN_TRACKED / 4) * 4,
             ping_every_us: 1_000_000,
+            capacity,
             local_first: true,
         }
     }
@@ -202,6 +206,8 @@ pub struct NodeProtocol<K, D> {
     pub(super) stats: ProtocolStats,
     /// When each peer's violations were last reported, and how many since.
     pub(super) reported: BTreeMap<NodeId, (u64, u64)>,
+    /// When this node's user last read (for [`Status::idle`](super::Status::idle)).
+    pub(super) last_read: Option<u64>,
 }
 
 impl<K, D> std::fmt::Debug for NodeProtocol<K, D> {
@@ -262,6 +268,7 @@ where
             peers: Peers::default(),
             stats: ProtocolStats::default(),
             reported: BTreeMap::new(),
+            last_read: None,
         }
     }
 
@@ -348,6 +355,7 @@ where
     /// This node's user reads `block`. Reads of a block already in flight
     /// here join it: one [`Action::Complete`] finishes them all.
     pub fn handle_read(&mut self, block: K, now: u64) {
+        self.last_read = Some(now);
         self.start_read(block, now);
         self.settle(now);
     }
@@ -582,8 +590,15 @@ where
                     self.deliver_to_node(msg, now);
                 }
             }
-            Ping { nonce } => self.send(from, Pong { nonce }),
-            Pong { nonce } => self.peers.pong(from, nonce, now, self.cfg.max_timeout_us),
+            Ping { nonce, status } => {
+                self.peers.advertised(from, status);
+                let status = self.own_status(now);
+                self.send(from, Pong { nonce, status });
+            }
+            Pong { nonce, status } => {
+                self.peers.advertised(from, status);
+                self.peers.pong(from, nonce, now, self.cfg.max_timeout_us);
+            }
         }
     }
 

@@ -2,21 +2,35 @@
 //! from pings), which sets how long a read waits on peers.
 
 use super::node::NodeProtocol;
-use super::{Content, PeerMsg, ProtocolKey};
+use super::{Content, PeerMsg, ProtocolKey, Status};
 use crate::coop::{NodeId, SizeClassed};
 use std::collections::{BTreeMap, HashMap};
 
-/// Round trips to the members, and pings in flight.
+/// Round trips to the members, what each last advertised, and pings in
+/// flight.
 #[derive(Debug, Default)]
 pub(super) struct Peers {
     /// Smoothed round trip per member, microseconds.
     rtt: BTreeMap<NodeId, u64>,
+    /// What each live member last said of its memory.
+    status: BTreeMap<NodeId, Status>,
     /// Nonce to (peer, when sent).
     pings: HashMap<u64, (NodeId, u64)>,
     nonce: u64,
 }
 
 impl Peers {
+    /// `from` says this of itself (kept only while it is live).
+    pub(super) fn advertised(&mut self, from: NodeId, status: Status) {
+        if self.rtt.contains_key(&from) {
+            self.status.insert(from, status);
+        }
+    }
+
+    pub(super) fn status(&self, peer: NodeId) -> Option<Status> {
+        self.status.get(&peer).copied()
+    }
+
     pub(super) fn rtt(&self, peer: NodeId) -> Option<u64> {
         self.rtt.get(&peer).copied().filter(|&r| r > 0)
     }
@@ -66,7 +80,8 @@ where
             self.peers.nonce = self.peers.nonce.wrapping_add(1);
             let nonce = self.peers.nonce;
             self.peers.pings.insert(nonce, (peer, now));
-            self.send(peer, PeerMsg::Ping { nonce });
+            let status = self.own_status(now);
+            self.send(peer, PeerMsg::Ping { nonce, status });
         }
     }
 
@@ -95,6 +110,7 @@ where
         }
         for &gone in &lost {
             self.peers.rtt.remove(&gone);
+            self.peers.status.remove(&gone);
             self.manager.forget_node(gone);
             self.manager_lost(gone, now);
         }

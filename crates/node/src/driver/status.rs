@@ -6,11 +6,14 @@ impl Driver {
     pub(super) fn status(&mut self) -> Status {
         self.sync_metrics();
         let m = &self.metrics;
+        let bs = self.cfg.block_size;
+        let own = self.protocol.own_status(self.clock.micros());
         let mut members = vec![MemberStatus {
             id: self.cfg.id,
             name: self.cfg.name.clone(),
             listen: self.ctx.listen.clone(),
             rtt_us: None,
+            memory: Some(MemberMemory::of(own, bs)),
         }];
         let down = &self.down;
         let protocol = &self.protocol;
@@ -23,6 +26,7 @@ impl Driver {
                     name: mm.name.clone(),
                     listen: mm.listen.clone(),
                     rtt_us: protocol.rtt_us(id),
+                    memory: protocol.peer_status(id).map(|s| MemberMemory::of(s, bs)),
                 }),
         );
         let usage = self.protocol.usage();

@@ -166,12 +166,12 @@ impl Mallory {
                         let mut conn = links[&to].lock().await;
                         write_frame(&mut *conn, &reply).await.unwrap();
                     }
-                    PeerMsg::Pong { nonce } => {
+                    PeerMsg::Pong { nonce, .. } => {
                         let _ = pong_tx.send(nonce).await;
                     }
-                    PeerMsg::Ping { nonce } => {
+                    PeerMsg::Ping { nonce, status } => {
                         let mut conn = links[&from].lock().await;
-                        let pong = Wire::Peer(PeerMsg::Pong { nonce });
+                        let pong = Wire::Peer(PeerMsg::Pong { nonce, status });
                         write_frame(&mut *conn, &pong).await.unwrap();
                     }
                     msg => {
@@ -200,7 +200,10 @@ impl Mallory {
     /// only after the `Ping` behind them.
     pub(crate) async fn barrier(&mut self, to: NodeId) {
         self.nonce += 1;
-        let ping = Wire::Peer(PeerMsg::Ping { nonce: self.nonce });
+        let ping = Wire::Peer(PeerMsg::Ping {
+            nonce: self.nonce,
+            status: Default::default(),
+        });
         self.send(to, &ping).await;
         let wait = async {
             while let Some(n) = self.pongs.recv().await {
