@@ -47,8 +47,8 @@ enum AnyMsg {
     Reclaim(B),
     Recirculate(B, u8, Vec<u8>),
     Place(B, Vec<u8>),
-    Ping(u64, u32, u32, u64, bool),
-    Pong(u64, u32, u32, u64, bool),
+    Ping(u64, S),
+    Pong(u64, S),
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -60,6 +60,20 @@ struct D([u8; 32], u32);
 impl From<B> for BlockId {
     fn from(B(file, index): B) -> BlockId {
         BlockId { file, index }
+    }
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct S(u32, u32, u64, bool);
+
+impl From<S> for Status {
+    fn from(S(capacity, cached, cached_bytes, idle): S) -> Status {
+        Status {
+            capacity,
+            cached,
+            cached_bytes,
+            idle,
+        }
     }
 }
 
@@ -126,23 +140,13 @@ fn msg(m: AnyMsg) -> PeerMsg<BlockId, Bytes> {
             block: b.into(),
             data: data.into(),
         },
-        AnyMsg::Ping(nonce, capacity, cached, cached_bytes, idle) => Ping {
+        AnyMsg::Ping(nonce, s) => Ping {
             nonce,
-            status: Status {
-                capacity,
-                cached,
-                cached_bytes,
-                idle,
-            },
+            status: s.into(),
         },
-        AnyMsg::Pong(nonce, capacity, cached, cached_bytes, idle) => Pong {
+        AnyMsg::Pong(nonce, s) => Pong {
             nonce,
-            status: Status {
-                capacity,
-                cached,
-                cached_bytes,
-                idle,
-            },
+            status: s.into(),
         },
     }
 }

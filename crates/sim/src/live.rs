@@ -261,11 +261,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
             let Some(next) = self.nodes.iter().filter_map(|n| n.poll_timeout()).min() else {
                 return Ok(());
             };
-            self.now = self.now.max(next);
-            for id in 0..self.nodes.len() as NodeId {
-                self.nodes[id as usize].handle_timeout(self.now);
-                self.collect(id);
-            }
+            self.fire_timers(next);
         }
         Err(NeverQuiet)
     }
@@ -284,13 +280,18 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
                 self.now = until;
                 return Ok(());
             };
-            self.now = self.now.max(next);
-            for id in 0..self.nodes.len() as NodeId {
-                self.nodes[id as usize].handle_timeout(self.now);
-                self.collect(id);
-            }
+            self.fire_timers(next);
         }
         Err(NeverQuiet)
+    }
+
+    /// Moves time on to `at` (never back) and fires every timer due.
+    fn fire_timers(&mut self, at: u64) {
+        self.now = self.now.max(at);
+        for id in 0..self.nodes.len() as NodeId {
+            self.nodes[id as usize].handle_timeout(self.now);
+            self.collect(id);
+        }
     }
 
     /// Simulated time now, microseconds.
