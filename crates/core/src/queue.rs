@@ -66,10 +66,16 @@ impl<K: BlockKey, M: ListTag, const N: usize> IndexedLists<K, M, N> {
         self.slab.key(idx)
     }
 
-    /// Inserts `key` at the head of the list `meta` names.
     #[inline]
-    pub(crate) fn push(&mut self, key: K, meta: M) -> Idx {
-        let idx = self.slab.alloc(key, meta);
+    pub(crate) fn size(&self, idx: Idx) -> u32 {
+        self.slab.size(idx)
+    }
+
+    /// Inserts `key`, an object of `size`, at the head of the list `meta`
+    /// names.
+    #[inline]
+    pub(crate) fn push(&mut self, key: K, size: u32, meta: M) -> Idx {
+        let idx = self.slab.alloc(key, size, meta);
         self.slab.push_head(&mut self.lists[meta.list()], idx);
         self.index.insert(&self.slab, idx);
         idx

@@ -1,6 +1,6 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
-use super::{Arc, BlockKey, Clock, Fifo, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ};
+use super::{Arc, BlockKey, Capacity, Clock, Fifo, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ};
 use crate::error::CapacityError;
 use std::fmt;
 use std::str::FromStr;
@@ -46,13 +46,13 @@ pub trait PolicyFactory<K: BlockKey> {
     /// Runs with the constructor of the chosen policy.
     fn make<P: Policy<K> + Send + 'static>(
         self,
-        new: fn(usize) -> Result<P, CapacityError>,
+        new: fn(Capacity) -> Result<P, CapacityError>,
     ) -> Self::Output;
 }
 
 /// Adapts a [`PolicyVisitor`] to one cache built by a [`PolicyFactory`].
 struct BuildOne<V> {
-    capacity: usize,
+    capacity: Capacity,
     visitor: V,
 }
 
@@ -61,7 +61,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
     fn make<P: Policy<K> + Send + 'static>(
         self,
-        new: fn(usize) -> Result<P, CapacityError>,
+        new: fn(Capacity) -> Result<P, CapacityError>,
     ) -> Self::Output {
         Ok(self.visitor.visit(new(self.capacity)?))
     }
@@ -94,14 +94,17 @@ impl PolicyKind {
         }
     }
 
-    /// Builds an empty cache of this policy with `capacity` blocks and hands
-    /// it to `visitor`.
+    /// Builds an empty cache of this policy with `capacity` (blocks, or
+    /// [`Capacity::Bytes`]) and hands it to `visitor`.
     pub fn build<K: BlockKey, V: PolicyVisitor<K>>(
         self,
-        capacity: usize,
+        capacity: impl Into<Capacity>,
         visitor: V,
     ) -> Result<V::Output, CapacityError> {
-        self.factory(BuildOne { capacity, visitor })
+        self.factory(BuildOne {
+            capacity: capacity.into(),
+            visitor,
+        })
     }
 
     /// Hands this policy's constructor to `factory`.
