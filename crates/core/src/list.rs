@@ -14,8 +14,10 @@
 //! Every node carries its object's size (1 for a block in a block cache,
 //! its bytes in a byte cache) and every list the sum of its nodes' sizes,
 //! so byte-sized policies (ARC's T1 in bytes, S3-FIFO's small queue) read
-//! their occupancy off the list. The size sits in padding the node already
-//! has for most payloads.
+//! their occupancy off the list. How a node stores its size is the slab's
+//! [`Weight`]: a `u32` of bytes, or [`Unit`], which stores nothing and
+//! counts 1, so a block cache's nodes stay as small as before sizes existed
+//! (16 bytes for LRU's, a third less memory traffic on large caches).
 
 /// Index of a node in a [`Slab`]; [`NIL`] is the null link.
 pub type Idx = u32;
@@ -23,10 +25,49 @@ pub type Idx = u32;
 /// The null index: no node.
 pub const NIL: Idx = Idx::MAX;
 
+/// How a slab node stores its object's size.
+pub trait Weight: Copy + std::fmt::Debug + Send + Sync + 'static {
+    /// The stored form of `size`.
+    fn of(size: u32) -> Self;
+    /// The size stored.
+    fn get(self) -> u32;
+}
+
+/// Sizes in bytes (or any unit), stored per node.
+impl Weight for u32 {
+    #[inline]
+    fn of(size: u32) -> Self {
+        size
+    }
+
+    #[inline]
+    fn get(self) -> u32 {
+        self
+    }
+}
+
+/// Every object has size 1 and nothing is stored: the nodes of a block
+/// cache, which is only ever told size 1.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unit;
+
+impl Weight for Unit {
+    #[inline]
+    fn of(size: u32) -> Self {
+        debug_assert_eq!(size, 1, "a block cache holds objects of size 1");
+        Unit
+    }
+
+    #[inline]
+    fn get(self) -> u32 {
+        1
+    }
+}
+
 #[derive(Clone, Debug)]
-struct Node<K, M> {
+struct Node<K, M, W> {
     key: K,
-    size: u32,
+    size: W,
     meta: M,
     prev: Idx,
     next: Idx,
@@ -37,8 +78,8 @@ struct Node<K, M> {
 /// Each node holds a key, a small per-policy payload `M` (a reference bit, a
 /// frequency counter, the list it is on) and its two links.
 #[derive(Clone, Debug)]
-pub struct Slab<K, M> {
-    nodes: Vec<Node<K, M>>,
+pub struct Slab<K, M, W = u32> {
+    nodes: Vec<Node<K, M, W>>,
     /// Head of the chain of free slots, linked through `next`.
     free: Idx,
 }
@@ -92,7 +133,7 @@ impl List {
     }
 }
 
-impl<K: Copy, M: Copy> Slab<K, M> {
+impl<K: Copy, M: Copy, W: Weight> Slab<K, M, W> {
     /// A slab with room for `capacity` nodes before it reallocates.
     pub fn with_capacity(capacity: usize) -> Self {
         Slab {
@@ -106,7 +147,7 @@ impl<K: Copy, M: Copy> Slab<K, M> {
     pub fn alloc(&mut self, key: K, size: u32, meta: M) -> Idx {
         let node = Node {
             key,
-            size,
+            size: W::of(size),
             meta,
             prev: NIL,
             next: NIL,
@@ -141,7 +182,7 @@ impl<K: Copy, M: Copy> Slab<K, M> {
     /// The size of the object stored at `idx`.
     #[inline]
     pub fn size(&self, idx: Idx) -> u32 {
-        self.nodes[idx as usize].size
+        self.nodes[idx as usize].size.get()
     }
 
     /// The payload stored at `idx`.
@@ -184,7 +225,7 @@ impl<K: Copy, M: Copy> Slab<K, M> {
         }
         list.head = idx;
         list.len += 1;
-        list.size += u64::from(self.nodes[idx as usize].size);
+        list.size += u64::from(self.nodes[idx as usize].size.get());
     }
 
     /// Unlinks `idx` from `list`; the node stays allocated.
@@ -204,7 +245,7 @@ impl<K: Copy, M: Copy> Slab<K, M> {
             self.nodes[next as usize].prev = prev;
         }
         list.len -= 1;
-        list.size -= u64::from(size);
+        list.size -= u64::from(size.get());
     }
 
     /// Moves `idx`, already on `list`, to its head.
@@ -242,7 +283,7 @@ impl<K: Copy, M: Copy> Slab<K, M> {
 
     /// Bytes reserved by the slab: what its metadata costs in memory.
     pub fn allocated_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node<K, M>>()
+        self.nodes.capacity() * std::mem::size_of::<Node<K, M, W>>()
     }
 }
 
@@ -301,8 +342,18 @@ mod tests {
     }
 
     #[test]
+    fn unit_weights_count_one_and_store_nothing() {
+        let mut slab: Slab<u64, (), Unit> = Slab::with_capacity(1);
+        let mut list = List::default();
+        let a = slab.alloc(9, 1, ());
+        slab.push_head(&mut list, a);
+        assert_eq!((list.size(), slab.size(a)), (1, 1));
+        assert_eq!(std::mem::size_of::<Node<u64, (), Unit>>(), 16);
+    }
+
+    #[test]
     fn lists_sum_their_nodes_sizes() {
-        let mut slab = Slab::with_capacity(2);
+        let mut slab: Slab<u64, ()> = Slab::with_capacity(2);
         let (mut l1, mut l2) = (List::default(), List::default());
         let a = slab.alloc(1u64, 300, ());
         let b = slab.alloc(2u64, 20, ());

@@ -1,6 +1,6 @@
 //! ARC: adaptive replacement between recency and frequency.
 
-use super::{BlockKey, Capacity, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
 use crate::queue::{IndexedLists, ListTag};
@@ -54,9 +54,9 @@ pub enum ArcMiss {
 /// by the ratio of the ghost lists' bytes (at least one byte), so it adapts
 /// far more slowly than in blocks.
 #[derive(Clone, Debug)]
-pub struct Arc<K> {
+pub struct Arc<K, W = u32> {
     /// T1, T2, B1 and B2, indexed by [`Place`]; the index holds ghosts too.
-    lists: IndexedLists<K, Place, 4>,
+    lists: IndexedLists<K, Place, 4, W>,
     /// Target size of T1, in the cache's unit.
     p: f64,
     capacity: usize,
@@ -65,6 +65,17 @@ pub struct Arc<K> {
 impl<K: BlockKey> Arc<K> {
     /// An empty ARC cache of `capacity` blocks or bytes (at least 1).
     pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Arc<K, W> {
+    /// An empty ARC cache of `capacity` blocks or bytes (at least 1).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("arc", capacity, 1)?;
         Ok(Arc {
@@ -129,7 +140,7 @@ impl<K: BlockKey> Arc<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for Arc<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Arc<K, W> {
     type Miss = ArcMiss;
 
     fn name(&self) -> &'static str {

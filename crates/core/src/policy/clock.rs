@@ -1,6 +1,6 @@
 //! CLOCK: FIFO with one reference bit (second chance).
 
-use super::{BlockKey, Capacity, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
 use crate::queue::IndexedQueue;
@@ -18,14 +18,25 @@ use crate::queue::IndexedQueue;
 /// (moving a block to the head is the hand passing it) and lets any block
 /// be removed.
 #[derive(Clone, Debug)]
-pub struct Clock<K> {
-    queue: IndexedQueue<K, bool>,
+pub struct Clock<K, W = u32> {
+    queue: IndexedQueue<K, bool, W>,
     capacity: usize,
 }
 
 impl<K: BlockKey> Clock<K> {
     /// An empty CLOCK cache of `capacity` blocks or bytes (at least 1).
     pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Clock<K, W> {
+    /// An empty CLOCK cache of `capacity` blocks or bytes (at least 1).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("clock", capacity, 1)?;
         Ok(Clock {
@@ -39,7 +50,7 @@ impl<K: BlockKey> Clock<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for Clock<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Clock<K, W> {
     type Miss = ();
 
     fn name(&self) -> &'static str {

@@ -1,6 +1,6 @@
 //! FIFO: evict the block inserted longest ago.
 
-use super::{BlockKey, Capacity, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::NIL;
 use crate::queue::IndexedQueue;
@@ -15,14 +15,25 @@ use crate::queue::IndexedQueue;
 ///
 /// Same as libCacheSim's `FIFO`.
 #[derive(Clone, Debug)]
-pub struct Fifo<K> {
-    queue: IndexedQueue<K, ()>,
+pub struct Fifo<K, W = u32> {
+    queue: IndexedQueue<K, (), W>,
     capacity: usize,
 }
 
 impl<K: BlockKey> Fifo<K> {
     /// An empty FIFO cache of `capacity` blocks or bytes (at least 1).
     pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Fifo<K, W> {
+    /// An empty FIFO cache of `capacity` blocks or bytes (at least 1).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("fifo", capacity, 1)?;
         Ok(Fifo {
@@ -32,7 +43,7 @@ impl<K: BlockKey> Fifo<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for Fifo<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Fifo<K, W> {
     type Miss = ();
 
     fn name(&self) -> &'static str {

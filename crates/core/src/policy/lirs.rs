@@ -1,6 +1,6 @@
 //! LIRS: low inter-reference recency set.
 
-use super::{BlockKey, Capacity, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, List, NIL, Slab};
 use std::collections::HashMap;
@@ -63,15 +63,15 @@ pub enum LirsMiss {
 /// libCacheSim's, exactly); a live or cooperative cache, which must know
 /// every block it drops, should not use this policy.
 #[derive(Clone, Debug)]
-pub struct Lirs<K> {
+pub struct Lirs<K, W = u32> {
     /// Each block's entries; `S`, `Q` and the non-resident list each hold
     /// their own node, so a plain map rather than the slab-keyed index.
     index: HashMap<K, Slots, foldhash::fast::FixedState>,
-    s_slab: Slab<K, Status>,
+    s_slab: Slab<K, Status, W>,
     s: List,
-    q_slab: Slab<K, ()>,
+    q_slab: Slab<K, (), W>,
     q: List,
-    nh_slab: Slab<K, ()>,
+    nh_slab: Slab<K, (), W>,
     nh: List,
     /// Sizes of the LIR and resident HIR blocks, in the cache's unit.
     lir_count: u64,
@@ -87,6 +87,18 @@ impl<K: BlockKey> Lirs<K> {
     /// An empty LIRS cache of `capacity` blocks or bytes (at least 2: one
     /// LIR, one HIR).
     pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Lirs<K, W> {
+    /// An empty LIRS cache of `capacity` blocks or bytes (at least 2: one
+    /// LIR, one HIR).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("lirs", capacity, 2)?;
         let hir_limit = ((units as f64 * 0.01) as u64).max(1);
@@ -311,7 +323,7 @@ impl<K: BlockKey> Lirs<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for Lirs<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Lirs<K, W> {
     type Miss = LirsMiss;
 
     fn name(&self) -> &'static str {

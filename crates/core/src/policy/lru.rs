@@ -1,6 +1,6 @@
 //! LRU: evict the least recently used block.
 
-use super::{BlockKey, Capacity, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::NIL;
 use crate::queue::IndexedQueue;
@@ -15,14 +15,25 @@ use crate::queue::IndexedQueue;
 ///
 /// Same as libCacheSim's `LRU`.
 #[derive(Clone, Debug)]
-pub struct Lru<K> {
-    queue: IndexedQueue<K, ()>,
+pub struct Lru<K, W = u32> {
+    queue: IndexedQueue<K, (), W>,
     capacity: usize,
 }
 
 impl<K: BlockKey> Lru<K> {
     /// An empty LRU cache of `capacity` blocks or bytes (at least 1).
     pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Lru<K, W> {
+    /// An empty LRU cache of `capacity` blocks or bytes (at least 1).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("lru", capacity, 1)?;
         Ok(Lru {
@@ -38,7 +49,7 @@ impl<K: BlockKey> Lru<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for Lru<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Lru<K, W> {
     type Miss = ();
 
     fn name(&self) -> &'static str {

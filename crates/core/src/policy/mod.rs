@@ -45,6 +45,8 @@ pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 pub use two_q::TwoQ;
 
+pub use crate::list::{Unit, Weight};
+
 use crate::error::CapacityError;
 use std::fmt::Debug;
 use std::hash::Hash;

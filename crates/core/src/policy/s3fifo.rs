@@ -1,6 +1,6 @@
 //! S3-FIFO: a small probationary FIFO, a main FIFO and a ghost FIFO.
 
-use super::{BlockKey, Capacity, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
 use crate::queue::{IndexedLists, ListTag};
@@ -48,9 +48,9 @@ impl ListTag for Entry {
 /// as large as the small queue (every block when the small queue holds a
 /// single block, caches under 20 blocks); we cache it.
 #[derive(Clone, Debug)]
-pub struct S3Fifo<K> {
+pub struct S3Fifo<K, W = u32> {
     /// Small, main and ghost FIFOs, indexed by [`Queue`].
-    queues: IndexedLists<K, Entry, 3>,
+    queues: IndexedLists<K, Entry, 3, W>,
     small_capacity: usize,
     main_capacity: usize,
     ghost_capacity: usize,
@@ -64,6 +64,18 @@ impl<K: BlockKey> S3Fifo<K> {
     /// An empty S3-FIFO cache of `capacity` blocks or bytes (at least 10,
     /// so the small queue has a block).
     pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> S3Fifo<K, W> {
+    /// An empty S3-FIFO cache of `capacity` blocks or bytes (at least 10,
+    /// so the small queue has a block).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("s3fifo", capacity, 10)?;
         // The same float truncation as libCacheSim, so sizes match exactly.
@@ -161,7 +173,7 @@ impl<K: BlockKey> S3Fifo<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for S3Fifo<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for S3Fifo<K, W> {
     /// Whether the miss hit a ghost, which sends the block straight to main.
     type Miss = bool;
 

@@ -1,6 +1,6 @@
 //! SIEVE: FIFO with a visited bit and a hand that stays put.
 
-use super::{BlockKey, Capacity, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
 use crate::queue::IndexedQueue;
@@ -18,8 +18,8 @@ use crate::queue::IndexedQueue;
 ///
 /// Same as libCacheSim's `Sieve`.
 #[derive(Clone, Debug)]
-pub struct Sieve<K> {
-    queue: IndexedQueue<K, bool>,
+pub struct Sieve<K, W = u32> {
+    queue: IndexedQueue<K, bool, W>,
     /// Where the next eviction starts looking; [`NIL`] means the tail.
     hand: Idx,
     capacity: usize,
@@ -28,6 +28,17 @@ pub struct Sieve<K> {
 impl<K: BlockKey> Sieve<K> {
     /// An empty SIEVE cache of `capacity` blocks or bytes (at least 1).
     pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Sieve<K, W> {
+    /// An empty SIEVE cache of `capacity` blocks or bytes (at least 1).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("sieve", capacity, 1)?;
         Ok(Sieve {
@@ -66,7 +77,7 @@ impl<K: BlockKey> Sieve<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for Sieve<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Sieve<K, W> {
     type Miss = ();
 
     fn name(&self) -> &'static str {

@@ -1,6 +1,6 @@
 //! 2Q: a FIFO for first references, an LRU for blocks seen again.
 
-use super::{BlockKey, Capacity, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::NIL;
 use crate::queue::{IndexedLists, ListTag};
@@ -35,9 +35,9 @@ impl ListTag for Queue {
 /// In a byte cache the queues are measured in bytes and, as in libCacheSim,
 /// an object larger than `A1in` (25% of the cache) is not admitted.
 #[derive(Clone, Debug)]
-pub struct TwoQ<K> {
+pub struct TwoQ<K, W = u32> {
     /// A1in, A1out and Am, indexed by [`Queue`].
-    queues: IndexedLists<K, Queue, 3>,
+    queues: IndexedLists<K, Queue, 3, W>,
     in_capacity: usize,
     out_capacity: usize,
     main_capacity: usize,
@@ -48,6 +48,18 @@ impl<K: BlockKey> TwoQ<K> {
     /// An empty 2Q cache of `capacity` blocks or bytes (at least 4, so
     /// `A1in` has a block).
     pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> TwoQ<K, W> {
+    /// An empty 2Q cache of `capacity` blocks or bytes (at least 4, so
+    /// `A1in` has a block).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("2q", capacity, 4)?;
         // The same float truncation as libCacheSim, so sizes match exactly.
@@ -94,7 +106,7 @@ impl<K: BlockKey> TwoQ<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for TwoQ<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for TwoQ<K, W> {
     /// Whether the miss hit `A1out`, which sends the block to `Am`.
     type Miss = bool;
 
