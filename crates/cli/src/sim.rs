@@ -5,7 +5,7 @@ use crate::progress::Progress;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use coopcache_core::{Capacity, PolicyKind};
-use coopcache_sim::replay::{RunSpec, replay};
+use coopcache_sim::replay::{RunSpec, replay_sized};
 use coopcache_sim::size::{CacheSize, parse_bytes};
 use coopcache_sim::trace::{
     self, Compose, ComposeMode, CsvSpec, IdSpace, ReadOptions, Requests, TraceFormat,
@@ -169,7 +169,8 @@ pub fn run(args: SimArgs) -> Result<()> {
     let specs = run_specs(&args, sizing)?;
     let (requests, progress) = open_traces(&args)?;
     let label = trace_label(&args.traces);
-    let results = replay(requests, &specs, |n| progress.update(n))
+    let sized = matches!(sizing, Sizing::Objects);
+    let results = replay_sized(requests, &specs, sized, |n| progress.update(n))
         .with_context(|| format!("replaying {label}"));
     progress.finish();
     let results = results?;

@@ -6,7 +6,7 @@
 //! parsing overlap the simulation, and each cache's time counts only its
 //! own request loop.
 
-use crate::chunks::for_each_chunk;
+use crate::chunks::{CHUNK, Chunk, for_each_chunk};
 use crate::error::TraceError;
 use crate::trace::{Op, Request, Requests};
 use coopcache_core::CapacityError;
@@ -39,9 +39,10 @@ pub struct Tally {
     pub requests: u64,
     /// Reads that missed.
     pub misses: u64,
-    /// Bytes the reads asked for (each read's size).
+    /// Bytes the reads asked for: each read's size, where the replay
+    /// carried sizes (see [`replay_sized`]), else 0.
     pub bytes: u64,
-    /// Bytes of the reads that missed.
+    /// Bytes of the reads that missed, likewise.
     pub byte_misses: u64,
     /// Writes: write-allocate, each caches its object as a read would.
     pub writes: u64,
@@ -68,9 +69,15 @@ impl RunResult {
         ratio(self.tally.misses, self.tally.requests)
     }
 
-    /// Bytes missed over bytes read (0 if nothing was read).
+    /// Bytes missed over bytes read; without sizes (a block replay of a
+    /// trace without them), every read is one block and this is the miss
+    /// ratio.
     pub fn byte_miss_ratio(&self) -> f64 {
-        ratio(self.tally.byte_misses, self.tally.bytes)
+        if self.tally.bytes == 0 {
+            self.miss_ratio()
+        } else {
+            ratio(self.tally.byte_misses, self.tally.bytes)
+        }
     }
 
     /// Requests (reads, writes and deletes) per second of request-loop time.
@@ -93,33 +100,59 @@ fn ratio(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// One request as a replay sees it: the object, its size in bytes, and
-/// what is done to it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Item {
-    /// The object (block) id.
-    pub id: u64,
-    /// Its size in bytes where the trace gives one, else 0 (a block cache
-    /// does not look at it).
-    pub size: u32,
-    /// Read, write or delete.
-    pub op: Op,
+/// A chunk of requests as a replay sees them, field by field: the objects'
+/// ids, what is done to each, and (only when some cache is sized in bytes)
+/// their sizes. A block replay so moves 9 bytes a request, not 16.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Items {
+    /// The object (block) ids.
+    pub ids: Vec<u64>,
+    /// Read, write or delete, per id.
+    pub ops: Vec<Op>,
+    /// Sizes in bytes per id, where the trace gives them (else 0); empty
+    /// unless the replay has a byte cache.
+    pub sizes: Vec<u32>,
+    /// Whether `sizes` is kept.
+    sized: bool,
 }
 
-impl From<&Request> for Item {
-    fn from(r: &Request) -> Self {
-        Item {
-            id: r.id,
-            size: r.size,
-            op: r.op,
+impl Items {
+    /// An empty chunk with room for `n` requests, keeping sizes if `sized`.
+    pub fn with_capacity(n: usize, sized: bool) -> Self {
+        Items {
+            ids: Vec::with_capacity(n),
+            ops: Vec::with_capacity(n),
+            sizes: Vec::with_capacity(if sized { n } else { 0 }),
+            sized,
         }
+    }
+}
+
+impl Chunk for Items {
+    fn clear(&mut self) {
+        self.ids.clear();
+        self.ops.clear();
+        self.sizes.clear();
+    }
+
+    #[inline]
+    fn push(&mut self, r: &Request) {
+        self.ids.push(r.id);
+        self.ops.push(r.op);
+        if self.sized {
+            self.sizes.push(r.size);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len()
     }
 }
 
 /// A cache being fed chunks of requests; boxed so one list holds every
 /// policy, with dynamic dispatch once per chunk rather than per request.
 trait Run: Send {
-    fn feed(&mut self, items: &[Item]);
+    fn feed(&mut self, items: &Items);
     fn result(&self) -> RunResult;
 }
 
@@ -128,13 +161,15 @@ struct PolicyRun<P> {
     spec: RunSpec,
     tally: Tally,
     elapsed: Duration,
+    /// [`replay_bytes`] or [`replay_blocks`], chosen once: each loop is its
+    /// own function with one call of [`access`], so the policy inlines.
+    request_loop: fn(&mut P, &Items, &mut Tally),
 }
 
 impl<P: Policy<u64> + Send> Run for PolicyRun<P> {
-    fn feed(&mut self, items: &[Item]) {
+    fn feed(&mut self, items: &Items) {
         let start = Instant::now();
-        let bytes = matches!(self.spec.capacity, Capacity::Bytes(_));
-        replay_items(&mut self.policy, items, bytes, &mut self.tally);
+        (self.request_loop)(&mut self.policy, items, &mut self.tally);
         self.elapsed += start.elapsed();
     }
 
@@ -147,46 +182,89 @@ impl<P: Policy<u64> + Send> Run for PolicyRun<P> {
     }
 }
 
-/// The request loop of a replay: every request through `policy`, counted in
-/// `tally`. `bytes` says the cache is sized in bytes, so each object takes
-/// its size (and size-0 requests are skipped); otherwise each is one block.
-/// Allocation-free once the cache is full.
+/// The request loop of a byte cache: every request through `policy`, each
+/// object at its size, counted in `tally`; requests of size 0 are skipped.
+/// `items` must carry sizes. Allocation-free once the cache has held its
+/// largest number of objects (its index grows until then).
 ///
 /// Reads go through [`access`]. Writes are write-allocate: they go through
 /// [`access`] too (a cached object is referenced, a missing one cached) but
 /// are counted as writes, not as read hits or misses. Deletes drop the
 /// object.
-#[inline]
-pub fn replay_items<P: Policy<u64>>(
-    policy: &mut P,
-    items: &[Item],
-    bytes: bool,
-    tally: &mut Tally,
-) {
+pub fn replay_bytes<P: Policy<u64>>(policy: &mut P, items: &Items, tally: &mut Tally) {
+    debug_assert_eq!(
+        items.sizes.len(),
+        items.ids.len(),
+        "a byte replay needs sizes"
+    );
     let mut t = *tally;
-    for item in items {
-        if item.op == Op::Delete {
+    for ((&id, &op), &size) in items.ids.iter().zip(&items.ops).zip(&items.sizes) {
+        if op == Op::Delete {
             t.deletes += 1;
-            policy.remove(item.id);
+            policy.remove(id);
             continue;
         }
-        let size = match (bytes, item.size) {
-            (false, _) => BLOCK,
-            (true, 0) => {
-                t.skipped += 1;
-                continue;
-            }
-            (true, size) => size,
-        };
-        let hit = access(policy, item.id, size, |_| {});
-        if item.op == Op::Write {
+        if size == 0 {
+            t.skipped += 1;
+            continue;
+        }
+        let hit = access(policy, id, size, |_| {});
+        if op == Op::Write {
             t.writes += 1;
         } else {
             t.requests += 1;
-            t.bytes += u64::from(item.size);
+            t.bytes += u64::from(size);
             if !hit {
                 t.misses += 1;
-                t.byte_misses += u64::from(item.size);
+                t.byte_misses += u64::from(size);
+            }
+        }
+    }
+    *tally = t;
+}
+
+/// The request loop of a block cache: every request one block (size 1)
+/// through `policy`, counted in `tally`; where `items` carries sizes, reads
+/// also count their bytes. Allocation-free once the cache is full. Reads,
+/// writes and deletes as in [`replay_bytes`].
+pub fn replay_blocks<P: Policy<u64>>(policy: &mut P, items: &Items, tally: &mut Tally) {
+    let mut t = *tally;
+    if items.sizes.is_empty() {
+        for (&id, &op) in items.ids.iter().zip(&items.ops) {
+            match op {
+                Op::Read => {
+                    t.requests += 1;
+                    if !access(policy, id, BLOCK, |_| {}) {
+                        t.misses += 1;
+                    }
+                }
+                Op::Write => {
+                    t.writes += 1;
+                    access(policy, id, BLOCK, |_| {});
+                }
+                Op::Delete => {
+                    t.deletes += 1;
+                    policy.remove(id);
+                }
+            }
+        }
+    } else {
+        for ((&id, &op), &size) in items.ids.iter().zip(&items.ops).zip(&items.sizes) {
+            if op == Op::Delete {
+                t.deletes += 1;
+                policy.remove(id);
+                continue;
+            }
+            let hit = access(policy, id, BLOCK, |_| {});
+            if op == Op::Write {
+                t.writes += 1;
+            } else {
+                t.requests += 1;
+                t.bytes += u64::from(size);
+                if !hit {
+                    t.misses += 1;
+                    t.byte_misses += u64::from(size);
+                }
             }
         }
     }
@@ -214,11 +292,16 @@ impl PolicyVisitor<u64> for BoxRun {
     type Output = Box<dyn Run>;
 
     fn visit<P: Policy<u64> + Send + 'static>(self, policy: P) -> Box<dyn Run> {
+        let request_loop = match self.0.capacity {
+            Capacity::Bytes(_) => replay_bytes::<P>,
+            Capacity::Blocks(_) => replay_blocks::<P>,
+        };
         Box::new(PolicyRun {
             policy,
             spec: self.0,
             tally: Tally::default(),
             elapsed: Duration::ZERO,
+            request_loop,
         })
     }
 }
@@ -236,12 +319,31 @@ pub enum ReplayError {
 
 /// Replays `requests` through one cache per spec, in parallel, and returns
 /// their results in the order of `specs`. `on_chunk` is called after each
-/// chunk with the number of requests replayed so far (for progress).
+/// chunk with the number of requests replayed so far (for progress). Sizes
+/// are carried only if some spec is a byte cache (see [`replay_sized`]).
 pub fn replay(
     requests: Requests,
     specs: &[RunSpec],
+    on_chunk: impl FnMut(u64),
+) -> Result<Vec<RunResult>, ReplayError> {
+    let sized = specs
+        .iter()
+        .any(|s| matches!(s.capacity, Capacity::Bytes(_)));
+    replay_sized(requests, specs, sized, on_chunk)
+}
+
+/// [`replay`], carrying the requests' sizes if `sized` (the trace has
+/// them): block caches then count bytes too. A byte cache needs them.
+pub fn replay_sized(
+    requests: Requests,
+    specs: &[RunSpec],
+    sized: bool,
     mut on_chunk: impl FnMut(u64),
 ) -> Result<Vec<RunResult>, ReplayError> {
+    let sized = sized
+        || specs
+            .iter()
+            .any(|s| matches!(s.capacity, Capacity::Bytes(_)));
     let mut runs = specs
         .iter()
         .map(|&spec| spec.policy.build(spec.capacity, BoxRun(spec)))
@@ -249,8 +351,8 @@ pub fn replay(
     let mut replayed = 0u64;
     for_each_chunk(
         requests,
-        |r: &Request| Item::from(r),
-        |items: &[Item]| {
+        || Items::with_capacity(CHUNK, sized),
+        |items: &Items| {
             runs.par_iter_mut().for_each(|run| run.feed(items));
             replayed += items.len() as u64;
             on_chunk(replayed);

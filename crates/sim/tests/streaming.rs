@@ -134,8 +134,9 @@ fn replay_holds_memory_to_its_caches_and_a_few_chunks() {
         .unwrap();
     });
     // Ten times the trace, the same footprint, within the pipeline's own
-    // bound: up to six chunks of 64Ki requests (16 bytes each: id, size,
-    // op) between reader and simulation, 6 MiB, depending on how far the reader runs ahead (in
+    // bound: up to six chunks of 64Ki requests (9 bytes each: id and op;
+    // 13 with sizes, for byte caches) between reader and simulation, under
+    // 6 MiB, depending on how far the reader runs ahead (in
     // debug builds the simulation is slower and the short run ends before
     // the pipeline fills). A leak of even one byte per request would add
     // 4.5 MB over the 4.5M extra requests.

@@ -21,7 +21,13 @@
 //! keeps the size the object was cached with, as in libCacheSim.
 //!
 //! A block cache is the byte cache whose objects all have size 1, so one
-//! implementation serves both. Each policy reproduces libCacheSim's
+//! implementation serves both. Each slab node keeps its object's size and
+//! each list the sum of its nodes' sizes ([`List::size`](crate::list::List::size)),
+//! so a policy reads its queues' occupancy off its lists. How nodes store
+//! sizes is a type parameter, [`Weight`]: `u32` by default, [`Unit`] (no
+//! storage, every size 1) in the block caches [`PolicyKind::build`] makes,
+//! so block replays pay nothing for sizes. A new policy generic over `W`
+//! gets both; one that is not stores `u32` sizes everywhere. Each policy reproduces libCacheSim's
 //! definition of the same name exactly, in blocks (`tests/golden.rs`) and
 //! in bytes (`tests/golden_sizes.rs`), or says in its doc where it departs.
 

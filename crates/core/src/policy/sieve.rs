@@ -100,7 +100,8 @@ impl<K: BlockKey, W: Weight> Policy<K> for Sieve<K, W> {
         self.queue.find(key).is_some()
     }
 
-    #[inline]
+    // Always: the request loop's one call, which must not stay a call.
+    #[inline(always)]
     fn lookup(&mut self, key: K) -> Lookup<()> {
         match self.queue.find(key) {
             Some(idx) => {
