@@ -112,10 +112,11 @@ impl PolicyKind {
         }
     }
 
-    /// Hands this policy's constructor to `factory` (caches whose nodes
-    /// store sizes, so they serve blocks and bytes alike).
+    /// Hands this policy's constructor of block caches to `factory` (a
+    /// cluster's node caches): their nodes store no sizes ([`Unit`]), so
+    /// they must only be told size 1.
     pub fn factory<K: BlockKey, F: PolicyFactory<K>>(self, factory: F) -> F::Output {
-        self.weighted_factory::<K, u32, F>(factory)
+        self.weighted_factory::<K, Unit, F>(factory)
     }
 
     /// Hands `factory` the constructor of this policy with nodes storing

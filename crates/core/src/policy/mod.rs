@@ -25,8 +25,10 @@
 //! each list the sum of its nodes' sizes ([`List::size`](crate::list::List::size)),
 //! so a policy reads its queues' occupancy off its lists. How nodes store
 //! sizes is a type parameter, [`Weight`]: `u32` by default, [`Unit`] (no
-//! storage, every size 1) in the block caches [`PolicyKind::build`] makes,
-//! so block replays pay nothing for sizes. A new policy generic over `W`
+//! storage, every size 1) in the block caches [`PolicyKind`] makes
+//! ([`build`](PolicyKind::build) with [`Capacity::Blocks`], and
+//! [`factory`](PolicyKind::factory) for a cluster's nodes), so block
+//! replays and cooperative simulations pay nothing for sizes. A new policy generic over `W`
 //! gets both; one that is not stores `u32` sizes everywhere. Each policy reproduces libCacheSim's
 //! definition of the same name exactly, in blocks (`tests/golden.rs`) and
 //! in bytes (`tests/golden_sizes.rs`), or says in its doc where it departs.
