@@ -147,7 +147,7 @@ impl CoopArgs {
                         _ => workload.requests_iter(),
                     },
                     progress: None,
-                    block_size: workload.block_size().unwrap_or(sim.block_size),
+                    block_size: workload.block_size().unwrap_or(sim.block_size()),
                     web: matches!(workload, Workload::Web(_)),
                     attribute,
                 })
@@ -169,7 +169,7 @@ impl CoopArgs {
                     nodes,
                     warmup: self.warmup.unwrap_or(0),
                     progress: Some(progress),
-                    block_size: sim.block_size,
+                    block_size: sim.block_size(),
                     web: false,
                     attribute: None,
                 })
@@ -194,7 +194,7 @@ impl CoopArgs {
 
     /// A node's cache in bytes.
     fn node_bytes(&self, workload: &Workload, sim: &SimArgs) -> u64 {
-        let block = workload.block_size().unwrap_or(sim.block_size);
+        let block = workload.block_size().unwrap_or(sim.block_size());
         match self.cache_sizes(matches!(workload, Workload::Web(_))).0 {
             CacheSize::Bytes(b) => b,
             CacheSize::Blocks(n) => n.saturating_mul(block),
@@ -219,7 +219,7 @@ impl CoopArgs {
         let config = scheme.at(self.node_bytes(workload, sim));
         Ok(Some(AttributeNodes {
             config,
-            block_bytes: workload.block_size().unwrap_or(sim.block_size),
+            block_bytes: workload.block_size().unwrap_or(sim.block_size()),
         }))
     }
 

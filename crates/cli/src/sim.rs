@@ -1,11 +1,11 @@
 //! `coopcache sim`: replay traces through local replacement policies.
 
-use crate::output::{self, Row};
+use crate::output::{self, Row, Sizing};
 use crate::progress::Progress;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use coopcache_core::PolicyKind;
-use coopcache_sim::replay::{RunSpec, replay};
+use coopcache_core::{Capacity, PolicyKind};
+use coopcache_sim::replay::{RunSpec, replay_sized};
 use coopcache_sim::size::{CacheSize, parse_bytes};
 use coopcache_sim::trace::{
     self, Compose, ComposeMode, CsvSpec, IdSpace, ReadOptions, Requests, TraceFormat,
@@ -18,10 +18,28 @@ Formats:
   lis      `start count ...` per line, each block of the run one request (ARC traces)
   be32     big-endian u32 ids, no header (CloudPhysics)
   oracle   libCacheSim oracleGeneral: 24-byte records u32 time, u64 id, u32 size, i64 next
-  csv      delimited text; map columns with --csv, e.g. id=2,time=1,op=4,client=5,header=yes
+  csv      delimited text; map columns with --csv, e.g. id=2,time=1,size=3,op=4,client=5,header=yes
   msr      SNIA MSR Cambridge CSV; host+disk is the client, byte ranges become blocks
   tencent  Tencent block CSV; the volume is the client, sector ranges become blocks
 Files compressed with gzip, xz, zstd or bzip2 are read transparently.
+
+Cache sizes (local policies):
+  A trace with object sizes (oracle, csv with size=) and a size with a unit
+  (100MiB) make a byte cache: each object takes its size, the policy evicts
+  until the new object fits, an object larger than the cache (or than the
+  queue it must enter: 10% for s3fifo, 25% for 2q, 1% for lirs) is not
+  cached and counts as a miss; requests of size 0 are left out (counted in
+  zero_size_skipped), as libCacheSim's readers do. A plain number is a count
+  of objects, whatever their sizes. For traces without sizes (lirs, lis,
+  be32, csv without size=) and the block traces (msr, tencent), a size with
+  a unit is divided by --block-size. Every run reports the object miss
+  ratio and the byte miss ratio (each request of a block cache counts
+  --block-size bytes, or its object's size where the trace has sizes).
+
+Ops (csv op= column, msr, tencent):
+  reads are the requests measured; writes are write-allocate (the object is
+  cached or referenced as on a read) and counted as writes, not as read hits
+  or misses; deletes drop the object from the cache and are counted apart.
 
 Examples:
   coopcache sim --workload sprite-like --algorithms base,greedy,central,nchance,best --plot figures
@@ -33,6 +51,7 @@ Examples:
   coopcache sim w106.trace.xz --format be32 --policy lru,arc --cache-size 2750,27500
   coopcache sim cs.trace.gz ps.trace.gz --format lirs --compose round-robin --cache-size 1000
   coopcache sim trace.csv --format csv --csv id=2,header=yes --cache-size 64MiB --block-size 4KiB --json
+  coopcache sim tencent-photo-sample.csv.bz2 --format csv --csv sep=space,id=2,size=5,ids=hash --cache-size 100MiB
 ";
 
 /// Options of `coopcache sim`.
@@ -52,13 +71,15 @@ pub struct SimArgs {
     #[arg(short, long, value_delimiter = ',', default_value = "lru")]
     pub(crate) policy: Vec<PolicyKind>,
 
-    /// Cache sizes, comma-separated: blocks (`2750`) or bytes with a unit (`16MiB`).
+    /// Cache sizes, comma-separated: objects (`2750`) or bytes with a unit (`16MiB`; a byte cache
+    /// where the trace has object sizes, see Cache sizes below).
     #[arg(short = 's', long, value_delimiter = ',')]
     pub(crate) cache_size: Vec<CacheSize>,
 
-    /// Block size: divides byte cache sizes, and splits msr/tencent requests into blocks.
-    #[arg(long, default_value = "8KiB", value_parser = parse_block_size)]
-    pub(crate) block_size: u64,
+    /// Block size [default: 8KiB]: splits msr/tencent requests into blocks and divides byte cache
+    /// sizes of traces without object sizes; refused for traces with sizes.
+    #[arg(long = "block-size", value_name = "BLOCK_SIZE", value_parser = parse_block_size)]
+    pub(crate) block_size_arg: Option<u64>,
 
     /// Column map of the csv format (see Formats below).
     #[arg(long, value_name = "SPEC")]
@@ -82,6 +103,16 @@ pub struct SimArgs {
 
     #[command(flatten)]
     pub(crate) coop: crate::coop::CoopArgs,
+}
+
+/// The papers' block: 8 KiB.
+const DEFAULT_BLOCK_SIZE: u64 = 8 << 10;
+
+impl SimArgs {
+    /// `--block-size`, or 8 KiB.
+    pub(crate) fn block_size(&self) -> u64 {
+        self.block_size_arg.unwrap_or(DEFAULT_BLOCK_SIZE)
+    }
 }
 
 /// Sizes the worker pool to `--jobs` when given (one thread per core
@@ -134,16 +165,29 @@ pub fn run(args: SimArgs) -> Result<()> {
     if args.cache_size.is_empty() {
         bail!("give --cache-size: blocks (`2750`) or bytes with a unit (`16MiB`), comma-separated");
     }
-    let specs = run_specs(&args)?;
+    let sizing = sizing(&args)?;
+    let specs = run_specs(&args, sizing)?;
     let (requests, progress) = open_traces(&args)?;
     let label = trace_label(&args.traces);
-    let results = replay(requests, &specs, |n| progress.update(n))
+    let sized = matches!(sizing, Sizing::Objects);
+    let results = replay_sized(requests, &specs, sized, |n| progress.update(n))
         .with_context(|| format!("replaying {label}"));
     progress.finish();
     let results = results?;
+    if let Some(skipped) = results
+        .iter()
+        .map(|r| r.tally.skipped)
+        .max()
+        .filter(|&n| n > 0)
+    {
+        eprintln!(
+            "note: {} of size 0 left out of the byte caches (as libCacheSim's readers do)",
+            output::count(skipped, "request")
+        );
+    }
     let rows: Vec<Row> = results
         .iter()
-        .map(|r| Row::new(&label, args.block_size, r))
+        .map(|r| Row::new(&label, sizing, r))
         .collect();
     if args.json {
         output::print_json(&rows)
@@ -153,16 +197,55 @@ pub fn run(args: SimArgs) -> Result<()> {
     }
 }
 
-/// Every (policy, size) pair, policy-major, sizes converted to blocks.
-fn run_specs(args: &SimArgs) -> Result<Vec<RunSpec>> {
+/// Whether the trace's requests carry object sizes, or are blocks of
+/// `--block-size` bytes.
+fn sizing(args: &SimArgs) -> Result<Sizing> {
+    let Some(format) = args.format else {
+        return Ok(Sizing::Blocks(args.block_size()));
+    };
+    if !format.has_sizes(&read_options(args)) {
+        if format == TraceFormat::Csv
+            && args
+                .cache_size
+                .iter()
+                .any(|s| matches!(s, CacheSize::Bytes(_)))
+        {
+            eprintln!(
+                "note: --csv has no size column, so byte cache sizes count blocks of {} bytes (add size=N for a byte cache)",
+                args.block_size()
+            );
+        }
+        return Ok(Sizing::Blocks(args.block_size()));
+    }
+    if args.block_size_arg.is_some() {
+        bail!(
+            "--block-size applies to block traces and traces without object sizes; this {format} trace has sizes, so a cache size with a unit (`100MiB`) holds each object at its size, and a plain number (`12800`) is a count of objects"
+        );
+    }
+    Ok(Sizing::Objects)
+}
+
+/// Every (policy, size) pair, policy-major: a byte cache where the trace has
+/// sizes and the size has a unit, else a cache of blocks.
+fn run_specs(args: &SimArgs, sizing: Sizing) -> Result<Vec<RunSpec>> {
     let mut specs = Vec::new();
     for &policy in &args.policy {
-        for size in &args.cache_size {
-            let capacity = size.blocks(args.block_size)?;
+        for &size in &args.cache_size {
+            let capacity = match (size, sizing) {
+                (CacheSize::Bytes(b), Sizing::Objects) => Capacity::Bytes(b),
+                (size, _) => Capacity::Blocks(size.blocks(args.block_size())?),
+            };
             specs.push(RunSpec { policy, capacity });
         }
     }
     Ok(specs)
+}
+
+fn read_options(args: &SimArgs) -> ReadOptions {
+    ReadOptions {
+        block_size: args.block_size(),
+        csv: args.csv.clone(),
+    }
 }
 
 /// Opens the trace, or composes several; returns the requests and a
@@ -174,10 +257,7 @@ pub(crate) fn open_traces(args: &SimArgs) -> Result<(Requests, Progress)> {
     if format == TraceFormat::Csv && args.csv.is_none() {
         bail!("--format csv needs --csv to say which column holds the id, e.g. --csv id=1");
     }
-    let opts = ReadOptions {
-        block_size: args.block_size,
-        csv: args.csv.clone(),
-    };
+    let opts = read_options(args);
     let mut streams = Vec::new();
     for path in &args.traces {
         let stream = trace::open(path, format, &opts)?;

@@ -63,6 +63,52 @@ fn table_is_the_default_and_byte_sizes_divide_by_the_block() {
 }
 
 #[test]
+fn a_trace_with_sizes_makes_a_byte_cache_with_ops_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    // id,size,op: 100 bytes of LRU. 1 and 2 fit; the write of 3 evicts 1;
+    // 4 is larger than the cache; 2 is deleted, so its read misses; 0-byte
+    // objects are left out.
+    let trace = temp_trace(
+        dir.path(),
+        "kv.csv",
+        "1,60,get\n2,30,get\n3,50,set\n4,200,get\n2,30,delete\n2,30,get\n1,60,get\n5,0,get\n",
+    );
+    let out = coopcache(&format!(
+        "sim {trace} --format csv --csv id=1,size=2,op=3 --cache-size 100B --json"
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("1 request of size 0"),
+        "{}",
+        stderr(&out)
+    );
+    let row: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    for (field, value) in [
+        ("cache_size_bytes", 100),
+        ("requests", 5),
+        ("misses", 5),
+        ("bytes_requested", 380),
+        ("bytes_missed", 380),
+        ("writes", 1),
+        ("deletes", 1),
+        ("zero_size_skipped", 1),
+    ] {
+        assert_eq!(row[field], value, "{field}: {row}");
+    }
+    assert!(row["cache_size_objects"].is_null() && row["block_size"].is_null());
+    // A count of objects has no byte capacity; --block-size does not apply.
+    let out = coopcache(&format!(
+        "sim {trace} --format csv --csv id=1,size=2 --cache-size 2 --json"
+    ));
+    let row: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert!(row["cache_size_bytes"].is_null(), "{row}");
+    fails_with(
+        &format!("sim {trace} --format csv --csv id=1,size=2 --cache-size 1KiB --block-size 4KiB"),
+        &["--block-size", "has sizes"],
+    );
+}
+
+#[test]
 fn several_traces_compose_into_one() {
     let dir = tempfile::tempdir().unwrap();
     let a = temp_trace(dir.path(), "a", "1\n2\n");

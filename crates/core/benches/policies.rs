@@ -6,7 +6,7 @@
 //! ```
 
 use coopcache_core::Lookup;
-use coopcache_core::policy::{Policy, PolicyKind, PolicyVisitor, access};
+use coopcache_core::policy::{BLOCK, Policy, PolicyKind, PolicyVisitor, access};
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 
@@ -38,7 +38,7 @@ impl PolicyVisitor<u64> for Bench<'_> {
 
     fn visit<P: Policy<u64> + Send + 'static>(self, mut policy: P) {
         for &k in self.keys {
-            access(&mut policy, k, |_| {});
+            access(&mut policy, k, BLOCK, |_| {});
         }
         let mut group = self.c.benchmark_group(self.kind.name());
         let keys = self.keys;
@@ -46,21 +46,23 @@ impl PolicyVisitor<u64> for Bench<'_> {
         group.bench_function("hit", |b| {
             b.iter(|| {
                 i = (i + 1) % keys.len();
-                black_box(access(&mut policy, keys[i], |_| {}))
+                black_box(access(&mut policy, keys[i], BLOCK, |_| {}))
             })
         });
         let mut next = CAPACITY as u64;
         group.bench_function("miss_evict_insert", |b| {
             b.iter(|| {
                 next += 1;
-                black_box(access(&mut policy, next, |v| {
+                black_box(access(&mut policy, next, BLOCK, |v| {
                     black_box(v);
                 }))
             })
         });
         // A key never inserted, so the lookup misses.
         if let Lookup::Miss(miss) = policy.lookup(u64::MAX) {
-            group.bench_function("victim", |b| b.iter(|| black_box(policy.victim(&miss))));
+            group.bench_function("victim", |b| {
+                b.iter(|| black_box(policy.victim(&miss, BLOCK)))
+            });
         }
         group.finish();
     }

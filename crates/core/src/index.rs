@@ -1,6 +1,6 @@
 //! The block index every policy uses: key to slab slot.
 
-use crate::list::{Idx, Slab};
+use crate::list::{Idx, Slab, Weight};
 use crate::policy::BlockKey;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
@@ -40,7 +40,11 @@ impl Index {
 
     /// The node holding `key`, if any.
     #[inline]
-    pub(crate) fn find<K: BlockKey, M: Copy>(&self, slab: &Slab<K, M>, key: K) -> Option<Idx> {
+    pub(crate) fn find<K: BlockKey, M: Copy, W: Weight>(
+        &self,
+        slab: &Slab<K, M, W>,
+        key: K,
+    ) -> Option<Idx> {
         self.table
             .find(self.hash(key), |&idx| slab.key(idx) == key)
             .copied()
@@ -49,7 +53,11 @@ impl Index {
     /// Records that node `idx` of `slab` holds its key; the key must not be
     /// indexed already.
     #[inline]
-    pub(crate) fn insert<K: BlockKey, M: Copy>(&mut self, slab: &Slab<K, M>, idx: Idx) {
+    pub(crate) fn insert<K: BlockKey, M: Copy, W: Weight>(
+        &mut self,
+        slab: &Slab<K, M, W>,
+        idx: Idx,
+    ) {
         let hasher = &self.hasher;
         self.table
             .insert_unique(hasher.hash_one(slab.key(idx)), idx, |&i| {
@@ -59,7 +67,11 @@ impl Index {
 
     /// Forgets node `idx`, which must still hold its key in `slab`.
     #[inline]
-    pub(crate) fn remove<K: BlockKey, M: Copy>(&mut self, slab: &Slab<K, M>, idx: Idx) {
+    pub(crate) fn remove<K: BlockKey, M: Copy, W: Weight>(
+        &mut self,
+        slab: &Slab<K, M, W>,
+        idx: Idx,
+    ) {
         if let Ok(entry) = self
             .table
             .find_entry(self.hash(slab.key(idx)), |&i| i == idx)

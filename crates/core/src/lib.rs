@@ -27,4 +27,4 @@ pub mod protocol;
 mod queue;
 
 pub use error::CapacityError;
-pub use policy::{BlockKey, Lookup, Policy, PolicyKind, access};
+pub use policy::{BlockKey, Capacity, Lookup, Policy, PolicyKind, access};

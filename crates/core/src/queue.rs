@@ -4,7 +4,7 @@
 //! only what differs: what a hit does and how the victim is chosen.
 
 use crate::index::Index;
-use crate::list::{Idx, List, NIL, Slab};
+use crate::list::{Idx, List, NIL, Slab, Weight};
 use crate::policy::BlockKey;
 
 /// Which list a node's payload says it is on.
@@ -27,18 +27,19 @@ impl ListTag for bool {
     }
 }
 
-/// `N` lists over one slab, with an index from key to node.
+/// `N` lists over one slab, with an index from key to node; `W` is how
+/// nodes store their sizes.
 #[derive(Clone, Debug)]
-pub(crate) struct IndexedLists<K, M, const N: usize> {
+pub(crate) struct IndexedLists<K, M, const N: usize, W = u32> {
     index: Index,
-    pub(crate) slab: Slab<K, M>,
+    pub(crate) slab: Slab<K, M, W>,
     lists: [List; N],
 }
 
 /// The single-list case.
-pub(crate) type IndexedQueue<K, M> = IndexedLists<K, M, 1>;
+pub(crate) type IndexedQueue<K, M, W = u32> = IndexedLists<K, M, 1, W>;
 
-impl<K: BlockKey, M: ListTag, const N: usize> IndexedLists<K, M, N> {
+impl<K: BlockKey, M: ListTag, const N: usize, W: Weight> IndexedLists<K, M, N, W> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         IndexedLists {
             index: Index::with_capacity(capacity),
@@ -66,10 +67,16 @@ impl<K: BlockKey, M: ListTag, const N: usize> IndexedLists<K, M, N> {
         self.slab.key(idx)
     }
 
-    /// Inserts `key` at the head of the list `meta` names.
     #[inline]
-    pub(crate) fn push(&mut self, key: K, meta: M) -> Idx {
-        let idx = self.slab.alloc(key, meta);
+    pub(crate) fn size(&self, idx: Idx) -> u32 {
+        self.slab.size(idx)
+    }
+
+    /// Inserts `key`, an object of `size`, at the head of the list `meta`
+    /// names.
+    #[inline]
+    pub(crate) fn push(&mut self, key: K, size: u32, meta: M) -> Idx {
+        let idx = self.slab.alloc(key, size, meta);
         self.slab.push_head(&mut self.lists[meta.list()], idx);
         self.index.insert(&self.slab, idx);
         idx

@@ -6,10 +6,13 @@
 //! the capacity holds, every eviction was predicted by `victim`, nothing
 //! leaves the cache without an eviction or removal, and `contains` and `len`
 //! agree with the shadow. LRU, FIFO, CLOCK and SIEVE are also compared, hit
-//! for hit, with a plain reference implementation. proptest prints the
-//! failing case (and its seed in `proptest-regressions/`) for replay.
+//! for hit, with a plain reference implementation. Every check runs twice:
+//! in a block cache (every object has size 1) and in a byte cache, where
+//! each key has its own size (`1 + key % 7`), the sizes cached never exceed
+//! the capacity and `used` is the sum of the shadow's sizes. proptest prints
+//! the failing case (and its seed in `proptest-regressions/`) for replay.
 
-use coopcache_core::policy::{Lookup, Policy, PolicyKind, PolicyVisitor};
+use coopcache_core::policy::{Capacity, Lookup, Policy, PolicyKind, PolicyVisitor};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
@@ -20,6 +23,11 @@ enum Op {
 }
 
 const KEYS: u64 = 48;
+
+/// A key's size in a byte cache.
+fn byte_size(key: u64) -> u32 {
+    1 + (key % 7) as u32
+}
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
     let op = prop_oneof![
@@ -35,6 +43,14 @@ struct Check<'a> {
     /// LIRS as libCacheSim defines it can evict on a hit without reporting
     /// it (see its doc), so only the capacity bound is checked for it.
     exact_accounting: bool,
+    /// Whether objects have their own sizes (a byte cache).
+    sized: bool,
+}
+
+impl Check<'_> {
+    fn size(&self, key: u64) -> u32 {
+        if self.sized { byte_size(key) } else { 1 }
+    }
 }
 
 impl PolicyVisitor<u64> for Check<'_> {
@@ -47,13 +63,15 @@ impl PolicyVisitor<u64> for Check<'_> {
             match op {
                 Op::Access(key) => {
                     let was_cached = shadow.contains(&key);
+                    let size = self.size(key);
                     match policy.lookup(key) {
                         Lookup::Hit => hits.push(true),
+                        Lookup::Miss(miss) if !policy.admits(size, &miss) => hits.push(false),
                         Lookup::Miss(miss) => {
                             hits.push(false);
-                            while policy.needs_room(&miss) {
-                                let predicted = policy.victim(&miss);
-                                let evicted = policy.evict(&miss);
+                            while policy.needs_room(&miss, size) {
+                                let predicted = policy.victim(&miss, size);
+                                let evicted = policy.evict(&miss, size);
                                 prop_assert_eq!(
                                     predicted,
                                     evicted,
@@ -67,7 +85,7 @@ impl PolicyVisitor<u64> for Check<'_> {
                                     );
                                 }
                             }
-                            policy.insert(key, miss);
+                            policy.insert(key, size, miss);
                             shadow.insert(key);
                         }
                     }
@@ -94,13 +112,15 @@ impl PolicyVisitor<u64> for Check<'_> {
                 }
             }
             prop_assert!(
-                policy.len() <= policy.capacity(),
-                "{} blocks in a cache of {}",
-                policy.len(),
+                policy.used() <= policy.capacity(),
+                "{} cached in a cache of {}",
+                policy.used(),
                 policy.capacity()
             );
             if self.exact_accounting {
                 prop_assert_eq!(policy.len(), shadow.len());
+                let sizes: usize = shadow.iter().map(|&k| self.size(k) as usize).sum();
+                prop_assert_eq!(policy.used(), sizes, "used() is not the sum of the sizes");
                 for k in 0..KEYS {
                     prop_assert_eq!(
                         policy.contains(k),
@@ -115,10 +135,11 @@ impl PolicyVisitor<u64> for Check<'_> {
     }
 }
 
-fn run(kind: PolicyKind, capacity: usize, ops: &[Op]) -> Result<Vec<bool>, TestCaseError> {
+fn run(kind: PolicyKind, capacity: Capacity, ops: &[Op]) -> Result<Vec<bool>, TestCaseError> {
     let check = Check {
         ops,
         exact_accounting: kind != PolicyKind::Lirs,
+        sized: matches!(capacity, Capacity::Bytes(_)),
     };
     kind.build(capacity, check).expect("valid capacity")
 }
@@ -131,9 +152,22 @@ struct Reference {
     /// SIEVE's hand, as an index; `None` means the oldest block.
     hand: Option<usize>,
     capacity: usize,
+    sized: bool,
 }
 
 impl Reference {
+    fn size(&self, key: u64) -> usize {
+        if self.sized {
+            byte_size(key) as usize
+        } else {
+            1
+        }
+    }
+
+    fn used(&self) -> usize {
+        self.blocks.iter().map(|b| self.size(b.0)).sum()
+    }
+
     fn access(&mut self, key: u64) -> bool {
         if let Some(i) = self.blocks.iter().position(|b| b.0 == key) {
             match self.kind {
@@ -146,7 +180,11 @@ impl Reference {
             }
             return true;
         }
-        if self.blocks.len() == self.capacity {
+        let size = self.size(key);
+        if size > self.capacity {
+            return false;
+        }
+        while self.used() + size > self.capacity {
             self.evict();
         }
         self.blocks.push((key, false));
@@ -189,12 +227,17 @@ impl Reference {
     }
 }
 
-fn reference_hits(kind: PolicyKind, capacity: usize, ops: &[Op]) -> Vec<bool> {
+fn reference_hits(kind: PolicyKind, capacity: Capacity, ops: &[Op]) -> Vec<bool> {
+    let (capacity, sized) = match capacity {
+        Capacity::Blocks(n) => (n, false),
+        Capacity::Bytes(b) => (b as usize, true),
+    };
     let mut r = Reference {
         kind,
         blocks: Vec::new(),
         hand: None,
         capacity,
+        sized,
     };
     let mut hits = Vec::new();
     for &op in ops {
@@ -212,15 +255,34 @@ proptest! {
     #[test]
     fn every_policy_keeps_its_invariants(ops in ops(), capacity in 10usize..24) {
         for kind in PolicyKind::ALL {
-            run(kind, capacity, &ops).map_err(|e| TestCaseError::fail(format!("{kind}: {e}")))?;
+            run(kind, Capacity::Blocks(capacity), &ops)
+                .map_err(|e| TestCaseError::fail(format!("{kind}: {e}")))?;
+        }
+    }
+
+    #[test]
+    fn every_policy_keeps_its_invariants_in_bytes(ops in ops(), capacity in 10u64..120) {
+        for kind in PolicyKind::ALL {
+            run(kind, Capacity::Bytes(capacity), &ops)
+                .map_err(|e| TestCaseError::fail(format!("{kind} in bytes: {e}")))?;
         }
     }
 
     #[test]
     fn simple_policies_match_their_reference(ops in ops(), capacity in 1usize..24) {
         for kind in [PolicyKind::Lru, PolicyKind::Fifo, PolicyKind::Clock, PolicyKind::Sieve] {
+            let capacity = Capacity::Blocks(capacity);
             let got = run(kind, capacity, &ops)?;
             prop_assert_eq!(got, reference_hits(kind, capacity, &ops), "{} differs from its reference", kind);
+        }
+    }
+
+    #[test]
+    fn simple_policies_match_their_reference_in_bytes(ops in ops(), capacity in 1u64..60) {
+        for kind in [PolicyKind::Lru, PolicyKind::Fifo, PolicyKind::Clock, PolicyKind::Sieve] {
+            let capacity = Capacity::Bytes(capacity);
+            let got = run(kind, capacity, &ops)?;
+            prop_assert_eq!(got, reference_hits(kind, capacity, &ops), "{} in bytes differs from its reference", kind);
         }
     }
 }
@@ -234,6 +296,7 @@ fn zero_capacity_is_refused_by_every_policy() {
                 Check {
                     ops: &[],
                     exact_accounting: true,
+                    sized: false,
                 },
             )
             .unwrap_err();

@@ -10,24 +10,51 @@ pub(crate) const CHUNK: usize = 1 << 16;
 /// Chunks in flight between the reader and the simulation.
 const CHUNKS_IN_FLIGHT: usize = 4;
 
-/// Calls `consume` with successive chunks of `requests`, each request
-/// turned into a `T` by `map`, reading (and decompressing, parsing) on
-/// another thread meanwhile. Memory stays at a few chunks whatever the
-/// trace's length. Stops at the first trace error or `consume` error.
-pub(crate) fn for_each_chunk<T, E>(
+/// A buffer of requests read ahead: what [`for_each_chunk`] fills on the
+/// reader thread and hands to the simulation.
+pub(crate) trait Chunk: Send {
+    /// Empties the buffer, keeping its allocation.
+    fn clear(&mut self);
+    /// Appends one request.
+    fn push(&mut self, request: &Request);
+    /// Requests held.
+    fn len(&self) -> usize;
+}
+
+/// Whole requests, for simulations that use every field.
+impl Chunk for Vec<Request> {
+    fn clear(&mut self) {
+        Vec::clear(self);
+    }
+
+    fn push(&mut self, request: &Request) {
+        Vec::push(self, *request);
+    }
+
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+}
+
+/// Calls `consume` with successive chunks of `requests`, each a buffer made
+/// by `new_chunk` (with room for [`CHUNK`] requests), reading (and
+/// decompressing, parsing) on another thread meanwhile. Memory stays at a
+/// few chunks whatever the trace's length. Stops at the first trace error
+/// or `consume` error.
+pub(crate) fn for_each_chunk<C, E>(
     requests: Requests,
-    map: fn(&Request) -> T,
-    mut consume: impl FnMut(&[T]) -> Result<(), E>,
+    new_chunk: impl Fn() -> C + Send,
+    mut consume: impl FnMut(&C) -> Result<(), E>,
 ) -> Result<(), E>
 where
-    T: Send,
+    C: Chunk,
     E: From<TraceError>,
 {
-    let (full_tx, full_rx) = mpsc::sync_channel::<Result<Vec<T>, TraceError>>(CHUNKS_IN_FLIGHT);
+    let (full_tx, full_rx) = mpsc::sync_channel::<Result<C, TraceError>>(CHUNKS_IN_FLIGHT);
     // Used buffers go back to the reader, so chunks are allocated once.
-    let (empty_tx, empty_rx) = mpsc::channel::<Vec<T>>();
+    let (empty_tx, empty_rx) = mpsc::channel::<C>();
     std::thread::scope(|scope| {
-        scope.spawn(move || read_chunks(requests, map, &full_tx, &empty_rx));
+        scope.spawn(move || read_chunks(requests, new_chunk, &full_tx, &empty_rx));
         for chunk in full_rx {
             let chunk = chunk?;
             consume(&chunk)?;
@@ -38,20 +65,18 @@ where
     })
 }
 
-fn read_chunks<T>(
+fn read_chunks<C: Chunk>(
     mut requests: Requests,
-    map: fn(&Request) -> T,
-    full: &mpsc::SyncSender<Result<Vec<T>, TraceError>>,
-    empty: &mpsc::Receiver<Vec<T>>,
+    new_chunk: impl Fn() -> C,
+    full: &mpsc::SyncSender<Result<C, TraceError>>,
+    empty: &mpsc::Receiver<C>,
 ) {
     loop {
-        let mut chunk = empty
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let mut chunk = empty.try_recv().unwrap_or_else(|_| new_chunk());
         chunk.clear();
         for request in requests.by_ref().take(CHUNK) {
             match request {
-                Ok(r) => chunk.push(map(&r)),
+                Ok(r) => chunk.push(&r),
                 Err(e) => {
                     let _ = full.send(Err(e));
                     return;
@@ -59,7 +84,7 @@ fn read_chunks<T>(
             }
         }
         let last = chunk.len() < CHUNK;
-        if chunk.is_empty() || full.send(Ok(chunk)).is_err() || last {
+        if chunk.len() == 0 || full.send(Ok(chunk)).is_err() || last {
             return;
         }
     }

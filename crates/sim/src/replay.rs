@@ -6,97 +6,279 @@
 //! parsing overlap the simulation, and each cache's time counts only its
 //! own request loop.
 
-use crate::chunks::for_each_chunk;
+use crate::chunks::{CHUNK, Chunk, for_each_chunk};
 use crate::error::TraceError;
-use crate::trace::Requests;
+use crate::trace::{Op, Request, Requests};
 use coopcache_core::CapacityError;
-use coopcache_core::policy::{Policy, PolicyKind, PolicyVisitor, access};
+use coopcache_core::policy::{BLOCK, Capacity, Policy, PolicyKind, PolicyVisitor, access};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
-/// One cache to simulate: a policy and a capacity in blocks.
+/// One cache to simulate: a policy and a capacity, in blocks or bytes.
+///
+/// In a block cache ([`Capacity::Blocks`]) every request is one block of
+/// size 1, whatever its bytes. In a byte cache ([`Capacity::Bytes`]) every
+/// object takes its request's size; requests of size 0 are left out and
+/// counted in [`Tally::skipped`], as libCacheSim's trace readers drop
+/// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunSpec {
     /// The replacement policy.
     pub policy: PolicyKind,
-    /// Capacity in blocks.
-    pub capacity: usize,
+    /// Capacity in blocks or bytes.
+    pub capacity: Capacity,
 }
 
 /// What one simulated cache saw.
+///
+/// Reads are the requests measured; writes and deletes (from a trace's op
+/// column) change the cache but are counted apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Reads replayed.
+    pub requests: u64,
+    /// Reads that missed.
+    pub misses: u64,
+    /// Bytes the reads asked for: each read's size, where the replay
+    /// carried sizes (see [`replay_sized`]), else 0.
+    pub bytes: u64,
+    /// Bytes of the reads that missed, likewise.
+    pub byte_misses: u64,
+    /// Writes: write-allocate, each caches its object as a read would.
+    pub writes: u64,
+    /// Deletes: each drops its object if cached.
+    pub deletes: u64,
+    /// Reads and writes of size 0 left out of a byte cache.
+    pub skipped: u64,
+}
+
+/// What one simulated cache saw, and how long its request loop took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunResult {
     /// The cache simulated.
     pub spec: RunSpec,
-    /// Requests replayed.
-    pub requests: u64,
-    /// Requests that missed.
-    pub misses: u64,
+    /// Its counts.
+    pub tally: Tally,
     /// Time spent in this cache's request loop (trace reading excluded).
     pub elapsed: Duration,
 }
 
 impl RunResult {
-    /// Misses over requests (0 for an empty trace).
+    /// Read misses over reads (0 for an empty trace).
     pub fn miss_ratio(&self) -> f64 {
-        if self.requests == 0 {
-            0.0
+        ratio(self.tally.misses, self.tally.requests)
+    }
+
+    /// Bytes missed over bytes read; without sizes (a block replay of a
+    /// trace without them), every read is one block and this is the miss
+    /// ratio.
+    pub fn byte_miss_ratio(&self) -> f64 {
+        if self.tally.bytes == 0 {
+            self.miss_ratio()
         } else {
-            self.misses as f64 / self.requests as f64
+            ratio(self.tally.byte_misses, self.tally.bytes)
         }
     }
 
-    /// Requests per second of request-loop time.
+    /// Requests (reads, writes and deletes) per second of request-loop time.
     pub fn requests_per_s(&self) -> f64 {
         let secs = self.elapsed.as_secs_f64();
+        let t = &self.tally;
         if secs > 0.0 {
-            self.requests as f64 / secs
+            (t.requests + t.writes + t.deletes) as f64 / secs
         } else {
             0.0
         }
     }
 }
 
-/// A cache being fed chunks of ids; boxed so one list holds every policy,
-/// with dynamic dispatch once per chunk rather than per request.
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// A chunk of requests as a replay sees them, field by field: the objects'
+/// ids, what is done to each, and (only when some cache is sized in bytes)
+/// their sizes. A block replay so moves 9 bytes a request, not 16.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Items {
+    /// The object (block) ids.
+    pub ids: Vec<u64>,
+    /// Read, write or delete, per id.
+    pub ops: Vec<Op>,
+    /// Sizes in bytes per id, where the trace gives them (else 0); empty
+    /// unless the replay has a byte cache.
+    pub sizes: Vec<u32>,
+    /// Whether `sizes` is kept.
+    sized: bool,
+}
+
+impl Items {
+    /// An empty chunk with room for `n` requests, keeping sizes if `sized`.
+    pub fn with_capacity(n: usize, sized: bool) -> Self {
+        Items {
+            ids: Vec::with_capacity(n),
+            ops: Vec::with_capacity(n),
+            sizes: Vec::with_capacity(if sized { n } else { 0 }),
+            sized,
+        }
+    }
+}
+
+impl Chunk for Items {
+    fn clear(&mut self) {
+        self.ids.clear();
+        self.ops.clear();
+        self.sizes.clear();
+    }
+
+    #[inline]
+    fn push(&mut self, r: &Request) {
+        self.ids.push(r.id);
+        self.ops.push(r.op);
+        if self.sized {
+            self.sizes.push(r.size);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+/// A cache being fed chunks of requests; boxed so one list holds every
+/// policy, with dynamic dispatch once per chunk rather than per request.
 trait Run: Send {
-    fn feed(&mut self, ids: &[u64]);
+    fn feed(&mut self, items: &Items);
     fn result(&self) -> RunResult;
 }
 
 struct PolicyRun<P> {
     policy: P,
     spec: RunSpec,
-    requests: u64,
-    misses: u64,
+    tally: Tally,
     elapsed: Duration,
+    /// [`replay_bytes`] or [`replay_blocks`], chosen once: each loop is its
+    /// own function with one call of [`access`], so the policy inlines.
+    request_loop: fn(&mut P, &Items, &mut Tally),
 }
 
 impl<P: Policy<u64> + Send> Run for PolicyRun<P> {
-    fn feed(&mut self, ids: &[u64]) {
+    fn feed(&mut self, items: &Items) {
         let start = Instant::now();
-        self.misses += count_misses(&mut self.policy, ids);
+        (self.request_loop)(&mut self.policy, items, &mut self.tally);
         self.elapsed += start.elapsed();
-        self.requests += ids.len() as u64;
     }
 
     fn result(&self) -> RunResult {
         RunResult {
             spec: self.spec,
-            requests: self.requests,
-            misses: self.misses,
+            tally: self.tally,
             elapsed: self.elapsed,
         }
     }
 }
 
-/// The request loop of a replay: every id through `policy`, counting misses.
-/// Allocation-free once the cache is full.
+/// The request loop of a byte cache: every request through `policy`, each
+/// object at its size, counted in `tally`; requests of size 0 are skipped.
+/// `items` must carry sizes. Allocation-free once the cache has held its
+/// largest number of objects (its index grows until then).
+///
+/// Reads go through [`access`]. Writes are write-allocate: they go through
+/// [`access`] too (a cached object is referenced, a missing one cached) but
+/// are counted as writes, not as read hits or misses. Deletes drop the
+/// object.
+pub fn replay_bytes<P: Policy<u64>>(policy: &mut P, items: &Items, tally: &mut Tally) {
+    debug_assert_eq!(
+        items.sizes.len(),
+        items.ids.len(),
+        "a byte replay needs sizes"
+    );
+    let mut t = *tally;
+    for ((&id, &op), &size) in items.ids.iter().zip(&items.ops).zip(&items.sizes) {
+        if op == Op::Delete {
+            t.deletes += 1;
+            policy.remove(id);
+            continue;
+        }
+        if size == 0 {
+            t.skipped += 1;
+            continue;
+        }
+        let hit = access(policy, id, size, |_| {});
+        if op == Op::Write {
+            t.writes += 1;
+        } else {
+            t.requests += 1;
+            t.bytes += u64::from(size);
+            if !hit {
+                t.misses += 1;
+                t.byte_misses += u64::from(size);
+            }
+        }
+    }
+    *tally = t;
+}
+
+/// The request loop of a block cache: every request one block (size 1)
+/// through `policy`, counted in `tally`; where `items` carries sizes, reads
+/// also count their bytes. Allocation-free once the cache is full. Reads,
+/// writes and deletes as in [`replay_bytes`].
+pub fn replay_blocks<P: Policy<u64>>(policy: &mut P, items: &Items, tally: &mut Tally) {
+    let mut t = *tally;
+    if items.sizes.is_empty() {
+        for (&id, &op) in items.ids.iter().zip(&items.ops) {
+            match op {
+                Op::Read => {
+                    t.requests += 1;
+                    if !access(policy, id, BLOCK, |_| {}) {
+                        t.misses += 1;
+                    }
+                }
+                Op::Write => {
+                    t.writes += 1;
+                    access(policy, id, BLOCK, |_| {});
+                }
+                Op::Delete => {
+                    t.deletes += 1;
+                    policy.remove(id);
+                }
+            }
+        }
+    } else {
+        for ((&id, &op), &size) in items.ids.iter().zip(&items.ops).zip(&items.sizes) {
+            if op == Op::Delete {
+                t.deletes += 1;
+                policy.remove(id);
+                continue;
+            }
+            let hit = access(policy, id, BLOCK, |_| {});
+            if op == Op::Write {
+                t.writes += 1;
+            } else {
+                t.requests += 1;
+                t.bytes += u64::from(size);
+                if !hit {
+                    t.misses += 1;
+                    t.byte_misses += u64::from(size);
+                }
+            }
+        }
+    }
+    *tally = t;
+}
+
+/// The request loop of a block replay of bare ids: every id one block read
+/// through `policy`; returns the misses. Allocation-free once the cache is
+/// full.
 #[inline]
 pub fn count_misses<P: Policy<u64>>(policy: &mut P, ids: &[u64]) -> u64 {
     let mut misses = 0;
     for &id in ids {
-        if !access(policy, id, |_| {}) {
+        if !access(policy, id, BLOCK, |_| {}) {
             misses += 1;
         }
     }
@@ -110,12 +292,16 @@ impl PolicyVisitor<u64> for BoxRun {
     type Output = Box<dyn Run>;
 
     fn visit<P: Policy<u64> + Send + 'static>(self, policy: P) -> Box<dyn Run> {
+        let request_loop = match self.0.capacity {
+            Capacity::Bytes(_) => replay_bytes::<P>,
+            Capacity::Blocks(_) => replay_blocks::<P>,
+        };
         Box::new(PolicyRun {
             policy,
             spec: self.0,
-            requests: 0,
-            misses: 0,
+            tally: Tally::default(),
             elapsed: Duration::ZERO,
+            request_loop,
         })
     }
 }
@@ -133,12 +319,31 @@ pub enum ReplayError {
 
 /// Replays `requests` through one cache per spec, in parallel, and returns
 /// their results in the order of `specs`. `on_chunk` is called after each
-/// chunk with the number of requests replayed so far (for progress).
+/// chunk with the number of requests replayed so far (for progress). Sizes
+/// are carried only if some spec is a byte cache (see [`replay_sized`]).
 pub fn replay(
     requests: Requests,
     specs: &[RunSpec],
+    on_chunk: impl FnMut(u64),
+) -> Result<Vec<RunResult>, ReplayError> {
+    let sized = specs
+        .iter()
+        .any(|s| matches!(s.capacity, Capacity::Bytes(_)));
+    replay_sized(requests, specs, sized, on_chunk)
+}
+
+/// [`replay`], carrying the requests' sizes if `sized` (the trace has
+/// them): block caches then count bytes too. A byte cache needs them.
+pub fn replay_sized(
+    requests: Requests,
+    specs: &[RunSpec],
+    sized: bool,
     mut on_chunk: impl FnMut(u64),
 ) -> Result<Vec<RunResult>, ReplayError> {
+    let sized = sized
+        || specs
+            .iter()
+            .any(|s| matches!(s.capacity, Capacity::Bytes(_)));
     let mut runs = specs
         .iter()
         .map(|&spec| spec.policy.build(spec.capacity, BoxRun(spec)))
@@ -146,10 +351,10 @@ pub fn replay(
     let mut replayed = 0u64;
     for_each_chunk(
         requests,
-        |r| r.id,
-        |ids: &[u64]| {
-            runs.par_iter_mut().for_each(|run| run.feed(ids));
-            replayed += ids.len() as u64;
+        || Items::with_capacity(CHUNK, sized),
+        |items: &Items| {
+            runs.par_iter_mut().for_each(|run| run.feed(items));
+            replayed += items.len() as u64;
             on_chunk(replayed);
             Ok::<(), ReplayError>(())
         },
@@ -184,17 +389,72 @@ mod tests {
         let specs = [
             RunSpec {
                 policy: PolicyKind::Lru,
-                capacity: 2,
+                capacity: Capacity::Blocks(2),
             },
             RunSpec {
                 policy: PolicyKind::Lru,
-                capacity: 3,
+                capacity: Capacity::Blocks(3),
             },
         ];
         let results = replay(ids(trace), &specs, |_| {}).unwrap();
-        assert_eq!(results[0].requests, 3 * CHUNK as u64);
-        assert_eq!(results[0].misses, 3 * CHUNK as u64);
-        assert_eq!(results[1].misses, 3);
+        assert_eq!(results[0].tally.requests, 3 * CHUNK as u64);
+        assert_eq!(results[0].tally.misses, 3 * CHUNK as u64);
+        assert_eq!(results[1].tally.misses, 3);
+    }
+
+    fn sized(requests: &[(u64, u32, Op)]) -> Requests {
+        let requests: Vec<_> = requests
+            .iter()
+            .map(|&(id, size, op)| {
+                Ok(Request {
+                    id,
+                    size,
+                    op,
+                    ..Request::default()
+                })
+            })
+            .collect();
+        Box::new(requests.into_iter())
+    }
+
+    #[test]
+    fn a_byte_cache_holds_objects_of_their_sizes() {
+        // 100 bytes of LRU: 1 (60 B) and 2 (30 B) fit, 3 (50 B) evicts 1,
+        // 4 (200 B) is larger than the cache and left out, 0 B is skipped.
+        let trace = [
+            (1, 60, Op::Read),
+            (2, 30, Op::Read),
+            (3, 50, Op::Read),
+            (4, 200, Op::Read),
+            (2, 30, Op::Read),
+            (1, 60, Op::Read),
+            (5, 0, Op::Read),
+        ];
+        let spec = [RunSpec {
+            policy: PolicyKind::Lru,
+            capacity: Capacity::Bytes(100),
+        }];
+        let r = replay(sized(&trace), &spec, |_| {}).unwrap()[0];
+        let t = r.tally;
+        assert_eq!((t.requests, t.misses, t.skipped), (6, 5, 1));
+        assert_eq!((t.bytes, t.byte_misses), (430, 400));
+        assert!((r.byte_miss_ratio() - 400.0 / 430.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn writes_allocate_and_deletes_drop_without_counting_as_reads() {
+        let trace = [
+            (1, 10, Op::Write),
+            (1, 10, Op::Read),
+            (1, 0, Op::Delete),
+            (1, 10, Op::Read),
+        ];
+        let spec = [RunSpec {
+            policy: PolicyKind::Lru,
+            capacity: Capacity::Bytes(100),
+        }];
+        let t = replay(sized(&trace), &spec, |_| {}).unwrap()[0].tally;
+        assert_eq!((t.requests, t.misses, t.writes, t.deletes), (2, 1, 1, 1));
     }
 
     #[test]
@@ -213,7 +473,7 @@ mod tests {
         );
         let spec = [RunSpec {
             policy: PolicyKind::Fifo,
-            capacity: 4,
+            capacity: Capacity::Blocks(4),
         }];
         assert!(matches!(
             replay(bad, &spec, |_| {}),
@@ -225,7 +485,7 @@ mod tests {
     fn a_capacity_error_is_reported_before_reading() {
         let spec = [RunSpec {
             policy: PolicyKind::Lru,
-            capacity: 0,
+            capacity: Capacity::Blocks(0),
         }];
         assert!(matches!(
             replay(ids([1]), &spec, |_| {}),

@@ -6,7 +6,7 @@
 //! user's clone without them skips with a message; under `CI=true` a
 //! missing trace fails the test.
 
-use coopcache_core::PolicyKind;
+use coopcache_core::{Capacity, PolicyKind};
 use coopcache_sim::replay::{RunSpec, replay};
 use coopcache_sim::trace::{self, ReadOptions, TraceFormat};
 use std::collections::BTreeMap;
@@ -61,7 +61,7 @@ fn golden_rows(dir: &std::path::Path) -> BTreeMap<String, Vec<Row>> {
         rows.entry(f[0].to_string()).or_default().push(Row {
             spec: RunSpec {
                 policy: f[1].parse().unwrap(),
-                capacity: f[2].parse().unwrap(),
+                capacity: Capacity::Blocks(f[2].parse().unwrap()),
             },
             requests: f[3].parse().unwrap(),
             misses: f[4].parse().unwrap(),
@@ -85,10 +85,10 @@ fn check(policies: &[PolicyKind]) {
         let results = replay(stream.requests, &specs, |_| {}).unwrap();
         for (row, got) in rows.iter().zip(&results) {
             checked += 1;
-            if (got.requests, got.misses) != (row.requests, row.misses) {
+            if (got.tally.requests, got.tally.misses) != (row.requests, row.misses) {
                 wrong.push(format!(
                     "{name} {} {}: libCacheSim {} requests {} misses, coopcache {} requests {} misses",
-                    row.spec.policy, row.spec.capacity, row.requests, row.misses, got.requests, got.misses
+                    row.spec.policy, row.spec.capacity, row.requests, row.misses, got.tally.requests, got.tally.misses
                 ));
             }
         }

@@ -115,7 +115,7 @@ fn replay_holds_memory_to_its_caches_and_a_few_chunks() {
     let _serial = SERIAL.lock().unwrap();
     let spec = [RunSpec {
         policy: PolicyKind::Lru,
-        capacity: 1000,
+        capacity: coopcache_core::Capacity::Blocks(1000),
     }];
     let short = peak_growth(|| {
         replay(
@@ -134,12 +134,13 @@ fn replay_holds_memory_to_its_caches_and_a_few_chunks() {
         .unwrap();
     });
     // Ten times the trace, the same footprint, within the pipeline's own
-    // bound: up to six chunks of 64Ki ids (8 bytes each) between reader and
-    // simulation, 3 MiB, depending on how far the reader runs ahead (in
+    // bound: up to six chunks of 64Ki requests (9 bytes each: id and op;
+    // 13 with sizes, for byte caches) between reader and simulation, under
+    // 6 MiB, depending on how far the reader runs ahead (in
     // debug builds the simulation is slower and the short run ends before
     // the pipeline fills). A leak of even one byte per request would add
     // 4.5 MB over the 4.5M extra requests.
-    const PIPELINE: isize = 6 * (1 << 16) * 8;
+    const PIPELINE: isize = 6 * (1 << 16) * 16;
     assert!(
         long < short + PIPELINE,
         "500k requests peaked at {short} bytes, 5M at {long}"

@@ -188,11 +188,13 @@ fn trace(args: &AlgorithmsArgs) -> Result<(String, u32, Vec<Request>)> {
         let r = r?;
         match r.op {
             Op::Read => requests.push(r),
-            Op::Write => writes += 1,
+            Op::Write | Op::Delete => writes += 1,
         }
     }
     if writes > 0 {
-        eprintln!("{writes} writes dropped from both replays: live nodes serve a read-only origin");
+        eprintln!(
+            "{writes} writes and deletes dropped from both replays: live nodes serve a read-only origin"
+        );
     }
     if requests.is_empty() {
         bail!("the workload has no reads");

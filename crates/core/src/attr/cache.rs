@@ -84,6 +84,10 @@ impl Policy<u64> for AttributeCache {
         self.subcaches.iter().map(Lru::len).sum()
     }
 
+    fn used(&self) -> usize {
+        self.subcaches.iter().map(Lru::used).sum()
+    }
+
     fn contains(&self, key: u64) -> bool {
         self.subcaches
             .get(key_subcache(key))
@@ -99,23 +103,24 @@ impl Policy<u64> for AttributeCache {
         }
     }
 
-    fn needs_room(&self, miss: &usize) -> bool {
+    /// Blocks of every sub-cache have size 1 in their own sub-cache.
+    fn needs_room(&self, miss: &usize, size: u32) -> bool {
         self.subcaches
             .get(*miss)
-            .is_some_and(|c| c.len() >= c.capacity())
+            .is_some_and(|c| c.needs_room(&(), size))
     }
 
-    fn victim(&self, miss: &usize) -> Option<u64> {
-        self.subcaches.get(*miss)?.victim(&())
+    fn victim(&self, miss: &usize, size: u32) -> Option<u64> {
+        self.subcaches.get(*miss)?.victim(&(), size)
     }
 
-    fn evict(&mut self, miss: &usize) -> Option<u64> {
-        self.subcaches.get_mut(*miss)?.evict(&())
+    fn evict(&mut self, miss: &usize, size: u32) -> Option<u64> {
+        self.subcaches.get_mut(*miss)?.evict(&(), size)
     }
 
-    fn insert(&mut self, key: u64, miss: usize) {
+    fn insert(&mut self, key: u64, size: u32, miss: usize) {
         if let Some(c) = self.subcaches.get_mut(miss) {
-            c.insert(key, ());
+            c.insert(key, size, ());
         }
     }
 
@@ -138,7 +143,7 @@ impl Policy<u64> for AttributeCache {
 mod tests {
     use super::*;
     use crate::attr::{Access, AttrConfig, FileType};
-    use crate::policy::access;
+    use crate::policy::{BLOCK, access};
 
     fn request(kind: FileType, file: u64, file_size: u64, offset: u64, len: u64) -> FileRequest {
         FileRequest {
@@ -229,7 +234,7 @@ mod tests {
                     if remove {
                         cache.remove(k);
                     } else {
-                        access(&mut cache, k, |_| {});
+                        access(&mut cache, k, BLOCK, |_| {});
                     }
                 }
                 for (i, &(_, blocks, _)) in resolved.subcaches.iter().enumerate() {
@@ -249,12 +254,12 @@ mod tests {
         let inode = request(FileType::Inode, 7, 128, 0, 128);
         let keys: Vec<u64> = request_keys(&resolved, &inode).unwrap().collect();
         for &k in &keys {
-            access(&mut cache, k, |_| {});
+            access(&mut cache, k, BLOCK, |_| {});
         }
         for file in 100..200 {
             let big = request(FileType::Datafile, file, 4 << 20, 0, 4 << 20);
             for k in request_keys(&resolved, &big).unwrap() {
-                access(&mut cache, k, |_| {});
+                access(&mut cache, k, BLOCK, |_| {});
             }
         }
         assert!(

@@ -4,7 +4,7 @@
 
 use super::local::{LocalCache, ask_manager, complete, serve_forward};
 use super::{Addr, BlockStore, Directory, Level, ManagerMachine, Msg, NodeId, NodeMachine, Outbox};
-use crate::policy::{BlockKey, Lookup, Lru, Policy};
+use crate::policy::{BLOCK, BlockKey, Lookup, Lru, Policy};
 use std::collections::HashMap;
 
 /// A node whose memory is split: a locally managed part, greedy as in
@@ -199,7 +199,7 @@ impl<K: BlockKey, C: Policy<K>, S: BlockStore<K>> CentralManager<K, C, S> {
             self.free[node] -= 1;
             (node as NodeId, None)
         } else {
-            let Some(old) = self.global.evict(&()) else {
+            let Some(old) = self.global.evict(&(), BLOCK) else {
                 return;
             };
             let Some(node) = self.placed.remove(&old) else {
@@ -208,7 +208,7 @@ impl<K: BlockKey, C: Policy<K>, S: BlockStore<K>> CentralManager<K, C, S> {
             (node, Some(old))
         };
         if let Lookup::Miss(()) = self.global.lookup(block) {
-            self.global.insert(block, ());
+            self.global.insert(block, BLOCK, ());
         }
         self.placed.insert(block, node);
         out.send(

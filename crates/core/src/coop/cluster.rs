@@ -7,7 +7,7 @@ use super::{
     ManagerMachine, ManagerMode, NChanceNode, NoData, NodeMachine, SizeClassed, WlruNode,
 };
 use crate::error::CapacityError;
-use crate::policy::{BlockKey, Lru, Policy, PolicyFactory, PolicyKind};
+use crate::policy::{BlockKey, Capacity, Lru, Policy, PolicyFactory, PolicyKind};
 use std::fmt;
 use std::str::FromStr;
 
@@ -346,9 +346,9 @@ impl<K: BlockKey + SizeClassed, V: ClusterVisitor<K>> PolicyFactory<K> for Build
 
     fn make<P: Policy<K> + Send + 'static>(
         self,
-        new: fn(usize) -> Result<P, CapacityError>,
+        new: fn(Capacity) -> Result<P, CapacityError>,
     ) -> Self::Output {
-        self.assemble(|capacity| Ok(new(capacity)?))
+        self.assemble(|capacity| Ok(new(capacity.into())?))
     }
 }
 

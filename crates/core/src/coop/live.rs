@@ -6,7 +6,7 @@ use super::{
     ManagerMode, NChanceNode, NodeId, NodeMachine, SizeClassed,
 };
 use crate::error::CapacityError;
-use crate::policy::{BlockKey, Lru, Policy, PolicyFactory, PolicyKind};
+use crate::policy::{BlockKey, Capacity, Lru, Policy, PolicyFactory, PolicyKind};
 use crate::protocol::{Content, MemStore};
 use std::fmt;
 
@@ -217,25 +217,32 @@ where
 
     fn make<P: Policy<K> + Send + 'static>(
         self,
-        new: fn(usize) -> Result<P, CapacityError>,
+        new: fn(Capacity) -> Result<P, CapacityError>,
     ) -> Self::Output {
         let (id, s) = (self.id, self.shape);
         let store = MemStore::<K, D>::default;
         Ok(match self.kind {
             AlgorithmKind::Base | AlgorithmKind::Greedy => {
-                Box::new(GreedyNode::new(id, new(s.capacity)?, store()))
+                Box::new(GreedyNode::new(id, new(s.capacity.into())?, store()))
             }
             // Netcache's rule: blocks parked here by peers go before this
             // node's own working set when its users need room.
             AlgorithmKind::NChance => Box::new(
-                NChanceNode::new(id, 1, s.chances, new(s.capacity)?, store(), s.seed)?
+                NChanceNode::new(id, 1, s.chances, new(s.capacity.into())?, store(), s.seed)?
                     .with_foreign_first(true),
             ),
             // Most of the node's memory is its partition; with managers
             // that keep no blocks, readers fill the partitions.
             AlgorithmKind::Hash => {
                 let (local, global) = ClusterConfig::split(s.capacity, PARTITION_SHARE)?;
-                let node = HashNode::new(id, 1, new(local)?, store(), Lru::new(global)?, store());
+                let node = HashNode::new(
+                    id,
+                    1,
+                    new(local.into())?,
+                    store(),
+                    Lru::new(global)?,
+                    store(),
+                );
                 Box::new(node.placing_fetches())
             }
             // Half of the memory for the node's own blocks, half for the
@@ -243,8 +250,9 @@ where
             // (only its order is kept here).
             AlgorithmKind::Direct => {
                 let (local, hosted) = ClusterConfig::split(s.capacity, LENT_SHARE)?;
-                let node = DirectNode::new(id, new(local)?, store(), Lru::new(hosted)?, store())
-                    .hosted_by_peers(Lru::new(hosted)?, store());
+                let node =
+                    DirectNode::new(id, new(local.into())?, store(), Lru::new(hosted)?, store())
+                        .hosted_by_peers(Lru::new(hosted)?, store());
                 Box::new(node)
             }
             other => {

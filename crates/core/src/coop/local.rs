@@ -2,7 +2,7 @@
 //! blocks, and the request paths every node type shares.
 
 use super::{Addr, BlockStore, Level, Msg, NodeId, Outbox, ReadDone};
-use crate::policy::{BlockKey, Lookup, Policy};
+use crate::policy::{BLOCK, BlockKey, Lookup, Policy};
 use std::marker::PhantomData;
 
 /// A replacement policy and the data of the blocks it caches.
@@ -45,12 +45,12 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> LocalCache<K, P, S> {
         miss: P::Miss,
         mut evicted: impl FnMut(K, Option<S::Data>),
     ) {
-        while self.policy.needs_room(&miss) {
-            if let Some(victim) = self.policy.evict(&miss) {
+        while self.policy.needs_room(&miss, BLOCK) {
+            if let Some(victim) = self.policy.evict(&miss, BLOCK) {
                 evicted(victim, self.store.take(victim));
             }
         }
-        self.policy.insert(block, miss);
+        self.policy.insert(block, BLOCK, miss);
     }
 
     /// Stores data that arrived for `block`, if it is still cached.

@@ -219,7 +219,7 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
         match self.status.find(block) {
             Some(idx) => self.status.relocate(idx, Status::of(mark)),
             None => {
-                self.status.push(block, Status::of(mark));
+                self.status.push(block, 1, Status::of(mark));
             }
         }
     }

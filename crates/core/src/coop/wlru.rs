@@ -5,7 +5,7 @@ use super::local::{
     LocalCache, ask_manager, complete, notify_dropped, serve_forward, write_through,
 };
 use super::{Addr, BlockStore, Level, Msg, NodeId, NodeMachine, Outbox};
-use crate::policy::{BlockKey, Lookup, Policy};
+use crate::policy::{BLOCK, BlockKey, Lookup, Policy};
 use std::collections::{HashMap, HashSet};
 
 /// How many of a node's oldest blocks are weighed for each eviction.
@@ -93,7 +93,7 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> WlruNode<K, P, S> {
         offer: bool,
         out: &mut Outbox<K, S::Data>,
     ) {
-        while self.cache.policy.needs_room(&miss) {
+        while self.cache.policy.needs_room(&miss, BLOCK) {
             let Some((victim, weight)) = self.lightest(now) else {
                 break;
             };

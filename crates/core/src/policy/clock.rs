@@ -1,6 +1,6 @@
 //! CLOCK: FIFO with one reference bit (second chance).
 
-use super::{BlockKey, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
 use crate::queue::IndexedQueue;
@@ -18,18 +18,30 @@ use crate::queue::IndexedQueue;
 /// (moving a block to the head is the hand passing it) and lets any block
 /// be removed.
 #[derive(Clone, Debug)]
-pub struct Clock<K> {
-    queue: IndexedQueue<K, bool>,
+pub struct Clock<K, W = u32> {
+    queue: IndexedQueue<K, bool, W>,
     capacity: usize,
 }
 
 impl<K: BlockKey> Clock<K> {
-    /// An empty CLOCK cache of `capacity` blocks (at least 1).
-    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
-        check_capacity("clock", capacity, 1)?;
+    /// An empty CLOCK cache of `capacity` blocks or bytes (at least 1).
+    pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Clock<K, W> {
+    /// An empty CLOCK cache of `capacity` blocks or bytes (at least 1).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        let capacity = capacity.into();
+        let units = check_capacity("clock", capacity, 1)?;
         Ok(Clock {
-            queue: IndexedQueue::with_capacity(capacity),
-            capacity,
+            queue: IndexedQueue::with_capacity(capacity.objects_hint()),
+            capacity: units,
         })
     }
 
@@ -38,7 +50,7 @@ impl<K: BlockKey> Clock<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for Clock<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Clock<K, W> {
     type Miss = ();
 
     fn name(&self) -> &'static str {
@@ -53,11 +65,16 @@ impl<K: BlockKey> Policy<K> for Clock<K> {
         self.queue.list(0).len()
     }
 
+    fn used(&self) -> usize {
+        self.queue.list(0).size() as usize
+    }
+
     fn contains(&self, key: K) -> bool {
         self.queue.find(key).is_some()
     }
 
-    #[inline]
+    // Always: the request loop's one call, which must not stay a call.
+    #[inline(always)]
     fn lookup(&mut self, key: K) -> Lookup<()> {
         match self.queue.find(key) {
             Some(idx) => {
@@ -70,7 +87,7 @@ impl<K: BlockKey> Policy<K> for Clock<K> {
 
     /// The oldest block without its bit; if every bit is set, the sweep
     /// clears them all and comes back to the oldest block.
-    fn victim(&self, _: &()) -> Option<K> {
+    fn victim(&self, _: &(), _: u32) -> Option<K> {
         let slab = &self.queue.slab;
         self.queue
             .iter_from_tail(0)
@@ -80,7 +97,7 @@ impl<K: BlockKey> Policy<K> for Clock<K> {
     }
 
     #[inline]
-    fn evict(&mut self, _: &()) -> Option<K> {
+    fn evict(&mut self, _: &(), _: u32) -> Option<K> {
         loop {
             let tail = self.queue.list(0).tail();
             if tail == NIL {
@@ -95,8 +112,8 @@ impl<K: BlockKey> Policy<K> for Clock<K> {
     }
 
     #[inline]
-    fn insert(&mut self, key: K, _: ()) {
-        self.queue.push(key, false);
+    fn insert(&mut self, key: K, size: u32, _: ()) {
+        self.queue.push(key, size, false);
     }
 
     fn remove(&mut self, key: K) -> bool {

@@ -1,6 +1,6 @@
 //! FIFO: evict the block inserted longest ago.
 
-use super::{BlockKey, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::NIL;
 use crate::queue::IndexedQueue;
@@ -15,23 +15,35 @@ use crate::queue::IndexedQueue;
 ///
 /// Same as libCacheSim's `FIFO`.
 #[derive(Clone, Debug)]
-pub struct Fifo<K> {
-    queue: IndexedQueue<K, ()>,
+pub struct Fifo<K, W = u32> {
+    queue: IndexedQueue<K, (), W>,
     capacity: usize,
 }
 
 impl<K: BlockKey> Fifo<K> {
-    /// An empty FIFO cache of `capacity` blocks (at least 1).
-    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
-        check_capacity("fifo", capacity, 1)?;
+    /// An empty FIFO cache of `capacity` blocks or bytes (at least 1).
+    pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Fifo<K, W> {
+    /// An empty FIFO cache of `capacity` blocks or bytes (at least 1).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        let capacity = capacity.into();
+        let units = check_capacity("fifo", capacity, 1)?;
         Ok(Fifo {
-            queue: IndexedQueue::with_capacity(capacity),
-            capacity,
+            queue: IndexedQueue::with_capacity(capacity.objects_hint()),
+            capacity: units,
         })
     }
 }
 
-impl<K: BlockKey> Policy<K> for Fifo<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Fifo<K, W> {
     type Miss = ();
 
     fn name(&self) -> &'static str {
@@ -46,11 +58,16 @@ impl<K: BlockKey> Policy<K> for Fifo<K> {
         self.queue.list(0).len()
     }
 
+    fn used(&self) -> usize {
+        self.queue.list(0).size() as usize
+    }
+
     fn contains(&self, key: K) -> bool {
         self.queue.find(key).is_some()
     }
 
-    #[inline]
+    // Always: the request loop's one call, which must not stay a call.
+    #[inline(always)]
     fn lookup(&mut self, key: K) -> Lookup<()> {
         match self.queue.find(key) {
             Some(_) => Lookup::Hit,
@@ -58,19 +75,19 @@ impl<K: BlockKey> Policy<K> for Fifo<K> {
         }
     }
 
-    fn victim(&self, _: &()) -> Option<K> {
+    fn victim(&self, _: &(), _: u32) -> Option<K> {
         self.queue.tail_key(0)
     }
 
     #[inline]
-    fn evict(&mut self, _: &()) -> Option<K> {
+    fn evict(&mut self, _: &(), _: u32) -> Option<K> {
         let tail = self.queue.list(0).tail();
         (tail != NIL).then(|| self.queue.forget(tail))
     }
 
     #[inline]
-    fn insert(&mut self, key: K, _: ()) {
-        self.queue.push(key, ());
+    fn insert(&mut self, key: K, size: u32, _: ()) {
+        self.queue.push(key, size, ());
     }
 
     fn remove(&mut self, key: K) -> bool {

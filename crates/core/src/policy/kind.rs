@@ -1,6 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
-use super::{Arc, BlockKey, Clock, Fifo, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ};
+use super::{
+    Arc, BlockKey, Capacity, Clock, Fifo, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ, Unit, Weight,
+};
 use crate::error::CapacityError;
 use std::fmt;
 use std::str::FromStr;
@@ -46,13 +48,13 @@ pub trait PolicyFactory<K: BlockKey> {
     /// Runs with the constructor of the chosen policy.
     fn make<P: Policy<K> + Send + 'static>(
         self,
-        new: fn(usize) -> Result<P, CapacityError>,
+        new: fn(Capacity) -> Result<P, CapacityError>,
     ) -> Self::Output;
 }
 
 /// Adapts a [`PolicyVisitor`] to one cache built by a [`PolicyFactory`].
 struct BuildOne<V> {
-    capacity: usize,
+    capacity: Capacity,
     visitor: V,
 }
 
@@ -61,7 +63,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
     fn make<P: Policy<K> + Send + 'static>(
         self,
-        new: fn(usize) -> Result<P, CapacityError>,
+        new: fn(Capacity) -> Result<P, CapacityError>,
     ) -> Self::Output {
         Ok(self.visitor.visit(new(self.capacity)?))
     }
@@ -94,27 +96,44 @@ impl PolicyKind {
         }
     }
 
-    /// Builds an empty cache of this policy with `capacity` blocks and hands
-    /// it to `visitor`.
+    /// Builds an empty cache of this policy with `capacity` (blocks, or
+    /// [`Capacity::Bytes`]) and hands it to `visitor`. A block cache's nodes
+    /// store no sizes ([`Unit`]): it must only be told size 1.
     pub fn build<K: BlockKey, V: PolicyVisitor<K>>(
         self,
-        capacity: usize,
+        capacity: impl Into<Capacity>,
         visitor: V,
     ) -> Result<V::Output, CapacityError> {
-        self.factory(BuildOne { capacity, visitor })
+        let capacity = capacity.into();
+        let one = BuildOne { capacity, visitor };
+        match capacity {
+            Capacity::Blocks(_) => self.weighted_factory::<K, Unit, _>(one),
+            Capacity::Bytes(_) => self.weighted_factory::<K, u32, _>(one),
+        }
     }
 
-    /// Hands this policy's constructor to `factory`.
+    /// Hands this policy's constructor of block caches to `factory` (a
+    /// cluster's node caches): their nodes store no sizes ([`Unit`]), so
+    /// they must only be told size 1.
     pub fn factory<K: BlockKey, F: PolicyFactory<K>>(self, factory: F) -> F::Output {
+        self.weighted_factory::<K, Unit, F>(factory)
+    }
+
+    /// Hands `factory` the constructor of this policy with nodes storing
+    /// sizes as `W`.
+    fn weighted_factory<K: BlockKey, W: Weight, F: PolicyFactory<K>>(
+        self,
+        factory: F,
+    ) -> F::Output {
         match self {
-            PolicyKind::Lru => factory.make(Lru::new),
-            PolicyKind::Fifo => factory.make(Fifo::new),
-            PolicyKind::Clock => factory.make(Clock::new),
-            PolicyKind::Sieve => factory.make(Sieve::new),
-            PolicyKind::Arc => factory.make(Arc::new),
-            PolicyKind::S3Fifo => factory.make(S3Fifo::new),
-            PolicyKind::TwoQ => factory.make(TwoQ::new),
-            PolicyKind::Lirs => factory.make(Lirs::new),
+            PolicyKind::Lru => factory.make(Lru::<K, W>::with_weights),
+            PolicyKind::Fifo => factory.make(Fifo::<K, W>::with_weights),
+            PolicyKind::Clock => factory.make(Clock::<K, W>::with_weights),
+            PolicyKind::Sieve => factory.make(Sieve::<K, W>::with_weights),
+            PolicyKind::Arc => factory.make(Arc::<K, W>::with_weights),
+            PolicyKind::S3Fifo => factory.make(S3Fifo::<K, W>::with_weights),
+            PolicyKind::TwoQ => factory.make(TwoQ::<K, W>::with_weights),
+            PolicyKind::Lirs => factory.make(Lirs::<K, W>::with_weights),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! LIRS: low inter-reference recency set.
 
-use super::{BlockKey, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, List, NIL, Slab};
 use std::collections::HashMap;
@@ -27,8 +27,8 @@ struct Slots {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LirsMiss {
     /// A non-resident HIR block still in `S`: its reuse distance is short,
-    /// so it comes back as LIR.
-    NonResident,
+    /// so it comes back as LIR, at the size `S` recorded for it.
+    NonResident(u32),
     /// A block LIRS has no record of.
     Cold,
 }
@@ -44,6 +44,11 @@ pub enum LirsMiss {
 /// were made to show it), where LRU thrashes; costs metadata for up to
 /// twice the cache in non-resident entries.
 ///
+/// In a byte cache the LIR and HIR sets and the stack are measured in
+/// bytes, as in libCacheSim, and so is its consequence: a new object larger
+/// than the HIR set (1% of the cache) is not admitted, and a LIR block
+/// demoted while larger than the HIR set leaves the cache.
+///
 /// Same as libCacheSim's `LIRS` (HIR share 1%, at least one block; stack
 /// limited to twice the cache), including a departure of that
 /// implementation from the paper: a hit on a resident HIR block that is no
@@ -58,42 +63,61 @@ pub enum LirsMiss {
 /// libCacheSim's, exactly); a live or cooperative cache, which must know
 /// every block it drops, should not use this policy.
 #[derive(Clone, Debug)]
-pub struct Lirs<K> {
+pub struct Lirs<K, W = u32> {
     /// Each block's entries; `S`, `Q` and the non-resident list each hold
     /// their own node, so a plain map rather than the slab-keyed index.
     index: HashMap<K, Slots, foldhash::fast::FixedState>,
-    s_slab: Slab<K, Status>,
+    s_slab: Slab<K, Status, W>,
     s: List,
-    q_slab: Slab<K, ()>,
+    q_slab: Slab<K, (), W>,
     q: List,
-    nh_slab: Slab<K, ()>,
+    nh_slab: Slab<K, (), W>,
     nh: List,
-    lir_count: usize,
-    hir_count: usize,
-    lir_limit: usize,
-    hir_limit: usize,
+    /// Sizes of the LIR and resident HIR blocks, in the cache's unit.
+    lir_count: u64,
+    hir_count: u64,
+    /// LIR blocks (resident HIR blocks are `Q`'s length).
+    lir_blocks: usize,
+    lir_limit: u64,
+    hir_limit: u64,
     capacity: usize,
 }
 
 impl<K: BlockKey> Lirs<K> {
-    /// An empty LIRS cache of `capacity` blocks (at least 2: one LIR, one
-    /// HIR).
-    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
-        check_capacity("lirs", capacity, 2)?;
-        let hir_limit = ((capacity as f64 * 0.01) as usize).max(1);
+    /// An empty LIRS cache of `capacity` blocks or bytes (at least 2: one
+    /// LIR, one HIR).
+    pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Lirs<K, W> {
+    /// An empty LIRS cache of `capacity` blocks or bytes (at least 2: one
+    /// LIR, one HIR).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        let capacity = capacity.into();
+        let units = check_capacity("lirs", capacity, 2)?;
+        let hir_limit = ((units as f64 * 0.01) as u64).max(1);
+        let hint = capacity.objects_hint();
+        let hir_hint = ((hint as f64 * 0.01) as usize).max(1);
         Ok(Lirs {
-            index: HashMap::with_capacity_and_hasher(2 * capacity, Default::default()),
-            s_slab: Slab::with_capacity(2 * capacity),
+            index: HashMap::with_capacity_and_hasher(2 * hint, Default::default()),
+            s_slab: Slab::with_capacity(2 * hint),
             s: List::default(),
-            q_slab: Slab::with_capacity(hir_limit),
+            q_slab: Slab::with_capacity(hir_hint),
             q: List::default(),
-            nh_slab: Slab::with_capacity(capacity),
+            nh_slab: Slab::with_capacity(hint),
             nh: List::default(),
             lir_count: 0,
             hir_count: 0,
-            lir_limit: capacity - hir_limit,
+            lir_blocks: 0,
+            lir_limit: units as u64 - hir_limit,
             hir_limit,
-            capacity,
+            capacity: units,
         })
     }
 
@@ -113,22 +137,22 @@ impl<K: BlockKey> Lirs<K> {
         }
     }
 
-    fn push_s(&mut self, key: K, status: Status) {
-        let idx = self.s_slab.alloc(key, status);
+    fn push_s(&mut self, key: K, size: u32, status: Status) {
+        let idx = self.s_slab.alloc(key, size, status);
         self.s_slab.push_head(&mut self.s, idx);
         let slots = self.slots(key);
         self.set_slots(key, Slots { s: idx, ..slots });
     }
 
-    fn push_q(&mut self, key: K) {
-        let idx = self.q_slab.alloc(key, ());
+    fn push_q(&mut self, key: K, size: u32) {
+        let idx = self.q_slab.alloc(key, size, ());
         self.q_slab.push_head(&mut self.q, idx);
         let slots = self.slots(key);
         self.set_slots(key, Slots { q: idx, ..slots });
     }
 
-    fn push_nh(&mut self, key: K) {
-        let idx = self.nh_slab.alloc(key, ());
+    fn push_nh(&mut self, key: K, size: u32) {
+        let idx = self.nh_slab.alloc(key, size, ());
         self.nh_slab.push_head(&mut self.nh, idx);
         let slots = self.slots(key);
         self.set_slots(key, Slots { nh: idx, ..slots });
@@ -182,40 +206,49 @@ impl<K: BlockKey> Lirs<K> {
             return None;
         }
         let key = self.q_slab.key(front);
-        self.hir_count -= 1;
+        let size = self.q_slab.size(front);
+        self.hir_count -= u64::from(size);
         self.drop_q(key);
         let s = self.slots(key).s;
         if s != NIL {
             self.s_slab.meta_mut(s).resident = false;
-            self.push_nh(key);
+            self.push_nh(key, size);
         }
         Some(key)
     }
 
     /// Demotes the LIR block at the bottom of `S` to a resident HIR block in
-    /// `Q` (evicting `Q`'s front if it is full), then prunes. Returns the
-    /// block evicted from `Q`, if any.
+    /// `Q` (evicting from `Q`'s front until it fits), then prunes. Returns
+    /// the last block evicted, if any: one from `Q`, or the demoted block
+    /// itself if it is larger than the whole HIR set.
     fn evict_lir(&mut self) -> Option<K> {
         let bottom = self.s.tail();
         if bottom == NIL {
             return None;
         }
         let key = self.s_slab.key(bottom);
-        self.lir_count -= 1;
+        let size = self.s_slab.size(bottom);
+        self.lir_count -= u64::from(size);
+        self.lir_blocks -= 1;
         self.drop_s(key);
         let mut evicted = None;
-        while self.hir_count + 1 > self.hir_limit {
-            evicted = self.evict_hir();
+        if u64::from(size) <= self.hir_limit {
+            while self.hir_count + u64::from(size) > self.hir_limit {
+                evicted = self.evict_hir();
+            }
+            self.push_q(key, size);
+            self.hir_count += u64::from(size);
+        } else {
+            evicted = Some(key);
         }
-        self.push_q(key);
-        self.hir_count += 1;
         self.prune();
         evicted
     }
 
-    fn make_lir_room(&mut self) -> Option<K> {
+    /// Demotes LIR blocks until one of `size` fits in the LIR set.
+    fn make_lir_room(&mut self, size: u32) -> Option<K> {
         let mut evicted = None;
-        while self.lir_count + 1 > self.lir_limit {
+        while self.lir_count + u64::from(size) > self.lir_limit {
             evicted = self.evict_lir().or(evicted);
         }
         evicted
@@ -224,7 +257,7 @@ impl<K: BlockKey> Lirs<K> {
     /// Bounds `S` to twice the cache by forgetting the oldest non-resident
     /// entries.
     fn limit_stack(&mut self) {
-        while self.s.len() > 2 * self.capacity {
+        while self.s.size() > 2 * self.capacity as u64 {
             let oldest = self.nh.tail();
             if oldest == NIL {
                 break;
@@ -238,21 +271,24 @@ impl<K: BlockKey> Lirs<K> {
     /// A hit on a resident HIR block in `S`: it becomes LIR.
     fn hit_hir_in_s(&mut self, key: K, slots: Slots) {
         if slots.q != NIL {
-            self.hir_count -= 1;
+            self.hir_count -= u64::from(self.q_slab.size(slots.q));
             self.drop_q(key);
         }
-        self.make_lir_room();
+        let size = self.s_slab.size(slots.s);
+        self.make_lir_room(size);
         let s = self.slots(key).s;
         self.s_slab.meta_mut(s).lir = true;
-        self.lir_count += 1;
+        self.lir_count += u64::from(size);
+        self.lir_blocks += 1;
     }
 
     /// A hit on a resident HIR block only in `Q`: it stays HIR and gets a
     /// new entry on top of `S`.
-    fn hit_hir_in_q(&mut self, key: K) {
-        self.make_lir_room();
+    fn hit_hir_in_q(&mut self, key: K, size: u32) {
+        self.make_lir_room(size);
         self.push_s(
             key,
+            size,
             Status {
                 lir: false,
                 resident: true,
@@ -260,31 +296,34 @@ impl<K: BlockKey> Lirs<K> {
         );
     }
 
-    fn insert_cold(&mut self, key: K) {
-        if self.lir_count < self.lir_limit {
+    fn insert_cold(&mut self, key: K, size: u32) {
+        if self.lir_count + u64::from(size) <= self.lir_limit {
             self.push_s(
                 key,
+                size,
                 Status {
                     lir: true,
                     resident: true,
                 },
             );
-            self.lir_count += 1;
+            self.lir_count += u64::from(size);
+            self.lir_blocks += 1;
         } else {
             self.push_s(
                 key,
+                size,
                 Status {
                     lir: false,
                     resident: true,
                 },
             );
-            self.push_q(key);
-            self.hir_count += 1;
+            self.push_q(key, size);
+            self.hir_count += u64::from(size);
         }
     }
 }
 
-impl<K: BlockKey> Policy<K> for Lirs<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Lirs<K, W> {
     type Miss = LirsMiss;
 
     fn name(&self) -> &'static str {
@@ -296,7 +335,11 @@ impl<K: BlockKey> Policy<K> for Lirs<K> {
     }
 
     fn len(&self) -> usize {
-        self.lir_count + self.hir_count
+        self.q.len() + self.lir_blocks
+    }
+
+    fn used(&self) -> usize {
+        (self.lir_count + self.hir_count) as usize
     }
 
     fn contains(&self, key: K) -> bool {
@@ -321,10 +364,10 @@ impl<K: BlockKey> Policy<K> for Lirs<K> {
                 self.hit_hir_in_s(key, slots);
                 Lookup::Hit
             } else {
-                return Lookup::Miss(LirsMiss::NonResident);
+                return Lookup::Miss(LirsMiss::NonResident(self.s_slab.size(slots.s)));
             }
         } else if slots.q != NIL {
-            self.hit_hir_in_q(key);
+            self.hit_hir_in_q(key, self.q_slab.size(slots.q));
             Lookup::Hit
         } else {
             return Lookup::Miss(LirsMiss::Cold);
@@ -333,29 +376,57 @@ impl<K: BlockKey> Policy<K> for Lirs<K> {
         outcome
     }
 
-    fn needs_room(&self, miss: &LirsMiss) -> bool {
-        let lir_full = self.lir_count + 1 > self.lir_limit;
-        let hir_full = self.hir_count + 1 > self.hir_limit;
+    /// A cold object must fit the HIR set (libCacheSim's `can_insert`).
+    fn admits(&self, size: u32, miss: &LirsMiss) -> bool {
+        let size = u64::from(size);
         match miss {
-            LirsMiss::NonResident => lir_full,
-            LirsMiss::Cold => lir_full && hir_full,
+            LirsMiss::NonResident(_) => size <= self.capacity as u64,
+            LirsMiss::Cold => size <= self.lir_limit && size <= self.hir_limit,
         }
     }
 
-    fn victim(&self, _: &LirsMiss) -> Option<K> {
-        // Both paths end by evicting Q's front, if Q is full.
-        let front = self.q.tail();
-        (self.hir_count + 1 > self.hir_limit && front != NIL).then(|| self.q_slab.key(front))
+    /// A block coming back as LIR first needs LIR room for its recorded
+    /// size, then the cache room for the request's; a cold one needs room
+    /// only when both sets are full.
+    fn needs_room(&self, miss: &LirsMiss, size: u32) -> bool {
+        let size = u64::from(size);
+        match *miss {
+            LirsMiss::NonResident(recorded) => {
+                self.lir_count + u64::from(recorded) > self.lir_limit
+                    || self.lir_count + self.hir_count + size > self.capacity as u64
+            }
+            LirsMiss::Cold => {
+                self.lir_count + size > self.lir_limit && self.hir_count + size > self.hir_limit
+            }
+        }
     }
 
-    fn evict(&mut self, miss: &LirsMiss) -> Option<K> {
-        match miss {
-            LirsMiss::NonResident => self.evict_lir(),
+    fn victim(&self, _: &LirsMiss, size: u32) -> Option<K> {
+        // Both paths end by evicting Q's front, if Q is full.
+        let front = self.q.tail();
+        (self.hir_count + u64::from(size) > self.hir_limit && front != NIL)
+            .then(|| self.q_slab.key(front))
+    }
+
+    fn evict(&mut self, miss: &LirsMiss, _: u32) -> Option<K> {
+        match *miss {
+            LirsMiss::NonResident(recorded)
+                if self.lir_count + u64::from(recorded) > self.lir_limit =>
+            {
+                self.evict_lir()
+            }
+            LirsMiss::NonResident(_) => {
+                let mut evicted = None;
+                while self.hir_count >= self.hir_limit && self.q.tail() != NIL {
+                    evicted = self.evict_hir();
+                }
+                self.evict_lir().or(evicted)
+            }
             LirsMiss::Cold => self.evict_hir(),
         }
     }
 
-    fn insert(&mut self, key: K, _: LirsMiss) {
+    fn insert(&mut self, key: K, size: u32, _: LirsMiss) {
         let slots = self.slots(key);
         // Re-derive the case from the state rather than trust the miss, so
         // a stale miss cannot corrupt the counts.
@@ -365,9 +436,10 @@ impl<K: BlockKey> Policy<K> for Lirs<K> {
                 lir: true,
                 resident: true,
             };
-            self.lir_count += 1;
+            self.lir_count += u64::from(self.s_slab.size(slots.s));
+            self.lir_blocks += 1;
         } else if slots.s == NIL && slots.q == NIL {
-            self.insert_cold(key);
+            self.insert_cold(key, size);
         }
         self.limit_stack();
     }
@@ -377,7 +449,8 @@ impl<K: BlockKey> Policy<K> for Lirs<K> {
         let status = (slots.s != NIL).then(|| self.s_slab.meta(slots.s));
         let resident = slots.q != NIL || status.is_some_and(|s| s.resident);
         if status.is_some_and(|s| s.lir) {
-            self.lir_count -= 1;
+            self.lir_count -= u64::from(self.s_slab.size(slots.s));
+            self.lir_blocks -= 1;
             self.drop_s(key);
             self.prune();
             return true;
@@ -387,7 +460,7 @@ impl<K: BlockKey> Policy<K> for Lirs<K> {
         // leaving it marked resident in `S` but uncounted (see
         // `hit_hir_in_q`), and removing it must not count it twice.
         if slots.q != NIL {
-            self.hir_count -= 1;
+            self.hir_count -= u64::from(self.q_slab.size(slots.q));
         }
         if slots.s != NIL {
             self.drop_s(key);

@@ -7,10 +7,31 @@
 //! ([`Policy::evict`]) because the cooperation algorithms forward victims to
 //! peers instead of dropping them.
 //!
-//! Every policy counts blocks, not bytes: a cache of capacity `c` holds at
-//! most `c` blocks. Each policy reproduces libCacheSim's definition of the
-//! same name exactly (miss for miss, see `tests/golden.rs`), or says in its
-//! doc where it departs.
+//! # Sizes
+//!
+//! A cache is sized in blocks or in bytes ([`Capacity`]). Every object
+//! has a size in the cache's unit: 1 in a block cache, whatever its bytes
+//! are; its bytes in a byte cache. After a miss, every call that admits,
+//! makes room or inserts is told the size of the object that missed, and a
+//! cache holds objects while the sum of their sizes stays within its
+//! capacity ([`Policy::used`] against [`Policy::capacity`]). [`access`]
+//! evicts until the new object fits, as libCacheSim does; an object a
+//! policy does not [admit](Policy::admits) (larger than the cache, or than
+//! a queue it must enter) is not cached and the request is a miss. A hit
+//! keeps the size the object was cached with, as in libCacheSim.
+//!
+//! A block cache is the byte cache whose objects all have size 1, so one
+//! implementation serves both. Each slab node keeps its object's size and
+//! each list the sum of its nodes' sizes ([`List::size`](crate::list::List::size)),
+//! so a policy reads its queues' occupancy off its lists. How nodes store
+//! sizes is a type parameter, [`Weight`]: `u32` by default, [`Unit`] (no
+//! storage, every size 1) in the block caches [`PolicyKind`] makes
+//! ([`build`](PolicyKind::build) with [`Capacity::Blocks`], and
+//! [`factory`](PolicyKind::factory) for a cluster's nodes), so block
+//! replays and cooperative simulations pay nothing for sizes. A new policy generic over `W`
+//! gets both; one that is not stores `u32` sizes everywhere. Each policy reproduces libCacheSim's
+//! definition of the same name exactly, in blocks (`tests/golden.rs`) and
+//! in bytes (`tests/golden_sizes.rs`), or says in its doc where it departs.
 
 mod arc;
 mod clock;
@@ -32,6 +53,8 @@ pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 pub use two_q::TwoQ;
 
+pub use crate::list::{Unit, Weight};
+
 use crate::error::CapacityError;
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -42,6 +65,46 @@ use std::hash::Hash;
 pub trait BlockKey: Copy + Eq + Hash + Debug + Send + Sync + 'static {}
 
 impl<T: Copy + Eq + Hash + Debug + Send + Sync + 'static> BlockKey for T {}
+
+/// The size of every object in a block cache ([`Capacity::Blocks`]).
+pub const BLOCK: u32 = 1;
+
+/// How much a cache holds, and in which unit its objects are sized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capacity {
+    /// This many blocks: every object has size 1 (libCacheSim's object
+    /// mode). Index and queues are allocated for this many up front.
+    Blocks(usize),
+    /// This many bytes: every object has its own size in bytes. Index and
+    /// queues grow with the objects cached.
+    Bytes(u64),
+}
+
+impl From<usize> for Capacity {
+    fn from(blocks: usize) -> Self {
+        Capacity::Blocks(blocks)
+    }
+}
+
+impl std::fmt::Display for Capacity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Capacity::Blocks(n) => write!(f, "{n} blocks"),
+            Capacity::Bytes(b) => write!(f, "{b} bytes"),
+        }
+    }
+}
+
+impl Capacity {
+    /// Objects to allocate room for up front: the block count, or a guess
+    /// for a byte cache (which then grows while it fills).
+    pub(crate) fn objects_hint(self) -> usize {
+        match self {
+            Capacity::Blocks(n) => n,
+            Capacity::Bytes(_) => 1 << 12,
+        }
+    }
+}
 
 /// Outcome of [`Policy::lookup`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,10 +118,13 @@ pub enum Lookup<M> {
 
 /// A local replacement policy over blocks identified by `K`.
 ///
-/// After a [`Lookup::Miss`], the caller makes room with
+/// After a [`Lookup::Miss`], the caller checks that the policy
+/// [admits](Policy::admits) the object, makes room with
 /// [`needs_room`](Policy::needs_room) and [`evict`](Policy::evict), then
-/// calls [`insert`](Policy::insert) with the same key and miss, before any
-/// other call that changes the policy. [`access`] is that loop.
+/// calls [`insert`](Policy::insert) with the same key, size and miss, before
+/// any other call that changes the policy. [`access`] is that loop. Sizes
+/// are in the cache's unit (see [`Capacity`]): a block cache is always
+/// told 1.
 pub trait Policy<K: BlockKey> {
     /// What a miss tells the following insert: `()` for policies without
     /// history, which ghost list was hit for ARC, and so on.
@@ -67,11 +133,15 @@ pub trait Policy<K: BlockKey> {
     /// Short lower-case name, as accepted by [`PolicyKind`]'s `FromStr`.
     fn name(&self) -> &'static str;
 
-    /// Most blocks the cache holds.
+    /// Most the cache holds, in its unit: blocks, or bytes.
     fn capacity(&self) -> usize;
 
-    /// Blocks cached now.
+    /// Objects (blocks) cached now.
     fn len(&self) -> usize;
+
+    /// Sum of the sizes of the objects cached now: [`len`](Policy::len) in
+    /// a block cache, bytes in a byte cache.
+    fn used(&self) -> usize;
 
     /// Whether no block is cached.
     fn is_empty(&self) -> bool {
@@ -86,24 +156,36 @@ pub trait Policy<K: BlockKey> {
     /// hits, recency of non-resident blocks) and returns [`Lookup::Miss`].
     fn lookup(&mut self, key: K) -> Lookup<Self::Miss>;
 
-    /// Whether the block of `miss` cannot be inserted before an eviction.
-    fn needs_room(&self, miss: &Self::Miss) -> bool {
+    /// Whether an object of `size` that missed with `miss` may be cached
+    /// at all (libCacheSim's `can_insert`): by default, if it is no larger
+    /// than the cache. A policy whose new objects enter a queue of their own
+    /// may also refuse objects larger than that queue.
+    fn admits(&self, size: u32, miss: &Self::Miss) -> bool {
         let _ = miss;
-        self.len() >= self.capacity()
+        u64::from(size) <= self.capacity() as u64
+    }
+
+    /// Whether the object of `miss`, of `size`, cannot be inserted before
+    /// an eviction: by default, if it would take the cache over capacity.
+    fn needs_room(&self, miss: &Self::Miss, size: u32) -> bool {
+        let _ = miss;
+        self.used() as u64 + u64::from(size) > self.capacity() as u64
     }
 
     /// The block the next [`evict`](Policy::evict) would drop, without
     /// changing anything. `None` if that call would only reorganise the
     /// queues without dropping a block (S3-FIFO promoting its whole small
     /// queue, LIRS demoting a LIR block into a non-full HIR queue).
-    fn victim(&self, miss: &Self::Miss) -> Option<K>;
+    fn victim(&self, miss: &Self::Miss, size: u32) -> Option<K>;
 
-    /// Makes room for the block of `miss` and returns the block dropped, if
-    /// one was. Called only while [`needs_room`](Policy::needs_room) holds.
-    fn evict(&mut self, miss: &Self::Miss) -> Option<K>;
+    /// Makes room for the object of `miss`, of `size`, and returns the
+    /// block dropped, if one was. Called only while
+    /// [`needs_room`](Policy::needs_room) holds.
+    fn evict(&mut self, miss: &Self::Miss, size: u32) -> Option<K>;
 
-    /// Inserts the block that missed with `miss`; the caller has made room.
-    fn insert(&mut self, key: K, miss: Self::Miss);
+    /// Inserts the object that missed with `miss`, of `size`; the caller has
+    /// made room.
+    fn insert(&mut self, key: K, size: u32, miss: Self::Miss);
 
     /// Drops `key` if it is cached (an invalidation, or a block handed to a
     /// peer) and returns whether it was.
@@ -118,47 +200,69 @@ pub trait Policy<K: BlockKey> {
     fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_;
 }
 
-/// One request through `policy`: a hit, or a miss that makes room (reporting
-/// each dropped block to `on_evict`) and inserts `key`. Returns whether it hit.
+/// One request through `policy` for `key`, an object of `size` (1 in a
+/// block cache): a hit, or a miss that makes room (reporting each dropped
+/// block to `on_evict`) and inserts `key`. An object the policy does not
+/// [admit](Policy::admits) (larger than the cache) is left out and evicts
+/// nothing. Returns whether it hit.
 ///
-/// This is the request loop of every policy, written once.
+/// This is the request loop of every policy, written once, and the same as
+/// libCacheSim's `cache_get_base`: find, check it can be inserted, evict
+/// until it fits, insert.
 #[inline]
 pub fn access<K: BlockKey, P: Policy<K>>(
     policy: &mut P,
     key: K,
+    size: u32,
     mut on_evict: impl FnMut(K),
 ) -> bool {
     match policy.lookup(key) {
         Lookup::Hit => true,
         Lookup::Miss(miss) => {
-            while policy.needs_room(&miss) {
-                if let Some(victim) = policy.evict(&miss) {
-                    on_evict(victim);
+            if policy.admits(size, &miss) {
+                while policy.needs_room(&miss, size) {
+                    if let Some(victim) = policy.evict(&miss, size) {
+                        on_evict(victim);
+                    }
                 }
+                policy.insert(key, size, miss);
             }
-            policy.insert(key, miss);
             false
         }
     }
 }
 
 /// Checks a requested capacity against a policy's smallest workable one and
-/// the largest the slab indices allow.
+/// the largest the slab indices (blocks) or arithmetic (bytes) allow, and
+/// returns it in the cache's unit.
 pub(crate) fn check_capacity(
     policy: &'static str,
-    capacity: usize,
+    capacity: Capacity,
     min: usize,
-) -> Result<(), CapacityError> {
+) -> Result<usize, CapacityError> {
     // Ghost lists hold up to another `capacity` entries and slab indices are
-    // u32, so keep the total well inside u32.
-    const MAX: usize = 1 << 30;
-    if capacity < min || capacity > MAX {
+    // u32, so keep the total well inside u32. Byte caches keep their sums of
+    // sizes (up to twice the capacity, with ghosts) far from overflow.
+    const MAX_BLOCKS: u64 = 1 << 30;
+    const MAX_BYTES: u64 = 1 << 60;
+    let (units, max, unit) = match capacity {
+        Capacity::Blocks(n) => (n as u64, MAX_BLOCKS, "blocks"),
+        Capacity::Bytes(b) => (b, MAX_BYTES, "bytes"),
+    };
+    if units < min as u64 || units > max {
         return Err(CapacityError {
             policy,
-            capacity,
-            min,
-            max: MAX,
+            capacity: units,
+            unit,
+            min: min as u64,
+            max,
         });
     }
-    Ok(())
+    usize::try_from(units).map_err(|_| CapacityError {
+        policy,
+        capacity: units,
+        unit,
+        min: min as u64,
+        max: usize::MAX as u64,
+    })
 }

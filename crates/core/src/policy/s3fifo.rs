@@ -1,6 +1,6 @@
 //! S3-FIFO: a small probationary FIFO, a main FIFO and a ghost FIFO.
 
-use super::{BlockKey, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
 use crate::queue::{IndexedLists, ListTag};
@@ -41,12 +41,17 @@ impl ListTag for Entry {
 /// results at commit aa0fc40 use: small 10%, ghost 90%, move-to-main
 /// threshold 2, every non-ghost miss enters the small queue). Later
 /// libCacheSim releases changed `S3FIFO` to fill main while the cache warms;
-/// this is not that variant. One departure: libCacheSim admits nothing into
-/// a small queue of a single block (caches under 20 blocks), we do.
+/// this is not that variant. In a byte cache the three queues are measured
+/// in bytes and, as in libCacheSim, an object larger than the small queue
+/// (10% of the cache) is not admitted at all, even on a ghost hit. One
+/// departure: libCacheSim makes room for, then drops, a new object exactly
+/// as large as the small queue (every block when the small queue holds a
+/// single block, caches under 20 blocks); we cache it.
 #[derive(Clone, Debug)]
-pub struct S3Fifo<K> {
+pub struct S3Fifo<K, W = u32> {
     /// Small, main and ghost FIFOs, indexed by [`Queue`].
-    queues: IndexedLists<K, Entry, 3>,
+    queues: IndexedLists<K, Entry, 3, W>,
+    small_capacity: usize,
     main_capacity: usize,
     ghost_capacity: usize,
     capacity: usize,
@@ -56,23 +61,44 @@ pub struct S3Fifo<K> {
 const MOVE_TO_MAIN_THRESHOLD: u8 = 2;
 
 impl<K: BlockKey> S3Fifo<K> {
-    /// An empty S3-FIFO cache of `capacity` blocks (at least 10, so the
-    /// small queue has a block).
-    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
-        check_capacity("s3fifo", capacity, 10)?;
+    /// An empty S3-FIFO cache of `capacity` blocks or bytes (at least 10,
+    /// so the small queue has a block).
+    pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> S3Fifo<K, W> {
+    /// An empty S3-FIFO cache of `capacity` blocks or bytes (at least 10,
+    /// so the small queue has a block).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        let capacity = capacity.into();
+        let units = check_capacity("s3fifo", capacity, 10)?;
         // The same float truncation as libCacheSim, so sizes match exactly.
-        let small_capacity = (capacity as f64 * 0.10) as usize;
-        let ghost_capacity = (capacity as f64 * 0.90) as usize;
+        let small_capacity = (units as f64 * 0.10) as usize;
+        let ghost_capacity = (units as f64 * 0.90) as usize;
+        let hint = capacity.objects_hint();
         Ok(S3Fifo {
-            queues: IndexedLists::with_capacity(capacity + ghost_capacity),
-            main_capacity: capacity - small_capacity,
+            queues: IndexedLists::with_capacity(hint + (hint as f64 * 0.90) as usize),
+            small_capacity,
+            main_capacity: units - small_capacity,
             ghost_capacity,
-            capacity,
+            capacity: units,
         })
     }
 
     fn len_of(&self, q: Queue) -> usize {
         self.queues.list(q as usize).len()
+    }
+
+    /// Sum of the sizes on a queue: its length in a block cache, its bytes
+    /// in a byte cache.
+    fn size_of(&self, q: Queue) -> u64 {
+        self.queues.list(q as usize).size()
     }
 
     fn tail_of(&self, q: Queue) -> Idx {
@@ -83,7 +109,7 @@ impl<K: BlockKey> S3Fifo<K> {
     /// outgrow its share while small promotes into it; small has no limit of
     /// its own beyond the cache's.
     fn evicts_from_main(&self) -> bool {
-        self.len_of(Queue::Main) > self.main_capacity || (self.len_of(Queue::Small) == 0)
+        self.size_of(Queue::Main) > self.main_capacity as u64 || (self.size_of(Queue::Small) == 0)
     }
 
     /// Main's CLOCK: blocks with a count go back to the head with one less
@@ -126,8 +152,13 @@ impl<K: BlockKey> S3Fifo<K> {
                 );
                 continue;
             }
-            if self.len_of(Queue::Ghost) >= self.ghost_capacity {
+            // The ghost FIFO makes room for the newcomer's size.
+            let size = u64::from(self.queues.size(tail));
+            while self.size_of(Queue::Ghost) + size > self.ghost_capacity as u64 {
                 let oldest_ghost = self.tail_of(Queue::Ghost);
+                if oldest_ghost == NIL {
+                    break;
+                }
                 self.queues.forget(oldest_ghost);
             }
             self.queues.relocate(
@@ -142,7 +173,7 @@ impl<K: BlockKey> S3Fifo<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for S3Fifo<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for S3Fifo<K, W> {
     /// Whether the miss hit a ghost, which sends the block straight to main.
     type Miss = bool;
 
@@ -156,6 +187,15 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
 
     fn len(&self) -> usize {
         self.len_of(Queue::Small) + self.len_of(Queue::Main)
+    }
+
+    fn used(&self) -> usize {
+        (self.size_of(Queue::Small) + self.size_of(Queue::Main)) as usize
+    }
+
+    /// New objects must fit the small queue, ghost hits included.
+    fn admits(&self, size: u32, _: &bool) -> bool {
+        size as usize <= self.small_capacity
     }
 
     fn contains(&self, key: K) -> bool {
@@ -178,7 +218,7 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
         Lookup::Hit
     }
 
-    fn victim(&self, _: &bool) -> Option<K> {
+    fn victim(&self, _: &bool, _: u32) -> Option<K> {
         let q = &self.queues;
         let freq = |i| q.meta(i).freq;
         if self.evicts_from_main() {
@@ -196,7 +236,7 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
         }
     }
 
-    fn evict(&mut self, _: &bool) -> Option<K> {
+    fn evict(&mut self, _: &bool, _: u32) -> Option<K> {
         if self.evicts_from_main() {
             self.evict_main()
         } else {
@@ -204,9 +244,9 @@ impl<K: BlockKey> Policy<K> for S3Fifo<K> {
         }
     }
 
-    fn insert(&mut self, key: K, ghost_hit: bool) {
+    fn insert(&mut self, key: K, size: u32, ghost_hit: bool) {
         let queue = if ghost_hit { Queue::Main } else { Queue::Small };
-        self.queues.push(key, Entry { queue, freq: 0 });
+        self.queues.push(key, size, Entry { queue, freq: 0 });
     }
 
     /// Drops a cached block; ghosts are history and stay.

@@ -1,6 +1,6 @@
 //! SIEVE: FIFO with a visited bit and a hand that stays put.
 
-use super::{BlockKey, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
 use crate::queue::IndexedQueue;
@@ -18,21 +18,33 @@ use crate::queue::IndexedQueue;
 ///
 /// Same as libCacheSim's `Sieve`.
 #[derive(Clone, Debug)]
-pub struct Sieve<K> {
-    queue: IndexedQueue<K, bool>,
+pub struct Sieve<K, W = u32> {
+    queue: IndexedQueue<K, bool, W>,
     /// Where the next eviction starts looking; [`NIL`] means the tail.
     hand: Idx,
     capacity: usize,
 }
 
 impl<K: BlockKey> Sieve<K> {
-    /// An empty SIEVE cache of `capacity` blocks (at least 1).
-    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
-        check_capacity("sieve", capacity, 1)?;
+    /// An empty SIEVE cache of `capacity` blocks or bytes (at least 1).
+    pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> Sieve<K, W> {
+    /// An empty SIEVE cache of `capacity` blocks or bytes (at least 1).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        let capacity = capacity.into();
+        let units = check_capacity("sieve", capacity, 1)?;
         Ok(Sieve {
-            queue: IndexedQueue::with_capacity(capacity),
+            queue: IndexedQueue::with_capacity(capacity.objects_hint()),
             hand: NIL,
-            capacity,
+            capacity: units,
         })
     }
 
@@ -65,7 +77,7 @@ impl<K: BlockKey> Sieve<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for Sieve<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for Sieve<K, W> {
     type Miss = ();
 
     fn name(&self) -> &'static str {
@@ -80,11 +92,16 @@ impl<K: BlockKey> Policy<K> for Sieve<K> {
         self.queue.list(0).len()
     }
 
+    fn used(&self) -> usize {
+        self.queue.list(0).size() as usize
+    }
+
     fn contains(&self, key: K) -> bool {
         self.queue.find(key).is_some()
     }
 
-    #[inline]
+    // Always: the request loop's one call, which must not stay a call.
+    #[inline(always)]
     fn lookup(&mut self, key: K) -> Lookup<()> {
         match self.queue.find(key) {
             Some(idx) => {
@@ -97,7 +114,7 @@ impl<K: BlockKey> Policy<K> for Sieve<K> {
 
     /// The first unvisited block from the hand on; if all are visited, the
     /// sweep clears every bit and comes back to where it started.
-    fn victim(&self, _: &()) -> Option<K> {
+    fn victim(&self, _: &(), _: u32) -> Option<K> {
         let start = self.start();
         if start == NIL {
             return None;
@@ -115,7 +132,7 @@ impl<K: BlockKey> Policy<K> for Sieve<K> {
     }
 
     #[inline]
-    fn evict(&mut self, _: &()) -> Option<K> {
+    fn evict(&mut self, _: &(), _: u32) -> Option<K> {
         let mut idx = self.start();
         if idx == NIL {
             return None;
@@ -129,8 +146,8 @@ impl<K: BlockKey> Policy<K> for Sieve<K> {
     }
 
     #[inline]
-    fn insert(&mut self, key: K, _: ()) {
-        self.queue.push(key, false);
+    fn insert(&mut self, key: K, size: u32, _: ()) {
+        self.queue.push(key, size, false);
     }
 
     fn remove(&mut self, key: K) -> bool {

@@ -1,6 +1,6 @@
 //! 2Q: a FIFO for first references, an LRU for blocks seen again.
 
-use super::{BlockKey, Lookup, Policy, check_capacity};
+use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::NIL;
 use crate::queue::{IndexedLists, ListTag};
@@ -32,10 +32,12 @@ impl ListTag for Queue {
 /// database buffer pools and block traces with a frequently reused core.
 ///
 /// Same as libCacheSim's `TwoQ` (`Ain-size-ratio=0.25,Aout-size-ratio=0.5`).
+/// In a byte cache the queues are measured in bytes and, as in libCacheSim,
+/// an object larger than `A1in` (25% of the cache) is not admitted.
 #[derive(Clone, Debug)]
-pub struct TwoQ<K> {
+pub struct TwoQ<K, W = u32> {
     /// A1in, A1out and Am, indexed by [`Queue`].
-    queues: IndexedLists<K, Queue, 3>,
+    queues: IndexedLists<K, Queue, 3, W>,
     in_capacity: usize,
     out_capacity: usize,
     main_capacity: usize,
@@ -43,19 +45,33 @@ pub struct TwoQ<K> {
 }
 
 impl<K: BlockKey> TwoQ<K> {
-    /// An empty 2Q cache of `capacity` blocks (at least 4, so `A1in` has a
-    /// block).
-    pub fn new(capacity: usize) -> Result<Self, CapacityError> {
-        check_capacity("2q", capacity, 4)?;
+    /// An empty 2Q cache of `capacity` blocks or bytes (at least 4, so
+    /// `A1in` has a block).
+    pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_weights(capacity)
+    }
+}
+
+impl<K: BlockKey, W: Weight> TwoQ<K, W> {
+    /// An empty 2Q cache of `capacity` blocks or bytes (at least 4, so
+    /// `A1in` has a block).
+    ///
+    /// Nodes store their sizes as `W`: `u32` (what `new`
+    /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
+    /// hold no size at all.
+    pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        let capacity = capacity.into();
+        let units = check_capacity("2q", capacity, 4)?;
         // The same float truncation as libCacheSim, so sizes match exactly.
-        let in_capacity = (capacity as f64 * 0.25) as usize;
-        let out_capacity = (capacity as f64 * 0.5) as usize;
+        let in_capacity = (units as f64 * 0.25) as usize;
+        let out_capacity = (units as f64 * 0.5) as usize;
+        let hint = capacity.objects_hint();
         Ok(TwoQ {
-            queues: IndexedLists::with_capacity(capacity + out_capacity),
+            queues: IndexedLists::with_capacity(hint + hint / 2),
             in_capacity,
             out_capacity,
-            main_capacity: capacity - in_capacity,
-            capacity,
+            main_capacity: units - in_capacity,
+            capacity: units,
         })
     }
 
@@ -63,19 +79,26 @@ impl<K: BlockKey> TwoQ<K> {
         self.queues.list(q as usize).len()
     }
 
-    fn is_full(&self) -> bool {
-        self.len() >= self.capacity
+    /// Sum of the sizes on a queue: its length in a block cache, its bytes
+    /// in a byte cache.
+    fn size_of(&self, q: Queue) -> u64 {
+        self.queues.list(q as usize).size()
     }
 
-    /// Whether a block coming back from `A1out` must first push one out of a
-    /// full `Am`, even though the cache as a whole has room.
-    fn main_needs_room(&self, ghost_hit: bool) -> bool {
-        ghost_hit && self.len_of(Queue::Main) >= self.main_capacity
+    /// Whether an object of `size` does not fit beside what is cached.
+    fn is_full(&self, size: u32) -> bool {
+        self.used() as u64 + u64::from(size) > self.capacity as u64
     }
 
-    /// Which queue the next eviction takes from.
-    fn eviction_queue(&self) -> Queue {
-        if self.is_full() && self.len_of(Queue::In) > self.in_capacity {
+    /// Whether an object of `size` coming back from `A1out` must first push
+    /// one out of a full `Am`, even though the cache as a whole has room.
+    fn main_needs_room(&self, ghost_hit: bool, size: u32) -> bool {
+        ghost_hit && self.size_of(Queue::Main) + u64::from(size) > self.main_capacity as u64
+    }
+
+    /// Which queue the next eviction for an object of `size` takes from.
+    fn eviction_queue(&self, size: u32) -> Queue {
+        if self.is_full(size) && self.size_of(Queue::In) > self.in_capacity as u64 {
             Queue::In
         } else {
             Queue::Main
@@ -83,7 +106,7 @@ impl<K: BlockKey> TwoQ<K> {
     }
 }
 
-impl<K: BlockKey> Policy<K> for TwoQ<K> {
+impl<K: BlockKey, W: Weight> Policy<K> for TwoQ<K, W> {
     /// Whether the miss hit `A1out`, which sends the block to `Am`.
     type Miss = bool;
 
@@ -97,6 +120,15 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
 
     fn len(&self) -> usize {
         self.len_of(Queue::In) + self.len_of(Queue::Main)
+    }
+
+    fn used(&self) -> usize {
+        (self.size_of(Queue::In) + self.size_of(Queue::Main)) as usize
+    }
+
+    /// New objects must fit `A1in`, ghost hits included.
+    fn admits(&self, size: u32, _: &bool) -> bool {
+        size as usize <= self.in_capacity
     }
 
     fn contains(&self, key: K) -> bool {
@@ -123,17 +155,17 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
         }
     }
 
-    fn needs_room(&self, ghost_hit: &bool) -> bool {
-        self.is_full() || self.main_needs_room(*ghost_hit)
+    fn needs_room(&self, ghost_hit: &bool, size: u32) -> bool {
+        self.is_full(size) || self.main_needs_room(*ghost_hit, size)
     }
 
-    fn victim(&self, _: &bool) -> Option<K> {
-        let tail = self.queues.list(self.eviction_queue() as usize).tail();
+    fn victim(&self, _: &bool, size: u32) -> Option<K> {
+        let tail = self.queues.list(self.eviction_queue(size) as usize).tail();
         (tail != NIL).then(|| self.queues.key(tail))
     }
 
-    fn evict(&mut self, _: &bool) -> Option<K> {
-        let queue = self.eviction_queue();
+    fn evict(&mut self, _: &bool, size: u32) -> Option<K> {
+        let queue = self.eviction_queue(size);
         let tail = self.queues.list(queue as usize).tail();
         if tail == NIL {
             return None;
@@ -141,18 +173,23 @@ impl<K: BlockKey> Policy<K> for TwoQ<K> {
         if queue == Queue::Main {
             return Some(self.queues.forget(tail));
         }
-        // Leaving A1in: remember the id in A1out.
-        if self.len_of(Queue::Out) >= self.out_capacity {
+        // Leaving A1in: remember the id in A1out, which makes room for the
+        // leaving object's size.
+        let leaving = u64::from(self.queues.size(tail));
+        while self.size_of(Queue::Out) + leaving > self.out_capacity as u64 {
             let oldest_ghost = self.queues.list(Queue::Out as usize).tail();
+            if oldest_ghost == NIL {
+                break;
+            }
             self.queues.forget(oldest_ghost);
         }
         self.queues.relocate(tail, Queue::Out);
         Some(self.queues.key(tail))
     }
 
-    fn insert(&mut self, key: K, ghost_hit: bool) {
+    fn insert(&mut self, key: K, size: u32, ghost_hit: bool) {
         let queue = if ghost_hit { Queue::Main } else { Queue::In };
-        self.queues.push(key, queue);
+        self.queues.push(key, size, queue);
     }
 
     /// Drops a cached block; `A1out` ghosts are history and stay.

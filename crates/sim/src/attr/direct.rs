@@ -2,7 +2,7 @@
 
 use super::AttrPoint;
 use coopcache_core::attr::{Access, AttributeCache, FileRequest, Resolved, request_keys};
-use coopcache_core::policy::{Lookup, Policy};
+use coopcache_core::policy::{BLOCK, Lookup, Policy};
 use std::collections::HashSet;
 
 /// Replays `requests` through an attribute cache of `resolved`, write-back
@@ -30,15 +30,15 @@ pub fn simulate(
             match cache.lookup(key) {
                 Lookup::Hit => {}
                 Lookup::Miss(miss) => {
-                    while cache.needs_room(&miss) {
-                        if let Some(victim) = cache.evict(&miss)
+                    while cache.needs_room(&miss, BLOCK) {
+                        if let Some(victim) = cache.evict(&miss, BLOCK)
                             && dirty.remove(&victim)
                         {
                             p.write_expulsions += 1;
                             p.origin_write_bytes += resolved.block_size(miss);
                         }
                     }
-                    cache.insert(key, miss);
+                    cache.insert(key, BLOCK, miss);
                     if r.access == Access::Read {
                         missed = true;
                         p.origin_read_blocks += 1;

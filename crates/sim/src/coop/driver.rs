@@ -186,11 +186,13 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
         };
         match r.op {
             Op::Read => node.read(r.id, now, &mut self.outbox),
-            Op::Write => node.write(r.id, (), now, &mut self.outbox),
+            // A cluster has no deletes: the object's other copies are
+            // invalidated, as for a write.
+            Op::Write | Op::Delete => node.write(r.id, (), now, &mut self.outbox),
         }
         let read_load = self.deliver_all(now);
         let measured = now >= self.warmup;
-        if measured && r.op == Op::Write {
+        if measured && r.op != Op::Read {
             self.stats.writes += 1;
         }
         let mut outcome = None;

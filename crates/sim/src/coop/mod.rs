@@ -11,7 +11,7 @@ pub use driver::{ClientOutOfRange, ClientStats, Load, Simulation, Stats};
 pub use hardware::{Busy, Hardware};
 pub use profile::CostProfile;
 
-use crate::chunks::for_each_chunk;
+use crate::chunks::{CHUNK, for_each_chunk};
 use crate::error::TraceError;
 use crate::trace::{Request, Requests};
 use coopcache_core::attr::{AttrConfig, AttributeCache};
@@ -186,8 +186,8 @@ pub fn simulate(
     let mut done = 0u64;
     for_each_chunk(
         requests,
-        |r| *r,
-        |chunk: &[Request]| {
+        || Vec::with_capacity(CHUNK),
+        |chunk: &Vec<Request>| {
             runs.par_iter_mut()
                 .map(|run| run.feed(chunk))
                 .collect::<Result<Vec<()>, _>>()?;

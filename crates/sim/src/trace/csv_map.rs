@@ -23,8 +23,9 @@ use std::str::FromStr;
 /// | `ids` | `int` (unsigned integers) or `hash` (any text, hashed to 64 bits) | `int` |
 ///
 /// Times are unsigned integers in the trace's unit, or decimal seconds,
-/// which become nanoseconds. Ops read `r`, `read`, `get` or `0` as reads and
-/// `w`, `write`, `set`, `put` or `1` as writes. Client labels of any form
+/// which become nanoseconds. Ops read `r`, `read`, `get` or `0` as reads,
+/// `w`, `write`, `set`, `put` or `1` as writes and `d`, `del`, `delete` or
+/// `remove` as deletes. Client labels of any form
 /// are numbered in order of first appearance.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CsvSpec {
@@ -55,6 +56,13 @@ impl Default for CsvSpec {
 
 const SPEC_FORM: &str = "comma-separated key=value pairs: id, time, size, op, client = 1-based column; \
      header = yes|no; sep = comma|tab|space|semicolon|<char>; ids = int|hash";
+
+impl CsvSpec {
+    /// Whether a column holds each object's size.
+    pub fn has_size(&self) -> bool {
+        self.size.is_some()
+    }
+}
 
 impl FromStr for CsvSpec {
     type Err = OptionError;
@@ -189,7 +197,7 @@ impl CsvReader {
             let text = self.field(c, "op")?;
             request.op = parse_op(text).ok_or_else(|| {
                 self.error(format!(
-                    "op {} is not a read (r, read, get, 0) or a write (w, write, set, put, 1)",
+                    "op {} is not a read (r, read, get, 0), a write (w, write, set, put, 1) or a delete (d, del, delete, remove)",
                     excerpt(text)
                 ))
             })?;
@@ -271,13 +279,14 @@ pub(super) fn csv_error(path: &std::path::Path, e: csv::Error) -> TraceError {
     }
 }
 
-/// Reads `r`, `read`, `get`, `0` as reads and `w`, `write`, `set`, `put`,
-/// `1` as writes, in any case.
+/// Reads `r`, `read`, `get`, `0` as reads, `w`, `write`, `set`, `put`,
+/// `1` as writes and `d`, `del`, `delete`, `remove` as deletes, in any case.
 pub(super) fn parse_op(text: &[u8]) -> Option<Op> {
     let lower = text.to_ascii_lowercase();
     match lower.as_slice() {
         b"r" | b"read" | b"get" | b"0" => Some(Op::Read),
         b"w" | b"write" | b"set" | b"put" | b"1" => Some(Op::Write),
+        b"d" | b"del" | b"delete" | b"remove" => Some(Op::Delete),
         _ => None,
     }
 }
@@ -352,6 +361,7 @@ mod tests {
     fn ops_read_common_spellings() {
         assert_eq!(parse_op(b"Read"), Some(Op::Read));
         assert_eq!(parse_op(b"W"), Some(Op::Write));
-        assert_eq!(parse_op(b"delete"), None);
+        assert_eq!(parse_op(b"delete"), Some(Op::Delete));
+        assert_eq!(parse_op(b"scan"), None);
     }
 }

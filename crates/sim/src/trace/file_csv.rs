@@ -144,7 +144,9 @@ fn parse(
             match parse_op(text) {
                 Some(Op::Read) => Access::Read,
                 Some(Op::Write) => Access::Write,
-                None => return Err(format!("op {} is neither read nor write", excerpt(text))),
+                Some(Op::Delete) | None => {
+                    return Err(format!("op {} is neither read nor write", excerpt(text)));
+                }
             }
         }
     };

@@ -25,7 +25,7 @@ use std::io::BufRead;
 use std::path::Path;
 use std::str::FromStr;
 
-/// Whether a request reads or writes its block.
+/// Whether a request reads, writes or deletes its block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Op {
     /// A read (the default where a trace does not say).
@@ -33,6 +33,10 @@ pub enum Op {
     Read,
     /// A write.
     Write,
+    /// A delete (key-value traces): the object is dropped from the cache.
+    /// The cooperative simulation, which has no deletes, treats it as a
+    /// write (write-invalidate).
+    Delete,
 }
 
 /// One block request from a trace.
@@ -43,8 +47,8 @@ pub struct Request {
     /// The trace's timestamp, in its own unit; the request's position in
     /// the trace for formats without time.
     pub time: u64,
-    /// Object size in bytes where the trace gives one, else 0. Replays count
-    /// blocks, not bytes.
+    /// Object size in bytes where the trace gives one (see
+    /// [`TraceFormat::has_sizes`]), else 0.
     pub size: u32,
     /// The client (host, volume, source trace) that issued it.
     pub client: u32,
@@ -89,6 +93,17 @@ impl TraceFormat {
         TraceFormat::Msr,
         TraceFormat::Tencent,
     ];
+
+    /// Whether requests read in this format carry their objects' sizes:
+    /// `oracle` always, `csv` with a `size` column. The block formats
+    /// (`msr`, `tencent`) split byte ranges into blocks instead.
+    pub fn has_sizes(self, opts: &ReadOptions) -> bool {
+        match self {
+            TraceFormat::Oracle => true,
+            TraceFormat::Csv => opts.csv.as_ref().is_some_and(CsvSpec::has_size),
+            _ => false,
+        }
+    }
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
