@@ -15,13 +15,15 @@
 //! crate's directory, or absolute) to keep its screenshot; otherwise it
 //! stays in the test's temporary directory.
 
+#[path = "common/cluster.rs"]
+mod cluster;
 mod common;
 
-use common::{coopcache_args, stderr};
+use cluster::*;
 use serde_json::{Value, json};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -30,12 +32,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_coopcache");
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-/// How long a cluster may take to form, a node or Chromium to answer, or
-/// the page to show something.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Chromium as this machine needs it: as root, with no GPU, and without
 /// the background connections a closed network refuses. Timers are not
@@ -58,186 +55,12 @@ const CHROMIUM_FLAGS: &[&str] = &[
 
 // ---- the cluster ---------------------------------------------------------
 
-/// A running `coopcache node`, killed and reaped on drop.
-struct Node {
-    child: Child,
-    http: SocketAddr,
-    listen: SocketAddr,
-    log: PathBuf,
-}
-
-impl Node {
-    /// Starts node `name` and waits for its gateway, retrying with other
-    /// ports if one was taken between choosing and binding it.
-    fn start(name: &str, dir: &Path, join: Option<SocketAddr>) -> Node {
-        for _ in 0..5 {
-            let mut node = Node::spawn(name, dir, join);
-            match node.wait_ready() {
-                Ok(()) => return node,
-                Err(log) if log.contains("cannot listen") || log.contains("in use") => {}
-                Err(log) => panic!("node {name} did not start:\n{log}"),
-            }
-        }
-        panic!("node {name}: no free ports after 5 tries");
-    }
-
-    fn spawn(name: &str, dir: &Path, join: Option<SocketAddr>) -> Node {
-        let (listen, http) = (free_addr(), free_addr());
-        let log = dir.join(format!("{name}-{}.log", http.port()));
-        let mut cmd = Command::new(BIN);
-        cmd.arg("node")
-            .args(["--name", name])
-            .args(["--data-dir", dir.join("keys").to_str().unwrap()])
-            .args(["--origin", dir.join("origin").to_str().unwrap()])
-            .args(["--listen", &listen.to_string()])
-            .args(["--http", &http.to_string()]);
-        if let Some(seed) = join {
-            cmd.args(["--join", &seed.to_string()]);
-        }
-        let child = cmd
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        Node {
-            child,
-            http,
-            listen,
-            log,
-        }
-    }
-
-    fn wait_ready(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            if let Ok(Some(code)) = self.child.try_wait() {
-                return Err(format!("exited with {code}:\n{}", self.log_text()));
-            }
-            if get(self.http, "/v1/status").is_ok_and(|r| r.code == 200) {
-                return Ok(());
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        Err(format!(
-            "no gateway after {PATIENCE:?}:\n{}",
-            self.log_text()
-        ))
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn status(&self) -> Value {
-        let r = get(self.http, "/v1/status").expect("status");
-        assert_eq!(r.code, 200, "status: {}", r.text());
-        serde_json::from_slice(&r.body).expect("status JSON")
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A loopback address with a port free a moment ago.
-fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// Nodes a, b, c with keys from `coopcache cluster init`, b and c joining
-/// a, once each sees all three.
-fn start_cluster(dir: &Path) -> Vec<Node> {
+/// Nodes a, b, c with keys from `coopcache cluster init` in `dir/keys`,
+/// reading `dir/origin`, once each sees all three.
+fn start_abc(dir: &Path) -> Vec<Node> {
     let keys = dir.join("keys");
-    let out = coopcache_args(&[
-        "cluster",
-        "init",
-        "--dir",
-        keys.to_str().unwrap(),
-        "--nodes",
-        "a,b,c",
-    ]);
-    assert!(out.status.success(), "cluster init: {}", stderr(&out));
-    let a = Node::start("a", dir, None);
-    let seed = Some(a.listen);
-    let nodes = vec![a, Node::start("b", dir, seed), Node::start("c", dir, seed)];
-    for node in &nodes {
-        wait_until("every node sees 3 members", || {
-            node.status()["members"].as_array().map_or(0, Vec::len) == 3
-        });
-    }
-    nodes
-}
-
-/// Polls `cond` every 100 ms; fails the test after [`PATIENCE`].
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        thread::sleep(Duration::from_millis(100));
-    }
-}
-
-// ---- HTTP ----------------------------------------------------------------
-
-struct Reply {
-    code: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-/// `GET path` over a fresh connection. Every route used here answers with
-/// a `Content-Length`, so the body is what follows the head.
-fn get(addr: SocketAddr, path: &str) -> std::io::Result<Reply> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(PATIENCE))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let malformed = || std::io::Error::other(format!("GET {path}: malformed answer"));
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(malformed)?;
-    let head = String::from_utf8_lossy(&raw[..split]);
-    let mut lines = head.split("\r\n");
-    let code = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(malformed)?;
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    Ok(Reply {
-        code,
-        headers,
-        body: raw[split + 4..].to_vec(),
-    })
+    cluster_init(&keys, &["a", "b", "c"]);
+    start_cluster(&["a", "b", "c"], &keys, &dir.join("origin"), &[])
 }
 
 // ---- Chromium ------------------------------------------------------------
@@ -403,7 +226,7 @@ fn read_until(stop: &AtomicBool, gateways: &[SocketAddr], files: &[String]) {
     while !stop.load(Ordering::Relaxed) {
         for addr in gateways {
             for file in files {
-                let r = get(*addr, &format!("/v1/files/{file}")).expect("read");
+                let r = get(*addr, &format!("/v1/files/{file}"), None).expect("read");
                 assert_eq!(r.code, 200, "{file} at {addr}: {}", r.text());
             }
         }
@@ -437,7 +260,7 @@ fn the_dashboard_shows_the_members_and_its_charts_move_with_reads() {
     for (i, f) in files.iter().enumerate() {
         std::fs::write(origin.join(f), vec![i as u8; 200_000]).unwrap();
     }
-    let nodes = start_cluster(dir.path());
+    let nodes = start_abc(dir.path());
     let a = nodes[0].http;
 
     for (path, kind) in [
@@ -445,7 +268,7 @@ fn the_dashboard_shows_the_members_and_its_charts_move_with_reads() {
         ("/dashboard.js", "text/javascript"),
         ("/dashboard.css", "text/css"),
     ] {
-        let r = get(a, path).unwrap();
+        let r = get(a, path, None).unwrap();
         assert_eq!(r.code, 200, "{path}");
         let content_type = r.header("content-type").unwrap_or_default();
         assert!(content_type.starts_with(kind), "{path}: {content_type}");

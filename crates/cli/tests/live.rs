@@ -6,16 +6,19 @@
 //! are pseudo-random bytes from a seed printed by each test; set
 //! `COOPCACHE_LIVE_SEED` to replay one.
 
+#[path = "common/cluster.rs"]
+mod cluster;
 mod common;
 
+use cluster::*;
 use common::{coopcache_args, stderr, stdout};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -25,9 +28,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_coopcache");
 
 /// The daemon's default block size (64 KiB).
 const BLOCK: u64 = 64 << 10;
-
-/// How long a cluster may take to form or a node to answer.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 // ---- origin files ------------------------------------------------------
 
@@ -82,269 +82,6 @@ fn blocks_of(len: usize) -> u64 {
 
 fn sha(data: &[u8]) -> Vec<u8> {
     Sha256::digest(data).to_vec()
-}
-
-// ---- nodes -------------------------------------------------------------
-
-/// A loopback address with a port free a moment ago. Another process may
-/// take it before the node binds it: [`Node::start`] retries then.
-fn free_addr() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap()
-}
-
-/// Runs `coopcache cluster init --dir DIR --nodes NAMES`.
-fn cluster_init(dir: &Path, names: &[&str]) {
-    let out = coopcache_args(&[
-        "cluster",
-        "init",
-        "--dir",
-        dir.to_str().unwrap(),
-        "--nodes",
-        &names.join(","),
-    ]);
-    assert!(out.status.success(), "cluster init: {}", stderr(&out));
-}
-
-/// How to start one node.
-struct NodeSpec<'a> {
-    name: &'a str,
-    keys: &'a Path,
-    origin: &'a Path,
-    join: Option<SocketAddr>,
-    extra: &'a [&'a str],
-}
-
-/// A running `coopcache node`, killed (SIGKILL) and reaped on drop.
-struct Node {
-    name: String,
-    child: Child,
-    http: SocketAddr,
-    listen: SocketAddr,
-    log: PathBuf,
-}
-
-impl Node {
-    /// Starts a node and waits until its gateway answers, retrying with
-    /// other ports if one was taken in between.
-    fn start(spec: &NodeSpec) -> Node {
-        for _ in 0..5 {
-            let mut node = Node::spawn(spec);
-            match node.wait_ready() {
-                Ok(()) => return node,
-                Err(log) if log.contains("cannot listen") || log.contains("in use") => {
-                    eprintln!("{}: port taken, retrying", spec.name);
-                }
-                Err(log) => panic!("node {} did not start:\n{log}", spec.name),
-            }
-        }
-        panic!("node {}: no free ports after 5 tries", spec.name);
-    }
-
-    fn spawn(spec: &NodeSpec) -> Node {
-        let (listen, http) = (free_addr(), free_addr());
-        let log = spec.keys.join(format!("{}-{}.log", spec.name, http.port()));
-        let mut cmd = Command::new(BIN);
-        cmd.arg("node")
-            .args(["--name", spec.name])
-            .args(["--data-dir", spec.keys.to_str().unwrap()])
-            .args(["--origin", spec.origin.to_str().unwrap()])
-            .args(["--listen", &listen.to_string()])
-            .args(["--http", &http.to_string()])
-            .args(spec.extra);
-        if let Some(seed) = spec.join {
-            cmd.args(["--join", &seed.to_string()]);
-        }
-        let child = cmd
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        Node {
-            name: spec.name.to_string(),
-            child,
-            http,
-            listen,
-            log,
-        }
-    }
-
-    /// Waits for the gateway; the node's log if it exited first.
-    fn wait_ready(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            if let Ok(Some(code)) = self.child.try_wait() {
-                return Err(format!("exited with {code}:\n{}", self.log_text()));
-            }
-            if get(self.http, "/v1/status", None).is_ok_and(|r| r.code == 200) {
-                return Ok(());
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        Err(format!(
-            "no gateway after {PATIENCE:?}:\n{}",
-            self.log_text()
-        ))
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn status(&self) -> Value {
-        status_at(self.http).unwrap_or_else(|e| panic!("{}: status: {e}", self.name))
-    }
-
-    /// SIGKILL, as `kill -9` sends it.
-    fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-/// Nodes named `names` sharing `keys`; all but the first join the first.
-fn start_cluster(names: &[&str], keys: &Path, origin: &Path, extra: &[&str]) -> Vec<Node> {
-    let first = Node::start(&NodeSpec {
-        name: names[0],
-        keys,
-        origin,
-        join: None,
-        extra,
-    });
-    let seed = first.listen;
-    let mut nodes = vec![first];
-    for name in &names[1..] {
-        nodes.push(Node::start(&NodeSpec {
-            name,
-            keys,
-            origin,
-            join: Some(seed),
-            extra,
-        }));
-    }
-    for node in &nodes {
-        wait_until(
-            &format!("{} sees {} members", node.name, names.len()),
-            || members(&node.status()) == names.len(),
-        );
-    }
-    nodes
-}
-
-/// Polls `cond` every 20 ms; fails the test after [`PATIENCE`].
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
-// ---- the gateway -------------------------------------------------------
-
-/// An HTTP answer.
-struct Reply {
-    code: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-/// `GET path` with an optional `Range` value, over a fresh connection.
-fn get(addr: SocketAddr, path: &str, range: Option<&str>) -> std::io::Result<Reply> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let range = range.map_or(String::new(), |r| format!("Range: {r}\r\n"));
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{range}\r\n"
-    )?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    parse_reply(&raw).ok_or_else(|| std::io::Error::other("malformed HTTP answer"))
-}
-
-fn parse_reply(raw: &[u8]) -> Option<Reply> {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&raw[..split]).ok()?;
-    let mut lines = head.split("\r\n");
-    let code = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let mut reply = Reply {
-        code,
-        headers,
-        body: raw[split + 4..].to_vec(),
-    };
-    if reply
-        .header("transfer-encoding")
-        .is_some_and(|v| v.contains("chunked"))
-    {
-        reply.body = dechunk(&reply.body)?;
-    }
-    Some(reply)
-}
-
-fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let eol = raw.windows(2).position(|w| w == b"\r\n")?;
-        let size_text = std::str::from_utf8(&raw[..eol]).ok()?;
-        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
-        if size == 0 {
-            return Some(out);
-        }
-        let data = raw.get(eol + 2..eol + 2 + size)?;
-        out.extend_from_slice(data);
-        raw = raw.get(eol + 4 + size..)?;
-    }
-}
-
-/// A whole file through the gateway at `addr`; fails on any non-200.
-fn fetch(addr: SocketAddr, path: &str) -> Result<Vec<u8>, String> {
-    let r = get(addr, &format!("/v1/files/{path}"), None).map_err(|e| e.to_string())?;
-    if r.code != 200 {
-        return Err(format!("{path}: HTTP {}: {}", r.code, r.text()));
-    }
-    Ok(r.body)
-}
-
-fn status_at(addr: SocketAddr) -> Result<Value, String> {
-    let r = get(addr, "/v1/status", None).map_err(|e| e.to_string())?;
-    if r.code != 200 {
-        return Err(format!("HTTP {}: {}", r.code, r.text()));
-    }
-    serde_json::from_slice(&r.body).map_err(|e| e.to_string())
-}
-
-fn members(status: &Value) -> usize {
-    status["members"].as_array().map_or(0, Vec::len)
 }
 
 /// Block reads a node's status counts at `level` (local, manager, peer, origin).

@@ -2,7 +2,7 @@
 #![allow(dead_code)] // each test crate uses some of these
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// Runs `coopcache` with the words of `command` (paths here have no spaces).
 pub fn coopcache(command: &str) -> Output {
@@ -110,4 +110,15 @@ pub fn file_config_keys() -> Vec<&'static str> {
         "FileConfig's Deserialize named only {fields:?}"
     );
     fields.to_vec()
+}
+
+/// Starts `cmd` (a daemon) with its log, stderr, in `log`, at its default
+/// level, and nothing on stdin or stdout.
+pub fn spawn_logging(cmd: &mut Command, log: &Path) -> Child {
+    cmd.env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::net::TcpListener;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -141,13 +141,7 @@ impl Mount {
         if let Some(seed) = join {
             command.args(["--join", &seed.listen]);
         }
-        let child = command
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+        let child = super::common::spawn_logging(&mut command, &log);
         let mut m = Mount {
             child,
             dir: dir.into(),
