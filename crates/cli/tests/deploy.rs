@@ -185,3 +185,144 @@ fn the_units_memory_limit_lies_above_the_examples_budget() {
         "MemoryMax={max} ({limit} bytes) is not above the {resident} bytes a {memory} node may keep resident"
     );
 }
+
+/// The unit's own command, run as systemd would run it (this machine's
+/// init is not systemd, so `systemctl start` cannot): ExecStart's words
+/// with the built binary and a copy of the example configuration, as an
+/// unprivileged user (DynamicUser=) owning only its state directory (mode
+/// 0700, StateDirectory=), which holds keys an operator made with `cluster
+/// init`. The node serves its status, and SIGTERM (systemd's stop) ends it
+/// with exit 0 within the unit's TimeoutStopSec.
+#[test]
+fn the_units_command_runs_a_node_that_stops_cleanly_on_sigterm() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::{Duration, Instant};
+    let unit = read("coopcache.service");
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("no ExecStart");
+    let stop: u64 = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("TimeoutStopSec="))
+        .and_then(|v| v.strip_suffix('s'))
+        .and_then(|v| v.parse().ok())
+        .expect("TimeoutStopSec=Ns");
+
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let state = tmp.path().join("state");
+    let origin = tmp.path().join("origin");
+    std::fs::create_dir(&origin).unwrap();
+    std::fs::write(origin.join("hello.txt"), b"hello from the origin\n").unwrap();
+    let name = example().name.expect("the example names its node");
+    let out = coopcache_args(&["cluster", "init", "--dir", path(&state), "--nodes", &name]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    // The example, its machine paths and ports swapped for this test's,
+    // and its gateway open to this test without a token.
+    let (listen, http) = (free_port(), free_port());
+    let config = read("coopcache.toml")
+        .replace("\"/srv/data\"", &format!("{:?}", path(&origin)))
+        .replace("\"/var/lib/coopcache\"", &format!("{:?}", path(&state)))
+        .replace("\"127.0.0.1:7170\"", &format!("\"127.0.0.1:{listen}\""))
+        .replace("\"127.0.0.1:7171\"", &format!("\"127.0.0.1:{http}\""))
+        .replace(
+            "http_allow_anonymous = false",
+            "http_allow_anonymous = true",
+        );
+    let config_path = tmp.path().join("coopcache.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let words: Vec<String> = exec
+        .split_whitespace()
+        .map(|w| match w {
+            "/usr/local/bin/coopcache" => BIN.to_string(),
+            "/etc/coopcache/coopcache.toml" => path(&config_path).to_string(),
+            w => w.to_string(),
+        })
+        .collect();
+
+    // DynamicUser=: an unprivileged uid owning only the state directory.
+    let root = is_root();
+    let mut cmd = if root {
+        let nobody = 65534;
+        chown_tree(&state, nobody);
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+        c.args(&words);
+        c
+    } else {
+        let mut c = Command::new(&words[0]);
+        c.args(&words[1..]);
+        c
+    };
+    let log = tmp.path().join("node.log");
+    let mut child = spawn_logging(&mut cmd, &log);
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(code) = child.try_wait().unwrap() {
+            panic!("the unit's command exited with {code}:\n{}", log_text());
+        }
+        let out = coopcache_args(&["status", "--node", &format!("127.0.0.1:{http}"), "--json"]);
+        if out.status.success() {
+            break stdout(&out);
+        }
+        assert!(Instant::now() < deadline, "no gateway:\n{}", log_text());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        status.contains(&format!("\"name\": \"{name}\"")),
+        "{status}"
+    );
+    let out = coopcache_args(&["cat", "hello.txt", "--node", &format!("127.0.0.1:{http}")]);
+    assert_eq!(stdout(&out), "hello from the origin\n", "{}", stderr(&out));
+
+    // systemd's stop: SIGTERM, then SIGKILL after TimeoutStopSec.
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(stop);
+    let code = loop {
+        if let Some(code) = child.try_wait().unwrap() {
+            break code;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running {stop} s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(code.success(), "SIGTERM: {code}:\n{}", log_text());
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Whether this test runs as root (CI does): then the node runs as
+/// `nobody`, as DynamicUser= would run it.
+fn is_root() -> bool {
+    let out = Command::new("id").arg("-u").output().unwrap();
+    stdout(&out).trim() == "0"
+}
+
+/// Gives `dir` and everything in it to `uid`.
+fn chown_tree(dir: &Path, uid: u32) {
+    let status = Command::new("chown")
+        .args(["-R", &format!("{uid}:{uid}"), path(dir)])
+        .status()
+        .unwrap();
+    assert!(status.success(), "chown -R {uid} {}", dir.display());
+}
