@@ -294,6 +294,13 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
         }
     }
 
+    /// Node `node`'s live members are now `members` (as its membership
+    /// would tell it when a peer leaves or joins).
+    pub fn set_members(&mut self, node: NodeId, members: &[NodeId]) {
+        self.nodes[node as usize].set_members(members, self.now);
+        self.collect(node);
+    }
+
     /// Simulated time now, microseconds.
     pub fn now(&self) -> u64 {
         self.now

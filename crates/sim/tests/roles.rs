@@ -440,6 +440,39 @@ fn reclaim_is_accepted_only_from_the_direct_client() {
     );
 }
 
+/// After the ring changes, a Direct host hands a parked block back only to
+/// the client that parked it: another client (here Mallory, now the host's
+/// predecessor) is told it is missing, and gets none of its bytes.
+#[test]
+fn a_direct_host_hands_a_block_back_only_to_the_client_that_parked_it() {
+    let mut c = cluster(AlgorithmKind::Direct);
+    let blocks: Vec<u64> = (19_000..)
+        .filter(|&b| manager_of(b, &MEMBERS) != Some(MALLORY))
+        .take(12)
+        .collect();
+    for &b in &blocks {
+        read(&mut c, 1, b);
+    }
+    // Node 2 sees node 1 and node 0 leave: Mallory is its client now.
+    c.set_members(2, &[2, MALLORY]);
+    c.run_until_quiet().unwrap();
+    assert_eq!(predecessor(&[2, MALLORY], 2), Some(MALLORY));
+    c.take_inbox(MALLORY);
+    let parked = blocks[0];
+    c.inject(MALLORY, 2, PeerMsg::Reclaim { block: parked });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 2), 0, "Mallory is the client now");
+    let told = c.take_inbox(MALLORY);
+    assert!(
+        !told.iter().any(|(_, m)| matches!(m, PeerMsg::Data { .. })),
+        "the host handed Mallory a block node 1 parked: {told:?}"
+    );
+    assert!(
+        told.contains(&(2, PeerMsg::Missing { block: parked })),
+        "{told:?}"
+    );
+}
+
 #[test]
 fn recirculate_is_accepted_only_between_nchance_peers_with_1_to_8_chances() {
     let mut c = cluster(AlgorithmKind::NChance);
