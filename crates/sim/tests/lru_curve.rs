@@ -55,7 +55,14 @@ fn photo() -> Option<Vec<Request>> {
 }
 
 fn stream(requests: &[Request]) -> Requests {
-    Box::new(requests.iter().copied().map(Ok).collect::<Vec<_>>().into_iter())
+    Box::new(
+        requests
+            .iter()
+            .copied()
+            .map(Ok)
+            .collect::<Vec<_>>()
+            .into_iter(),
+    )
 }
 
 /// (misses, missed bytes) of the real LRU at each capacity.
