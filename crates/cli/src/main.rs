@@ -6,6 +6,7 @@ mod classes;
 mod cluster;
 mod completions;
 mod coop;
+mod curve;
 mod demo;
 mod faults;
 mod gateway_args;
@@ -113,9 +114,10 @@ struct SimCommand {
 enum SimSub {
     /// The paper's sensitivity studies (Figures 8-13): CSV files and PNG charts.
     Sweep(Box<sweep::SweepArgs>),
-    /// Attribute caches: read request miss ratio and disk accesses against total cache size
-    /// for several configurations (the attribute-cache paper's Figures 9 and 12-14).
-    Mrc(mrc::MrcArgs),
+    /// Miss-ratio curves: local policies on a block or object trace (with --format; LRU
+    /// exact from one stack-distance pass or sampled with SHARDS), or attribute caches'
+    /// read miss ratio and disk accesses (the attribute-cache paper's Figures 9 and 12-14).
+    Mrc(Box<mrc::MrcArgs>),
     /// The live protocol on a virtual clock under seeded faults (drops, partitions,
     /// crashes, lying members), its invariants checked after every step.
     Faults(faults::FaultsArgs),
@@ -130,7 +132,7 @@ fn run_sim(cmd: SimCommand) -> anyhow::Result<()> {
         SimCommand {
             sub: Some(SimSub::Mrc(args)),
             ..
-        } => mrc::run(args),
+        } => mrc::run(*args),
         SimCommand {
             sub: Some(SimSub::Faults(args)),
             ..

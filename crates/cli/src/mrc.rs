@@ -1,6 +1,8 @@
-//! `coopcache sim mrc`: attribute caches' read request miss ratio over
-//! total cache size (the attribute-cache paper's Figures 9 and 12), and
-//! their disk accesses relative to a baseline (Figures 13 and 14).
+//! `coopcache sim mrc`: miss-ratio curves. With `--format`, a block or
+//! object trace through local policies (see [`crate::curve`]); without,
+//! attribute caches' read request miss ratio over total cache size (the
+//! attribute-cache paper's Figures 9 and 12), and their disk accesses
+//! relative to a baseline (Figures 13 and 14).
 
 use crate::plot::{Series, Style, xy};
 use crate::table;
@@ -16,6 +18,22 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
+Two tools, chosen by --format:
+  with --format   TRACE is a block or object trace (as `coopcache sim` reads); the curves of
+                  local policies (--policy, default lru) at --cache-size; LRU from one exact
+                  stack-distance pass (or sampled with --shards RATE), the others replayed at
+                  every size in parallel; --plot FILE.png
+  without         attribute caches (--configs, --sizes) on a file-request trace or the
+                  generated file-system workload; --plot DIR
+
+Cache sizes (--cache-size, with --format), comma-separated:
+  1000      objects          64MiB     bytes (traces with sizes: a byte cache)
+  10%       of the working set (distinct objects, or their bytes)
+  A..B:N    N evenly spaced points from A to B;   A..B:Nlog   evenly on a log scale
+  default 1%..100%:50. A byte curve of LRU is exact from the largest object up (see
+  README, Miss-ratio curves); below, it can count more misses and says so. With
+  --shards, percentages are of the estimated working set.
+
 Configurations (--configs, separated by `;`):
   unix       32K/128 inode, x/4K Unix: the paper's baseline
   variable   the paper's Table 1, a configuration chosen by total size
@@ -29,6 +47,9 @@ Trace (CSV with a header naming columns, any order):
   offset, length, op (read|write), client; the last four optional
 
 Examples:
+  coopcache sim mrc w106.trace.xz --format be32 --policy lru,arc,s3fifo --cache-size 1%..100%:20 --plot w106.png
+  coopcache sim mrc tencent-photo-sample.csv.bz2 --format csv --csv sep=space,id=2,size=5,ids=hash --cache-size 1MiB..1GiB:20log
+  coopcache sim mrc big.oracleGeneral.zst --format oracle --shards 0.01 --json
   coopcache sim mrc
   coopcache sim mrc --configs 'unix;variable;64K/128 ID, x/8K General' --plot figures
   coopcache sim mrc --workload-params requests=2000000,size_sample=tencent-photo-sample.csv.bz2
@@ -51,13 +72,15 @@ pub struct MrcArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
 
-    /// Configurations separated by `;`; the first is the baseline the others are compared with.
-    #[arg(long, default_value = "unix;variable")]
-    configs: String,
+    /// Configurations separated by `;`; the first is the baseline the others are compared with
+    /// [default: unix;variable].
+    #[arg(long)]
+    configs: Option<String>,
 
-    /// Total cache sizes: comma-separated (`1M,4M`), or `FROM..TO` doubling.
-    #[arg(long, default_value = "32K..256M")]
-    sizes: String,
+    /// Total cache sizes: comma-separated (`1M,4M`), or `FROM..TO` doubling [default:
+    /// 32K..256M].
+    #[arg(long)]
+    sizes: Option<String>,
 
     /// Simulate every point directly instead of from one stack-distance pass (a cross-check).
     #[arg(long)]
@@ -67,9 +90,13 @@ pub struct MrcArgs {
     #[arg(long)]
     json: bool,
 
-    /// Write PNG charts here: miss ratio and write expulsion curves, disk accesses against the baseline.
+    /// Write PNG charts here: miss ratio and write expulsion curves, disk accesses against the
+    /// baseline (with --format: one chart, FILE.png).
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+
+    #[command(flatten)]
+    local: crate::curve::CurveArgs,
 }
 
 /// One configuration at one size.
@@ -163,10 +190,21 @@ fn requests(args: &MrcArgs) -> Result<(String, Vec<FileRequest>)> {
     }
 }
 
-/// Runs `coopcache sim mrc`.
+/// Runs `coopcache sim mrc`: local curves with `--format`, else attribute
+/// caches.
 pub fn run(args: MrcArgs) -> Result<()> {
-    let schemes = parse_configs(&args.configs)?;
-    let sizes = parse_sizes(&args.sizes)?;
+    if args.local.format.is_some() {
+        return run_local(&args);
+    }
+    if let Some(first) = args.local.given().first() {
+        bail!(
+            "{first} applies to local policies' curves: add --format (e.g. --format lirs) with a block or object TRACE"
+        );
+    }
+    let configs = args.configs.as_deref().unwrap_or("unix;variable");
+    let sizes_text = args.sizes.as_deref().unwrap_or("32K..256M");
+    let schemes = parse_configs(configs)?;
+    let sizes = parse_sizes(sizes_text)?;
     let (label, requests) = requests(&args)?;
     let grid: Vec<(usize, u64)> = sizes
         .iter()
@@ -214,7 +252,7 @@ pub fn run(args: MrcArgs) -> Result<()> {
         })
         .collect();
     if rows.is_empty() {
-        bail!("no configuration fits any of the sizes {}", args.sizes);
+        bail!("no configuration fits any of the sizes {sizes_text}");
     }
     if args.json {
         crate::output::print_json(&rows)?;
@@ -229,6 +267,32 @@ pub fn run(args: MrcArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Local policies' curves on a block or object trace.
+fn run_local(args: &MrcArgs) -> Result<()> {
+    let refused = [
+        ("--configs", args.configs.is_some()),
+        ("--sizes", args.sizes.is_some()),
+        ("--direct", args.direct),
+        ("--workload-params", args.workload_params.is_some()),
+    ];
+    if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
+        bail!(
+            "{flag} applies to attribute caches, not to local policies' curves (--format): use --policy and --cache-size"
+        );
+    }
+    let Some(trace) = &args.trace else {
+        bail!(
+            "--format reads a TRACE file: give one, e.g. `coopcache sim mrc sprite.trace.gz --format lirs`"
+        );
+    };
+    let plot = args
+        .plot
+        .as_deref()
+        .map(crate::curve::plot_file)
+        .transpose()?;
+    crate::curve::run(trace, &args.local, args.json, plot)
 }
 
 /// A byte count as the paper writes cache sizes: 32K, 4M.

@@ -203,3 +203,75 @@ fn attribute_node_caches_need_file_requests() {
         &["cannot be combined"],
     );
 }
+
+/// Local policies' curves (`sim mrc TRACE --format`): the one-pass LRU
+/// curve gives `coopcache sim`'s LRU misses at every size, other policies
+/// are replayed, and the plot is drawn.
+#[test]
+fn local_curves_agree_with_sim_and_draw_a_chart() {
+    let Some(trace) = shared_trace("sprite.trace.gz") else {
+        return;
+    };
+    let trace = trace.to_string_lossy().into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("sprite.png");
+    let rows = json_rows(&coopcache_args(&[
+        "sim",
+        "mrc",
+        &trace,
+        "--format",
+        "lirs",
+        "--policy",
+        "lru,arc",
+        "--cache-size",
+        "100..1000:4,50%",
+        "--json",
+        "--plot",
+        png.to_str().unwrap(),
+    ]));
+    assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+    assert_eq!(rows.len(), 2 * 5);
+    let sim = json_rows(&coopcache_args(&[
+        "sim",
+        &trace,
+        "--format",
+        "lirs",
+        "--policy",
+        "lru,arc",
+        "--cache-size",
+        "100,400,700,1000,3538",
+        "--json",
+    ]));
+    for (curve, replay) in rows.iter().zip(&sim) {
+        assert_eq!(curve["policy"], replay["policy"]);
+        assert_eq!(curve["cache_size_objects"], replay["cache_size_objects"]);
+        assert_eq!(curve["misses"], replay["misses"], "{curve} {replay}");
+    }
+    assert_eq!(rows[0]["method"], "stack");
+    assert_eq!(rows[5]["method"], "replay");
+}
+
+#[test]
+fn bad_curve_options_are_refused_with_their_reason() {
+    fails_with(
+        "sim mrc x.trace --format lirs --cache-size 100%..1%:5",
+        &["FROM must be smaller than TO"],
+    );
+    fails_with(
+        "sim mrc x.trace --format lirs --cache-size 1..10",
+        &["needs its number of points"],
+    );
+    fails_with(
+        "sim mrc x.trace --format lirs --cache-size 1..10:0",
+        &["expected 2 to 10000"],
+    );
+    fails_with(
+        "sim mrc x.trace --format lirs --shards 2",
+        &["--shards 2", "at most 1"],
+    );
+    fails_with(
+        "sim mrc x.trace --format lirs --configs unix",
+        &["--configs applies to attribute caches"],
+    );
+    fails_with("sim mrc --cache-size 10%", &["add --format"]);
+}

@@ -4,6 +4,8 @@
 //!   decompression, and composition of several traces into one.
 //! - [`replay`]: replays a trace through many caches in parallel with the
 //!   same policy code the daemon runs.
+//! - [`mrc`]: LRU miss-ratio curves from one stack-distance pass, exact
+//!   or sampled (SHARDS).
 //! - [`live`]: the live protocol (the daemon's own code) simulated over an
 //!   in-order network and a virtual clock.
 #![forbid(unsafe_code)]
@@ -16,6 +18,7 @@ pub mod coop;
 pub mod error;
 pub mod faults;
 pub mod live;
+pub mod mrc;
 pub mod replay;
 pub mod size;
 pub mod trace;

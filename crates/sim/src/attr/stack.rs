@@ -16,54 +16,14 @@
 //!   gap distances, the gap expels a dirty block exactly for `M < C <= D`,
 //!   an interval: a difference array gives write expulsions at every `C`.
 //!
-//! Distances come from a Fenwick tree over reference times marking each
-//! block's latest reference: `O(log n)` per reference.
+//! Distances come from the simulator's [`LruStack`]: `O(log n)` per
+//! reference.
 
-use std::collections::HashMap;
-
-/// A Fenwick (binary indexed) tree of counts over reference times.
-struct Fenwick(Vec<u32>);
-
-impl Fenwick {
-    fn add(&mut self, i: usize, delta: i32) {
-        let mut i = i + 1;
-        while i <= self.0.len() {
-            self.0[i - 1] = self.0[i - 1].wrapping_add_signed(delta);
-            i += i & i.wrapping_neg();
-        }
-    }
-
-    /// Sum of counts at times `0..i`.
-    fn prefix(&self, i: usize) -> u64 {
-        let (mut i, mut s) = (i, 0u64);
-        while i > 0 {
-            s += u64::from(self.0[i - 1]);
-            i &= i - 1;
-        }
-        s
-    }
-
-    fn grow(&mut self, len: usize) {
-        // Rebuilding keeps the tree's invariants for the new length.
-        if len > self.0.len() {
-            let old: Vec<u32> = (0..self.0.len())
-                .map(|i| (self.prefix(i + 1) - self.prefix(i)) as u32)
-                .collect();
-            self.0 = vec![0; len.next_power_of_two()];
-            for (i, v) in old.into_iter().enumerate() {
-                if v != 0 {
-                    self.add(i, v as i32);
-                }
-            }
-        }
-    }
-}
+use crate::mrc::LruStack;
 
 /// What a stream knows of one block.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct BlockState {
-    /// Time of its latest reference.
-    last: u32,
     /// Whether it was written since... ever (a write makes it a candidate).
     written: bool,
     /// Largest gap distance since its latest write.
@@ -72,9 +32,7 @@ struct BlockState {
 
 /// The stack-distance analysis of one sub-cache's stream.
 pub struct StackAnalysis {
-    tree: Fenwick,
-    blocks: HashMap<u64, BlockState>,
-    time: u32,
+    stack: LruStack<BlockState>,
     /// Read requests by their largest reuse distance (`None`: cold).
     request_max: Histogram,
     /// Read block references by reuse distance.
@@ -116,9 +74,7 @@ impl Histogram {
 impl Default for StackAnalysis {
     fn default() -> Self {
         StackAnalysis {
-            tree: Fenwick(vec![0; 1024]),
-            blocks: HashMap::new(),
-            time: 0,
+            stack: LruStack::new(false),
             request_max: Histogram::default(),
             block_distance: Histogram::default(),
             expulsions: Vec::new(),
@@ -144,33 +100,17 @@ impl StackAnalysis {
 
     /// One reference to `block`, a read or a write.
     pub fn reference(&mut self, block: u64, write: bool) {
-        let now = self.time;
-        self.time += 1;
-        self.tree.grow(self.time as usize);
-        let distance = self.blocks.get(&block).map(|s| {
-            let between = self.tree.prefix(now as usize) - self.tree.prefix(s.last as usize + 1);
-            between as u32
-        });
-        if let Some(prev) = self.blocks.get(&block).map(|s| s.last) {
-            self.tree.add(prev as usize, -1);
-        }
-        self.tree.add(now as usize, 1);
-        if let Some(d) = distance
-            && let Some(state) = self.blocks.get(&block).copied()
-        {
-            self.gap(state, d);
-        }
-        let state = self.blocks.entry(block).or_insert(BlockState {
-            last: now,
-            written: false,
-            gap_max: 0,
-        });
-        state.last = now;
+        let (reuse, state) = self.stack.reference(block, 1);
+        let distance = reuse.map(|(r, _)| u32::try_from(r.objects).unwrap_or(u32::MAX));
+        let before = *state;
         if write {
             state.written = true;
             state.gap_max = 0;
         } else if let Some(d) = distance {
             state.gap_max = state.gap_max.max(d);
+        }
+        if let Some(d) = distance {
+            self.gap(before, d);
         }
         if !write {
             self.block_distance.add(distance);
@@ -199,11 +139,13 @@ impl StackAnalysis {
 
     /// Closes the trace: each block's last gap runs to the end.
     pub fn finish(&mut self) {
-        let now = self.time as usize;
-        let states: Vec<BlockState> = self.blocks.values().copied().collect();
-        for s in states {
-            let d = self.tree.prefix(now) - self.tree.prefix(s.last as usize + 1);
-            self.gap(s, d as u32);
+        let ends: Vec<(BlockState, u32)> = self
+            .stack
+            .residents()
+            .map(|(s, r)| (*s, u32::try_from(r.objects).unwrap_or(u32::MAX)))
+            .collect();
+        for (s, d) in ends {
+            self.gap(s, d);
         }
     }
 
