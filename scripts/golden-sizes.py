@@ -48,6 +48,7 @@ POLICIES = {
     "s3fifo": lambda p: lcs_c.S3FIFOv0_init(p),
     "2q": lambda p: lcs_c.TwoQ_init(p),
     "lirs": lambda p: lcs_c.LIRS_init(p),
+    "lfu": lambda p: lcs_c.LFU_init(p),
 }
 
 

@@ -146,6 +146,11 @@ fn s3fifo_2q_and_lirs_match_libcachesim_in_bytes_exactly() {
     check(&[S3Fifo, TwoQ, Lirs]);
 }
 
+#[test]
+fn lfu_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Lfu]);
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).

@@ -213,7 +213,7 @@ impl ClusterConfig {
             return Err(ConfigError::new(
                 "node policy",
                 "lirs",
-                "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo or 2q",
+                "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, 2q or lfu",
             ));
         }
         if self.chances > super::nchance::MAX_CHANCES {

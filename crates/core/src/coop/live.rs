@@ -166,7 +166,7 @@ impl AlgorithmKind {
             return Err(ConfigError::Setting {
                 setting: "node policy",
                 value: "lirs".into(),
-                expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo or 2q",
+                expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, 2q or lfu",
             });
         }
         let node = shape.policy.factory(LiveBuilder {
@@ -194,7 +194,7 @@ pub fn live_policy(policy: PolicyKind) -> Result<PolicyKind, ConfigError> {
         return Err(ConfigError::Setting {
             setting: "node policy",
             value: "lirs".into(),
-            expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo or 2q",
+            expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, 2q or lfu",
         });
     }
     Ok(policy)

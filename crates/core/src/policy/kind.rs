@@ -1,7 +1,7 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, BlockKey, Capacity, Clock, Fifo, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ, Unit, Weight,
+    Arc, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ, Unit, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -26,6 +26,8 @@ pub enum PolicyKind {
     TwoQ,
     /// [`Lirs`]
     Lirs,
+    /// [`Lfu`]
+    Lfu,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -71,7 +73,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 8] = [
+    pub const ALL: [PolicyKind; 9] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -80,6 +82,7 @@ impl PolicyKind {
         PolicyKind::S3Fifo,
         PolicyKind::TwoQ,
         PolicyKind::Lirs,
+        PolicyKind::Lfu,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -93,6 +96,7 @@ impl PolicyKind {
             PolicyKind::S3Fifo => "s3fifo",
             PolicyKind::TwoQ => "2q",
             PolicyKind::Lirs => "lirs",
+            PolicyKind::Lfu => "lfu",
         }
     }
 
@@ -134,6 +138,7 @@ impl PolicyKind {
             PolicyKind::S3Fifo => factory.make(S3Fifo::<K, W>::with_weights),
             PolicyKind::TwoQ => factory.make(TwoQ::<K, W>::with_weights),
             PolicyKind::Lirs => factory.make(Lirs::<K, W>::with_weights),
+            PolicyKind::Lfu => factory.make(Lfu::<K, W>::with_weights),
         }
     }
 }
@@ -146,7 +151,9 @@ impl fmt::Display for PolicyKind {
 
 /// A policy name that is not one of [`PolicyKind::ALL`].
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown policy `{0}`: expected one of lru, fifo, clock, sieve, arc, s3fifo, 2q, lirs")]
+#[error(
+    "unknown policy `{0}`: expected one of lru, fifo, clock, sieve, arc, s3fifo, 2q, lirs, lfu"
+)]
 pub struct UnknownPolicy(pub String);
 
 impl FromStr for PolicyKind {
@@ -180,7 +187,7 @@ mod tests {
 
     #[test]
     fn unknown_name_is_an_error_naming_it() {
-        let err = "lfu".parse::<PolicyKind>().unwrap_err();
-        assert!(err.to_string().contains("`lfu`"), "{err}");
+        let err = "lfuu".parse::<PolicyKind>().unwrap_err();
+        assert!(err.to_string().contains("`lfuu`"), "{err}");
     }
 }
