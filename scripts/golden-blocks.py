@@ -32,7 +32,22 @@ from libcachesim import libcachesim_python as lcs_c
 # coopcache's policy name -> libCacheSim's constructor.
 POLICIES = {
     "lfu": lambda p: lcs_c.LFU_init(p),
+    "belady": lambda p: lcs_c.Belady_init(p),
 }
+
+# Policies told each request's next reference (request number, or INT64_MAX
+# for never).
+NEEDS_FUTURE = {"belady"}
+NEVER = 2**63 - 1
+
+
+def next_uses(ids):
+    """Each request's next request number for the same id, or NEVER."""
+    nxt, seen = [NEVER] * len(ids), {}
+    for i in range(len(ids) - 1, -1, -1):
+        nxt[i] = seen.get(ids[i], NEVER)
+        seen[ids[i]] = i
+    return nxt
 
 FILES = {
     "sprite": "sprite.trace.gz",
@@ -69,8 +84,11 @@ def run(policy, cache_size, blocks):
     req = lcs.Request()
     req.obj_size = 1
     misses = 0
-    for block in blocks:
+    future = next_uses(blocks) if policy in NEEDS_FUTURE else None
+    for i, block in enumerate(blocks):
         req.obj_id = block
+        if future is not None:
+            req.next_access_vtime = future[i]
         if not cache.get(req):
             misses += 1
     return len(blocks), misses

@@ -133,3 +133,10 @@ fn s3fifo_2q_and_lirs_match_libcachesim_exactly() {
 fn lfu_matches_libcachesim_exactly() {
     check(&[PolicyKind::Lfu]);
 }
+
+/// Belady's OPT, told each request's next reference by the replay's
+/// pre-pass, as libCacheSim is by the script.
+#[test]
+fn belady_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Belady]);
+}

@@ -151,6 +151,13 @@ fn lfu_matches_libcachesim_in_bytes_exactly() {
     check(&[PolicyKind::Lfu]);
 }
 
+/// Belady in bytes (a heuristic there, not the optimum), with the same
+/// future as libCacheSim: the requests of size above 0.
+#[test]
+fn belady_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Belady]);
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).

@@ -207,6 +207,13 @@ impl ClusterConfig {
         if self.nodes == 0 {
             return Err(ConfigError::new("nodes", "0", "at least 1"));
         }
+        if self.policy.needs_future() {
+            return Err(ConfigError::new(
+                "node policy",
+                self.policy.name(),
+                "a policy that needs no knowledge of future requests (belady is simulation-only, for single caches)",
+            ));
+        }
         if self.policy == PolicyKind::Lirs {
             // LIRS (libCacheSim's) can drop a block during a hit without an
             // eviction anyone sees, so the manager could not track it.
@@ -480,4 +487,25 @@ fn build_nodes<N>(
     f: impl Fn(u32) -> Result<N, ConfigError>,
 ) -> Result<Vec<N>, ConfigError> {
     (0..n).map(f).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Belady needs the future, which no node of a cluster has: refused
+    /// with a message, in the simulated and the live cluster alike.
+    #[test]
+    fn belady_is_refused_as_a_node_policy() {
+        let config = ClusterConfig {
+            policy: PolicyKind::Belady,
+            ..ClusterConfig::paper(2)
+        };
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("belady") && err.contains("future"), "{err}");
+        let err = crate::coop::live::live_policy(PolicyKind::Belady)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("belady") && err.contains("future"), "{err}");
+    }
 }

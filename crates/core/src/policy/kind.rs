@@ -1,7 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ, Unit, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ,
+    Unit, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -28,6 +29,8 @@ pub enum PolicyKind {
     Lirs,
     /// [`Lfu`]
     Lfu,
+    /// [`Belady`]: needs the future ([`PolicyKind::needs_future`]).
+    Belady,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -73,7 +76,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 9] = [
+    pub const ALL: [PolicyKind; 10] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -83,6 +86,7 @@ impl PolicyKind {
         PolicyKind::TwoQ,
         PolicyKind::Lirs,
         PolicyKind::Lfu,
+        PolicyKind::Belady,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -97,7 +101,16 @@ impl PolicyKind {
             PolicyKind::TwoQ => "2q",
             PolicyKind::Lirs => "lirs",
             PolicyKind::Lfu => "lfu",
+            PolicyKind::Belady => "belady",
         }
+    }
+
+    /// Whether the policy must be told each request's next reference (see
+    /// [`Belady`]): it then runs only in a replay that reads the trace up
+    /// front, and cannot be a cooperative node's own cache. [`build`](Self::build)
+    /// and [`factory`](Self::factory) give it no future.
+    pub fn needs_future(self) -> bool {
+        self == PolicyKind::Belady
     }
 
     /// Builds an empty cache of this policy with `capacity` (blocks, or
@@ -139,6 +152,7 @@ impl PolicyKind {
             PolicyKind::TwoQ => factory.make(TwoQ::<K, W>::with_weights),
             PolicyKind::Lirs => factory.make(Lirs::<K, W>::with_weights),
             PolicyKind::Lfu => factory.make(Lfu::<K, W>::with_weights),
+            PolicyKind::Belady => factory.make(Belady::<K, W>::with_weights),
         }
     }
 }
@@ -164,6 +178,7 @@ impl FromStr for PolicyKind {
         let alias = match wanted.as_str() {
             "s3-fifo" => "s3fifo",
             "twoq" => "2q",
+            "opt" | "min" => "belady",
             other => other,
         };
         PolicyKind::ALL
@@ -183,6 +198,16 @@ mod tests {
             assert_eq!(kind.name().parse::<PolicyKind>(), Ok(kind));
         }
         assert_eq!("S3-FIFO".parse::<PolicyKind>(), Ok(PolicyKind::S3Fifo));
+    }
+
+    #[test]
+    fn only_belady_needs_the_future() {
+        assert_eq!("OPT".parse::<PolicyKind>(), Ok(PolicyKind::Belady));
+        let needing: Vec<_> = PolicyKind::ALL
+            .into_iter()
+            .filter(|k| k.needs_future())
+            .collect();
+        assert_eq!(needing, [PolicyKind::Belady]);
     }
 
     #[test]

@@ -34,6 +34,7 @@
 //! in bytes (`tests/golden_sizes.rs`), or says in its doc where it departs.
 
 mod arc;
+mod belady;
 mod clock;
 mod fifo;
 mod kind;
@@ -45,6 +46,7 @@ mod sieve;
 mod two_q;
 
 pub use arc::{Arc, ArcMiss};
+pub use belady::{Belady, NEVER, next_uses};
 pub use clock::Clock;
 pub use fifo::Fifo;
 pub use kind::{PolicyFactory, PolicyKind, PolicyVisitor, UnknownPolicy};
