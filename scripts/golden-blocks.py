@@ -33,6 +33,7 @@ from libcachesim import libcachesim_python as lcs_c
 POLICIES = {
     "lfu": lambda p: lcs_c.LFU_init(p),
     "belady": lambda p: lcs_c.Belady_init(p),
+    "slru": lambda p: lcs_c.SLRU_init(p),
 }
 
 # Policies told each request's next reference (request number, or INT64_MAX

@@ -50,6 +50,7 @@ POLICIES = {
     "lirs": lambda p: lcs_c.LIRS_init(p),
     "lfu": lambda p: lcs_c.LFU_init(p),
     "belady": lambda p: lcs_c.Belady_init(p),
+    "slru": lambda p: lcs_c.SLRU_init(p),
 }
 
 # Policies told each request's next reference (request number, or INT64_MAX

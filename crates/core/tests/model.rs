@@ -41,7 +41,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
 struct Check<'a> {
     ops: &'a [Op],
     /// LIRS as libCacheSim defines it can evict on a hit without reporting
-    /// it (see its doc), so only the capacity bound is checked for it.
+    /// it (see its doc), and so can SLRU, so only the capacity bound is
+    /// checked for them.
     exact_accounting: bool,
     /// Whether objects have their own sizes (a byte cache).
     sized: bool,
@@ -138,7 +139,7 @@ impl PolicyVisitor<u64> for Check<'_> {
 fn run(kind: PolicyKind, capacity: Capacity, ops: &[Op]) -> Result<Vec<bool>, TestCaseError> {
     let check = Check {
         ops,
-        exact_accounting: kind != PolicyKind::Lirs,
+        exact_accounting: !kind.drops_on_hit(),
         sized: matches!(capacity, Capacity::Bytes(_)),
     };
     kind.build(capacity, check).expect("valid capacity")

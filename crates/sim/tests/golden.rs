@@ -140,3 +140,8 @@ fn lfu_matches_libcachesim_exactly() {
 fn belady_matches_libcachesim_exactly() {
     check(&[PolicyKind::Belady]);
 }
+
+#[test]
+fn slru_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Slru]);
+}

@@ -158,6 +158,11 @@ fn belady_matches_libcachesim_in_bytes_exactly() {
     check(&[PolicyKind::Belady]);
 }
 
+#[test]
+fn slru_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Slru]);
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).

@@ -214,12 +214,12 @@ impl ClusterConfig {
                 "a policy that needs no knowledge of future requests (belady is simulation-only, for single caches)",
             ));
         }
-        if self.policy == PolicyKind::Lirs {
+        if self.policy.drops_on_hit() {
             // LIRS (libCacheSim's) can drop a block during a hit without an
             // eviction anyone sees, so the manager could not track it.
             return Err(ConfigError::new(
                 "node policy",
-                "lirs",
+                self.policy.name(),
                 "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, 2q or lfu",
             ));
         }
@@ -507,5 +507,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("belady") && err.contains("future"), "{err}");
+    }
+
+    /// SLRU, like LIRS, can drop a block during a hit: refused too.
+    #[test]
+    fn slru_is_refused_as_a_node_policy() {
+        let config = ClusterConfig {
+            policy: PolicyKind::Slru,
+            ..ClusterConfig::paper(2)
+        };
+        let err = config.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("slru") && err.contains("reports every block"),
+            "{err}"
+        );
+        assert!(crate::coop::live::live_policy(PolicyKind::Slru).is_err());
     }
 }

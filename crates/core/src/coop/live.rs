@@ -192,10 +192,10 @@ pub fn live_policy(policy: PolicyKind) -> Result<PolicyKind, ConfigError> {
             expected: "a policy that needs no knowledge of future requests (belady is simulation-only)",
         });
     }
-    if policy == PolicyKind::Lirs {
+    if policy.drops_on_hit() {
         return Err(ConfigError::Setting {
             setting: "node policy",
-            value: "lirs".into(),
+            value: policy.name().into(),
             expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, 2q or lfu",
         });
     }

@@ -1,8 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ,
-    Unit, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, S3Fifo, Sieve, Slru,
+    TwoQ, Unit, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -31,6 +31,8 @@ pub enum PolicyKind {
     Lfu,
     /// [`Belady`]: needs the future ([`PolicyKind::needs_future`]).
     Belady,
+    /// [`Slru`]
+    Slru,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -76,7 +78,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 10] = [
+    pub const ALL: [PolicyKind; 11] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -87,6 +89,7 @@ impl PolicyKind {
         PolicyKind::Lirs,
         PolicyKind::Lfu,
         PolicyKind::Belady,
+        PolicyKind::Slru,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -102,6 +105,7 @@ impl PolicyKind {
             PolicyKind::Lirs => "lirs",
             PolicyKind::Lfu => "lfu",
             PolicyKind::Belady => "belady",
+            PolicyKind::Slru => "slru",
         }
     }
 
@@ -111,6 +115,13 @@ impl PolicyKind {
     /// and [`factory`](Self::factory) give it no future.
     pub fn needs_future(self) -> bool {
         self == PolicyKind::Belady
+    }
+
+    /// Whether the policy, as libCacheSim defines it, can drop a block
+    /// during a hit without an eviction anyone sees ([`Lirs`], [`Slru`]):
+    /// a cooperative node's manager could not track its blocks.
+    pub fn drops_on_hit(self) -> bool {
+        matches!(self, PolicyKind::Lirs | PolicyKind::Slru)
     }
 
     /// Builds an empty cache of this policy with `capacity` (blocks, or
@@ -153,6 +164,7 @@ impl PolicyKind {
             PolicyKind::Lirs => factory.make(Lirs::<K, W>::with_weights),
             PolicyKind::Lfu => factory.make(Lfu::<K, W>::with_weights),
             PolicyKind::Belady => factory.make(Belady::<K, W>::with_weights),
+            PolicyKind::Slru => factory.make(Slru::<K, W>::with_weights),
         }
     }
 }

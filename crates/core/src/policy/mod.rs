@@ -43,6 +43,7 @@ mod lirs;
 mod lru;
 mod s3fifo;
 mod sieve;
+mod slru;
 mod two_q;
 
 pub use arc::{Arc, ArcMiss};
@@ -55,6 +56,7 @@ pub use lirs::{Lirs, LirsMiss};
 pub use lru::Lru;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
+pub use slru::Slru;
 pub use two_q::TwoQ;
 
 pub use crate::list::{Unit, Weight};
