@@ -51,6 +51,7 @@ POLICIES = {
     "lfu": lambda p: lcs_c.LFU_init(p),
     "belady": lambda p: lcs_c.Belady_init(p),
     "slru": lambda p: lcs_c.SLRU_init(p),
+    "s3fifo-v1": lambda p: lcs_c.S3FIFO_init(p),
 }
 
 # Policies told each request's next reference (request number, or INT64_MAX

@@ -145,3 +145,9 @@ fn belady_matches_libcachesim_exactly() {
 fn slru_matches_libcachesim_exactly() {
     check(&[PolicyKind::Slru]);
 }
+
+/// libCacheSim's current `S3FIFO`, beside `s3fifo` (its `S3FIFOv0`).
+#[test]
+fn s3fifo_v1_matches_libcachesim_exactly() {
+    check(&[PolicyKind::S3FifoV1]);
+}

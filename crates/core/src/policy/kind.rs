@@ -1,8 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, S3Fifo, Sieve, Slru,
-    TwoQ, Unit, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, S3Fifo, S3FifoV1, Sieve,
+    Slru, TwoQ, Unit, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -33,6 +33,9 @@ pub enum PolicyKind {
     Belady,
     /// [`Slru`]
     Slru,
+    /// [`S3FifoV1`]: libCacheSim's current `S3FIFO` (`s3fifo` is its
+    /// original `S3FIFOv0`).
+    S3FifoV1,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -78,7 +81,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 11] = [
+    pub const ALL: [PolicyKind; 12] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -90,6 +93,7 @@ impl PolicyKind {
         PolicyKind::Lfu,
         PolicyKind::Belady,
         PolicyKind::Slru,
+        PolicyKind::S3FifoV1,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -106,6 +110,7 @@ impl PolicyKind {
             PolicyKind::Lfu => "lfu",
             PolicyKind::Belady => "belady",
             PolicyKind::Slru => "slru",
+            PolicyKind::S3FifoV1 => "s3fifo-v1",
         }
     }
 
@@ -165,6 +170,7 @@ impl PolicyKind {
             PolicyKind::Lfu => factory.make(Lfu::<K, W>::with_weights),
             PolicyKind::Belady => factory.make(Belady::<K, W>::with_weights),
             PolicyKind::Slru => factory.make(Slru::<K, W>::with_weights),
+            PolicyKind::S3FifoV1 => factory.make(S3FifoV1::<K, W>::with_weights),
         }
     }
 }
@@ -191,6 +197,7 @@ impl FromStr for PolicyKind {
             "s3-fifo" => "s3fifo",
             "twoq" => "2q",
             "opt" | "min" => "belady",
+            "s3fifo-current" | "s3-fifo-v1" => "s3fifo-v1",
             other => other,
         };
         PolicyKind::ALL
@@ -210,6 +217,10 @@ mod tests {
             assert_eq!(kind.name().parse::<PolicyKind>(), Ok(kind));
         }
         assert_eq!("S3-FIFO".parse::<PolicyKind>(), Ok(PolicyKind::S3Fifo));
+        assert_eq!(
+            "s3fifo-current".parse::<PolicyKind>(),
+            Ok(PolicyKind::S3FifoV1)
+        );
     }
 
     #[test]
