@@ -220,7 +220,7 @@ impl ClusterConfig {
             return Err(ConfigError::new(
                 "node policy",
                 self.policy.name(),
-                "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q or lfu",
+                "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q, lfu or random",
             ));
         }
         if self.chances > super::nchance::MAX_CHANCES {

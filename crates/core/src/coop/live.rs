@@ -196,7 +196,7 @@ pub fn live_policy(policy: PolicyKind) -> Result<PolicyKind, ConfigError> {
         return Err(ConfigError::Setting {
             setting: "node policy",
             value: policy.name().into(),
-            expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q or lfu",
+            expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q, lfu or random",
         });
     }
     Ok(policy)

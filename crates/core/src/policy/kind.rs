@@ -1,8 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, S3Fifo, S3FifoV1, Sieve,
-    Slru, TwoQ, Unit, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, Random, S3Fifo, S3FifoV1,
+    Sieve, Slru, TwoQ, Unit, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -36,6 +36,8 @@ pub enum PolicyKind {
     /// [`S3FifoV1`]: libCacheSim's current `S3FIFO` (`s3fifo` is its
     /// original `S3FIFOv0`).
     S3FifoV1,
+    /// [`Random`], drawing from [`RANDOM_SEED`](super::RANDOM_SEED).
+    Random,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -81,7 +83,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 12] = [
+    pub const ALL: [PolicyKind; 13] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -94,6 +96,7 @@ impl PolicyKind {
         PolicyKind::Belady,
         PolicyKind::Slru,
         PolicyKind::S3FifoV1,
+        PolicyKind::Random,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -111,6 +114,7 @@ impl PolicyKind {
             PolicyKind::Belady => "belady",
             PolicyKind::Slru => "slru",
             PolicyKind::S3FifoV1 => "s3fifo-v1",
+            PolicyKind::Random => "random",
         }
     }
 
@@ -171,6 +175,7 @@ impl PolicyKind {
             PolicyKind::Belady => factory.make(Belady::<K, W>::with_weights),
             PolicyKind::Slru => factory.make(Slru::<K, W>::with_weights),
             PolicyKind::S3FifoV1 => factory.make(S3FifoV1::<K, W>::with_weights),
+            PolicyKind::Random => factory.make(Random::<K, W>::with_weights),
         }
     }
 }
