@@ -48,7 +48,25 @@ POLICIES = {
     "s3fifo": lambda p: lcs_c.S3FIFOv0_init(p),
     "2q": lambda p: lcs_c.TwoQ_init(p),
     "lirs": lambda p: lcs_c.LIRS_init(p),
+    "lfu": lambda p: lcs_c.LFU_init(p),
+    "belady": lambda p: lcs_c.Belady_init(p),
+    "slru": lambda p: lcs_c.SLRU_init(p),
+    "s3fifo-v1": lambda p: lcs_c.S3FIFO_init(p),
 }
+
+# Policies told each request's next reference (request number, or INT64_MAX
+# for never), computed over the requests replayed.
+NEEDS_FUTURE = {"belady"}
+NEVER = 2**63 - 1
+
+
+def next_uses(ids):
+    """Each request's next request number for the same id, or NEVER."""
+    nxt, seen = [NEVER] * len(ids), {}
+    for i in range(len(ids) - 1, -1, -1):
+        nxt[i] = seen.get(ids[i], NEVER)
+        seen[ids[i]] = i
+    return nxt
 
 
 def open_text(path):
@@ -83,8 +101,11 @@ def run(policy, cache_size, requests):
     cache = POLICIES[policy](params)
     req = lcs.Request()
     misses = bytes_all = bytes_missed = 0
-    for obj, size in requests:
+    future = next_uses([obj for obj, _ in requests]) if policy in NEEDS_FUTURE else None
+    for i, (obj, size) in enumerate(requests):
         req.obj_id, req.obj_size = obj, size
+        if future is not None:
+            req.next_access_vtime = future[i]
         bytes_all += size
         if not cache.get(req):
             misses += 1

@@ -5,14 +5,17 @@
 //! real policy and to a shadow set of what must be cached. After every step:
 //! the capacity holds, every eviction was predicted by `victim`, nothing
 //! leaves the cache without an eviction or removal, and `contains` and `len`
-//! agree with the shadow. LRU, FIFO, CLOCK and SIEVE are also compared, hit
+//! agree with the shadow. LRU, FIFO, CLOCK, SIEVE, LFU and Random (its
+//! seeded draws) are also compared, hit
 //! for hit, with a plain reference implementation. Every check runs twice:
 //! in a block cache (every object has size 1) and in a byte cache, where
 //! each key has its own size (`1 + key % 7`), the sizes cached never exceed
 //! the capacity and `used` is the sum of the shadow's sizes. proptest prints
 //! the failing case (and its seed in `proptest-regressions/`) for replay.
 
-use coopcache_core::policy::{Capacity, Lookup, Policy, PolicyKind, PolicyVisitor};
+use coopcache_core::policy::{
+    Capacity, Lookup, Policy, PolicyKind, PolicyVisitor, RANDOM_SEED, splitmix64,
+};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
@@ -41,7 +44,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
 struct Check<'a> {
     ops: &'a [Op],
     /// LIRS as libCacheSim defines it can evict on a hit without reporting
-    /// it (see its doc), so only the capacity bound is checked for it.
+    /// it (see its doc), and so can SLRU, so only the capacity bound is
+    /// checked for them.
     exact_accounting: bool,
     /// Whether objects have their own sizes (a byte cache).
     sized: bool,
@@ -138,7 +142,7 @@ impl PolicyVisitor<u64> for Check<'_> {
 fn run(kind: PolicyKind, capacity: Capacity, ops: &[Op]) -> Result<Vec<bool>, TestCaseError> {
     let check = Check {
         ops,
-        exact_accounting: kind != PolicyKind::Lirs,
+        exact_accounting: !kind.drops_on_hit(),
         sized: matches!(capacity, Capacity::Bytes(_)),
     };
     kind.build(capacity, check).expect("valid capacity")
@@ -151,6 +155,13 @@ struct Reference {
     blocks: Vec<(u64, bool)>,
     /// SIEVE's hand, as an index; `None` means the oldest block.
     hand: Option<usize>,
+    /// LFU's reference count of each cached block; a hit also moves the
+    /// block to the newest end, so among equal counts the oldest reached
+    /// its count first.
+    counts: std::collections::BTreeMap<u64, u64>,
+    /// Random's generator: the blocks are then kept in the policy's dense
+    /// order (a victim or removed block's place taken by the last).
+    rng: u64,
     capacity: usize,
     sized: bool,
 }
@@ -176,6 +187,11 @@ impl Reference {
                     self.blocks.push(b);
                 }
                 PolicyKind::Clock | PolicyKind::Sieve => self.blocks[i].1 = true,
+                PolicyKind::Lfu => {
+                    *self.counts.get_mut(&key).unwrap() += 1;
+                    let b = self.blocks.remove(i);
+                    self.blocks.push(b);
+                }
                 _ => {}
             }
             return true;
@@ -188,6 +204,7 @@ impl Reference {
             self.evict();
         }
         self.blocks.push((key, false));
+        self.counts.insert(key, 1);
         false
     }
 
@@ -209,6 +226,20 @@ impl Reference {
                 self.blocks.remove(i);
                 self.hand = (i < self.blocks.len()).then_some(i);
             }
+            PolicyKind::Random => {
+                let i = splitmix64(&mut self.rng) % self.blocks.len() as u64;
+                self.blocks.swap_remove(i as usize);
+            }
+            PolicyKind::Lfu => {
+                let least = self.blocks.iter().map(|b| self.counts[&b.0]).min().unwrap();
+                let i = self
+                    .blocks
+                    .iter()
+                    .position(|b| self.counts[&b.0] == least)
+                    .unwrap();
+                let (k, _) = self.blocks.remove(i);
+                self.counts.remove(&k);
+            }
             _ => {
                 self.blocks.remove(0);
             }
@@ -217,7 +248,12 @@ impl Reference {
 
     fn remove(&mut self, key: u64) {
         if let Some(i) = self.blocks.iter().position(|b| b.0 == key) {
+            if self.kind == PolicyKind::Random {
+                self.blocks.swap_remove(i);
+                return;
+            }
             self.blocks.remove(i);
+            self.counts.remove(&key);
             self.hand = match self.hand {
                 Some(h) if h > i => Some(h - 1),
                 Some(h) if h == i && h == self.blocks.len() => None,
@@ -236,6 +272,8 @@ fn reference_hits(kind: PolicyKind, capacity: Capacity, ops: &[Op]) -> Vec<bool>
         kind,
         blocks: Vec::new(),
         hand: None,
+        counts: Default::default(),
+        rng: RANDOM_SEED,
         capacity,
         sized,
     };
@@ -270,7 +308,7 @@ proptest! {
 
     #[test]
     fn simple_policies_match_their_reference(ops in ops(), capacity in 1usize..24) {
-        for kind in [PolicyKind::Lru, PolicyKind::Fifo, PolicyKind::Clock, PolicyKind::Sieve] {
+        for kind in [PolicyKind::Lru, PolicyKind::Fifo, PolicyKind::Clock, PolicyKind::Sieve, PolicyKind::Lfu, PolicyKind::Random] {
             let capacity = Capacity::Blocks(capacity);
             let got = run(kind, capacity, &ops)?;
             prop_assert_eq!(got, reference_hits(kind, capacity, &ops), "{} differs from its reference", kind);
@@ -279,7 +317,7 @@ proptest! {
 
     #[test]
     fn simple_policies_match_their_reference_in_bytes(ops in ops(), capacity in 1u64..60) {
-        for kind in [PolicyKind::Lru, PolicyKind::Fifo, PolicyKind::Clock, PolicyKind::Sieve] {
+        for kind in [PolicyKind::Lru, PolicyKind::Fifo, PolicyKind::Clock, PolicyKind::Sieve, PolicyKind::Lfu, PolicyKind::Random] {
             let capacity = Capacity::Bytes(capacity);
             let got = run(kind, capacity, &ops)?;
             prop_assert_eq!(got, reference_hits(kind, capacity, &ops), "{} in bytes differs from its reference", kind);

@@ -10,7 +10,9 @@ use crate::chunks::{CHUNK, Chunk, for_each_chunk};
 use crate::error::TraceError;
 use crate::trace::{Op, Request, Requests};
 use coopcache_core::CapacityError;
-use coopcache_core::policy::{BLOCK, Capacity, Policy, PolicyKind, PolicyVisitor, access};
+use coopcache_core::policy::{
+    BLOCK, Belady, Capacity, Policy, PolicyKind, PolicyVisitor, Unit, access, next_uses,
+};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
@@ -338,16 +340,76 @@ pub fn replay_sized(
     requests: Requests,
     specs: &[RunSpec],
     sized: bool,
-    mut on_chunk: impl FnMut(u64),
+    on_chunk: impl FnMut(u64),
 ) -> Result<Vec<RunResult>, ReplayError> {
     let sized = sized
         || specs
             .iter()
             .any(|s| matches!(s.capacity, Capacity::Bytes(_)));
-    let mut runs = specs
+    if specs.iter().any(|s| s.policy.needs_future()) {
+        return replay_with_future(requests, specs, sized, on_chunk);
+    }
+    let runs = specs
         .iter()
         .map(|&spec| spec.policy.build(spec.capacity, BoxRun(spec)))
         .collect::<Result<Vec<_>, _>>()?;
+    feed_all(requests, runs, sized, on_chunk)
+}
+
+/// [`replay_sized`] with a policy that needs the future ([`Belady`]): the
+/// trace is read whole first, and each request's next reference computed
+/// in one backward pass, over the requests that reach a cache's
+/// [`lookup`](Policy::lookup): reads and writes in a block cache, those of
+/// size above 0 in a byte cache. A delete does not end an object's future
+/// (it is next referenced when next requested).
+fn replay_with_future(
+    requests: Requests,
+    specs: &[RunSpec],
+    sized: bool,
+    on_chunk: impl FnMut(u64),
+) -> Result<Vec<RunResult>, ReplayError> {
+    let all = requests.collect::<Result<Vec<Request>, TraceError>>()?;
+    let future = |keep: fn(&Request) -> bool| -> std::sync::Arc<[u64]> {
+        next_uses(
+            all.iter()
+                .filter(|r| keep(r))
+                .map(|r| r.id)
+                .collect::<Vec<_>>()
+                .into_iter(),
+        )
+        .into()
+    };
+    let mut block_future = None;
+    let mut byte_future = None;
+    let mut runs = Vec::with_capacity(specs.len());
+    for &spec in specs {
+        let run = match (spec.policy.needs_future(), spec.capacity) {
+            (false, capacity) => spec.policy.build(capacity, BoxRun(spec))?,
+            (true, capacity @ Capacity::Blocks(_)) => {
+                let future = block_future
+                    .get_or_insert_with(|| future(|r| r.op != Op::Delete))
+                    .clone();
+                BoxRun(spec).visit(Belady::<u64, Unit>::with_future(capacity, future)?)
+            }
+            (true, capacity @ Capacity::Bytes(_)) => {
+                let future = byte_future
+                    .get_or_insert_with(|| future(|r| r.op != Op::Delete && r.size > 0))
+                    .clone();
+                BoxRun(spec).visit(Belady::<u64, u32>::with_future(capacity, future)?)
+            }
+        };
+        runs.push(run);
+    }
+    feed_all(Box::new(all.into_iter().map(Ok)), runs, sized, on_chunk)
+}
+
+/// Feeds every chunk of `requests` to every run, in parallel.
+fn feed_all(
+    requests: Requests,
+    mut runs: Vec<Box<dyn Run>>,
+    sized: bool,
+    mut on_chunk: impl FnMut(u64),
+) -> Result<Vec<RunResult>, ReplayError> {
     let mut replayed = 0u64;
     for_each_chunk(
         requests,

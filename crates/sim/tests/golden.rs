@@ -1,6 +1,9 @@
 //! Exactness against libCacheSim: every row of
 //! `../shared/traces/golden-libcachesim.csv` (miss counts of libCacheSim at
-//! commit aa0fc40 on six real traces) must be reproduced exactly.
+//! commit aa0fc40 on six real traces) and of `golden-blocks-libcachesim.csv`
+//! beside this file (the policies added since, on the same traces and cache
+//! sizes, from libCacheSim's PyPI wheel 0.3.5 through
+//! `scripts/golden-blocks.py`) must be reproduced exactly.
 //!
 //! Uses the real traces in `../shared/traces` (or `$COOPCACHE_TRACES`). A
 //! user's clone without them skips with a message; under `CI=true` a
@@ -53,9 +56,20 @@ struct Row {
 }
 
 fn golden_rows(dir: &std::path::Path) -> BTreeMap<String, Vec<Row>> {
-    let text = std::fs::read_to_string(dir.join("golden-libcachesim.csv")).unwrap();
+    let shared = std::fs::read_to_string(dir.join("golden-libcachesim.csv")).unwrap();
+    let added = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden-blocks-libcachesim.csv"),
+    )
+    .unwrap();
     let mut rows: BTreeMap<String, Vec<Row>> = BTreeMap::new();
-    for line in text.lines().skip(1).filter(|l| !l.is_empty()) {
+    let lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip(1)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    for line in lines(&shared).into_iter().chain(lines(&added)) {
         let f: Vec<&str> = line.split(',').collect();
         assert_eq!(f.len(), 5, "golden line {line}");
         rows.entry(f[0].to_string()).or_default().push(Row {
@@ -113,4 +127,27 @@ fn core_policies_match_libcachesim_exactly() {
 fn s3fifo_2q_and_lirs_match_libcachesim_exactly() {
     use PolicyKind::*;
     check(&[S3Fifo, TwoQ, Lirs]);
+}
+
+#[test]
+fn lfu_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Lfu]);
+}
+
+/// Belady's OPT, told each request's next reference by the replay's
+/// pre-pass, as libCacheSim is by the script.
+#[test]
+fn belady_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Belady]);
+}
+
+#[test]
+fn slru_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Slru]);
+}
+
+/// libCacheSim's current `S3FIFO`, beside `s3fifo` (its `S3FIFOv0`).
+#[test]
+fn s3fifo_v1_matches_libcachesim_exactly() {
+    check(&[PolicyKind::S3FifoV1]);
 }

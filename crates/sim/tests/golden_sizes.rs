@@ -146,6 +146,28 @@ fn s3fifo_2q_and_lirs_match_libcachesim_in_bytes_exactly() {
     check(&[S3Fifo, TwoQ, Lirs]);
 }
 
+#[test]
+fn lfu_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Lfu]);
+}
+
+/// Belady in bytes (a heuristic there, not the optimum), with the same
+/// future as libCacheSim: the requests of size above 0.
+#[test]
+fn belady_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Belady]);
+}
+
+#[test]
+fn slru_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Slru]);
+}
+
+#[test]
+fn s3fifo_v1_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::S3FifoV1]);
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).

@@ -207,13 +207,20 @@ impl ClusterConfig {
         if self.nodes == 0 {
             return Err(ConfigError::new("nodes", "0", "at least 1"));
         }
-        if self.policy == PolicyKind::Lirs {
+        if self.policy.needs_future() {
+            return Err(ConfigError::new(
+                "node policy",
+                self.policy.name(),
+                "a policy that needs no knowledge of future requests (belady is simulation-only, for single caches)",
+            ));
+        }
+        if self.policy.drops_on_hit() {
             // LIRS (libCacheSim's) can drop a block during a hit without an
             // eviction anyone sees, so the manager could not track it.
             return Err(ConfigError::new(
                 "node policy",
-                "lirs",
-                "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo or 2q",
+                self.policy.name(),
+                "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q, lfu or random",
             ));
         }
         if self.chances > super::nchance::MAX_CHANCES {
@@ -480,4 +487,40 @@ fn build_nodes<N>(
     f: impl Fn(u32) -> Result<N, ConfigError>,
 ) -> Result<Vec<N>, ConfigError> {
     (0..n).map(f).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Belady needs the future, which no node of a cluster has: refused
+    /// with a message, in the simulated and the live cluster alike.
+    #[test]
+    fn belady_is_refused_as_a_node_policy() {
+        let config = ClusterConfig {
+            policy: PolicyKind::Belady,
+            ..ClusterConfig::paper(2)
+        };
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("belady") && err.contains("future"), "{err}");
+        let err = crate::coop::live::live_policy(PolicyKind::Belady)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("belady") && err.contains("future"), "{err}");
+    }
+
+    /// SLRU, like LIRS, can drop a block during a hit: refused too.
+    #[test]
+    fn slru_is_refused_as_a_node_policy() {
+        let config = ClusterConfig {
+            policy: PolicyKind::Slru,
+            ..ClusterConfig::paper(2)
+        };
+        let err = config.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("slru") && err.contains("reports every block"),
+            "{err}"
+        );
+        assert!(crate::coop::live::live_policy(PolicyKind::Slru).is_err());
+    }
 }

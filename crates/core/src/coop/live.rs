@@ -162,13 +162,7 @@ impl AlgorithmKind {
     {
         self.live()
             .map_err(|e| ConfigError::NodeCache(e.to_string()))?;
-        if shape.policy == PolicyKind::Lirs {
-            return Err(ConfigError::Setting {
-                setting: "node policy",
-                value: "lirs".into(),
-                expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo or 2q",
-            });
-        }
+        live_policy(shape.policy)?;
         let node = shape.policy.factory(LiveBuilder {
             kind: self,
             id,
@@ -188,13 +182,21 @@ impl AlgorithmKind {
 
 /// `policy`, if a live node can cache with it: every policy but LIRS
 /// (libCacheSim's LIRS can drop a block during a hit without an eviction
-/// anyone sees, so its manager could not track it).
+/// anyone sees, so its manager could not track it) and Belady (it needs
+/// the future requests, which a live node cannot know).
 pub fn live_policy(policy: PolicyKind) -> Result<PolicyKind, ConfigError> {
-    if policy == PolicyKind::Lirs {
+    if policy.needs_future() {
         return Err(ConfigError::Setting {
             setting: "node policy",
-            value: "lirs".into(),
-            expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo or 2q",
+            value: policy.name().into(),
+            expected: "a policy that needs no knowledge of future requests (belady is simulation-only)",
+        });
+    }
+    if policy.drops_on_hit() {
+        return Err(ConfigError::Setting {
+            setting: "node policy",
+            value: policy.name().into(),
+            expected: "a policy that reports every block it drops: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q, lfu or random",
         });
     }
     Ok(policy)

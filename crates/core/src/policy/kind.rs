@@ -1,7 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, BlockKey, Capacity, Clock, Fifo, Lirs, Lru, Policy, S3Fifo, Sieve, TwoQ, Unit, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, Random, S3Fifo, S3FifoV1,
+    Sieve, Slru, TwoQ, Unit, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -26,6 +27,17 @@ pub enum PolicyKind {
     TwoQ,
     /// [`Lirs`]
     Lirs,
+    /// [`Lfu`]
+    Lfu,
+    /// [`Belady`]: needs the future ([`PolicyKind::needs_future`]).
+    Belady,
+    /// [`Slru`]
+    Slru,
+    /// [`S3FifoV1`]: libCacheSim's current `S3FIFO` (`s3fifo` is its
+    /// original `S3FIFOv0`).
+    S3FifoV1,
+    /// [`Random`], drawing from [`RANDOM_SEED`](super::RANDOM_SEED).
+    Random,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -71,7 +83,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 8] = [
+    pub const ALL: [PolicyKind; 13] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -80,6 +92,11 @@ impl PolicyKind {
         PolicyKind::S3Fifo,
         PolicyKind::TwoQ,
         PolicyKind::Lirs,
+        PolicyKind::Lfu,
+        PolicyKind::Belady,
+        PolicyKind::Slru,
+        PolicyKind::S3FifoV1,
+        PolicyKind::Random,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -93,7 +110,27 @@ impl PolicyKind {
             PolicyKind::S3Fifo => "s3fifo",
             PolicyKind::TwoQ => "2q",
             PolicyKind::Lirs => "lirs",
+            PolicyKind::Lfu => "lfu",
+            PolicyKind::Belady => "belady",
+            PolicyKind::Slru => "slru",
+            PolicyKind::S3FifoV1 => "s3fifo-v1",
+            PolicyKind::Random => "random",
         }
+    }
+
+    /// Whether the policy must be told each request's next reference (see
+    /// [`Belady`]): it then runs only in a replay that reads the trace up
+    /// front, and cannot be a cooperative node's own cache. [`build`](Self::build)
+    /// and [`factory`](Self::factory) give it no future.
+    pub fn needs_future(self) -> bool {
+        self == PolicyKind::Belady
+    }
+
+    /// Whether the policy, as libCacheSim defines it, can drop a block
+    /// during a hit without an eviction anyone sees ([`Lirs`], [`Slru`]):
+    /// a cooperative node's manager could not track its blocks.
+    pub fn drops_on_hit(self) -> bool {
+        matches!(self, PolicyKind::Lirs | PolicyKind::Slru)
     }
 
     /// Builds an empty cache of this policy with `capacity` (blocks, or
@@ -134,6 +171,11 @@ impl PolicyKind {
             PolicyKind::S3Fifo => factory.make(S3Fifo::<K, W>::with_weights),
             PolicyKind::TwoQ => factory.make(TwoQ::<K, W>::with_weights),
             PolicyKind::Lirs => factory.make(Lirs::<K, W>::with_weights),
+            PolicyKind::Lfu => factory.make(Lfu::<K, W>::with_weights),
+            PolicyKind::Belady => factory.make(Belady::<K, W>::with_weights),
+            PolicyKind::Slru => factory.make(Slru::<K, W>::with_weights),
+            PolicyKind::S3FifoV1 => factory.make(S3FifoV1::<K, W>::with_weights),
+            PolicyKind::Random => factory.make(Random::<K, W>::with_weights),
         }
     }
 }
@@ -146,7 +188,9 @@ impl fmt::Display for PolicyKind {
 
 /// A policy name that is not one of [`PolicyKind::ALL`].
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown policy `{0}`: expected one of lru, fifo, clock, sieve, arc, s3fifo, 2q, lirs")]
+#[error(
+    "unknown policy `{0}`: expected one of lru, fifo, clock, sieve, arc, s3fifo, 2q, lirs, lfu"
+)]
 pub struct UnknownPolicy(pub String);
 
 impl FromStr for PolicyKind {
@@ -157,6 +201,8 @@ impl FromStr for PolicyKind {
         let alias = match wanted.as_str() {
             "s3-fifo" => "s3fifo",
             "twoq" => "2q",
+            "opt" | "min" => "belady",
+            "s3fifo-current" | "s3-fifo-v1" => "s3fifo-v1",
             other => other,
         };
         PolicyKind::ALL
@@ -176,11 +222,25 @@ mod tests {
             assert_eq!(kind.name().parse::<PolicyKind>(), Ok(kind));
         }
         assert_eq!("S3-FIFO".parse::<PolicyKind>(), Ok(PolicyKind::S3Fifo));
+        assert_eq!(
+            "s3fifo-current".parse::<PolicyKind>(),
+            Ok(PolicyKind::S3FifoV1)
+        );
+    }
+
+    #[test]
+    fn only_belady_needs_the_future() {
+        assert_eq!("OPT".parse::<PolicyKind>(), Ok(PolicyKind::Belady));
+        let needing: Vec<_> = PolicyKind::ALL
+            .into_iter()
+            .filter(|k| k.needs_future())
+            .collect();
+        assert_eq!(needing, [PolicyKind::Belady]);
     }
 
     #[test]
     fn unknown_name_is_an_error_naming_it() {
-        let err = "lfu".parse::<PolicyKind>().unwrap_err();
-        assert!(err.to_string().contains("`lfu`"), "{err}");
+        let err = "lfuu".parse::<PolicyKind>().unwrap_err();
+        assert!(err.to_string().contains("`lfuu`"), "{err}");
     }
 }

@@ -34,23 +34,33 @@
 //! in bytes (`tests/golden_sizes.rs`), or says in its doc where it departs.
 
 mod arc;
+mod belady;
 mod clock;
 mod fifo;
 mod kind;
+mod lfu;
 mod lirs;
 mod lru;
+mod random;
 mod s3fifo;
+mod s3fifo_v1;
 mod sieve;
+mod slru;
 mod two_q;
 
 pub use arc::{Arc, ArcMiss};
+pub use belady::{Belady, NEVER, next_uses};
 pub use clock::Clock;
 pub use fifo::Fifo;
 pub use kind::{PolicyFactory, PolicyKind, PolicyVisitor, UnknownPolicy};
+pub use lfu::Lfu;
 pub use lirs::{Lirs, LirsMiss};
 pub use lru::Lru;
+pub use random::{RANDOM_SEED, Random, splitmix64};
 pub use s3fifo::S3Fifo;
+pub use s3fifo_v1::S3FifoV1;
 pub use sieve::Sieve;
+pub use slru::Slru;
 pub use two_q::TwoQ;
 
 pub use crate::list::{Unit, Weight};

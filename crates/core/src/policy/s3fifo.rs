@@ -41,7 +41,7 @@ impl ListTag for Entry {
 /// results at commit aa0fc40 use: small 10%, ghost 90%, move-to-main
 /// threshold 2, every non-ghost miss enters the small queue). Later
 /// libCacheSim releases changed `S3FIFO` to fill main while the cache warms;
-/// this is not that variant. In a byte cache the three queues are measured
+/// that variant is [`S3FifoV1`](super::S3FifoV1) (`s3fifo-v1`). In a byte cache the three queues are measured
 /// in bytes and, as in libCacheSim, an object larger than the small queue
 /// (10% of the cache) is not admitted at all, even on a ghost hit. One
 /// departure: libCacheSim makes room for, then drops, a new object exactly
@@ -89,6 +89,25 @@ impl<K: BlockKey, W: Weight> S3Fifo<K, W> {
             ghost_capacity,
             capacity: units,
         })
+    }
+
+    /// Whether the small queue holds its share or more (S3-FIFO v1's
+    /// warm-up test).
+    pub(super) fn small_is_full(&self) -> bool {
+        self.size_of(Queue::Small) >= self.small_capacity as u64
+    }
+
+    /// Inserts a new object into main rather than small (S3-FIFO v1 while
+    /// the cache warms).
+    pub(super) fn insert_into_main(&mut self, key: K, size: u32) {
+        self.queues.push(
+            key,
+            size,
+            Entry {
+                queue: Queue::Main,
+                freq: 0,
+            },
+        );
     }
 
     fn len_of(&self, q: Queue) -> usize {
