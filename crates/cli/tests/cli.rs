@@ -141,8 +141,8 @@ fn bad_options_are_clear_errors() {
         &["xml", "lirs, lis, be32"],
     );
     fails_with(
-        &format!("sim {trace} --format lirs --policy lfu --cache-size 10"),
-        &["lfu", "expected one of"],
+        &format!("sim {trace} --format lirs --policy nosuch --cache-size 10"),
+        &["nosuch", "expected one of"],
     );
     fails_with(
         &format!("sim {trace} --format lirs --cache-size 0"),
