@@ -9,6 +9,8 @@
 //! user's clone without them skips with a message; under `CI=true` a
 //! missing trace fails the test.
 
+mod common;
+
 use coopcache_core::{Capacity, PolicyKind};
 use coopcache_sim::replay::{RunSpec, replay};
 use coopcache_sim::trace::{self, ReadOptions, TraceFormat};
@@ -16,24 +18,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn traces_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("COOPCACHE_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-        });
-    if dir.join("golden-libcachesim.csv").exists() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
-        "{} has no golden-libcachesim.csv: the shared traces must be beside the checkout (../shared, or COOPCACHE_TRACES), or set COOPCACHE_ALLOW_SKIP=1 to skip",
-        dir.display()
-    );
-    eprintln!(
-        "skipping: no traces at {} (set COOPCACHE_TRACES)",
-        dir.display()
-    );
-    None
+    common::traces_dir("golden-libcachesim.csv")
 }
 
 /// The file and format of each trace named in the golden file.

@@ -8,6 +8,8 @@
 //! the column maps below, the same the script uses. A user's clone without
 //! them skips with a message; under `CI=true` a missing trace fails.
 
+mod common;
+
 use coopcache_core::{Capacity, PolicyKind};
 use coopcache_sim::replay::{RunSpec, Tally, replay};
 use coopcache_sim::trace::{self, ReadOptions, Request, TraceFormat};
@@ -16,24 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 fn traces_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("COOPCACHE_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-        });
-    if dir.join("snia/tencent-photo-sample.csv.bz2").exists() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
-        "{} has no snia/ traces: the shared traces must be beside the checkout (../shared, or COOPCACHE_TRACES), or set COOPCACHE_ALLOW_SKIP=1 to skip",
-        dir.display()
-    );
-    eprintln!(
-        "skipping: no traces at {} (set COOPCACHE_TRACES)",
-        dir.display()
-    );
-    None
+    common::traces_dir("snia/tencent-photo-sample.csv.bz2")
 }
 
 /// The file and `--csv` column map of each trace named in the golden file.

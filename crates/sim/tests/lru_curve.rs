@@ -11,6 +11,8 @@
 //! The traces are read from `../shared/traces` (or `$COOPCACHE_TRACES`); a
 //! user's clone without them skips with a message, as golden_sizes.rs.
 
+mod common;
+
 use coopcache_core::{Capacity, PolicyKind};
 use coopcache_sim::mrc::{CurveUnit, LruCurve, Shards};
 use coopcache_sim::replay::{RunSpec, replay_sized};
@@ -18,21 +20,7 @@ use coopcache_sim::trace::{self, Op, ReadOptions, Request, Requests, TraceFormat
 use std::path::PathBuf;
 
 fn traces_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("COOPCACHE_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-        });
-    if dir.join("snia/tencent-photo-sample.csv.bz2").exists() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
-        "{} has no traces: set COOPCACHE_TRACES, or COOPCACHE_ALLOW_SKIP=1 to skip",
-        dir.display()
-    );
-    eprintln!("skipping: no traces at {}", dir.display());
-    None
+    common::traces_dir("snia/tencent-photo-sample.csv.bz2")
 }
 
 /// A trace's requests, read once.
