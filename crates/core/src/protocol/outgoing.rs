@@ -95,7 +95,7 @@ where
             // pass on, and be blamed for, a liar's bytes; found by the
             // fault harness, seed 572: a held singlet evicted and forwarded
             // again): the block is dropped instead.
-            Msg::Recirculate { block, .. } | Msg::Place { block, .. } | Msg::Data { block, .. }
+            Msg::Recirculate { block, .. } | Msg::Place { block, .. }
                 if self.held.contains(block) =>
             {
                 self.stats.dropped += 1;
