@@ -64,14 +64,15 @@ impl From<B> for BlockId {
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
-struct S(u32, u32, u64, bool);
+struct S(u32, u32, u64, u32, bool);
 
 impl From<S> for Status {
-    fn from(S(capacity, cached, cached_bytes, idle): S) -> Status {
+    fn from(S(capacity, cached, cached_bytes, foreign, idle): S) -> Status {
         Status {
             capacity,
             cached,
             cached_bytes,
+            foreign,
             idle,
         }
     }

@@ -3,6 +3,7 @@
 //! a failed node, N-Chance forwarding over the live members only, and
 //! Hash-Distributed partitions over the live members.
 
+use coopcache_core::coop::LiveNode;
 use coopcache_core::coop::{
     Addr, DirectNode, DirectoryManager, HashNode, Level, ManagerMachine, ManagerMode, Msg,
     NChanceNode, NoData, NodeMachine, Outbox, Owners, hash_owner,
@@ -325,13 +326,24 @@ fn a_reader_places_what_it_fetched_when_the_manager_keeps_nothing() {
 
 type Direct = DirectNode<u64, Lru<u64>, NoData>;
 
-/// A live Direct node: 1 block local, a remote cache of 4 at its host.
-fn direct(id: u32, host: Option<u32>) -> Direct {
+/// A live Direct node of members 0 to 3 with `memory` blocks, parking up
+/// to 4 blocks at `lenders`.
+fn direct(id: u32, memory: usize, lenders: &[u32]) -> Direct {
     let remote = Lru::new(4).unwrap();
-    let mut n = DirectNode::new(id, Lru::new(1).unwrap(), NoData, remote, NoData)
-        .hosted_by_peers(Lru::new(4).unwrap(), NoData);
-    n.set_host(host);
+    let mut n = DirectNode::new(id, Lru::new(memory).unwrap(), NoData, remote, NoData)
+        .hosted_by_peers(NoData, 1)
+        .unwrap();
+    n.set_peers(&[0, 1, 2, 3]);
+    n.set_lenders(lenders);
     n
+}
+
+fn place(block: u64) -> Msg<u64, ()> {
+    Msg::Place {
+        block,
+        data: (),
+        replaces: None,
+    }
 }
 
 /// Node `n` reads `block` from the origin; what it sends.
@@ -350,7 +362,7 @@ fn read_from_origin(n: &mut Direct, block: u64, out: &mut Out) -> Vec<(Addr, Add
 
 #[test]
 fn a_live_direct_node_parks_its_evictions_at_its_host_and_reads_them_back() {
-    let (mut client, mut host) = (direct(0, Some(1)), direct(1, None));
+    let (mut client, mut host) = (direct(0, 1, &[1]), direct(1, 1, &[]));
     let mut out = Out::default();
     read_from_origin(&mut client, 1, &mut out);
     let sent = read_from_origin(&mut client, 2, &mut out);
@@ -406,20 +418,33 @@ fn a_live_direct_node_parks_its_evictions_at_its_host_and_reads_them_back() {
 }
 
 #[test]
-fn a_live_direct_node_whose_host_lost_a_block_reads_through_the_manager() {
-    let (mut client, mut new_host) = (direct(0, Some(1)), direct(2, None));
+fn a_live_direct_node_whose_host_left_or_lost_a_block_reads_through_the_manager() {
+    let mut client = direct(0, 1, &[1]);
     let mut out = Out::default();
     read_from_origin(&mut client, 1, &mut out);
     read_from_origin(&mut client, 2, &mut out);
-    // Host 1 failed; its successor never saw block 1.
-    client.set_host(Some(2));
+    // Host 1 left, with block 1: asked of the manager, not of a dead host.
+    client.set_peers(&[0, 2, 3]);
     client.read(1, 0, &mut out);
-    let (_, to, ask) = drain(&mut out)
-        .into_iter()
-        .find(|(_, _, m)| matches!(m, Msg::Forward { .. }))
-        .unwrap();
-    assert_eq!(to, Addr::Node(2));
-    new_host.handle(Addr::Node(0), ask, 0, &mut out);
+    let sent = drain(&mut out);
+    assert!(
+        sent.iter()
+            .any(|m| matches!(m, (_, Addr::Manager, Msg::Read { block: 1, .. }))),
+        "{sent:?}"
+    );
+    assert!(
+        !sent.iter().any(|(_, to, _)| *to == Addr::Node(1)),
+        "{sent:?}"
+    );
+
+    // A host asked for a block it does not have hands the read back.
+    let mut other = direct(2, 1, &[]);
+    let ask = Msg::Forward {
+        block: 1,
+        reader: 0,
+        hops: 1,
+    };
+    other.handle(Addr::Node(0), ask, 0, &mut out);
     let reply = drain(&mut out);
     assert!(
         matches!(
@@ -437,8 +462,8 @@ fn a_live_direct_node_whose_host_lost_a_block_reads_through_the_manager() {
         "{reply:?}"
     );
 
-    // With no live peer at all, an eviction is dropped and the manager told.
-    let mut alone = direct(0, None);
+    // With no peer lending, an eviction is dropped and the manager told.
+    let mut alone = direct(0, 1, &[]);
     read_from_origin(&mut alone, 1, &mut out);
     let sent = read_from_origin(&mut alone, 2, &mut out);
     assert!(
@@ -455,9 +480,64 @@ fn a_live_direct_node_whose_host_lost_a_block_reads_through_the_manager() {
     );
 }
 
+/// Evictions go to the peers advertising room, drawn at random, never to a
+/// member that does not lend.
+#[test]
+fn a_live_direct_node_parks_only_at_lenders_drawn_at_random() {
+    let mut client = direct(0, 1, &[1, 3]);
+    let mut out = Out::default();
+    let mut at = [0usize; 4];
+    for block in 0..41u64 {
+        for (_, to, m) in read_from_origin(&mut client, block, &mut out) {
+            if let (Addr::Node(n), Msg::Place { .. }) = (to, m) {
+                at[n as usize] += 1;
+            }
+        }
+    }
+    assert_eq!(at[0] + at[2], 0, "parked at a member not lending: {at:?}");
+    assert_eq!(at[1] + at[3], 40, "{at:?}");
+    assert!(at[1] > 5 && at[3] > 5, "not drawn at random: {at:?}");
+}
+
+/// A host's memory is shared: its peers' blocks take free room, then the
+/// oldest foreign block's; its own blocks give way only while it is idle,
+/// and its own reads take room from foreign blocks first.
+#[test]
+fn a_host_lends_its_own_memory_only_while_idle_and_takes_it_back_first() {
+    let mut out = Out::default();
+    let mut host = direct(1, 2, &[]);
+    read_from_origin(&mut host, 10, &mut out);
+    // Busy (it just read): one free block taken, then foreign blocks
+    // replace each other; its own block 10 stays.
+    for b in [1, 2, 3] {
+        host.handle(Addr::Node(0), place(b), 0, &mut out);
+    }
+    assert_eq!((host.len(), host.foreign()), (2, 1));
+    host.read(10, 0, &mut out);
+    assert_eq!(out.drain_done().next().map(|d| d.level), Some(Level::Local));
+    // Its own read of a new block takes the foreign block's room.
+    read_from_origin(&mut host, 11, &mut out);
+    assert_eq!((host.len(), host.foreign()), (2, 0));
+    // Busy with all of its memory its own: a parked block is refused.
+    host.handle(Addr::Node(0), place(4), 0, &mut out);
+    assert_eq!((host.len(), host.foreign()), (2, 0));
+    // Idle: its own cold blocks make room (the manager told).
+    host.set_idle(true);
+    host.handle(Addr::Node(0), place(5), 0, &mut out);
+    host.handle(Addr::Node(0), place(6), 0, &mut out);
+    assert_eq!((host.len(), host.foreign()), (2, 2));
+    let sent = drain(&mut out);
+    for own in [10, 11] {
+        assert!(
+            sent.contains(&(Addr::Node(1), Addr::Manager, Msg::Dropped { block: own })),
+            "{sent:?}"
+        );
+    }
+}
+
 #[test]
 fn a_host_hands_back_a_parked_block_also_when_it_caches_one_itself() {
-    let (mut client, mut host) = (direct(0, Some(1)), direct(1, None));
+    let (mut client, mut host) = (direct(0, 1, &[1]), direct(1, 2, &[]));
     let mut out = Out::default();
     read_from_origin(&mut host, 1, &mut out);
     read_from_origin(&mut client, 1, &mut out);
@@ -493,8 +573,10 @@ fn a_live_direct_node_parks_only_blocks_whose_bytes_have_come() {
     let store = MemStore::<u64, Digest>::default;
     let remote = Lru::new(4).unwrap();
     let mut client = DirectNode::new(0, Lru::new(1).unwrap(), store(), remote, store())
-        .hosted_by_peers(Lru::new(4).unwrap(), store());
-    client.set_host(Some(1));
+        .hosted_by_peers(store(), 1)
+        .unwrap();
+    client.set_peers(&[0, 1]);
+    client.set_lenders(&[1]);
     let mut out = Outbox::<u64, Digest>::default();
     client.read(1, 0, &mut out);
     client.read(2, 0, &mut out);

@@ -11,7 +11,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 4;
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -274,6 +274,7 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
             buf.put_u32(status.capacity);
             buf.put_u32(status.cached);
             buf.put_u64(status.cached_bytes);
+            buf.put_u32(status.foreign);
             buf.put_u8(u8::from(status.idle));
         }
     }
@@ -504,6 +505,7 @@ impl Reader {
                 capacity: self.u32()?,
                 cached: self.u32()?,
                 cached_bytes: self.u64()?,
+                foreign: self.u32()?,
                 idle: self.flag("idle")?,
             };
             return Ok(if kind == K_PING {
@@ -688,6 +690,7 @@ mod tests {
                     capacity: 100,
                     cached: 40,
                     cached_bytes: 40 << 16,
+                    foreign: 7,
                     idle: true,
                 },
             },

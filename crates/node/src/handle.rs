@@ -114,12 +114,15 @@ pub struct NodeOptions {
     pub attr_ttl: Duration,
     /// Least time to wait on peers before reading the origin.
     pub min_timeout: Duration,
+    /// How long this node's own reads must have stopped before it calls
+    /// itself idle and lends its memory to busy peers (Netcache).
+    pub idle_after: Duration,
 }
 
 impl NodeOptions {
     /// Options with the defaults: N-Chance (n = 2) over LRU, 64 KiB
     /// blocks, 2 GiB, close-to-open (versions asked on every open), peer
-    /// timeout floor 50 ms.
+    /// timeout floor 50 ms, idle after 10 s without reads.
     pub fn new(id: NodeId, identity: Identity, listen: SocketAddr, origin: Origin) -> Self {
         NodeOptions {
             id,
@@ -137,6 +140,7 @@ impl NodeOptions {
             seed: 1,
             attr_ttl: Duration::ZERO,
             min_timeout: Duration::from_millis(50),
+            idle_after: Duration::from_micros(coopcache_core::protocol::IDLE_AFTER_US),
         }
     }
 }
@@ -292,6 +296,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         .map_err(|e| NodeError::Config(e.to_string()))?;
     let mut protocol_cfg = ProtocolConfig::for_node(capacity, bs);
     protocol_cfg.min_timeout_us = opts.min_timeout.as_micros() as u64;
+    protocol_cfg.idle_after_us = u64::try_from(opts.idle_after.as_micros()).unwrap_or(u64::MAX);
     let clock = Clock::start();
     let protocol = NodeProtocol::new(
         opts.id,

@@ -147,22 +147,40 @@ async fn hash_distributed_partitions_serve_what_one_node_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_node_reads_its_evictions_back_from_its_host() {
-    // 32 blocks of budget: 16 for the node's own blocks, 16 hosted.
+    // 16 blocks of budget each: node 0 reads 32, and parks 16 at node 1,
+    // idle.
     let block: u64 = 64 << 10;
     let shape = Shape {
         nodes: 2,
         algorithm: AlgorithmKind::Direct,
         memory: coopcache_node::budget::RESERVE
-            + 32 * (block + coopcache_node::budget::PER_BLOCK_OVERHEAD),
+            + 16 * (block + coopcache_node::budget::PER_BLOCK_OVERHEAD),
         ..Shape::default()
     };
     let len = 32 * block as usize;
     // A peer is never late here (a busy test machine must not turn a
-    // placement's check into a timeout).
+    // placement's check into a timeout); idle after 200 ms, not 10 s.
     let c = cluster_with(shape, &[("a.bin", len)], |o| {
-        o.min_timeout = std::time::Duration::from_secs(5)
+        o.min_timeout = std::time::Duration::from_secs(5);
+        o.idle_after = std::time::Duration::from_millis(200);
     })
     .await;
+    // Node 0 hears node 1 say it is idle (pings once a second).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let s = c.nodes[0].status().await.unwrap();
+        if s.members
+            .iter()
+            .any(|m| m.id == 1 && m.memory.is_some_and(|m| m.idle))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node 1 never idle: {s:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let want = contents(1, len);
     let node = &c.nodes[0];
     assert!(node.read("a.bin", None).await.unwrap()[..] == want[..]);

@@ -261,7 +261,7 @@ async fn check(kind: AlgorithmKind, want_match: Match) {
         }
     }
     // The trace exercises cooperation, not just local hits and misses.
-    if kind != AlgorithmKind::Base {
+    if kind.live_model() != AlgorithmKind::Base {
         assert!(counts[Level::RemoteNode.index()] > 20, "{counts:?}");
     }
     assert!(counts[Level::Local.index()] > 20, "{counts:?}");

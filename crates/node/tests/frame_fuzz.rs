@@ -36,16 +36,22 @@ fn digest() -> impl Strategy<Value = Digest> {
     (any::<[u8; 32]>(), any::<u32>()).prop_map(|(hash, len)| Digest { hash, len })
 }
 
-/// Every protocol message a link carries.
+/// What a member says of its memory.
 fn status() -> impl Strategy<Value = Status> {
-    (any::<u32>(), any::<u32>(), any::<u64>(), any::<bool>()).prop_map(
-        |(capacity, cached, cached_bytes, idle)| Status {
+    (
+        any::<u32>(),
+        any::<u32>(),
+        any::<u64>(),
+        any::<u32>(),
+        any::<bool>(),
+    )
+        .prop_map(|(capacity, cached, cached_bytes, foreign, idle)| Status {
             capacity,
             cached,
             cached_bytes,
+            foreign,
             idle,
-        },
-    )
+        })
 }
 
 fn recorded() -> impl Strategy<Value = Recorded> {

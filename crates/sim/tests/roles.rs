@@ -7,9 +7,7 @@
 
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
-use coopcache_core::protocol::{
-    Digest, MIN_TRACKED, PeerMsg, Recorded, Served, manager_of, predecessor,
-};
+use coopcache_core::protocol::{Digest, MIN_TRACKED, PeerMsg, Recorded, Served, manager_of};
 use coopcache_sim::live::{LiveCluster, content_of};
 
 const MALLORY: NodeId = 9;
@@ -376,7 +374,7 @@ fn a_partition_read_is_accepted_only_by_the_blocks_owner() {
 }
 
 #[test]
-fn place_is_accepted_only_at_the_owner_and_from_the_direct_client() {
+fn place_is_accepted_only_at_the_owner_or_a_direct_node_from_a_live_member() {
     let mut c = cluster(AlgorithmKind::Hash);
     let owners = coopcache_core::coop::Owners::live(&MEMBERS);
     let b = (13_000..).find(|b| owners.of(b) == 1).unwrap();
@@ -393,9 +391,9 @@ fn place_is_accepted_only_at_the_owner_and_from_the_direct_client() {
     assert_eq!(violations(&c, 2), 1);
     assert_eq!(c.nodes()[2].usage().blocks, before, "placed at a non-owner");
 
-    // Direct: node 2 hosts node 1's remote cache, not Mallory's.
-    let mut c = cluster(AlgorithmKind::Direct);
-    assert_eq!(predecessor(&MEMBERS, 2), Some(1));
+    // Direct: any live member may park here, one no longer live may not.
+    let mut c = direct_cluster();
+    c.set_members(2, &[0, 1, 2]);
     c.inject(
         MALLORY,
         2,
@@ -409,29 +407,56 @@ fn place_is_accepted_only_at_the_owner_and_from_the_direct_client() {
     assert_eq!(
         c.nodes()[2].usage().blocks,
         0,
-        "Mallory parked at a host not hers"
+        "a member no longer live parked a block"
     );
 }
 
-#[test]
-fn reclaim_is_accepted_only_from_the_direct_client() {
-    let mut c = cluster(AlgorithmKind::Direct);
-    // Node 1 reads 12 blocks into 8 of its own: 4 are parked at node 2.
-    let blocks: Vec<u64> = (14_000..)
+/// A Direct cluster hearing each other's status: node 0 busy (it read a
+/// block), node 2 idle, so node 1 parks its evictions at node 2 only.
+/// Mallory never answers a ping, so no one parks with her.
+fn direct_cluster() -> LiveCluster<u64> {
+    let shape = LiveShape {
+        capacity: 16,
+        policy: PolicyKind::Lru,
+        chances: 2,
+        seed: 1,
+    };
+    let mut c =
+        LiveCluster::with_pings(AlgorithmKind::Direct, 3, &shape, BLOCK_SIZE, 1_000_000).unwrap();
+    c.add_outsider(MALLORY);
+    c.run_for(coopcache_core::protocol::IDLE_AFTER_US).unwrap();
+    read(&mut c, 0, 1);
+    c.run_for(1_500_000).unwrap();
+    c.take_inbox(MALLORY);
+    c
+}
+
+/// Node 1 reads 20 blocks into its 16: the first 4 are parked at node 2.
+fn park_four(c: &mut LiveCluster<u64>, from: u64) -> Vec<u64> {
+    let blocks: Vec<u64> = (from..)
         .filter(|&b| manager_of(b, &MEMBERS) != Some(MALLORY))
-        .take(12)
+        .take(20)
         .collect();
     for &b in &blocks {
-        read(&mut c, 1, b);
+        read(c, 1, b);
     }
-    let parked = blocks[0];
+    assert_eq!(c.nodes()[2].own_status(c.now()).foreign, 4);
+    blocks[..4].to_vec()
+}
+
+#[test]
+fn reclaim_is_accepted_only_from_a_live_member() {
+    let mut c = direct_cluster();
+    let parked = park_four(&mut c, 14_000)[0];
+    c.set_members(2, &[0, 1, 2]);
+    c.take_inbox(MALLORY);
     c.inject(MALLORY, 2, PeerMsg::Reclaim { block: parked });
     c.run_until_quiet().unwrap();
     assert_eq!(violations(&c, 2), 1);
     assert_eq!(
         c.take_inbox(MALLORY),
         [],
-        "the host handed Mallory a parked block"
+        "the host answered a member no longer live"
     );
     assert_eq!(
         read(&mut c, 1, parked),
@@ -440,28 +465,17 @@ fn reclaim_is_accepted_only_from_the_direct_client() {
     );
 }
 
-/// After the ring changes, a Direct host hands a parked block back only to
-/// the client that parked it: another client (here Mallory, now the host's
-/// predecessor) is told it is missing, and gets none of its bytes.
+/// A Direct host hands a parked block back only to the member that parked
+/// it: another member (here Mallory) is told it is missing, and gets none
+/// of its bytes.
 #[test]
 fn a_direct_host_hands_a_block_back_only_to_the_client_that_parked_it() {
-    let mut c = cluster(AlgorithmKind::Direct);
-    let blocks: Vec<u64> = (19_000..)
-        .filter(|&b| manager_of(b, &MEMBERS) != Some(MALLORY))
-        .take(12)
-        .collect();
-    for &b in &blocks {
-        read(&mut c, 1, b);
-    }
-    // Node 2 sees node 1 and node 0 leave: Mallory is its client now.
-    c.set_members(2, &[2, MALLORY]);
-    c.run_until_quiet().unwrap();
-    assert_eq!(predecessor(&[2, MALLORY], 2), Some(MALLORY));
+    let mut c = direct_cluster();
+    let parked = park_four(&mut c, 19_000)[0];
     c.take_inbox(MALLORY);
-    let parked = blocks[0];
     c.inject(MALLORY, 2, PeerMsg::Reclaim { block: parked });
     c.run_until_quiet().unwrap();
-    assert_eq!(violations(&c, 2), 0, "Mallory is the client now");
+    assert_eq!(violations(&c, 2), 0, "Mallory is a member");
     let told = c.take_inbox(MALLORY);
     assert!(
         !told.iter().any(|(_, m)| matches!(m, PeerMsg::Data { .. })),
@@ -470,6 +484,11 @@ fn a_direct_host_hands_a_block_back_only_to_the_client_that_parked_it() {
     assert!(
         told.contains(&(2, PeerMsg::Missing { block: parked })),
         "{told:?}"
+    );
+    assert_eq!(
+        read(&mut c, 1, parked),
+        Level::RemoteNode,
+        "the parked block is still there for node 1"
     );
 }
 

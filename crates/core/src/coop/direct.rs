@@ -5,7 +5,11 @@ use super::local::{
     LocalCache, ask_manager, complete, notify_dropped, serve_forward, write_through,
 };
 use super::{Addr, BlockStore, Level, LiveNode, Msg, NodeId, NodeMachine, Outbox, StoreUsage};
+use crate::error::CapacityError;
 use crate::policy::{BlockKey, Lookup, Lru, Policy};
+use rand_core::{RngCore, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::HashMap;
 
 /// A node with a private remote cache.
 ///
@@ -18,25 +22,61 @@ use crate::policy::{BlockKey, Lookup, Lru, Policy};
 ///
 /// As in the paper's optimistic model, the remote cache is permanent and
 /// never disturbed by its host; the simulator keeps it as part of this
-/// node's state. A live node keeps only its order here and the bytes at a
-/// peer, its host ([`DirectNode::hosted_by_peers`]).
+/// node's state. A live node keeps only its order here and the bytes at
+/// peers ([`DirectNode::hosted_by_peers`]).
 #[derive(Clone, Debug)]
 pub struct DirectNode<K, P, S: BlockStore<K>> {
     id: NodeId,
     local: LocalCache<K, P, S>,
     remote: LocalCache<K, Lru<K>, S>,
-    /// Set when the remote cache's bytes live at a peer.
+    /// Set when the remote cache's bytes live at peers.
     peer: Option<PeerHosted<K, S>>,
 }
 
-/// A remote cache whose bytes are in a peer's memory, and the region of
-/// this node's memory where it hosts a peer's remote cache.
+/// Netcache's arrangement of a live node: its evictions parked on idle
+/// peers, and the blocks its peers park here sharing its memory with its
+/// own, its own first.
 #[derive(Clone, Debug)]
 struct PeerHosted<K, S: BlockStore<K>> {
-    /// Who keeps this node's remote blocks, if any peer is live.
-    host: Option<NodeId>,
-    /// The blocks this node keeps for the peers it hosts.
+    /// The live members (this node among them).
+    live: Vec<NodeId>,
+    /// The peers advertising memory to lend: where evictions are parked.
+    lenders: Vec<NodeId>,
+    /// The peer each block of the remote cache is parked at (as many
+    /// entries as the remote cache has blocks).
+    parked_at: HashMap<K, NodeId>,
+    /// The blocks this node keeps for its peers (foreign blocks).
     hosted: LocalCache<K, Lru<K>, S>,
+    /// Blocks of memory the node's own and its peers' blocks share.
+    memory: usize,
+    /// Whether the node is idle (its protocol says: its own reads stopped
+    /// a while ago), when its own blocks give way to its peers'.
+    idle: bool,
+    rng: Pcg64Mcg,
+}
+
+impl<K: BlockKey, S: BlockStore<K>> PeerHosted<K, S> {
+    /// A uniformly random lender, if any peer lends.
+    fn pick_lender(&mut self) -> Option<NodeId> {
+        if self.lenders.is_empty() {
+            return None;
+        }
+        let pick = (u128::from(self.rng.next_u64()) * self.lenders.len() as u128) >> 64;
+        Some(self.lenders[pick as usize])
+    }
+
+    /// Drops the oldest foreign block, if any (silently: its client finds
+    /// it gone when it asks, and reads through the manager).
+    fn drop_oldest_hosted(&mut self) -> bool {
+        let oldest = self.hosted.policy.iter_oldest_first().next();
+        match oldest {
+            Some(old) => {
+                self.hosted.remove(old);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
@@ -51,20 +91,32 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
         }
     }
 
-    /// The live arrangement: the remote cache's bytes go to a peer (set by
-    /// [`DirectNode::set_host`]; with none, evictions are dropped as Base
-    /// drops them), and this node keeps the blocks peers park with it in
-    /// `hosted`, an LRU that drops its oldest block silently (its client
-    /// then finds it gone and reads through the manager). The remote
-    /// store keeps nothing: only the remote cache's order is kept here.
-    pub fn hosted_by_peers(self, hosted: Lru<K>, hosted_store: S) -> Self {
-        DirectNode {
+    /// The live arrangement, Netcache's: an evicted block is parked on a
+    /// peer drawn at random (generator seeded with `seed`) among those
+    /// advertising memory to lend ([`LiveNode::set_lenders`]; with none,
+    /// it is dropped as Base drops it), and the remote cache keeps only
+    /// the order of the parked blocks and where each is. The blocks peers
+    /// park here share the local cache's memory (its capacity) with the
+    /// node's own, in `hosted`, an LRU of that capacity: the node's own
+    /// blocks take room from the foreign ones first, and a foreign block
+    /// takes room from the node's own only while the node is idle, so an
+    /// idle node lends all of its memory and a busy one gets it back.
+    pub fn hosted_by_peers(self, hosted_store: S, seed: u64) -> Result<Self, CapacityError> {
+        let memory = self.local.policy.capacity();
+        let rng =
+            Pcg64Mcg::seed_from_u64(seed ^ u64::from(self.id).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        Ok(DirectNode {
             peer: Some(PeerHosted {
-                host: None,
-                hosted: LocalCache::new(hosted, hosted_store),
+                live: Vec::new(),
+                lenders: Vec::new(),
+                parked_at: HashMap::new(),
+                hosted: LocalCache::new(Lru::new(memory)?, hosted_store),
+                memory,
+                idle: false,
+                rng,
             }),
             ..self
-        }
+        })
     }
 
     /// This node's id.
@@ -72,54 +124,63 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
         self.id
     }
 
-    /// The peer that keeps this node's remote cache. Blocks parked at an
-    /// earlier host are asked of the new one, which answers that it does
-    /// not have them.
-    pub fn set_host(&mut self, host: Option<NodeId>) {
-        if let Some(p) = &mut self.peer {
-            p.host = host.filter(|&h| h != self.id);
-        }
-    }
-
     /// Inserts `block` locally, demoting the local cache's victims into
     /// the remote cache and dropping the remote cache's.
     fn admit_local(&mut self, block: K, miss: P::Miss, out: &mut Outbox<K, S::Data>) {
-        let (me, remote) = (self.id, &mut self.remote);
-        // None: the simulator's remote cache; Some(None): live, no host.
-        let host = self.peer.as_ref().map(|p| p.host);
-        self.local.admit(block, miss, |victim, data| {
-            if host == Some(None) || (host.is_some() && data.is_none()) {
-                // No peer to keep it, or (live, with reads in flight) its
-                // bytes have not come yet, so there is nothing to park:
-                // dropped, as Base drops it.
-                return notify_dropped(me, victim, out);
+        if let Some(p) = &mut self.peer {
+            // Netcache: a node's own blocks take its memory back from its
+            // peers' blocks before any of its own is evicted.
+            if self.local.policy.len() + p.hosted.policy.len() >= p.memory {
+                p.drop_oldest_hosted();
             }
-            if let Lookup::Miss(miss) = remote.lookup(victim) {
-                remote.admit(victim, miss, |gone, _| notify_dropped(me, gone, out));
-            }
-            match (host, data) {
-                (None, Some(data)) => remote.fill(victim, data),
-                (Some(Some(h)), Some(data)) => {
-                    let place = Msg::Place {
-                        block: victim,
-                        data,
-                        replaces: None,
-                    };
-                    out.send(Addr::Node(me), Addr::Node(h), place);
+        }
+        let (me, remote, peer) = (self.id, &mut self.remote, &mut self.peer);
+        self.local.admit(block, miss, |victim, data| match peer {
+            None => {
+                if let Lookup::Miss(miss) = remote.lookup(victim) {
+                    remote.admit(victim, miss, |gone, _| notify_dropped(me, gone, out));
                 }
-                _ => {}
+                if let Some(data) = data {
+                    remote.fill(victim, data);
+                }
+            }
+            Some(p) => {
+                // No peer lends, or (with reads in flight) its bytes have
+                // not come yet, so there is nothing to park: dropped, as
+                // Base drops it.
+                let (Some(data), Some(host)) = (data, p.pick_lender()) else {
+                    return notify_dropped(me, victim, out);
+                };
+                if let Lookup::Miss(miss) = remote.lookup(victim) {
+                    let parked_at = &mut p.parked_at;
+                    remote.admit(victim, miss, |gone, _| {
+                        parked_at.remove(&gone);
+                        notify_dropped(me, gone, out)
+                    });
+                }
+                p.parked_at.insert(victim, host);
+                let place = Msg::Place {
+                    block: victim,
+                    data,
+                    replaces: None,
+                };
+                out.send(Addr::Node(me), Addr::Node(host), place);
             }
         });
     }
 
-    /// The peer-hosted remote cache holds `block`: ask the host for it.
+    /// The peer-hosted remote cache holds `block`: ask its host for it.
     /// Its `Data` (or, if the host lost it, the manager) finishes the read.
     fn fetch_from_host(&mut self, block: K, out: &mut Outbox<K, S::Data>) -> bool {
         // Out of the remote cache either way: the local cache takes it.
         if !self.remote.policy.remove(block) {
             return false;
         }
-        let Some(host) = self.peer.as_ref().and_then(|p| p.host) else {
+        let Some(p) = &mut self.peer else {
+            return false;
+        };
+        // A host that left took the block with it.
+        let Some(host) = p.parked_at.remove(&block).filter(|h| p.live.contains(h)) else {
             return false;
         };
         let ask = Msg::Forward {
@@ -129,6 +190,31 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
         };
         out.send(Addr::Node(self.id), Addr::Node(host), ask);
         true
+    }
+
+    /// A peer parks `block` here: it takes free memory, else the oldest
+    /// foreign block's, else (only while this node is idle) its oldest own
+    /// block's; a busy node whose memory is all its own refuses it.
+    fn host(&mut self, block: K, data: S::Data, out: &mut Outbox<K, S::Data>) {
+        let Some(p) = &mut self.peer else {
+            return;
+        };
+        if !p.hosted.contains(block) && self.local.policy.len() + p.hosted.policy.len() >= p.memory
+        {
+            let own = self.local.policy.iter_oldest_first().next();
+            match own {
+                Some(own) if p.idle => {
+                    self.local.remove(own);
+                    notify_dropped(self.id, own, out);
+                }
+                _ if p.drop_oldest_hosted() => {}
+                _ => return,
+            }
+        }
+        if let Lookup::Miss(miss) = p.hosted.lookup(block) {
+            p.hosted.admit(block, miss, |_, _| {});
+        }
+        p.hosted.fill(block, data);
     }
 }
 
@@ -163,6 +249,9 @@ where
     }
 
     fn write(&mut self, block: K, data: S::Data, _now: u64, out: &mut Outbox<K, S::Data>) {
+        if let Some(p) = &mut self.peer {
+            p.parked_at.remove(&block);
+        }
         self.remote.remove(block);
         if let Lookup::Miss(miss) = self.local.lookup(block) {
             self.admit_local(block, miss, out);
@@ -199,19 +288,13 @@ where
                 let data = data.or(hosted);
                 serve_forward(self.id, block, reader, hops, data, out);
             }
-            Msg::Place { block, data, .. } => {
-                if let Some(p) = &mut self.peer {
-                    if let Lookup::Miss(miss) = p.hosted.lookup(block) {
-                        p.hosted.admit(block, miss, |_, _| {});
-                    }
-                    p.hosted.fill(block, data);
-                }
-            }
+            Msg::Place { block, data, .. } => self.host(block, data, out),
             Msg::Invalidate { block } => {
                 self.local.remove(block);
                 self.remote.remove(block);
                 if let Some(p) = &mut self.peer {
                     p.hosted.remove(block);
+                    p.parked_at.remove(&block);
                 }
             }
             _ => {}
@@ -223,16 +306,43 @@ where
         self.remote.policy.iter_oldest_first().for_each(f);
     }
 
-    /// Blocks this node's cache holds, wherever their bytes are (and, live,
-    /// the blocks it hosts for a peer).
+    /// Blocks this node's memory holds: simulated, its own and its remote
+    /// cache's (the simulator keeps both here); live, its own and those it
+    /// hosts for peers (its remote cache's bytes are at its hosts).
     fn len(&self) -> usize {
-        let hosted = self.peer.as_ref().map_or(0, |p| p.hosted.policy.len());
-        self.local.policy.len() + self.remote.policy.len() + hosted
+        match &self.peer {
+            None => self.local.policy.len() + self.remote.policy.len(),
+            Some(p) => self.local.policy.len() + p.hosted.policy.len(),
+        }
     }
 
     fn capacity(&self) -> usize {
-        let hosted = self.peer.as_ref().map_or(0, |p| p.hosted.policy.capacity());
-        self.local.policy.capacity() + self.remote.policy.capacity() + hosted
+        match &self.peer {
+            None => self.local.policy.capacity() + self.remote.policy.capacity(),
+            Some(p) => p.memory,
+        }
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        let Some(p) = &self.peer else {
+            return Ok(());
+        };
+        let held = self.local.policy.len() + p.hosted.policy.len();
+        if held > p.memory {
+            return Err(format!(
+                "node {} holds {held} blocks in a memory of {}",
+                self.id, p.memory
+            ));
+        }
+        if p.parked_at.len() != self.remote.policy.len() {
+            return Err(format!(
+                "node {} knows the hosts of {} parked blocks, its remote cache has {}",
+                self.id,
+                p.parked_at.len(),
+                self.remote.policy.len()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -242,15 +352,16 @@ where
     P: Policy<K> + Send,
     S: BlockStore<K> + Send,
 {
-    /// The host of this node's remote cache is its successor among the
-    /// live members (a ring, so each node hosts one peer).
     fn set_peers(&mut self, live: &[NodeId]) {
-        let host = crate::protocol::successor(live, self.id);
-        self.set_host(host);
+        if let Some(p) = &mut self.peer {
+            p.live.clear();
+            p.live.extend_from_slice(live);
+            p.lenders.retain(|l| live.contains(l));
+        }
     }
 
-    /// The local cache (live, the remote cache's bytes are at the host; a
-    /// host never serves the blocks it keeps for its client to itself).
+    /// The local cache (live, the remote cache's bytes are at the hosts; a
+    /// host never serves the blocks it keeps for its clients to itself).
     fn data(&self, block: K) -> Option<S::Data> {
         self.local.get(block).or_else(|| self.remote.get(block))
     }
@@ -258,5 +369,24 @@ where
     fn usage(&self) -> StoreUsage {
         let hosted = self.peer.as_ref().map(|p| p.hosted.store.usage());
         self.local.store.usage() + self.remote.store.usage() + hosted.unwrap_or_default()
+    }
+
+    fn foreign(&self) -> usize {
+        self.peer.as_ref().map_or(0, |p| p.hosted.policy.len())
+    }
+
+    fn set_idle(&mut self, idle: bool) {
+        if let Some(p) = &mut self.peer {
+            p.idle = idle;
+        }
+    }
+
+    fn set_lenders(&mut self, lenders: &[NodeId]) {
+        if let Some(p) = &mut self.peer {
+            p.lenders.clear();
+            let me = self.id;
+            p.lenders
+                .extend(lenders.iter().copied().filter(|&l| l != me));
+        }
     }
 }

@@ -24,15 +24,35 @@ pub trait LiveNode<K, D>: NodeMachine<K, D> + Send {
 
     /// Blocks and bytes held in all of the node's cache parts.
     fn usage(&self) -> super::StoreUsage;
+
+    /// Of the blocks held, those kept for peers (Netcache's foreign
+    /// blocks), which this node advertises so that peers park elsewhere
+    /// once its memory is lent.
+    fn foreign(&self) -> usize {
+        0
+    }
+
+    /// The peers that advertise memory to lend ([`Status::lendable`]),
+    /// sorted: where evicted blocks are parked. Called when the set changes;
+    /// empty until a peer advertises (a cluster without pings has none).
+    ///
+    /// [`Status::lendable`]: crate::protocol::Status::lendable
+    fn set_lenders(&mut self, _lenders: &[NodeId]) {}
+
+    /// Whether this node is idle (its own reads stopped a while ago), as
+    /// it advertises: an idle node's own blocks give way to its peers'.
+    fn set_idle(&mut self, _idle: bool) {}
 }
 
 /// Share of a Hash-Distributed live node's blocks that are its partition
 /// (the simulator's default `central_fraction`).
 pub const PARTITION_SHARE: f64 = 0.8;
 
-/// Share of a Direct live node's blocks it lends to the peer that parks
-/// there; its own remote cache, at its host, is as large.
-pub const LENT_SHARE: f64 = 0.5;
+/// How many times its own memory a Direct live node parks on its peers at
+/// most: the bound of its table of parked blocks (a block id and a host
+/// each). Four idle peers' worth of memory, the most the Netcache paper's
+/// experiment gained from.
+pub const PARKED_SHARE: usize = 4;
 
 /// An algorithm that runs in the simulator only, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -127,25 +147,27 @@ impl AlgorithmKind {
         })
     }
 
+    /// The simulator's algorithm a live cluster of this kind runs while no
+    /// member lends memory (every member busy, or none heard from yet, as
+    /// in a simulated cluster without pings): a live Direct node then
+    /// parks nothing and is Base; every other algorithm is itself.
+    pub fn live_model(self) -> AlgorithmKind {
+        match self {
+            AlgorithmKind::Direct => AlgorithmKind::Base,
+            other => other,
+        }
+    }
+
     /// The simulator's cluster that runs as the daemon does with nodes of
-    /// `config.node_capacity` blocks: managers without memory, N-Chance
-    /// evicting forwarded blocks first, the daemon's partition share, and
-    /// a Direct node's blocks split between its own and its remote cache.
+    /// `config.node_capacity` blocks (with [`AlgorithmKind::live_model`]):
+    /// managers without memory, N-Chance evicting forwarded blocks first,
+    /// the daemon's partition share.
     pub fn live_config(self, config: &ClusterConfig) -> Result<ClusterConfig, ConfigError> {
-        let live = ClusterConfig {
+        Ok(ClusterConfig {
             manager_capacity: 0,
             foreign_first: true,
             central_fraction: PARTITION_SHARE,
             ..config.clone()
-        };
-        if self != AlgorithmKind::Direct {
-            return Ok(live);
-        }
-        let (local, lent) = ClusterConfig::split(config.node_capacity, LENT_SHARE)?;
-        Ok(ClusterConfig {
-            node_capacity: local,
-            direct_remote: lent,
-            ..live
         })
     }
 
@@ -247,14 +269,14 @@ where
                 );
                 Box::new(node.placing_fetches())
             }
-            // Half of the memory for the node's own blocks, half for the
-            // peer it hosts; its own remote cache, at its host, is as large
-            // (only its order is kept here).
+            // All of the memory for the node's own blocks and its peers'
+            // (its own first); its evictions parked on idle peers, up to
+            // PARKED_SHARE times its memory (only their order and hosts
+            // are kept here).
             AlgorithmKind::Direct => {
-                let (local, hosted) = ClusterConfig::split(s.capacity, LENT_SHARE)?;
-                let node =
-                    DirectNode::new(id, new(local.into())?, store(), Lru::new(hosted)?, store())
-                        .hosted_by_peers(Lru::new(hosted)?, store());
+                let parked = Lru::new(s.capacity.saturating_mul(PARKED_SHARE))?;
+                let node = DirectNode::new(id, new(s.capacity.into())?, store(), parked, store())
+                    .hosted_by_peers(store(), s.seed)?;
                 Box::new(node)
             }
             other => {

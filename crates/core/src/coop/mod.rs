@@ -48,8 +48,8 @@ pub use directory::{Directory, Holders};
 pub use greedy::GreedyNode;
 pub use hash::{HashNode, Owners, hash_owner};
 pub use live::{
-    LENT_SHARE, LiveMachines, LiveManager, LiveNode, LiveShape, NotLiveAlgorithm, PARTITION_SHARE,
-    SimulatorOnly, live_policy,
+    LiveMachines, LiveManager, LiveNode, LiveShape, NotLiveAlgorithm, PARKED_SHARE,
+    PARTITION_SHARE, SimulatorOnly, live_policy,
 };
 pub use manager::{DirectoryManager, ManagerMode};
 pub use message::{Envelope, Msg, Outbox, ReadDone, load_units};

@@ -125,6 +125,9 @@ pub struct NChanceNode<K, P, S: BlockStore<K>> {
     /// The live peers to forward to, when a driver tracks membership;
     /// `None` means every other node of `0..nodes` (the simulator).
     peers: Option<Vec<NodeId>>,
+    /// The live peers advertising memory to lend (idle, room left): the
+    /// only ones forwarded to while there are any.
+    lenders: Vec<NodeId>,
     /// Reused for the blocks one admission evicts, so a miss allocates
     /// nothing.
     scratch: Vec<(K, Option<S::Data>)>,
@@ -158,6 +161,7 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
             asking: None,
             scratch: Vec::new(),
             peers: None,
+            lenders: Vec::new(),
             rng: Pcg64Mcg::seed_from_u64(seed ^ u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             classes: ClassPolicies::uniform(),
             foreign_first: false,
@@ -249,8 +253,15 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
         self.peers = Some(live);
     }
 
-    /// A uniformly random node other than this one.
+    /// A uniformly random peer advertising memory to lend, if any does
+    /// (Netcache parks blocks on idle machines); else, as the N-Chance
+    /// paper does in a cluster where every node is busy, a uniformly random
+    /// node other than this one.
     fn random_peer(&mut self) -> Option<NodeId> {
+        if !self.lenders.is_empty() {
+            let pick = (u128::from(self.rng.next_u64()) * self.lenders.len() as u128) >> 64;
+            return Some(self.lenders[pick as usize]);
+        }
         let others = match &self.peers {
             Some(live) => live.len() as u32,
             None => self.nodes.saturating_sub(1),
@@ -655,5 +666,21 @@ where
 
     fn usage(&self) -> StoreUsage {
         self.cache.store.usage()
+    }
+
+    /// The recirculating blocks: singlets peers forwarded here.
+    fn foreign(&self) -> usize {
+        (1..=MAX_CHANCES)
+            .map(|c| {
+                let list = Status::of(Some(Mark::Recirculating(c))).list();
+                self.status.list(list).len()
+            })
+            .sum()
+    }
+
+    fn set_lenders(&mut self, lenders: &[NodeId]) {
+        self.lenders.clear();
+        self.lenders
+            .extend(lenders.iter().copied().filter(|&p| p != self.id));
     }
 }

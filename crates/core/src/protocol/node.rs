@@ -46,6 +46,10 @@ pub struct ProtocolConfig {
     pub ping_every_us: u64,
     /// Blocks this node caches, as it advertises them ([`Status`](super::Status)).
     pub capacity: usize,
+    /// How long this node's own reads must have stopped (or, since it
+    /// started, not begun) before it calls itself idle and lends its
+    /// memory ([`IDLE_AFTER_US`](super::IDLE_AFTER_US) by default).
+    pub idle_after_us: u64,
     /// Whether a message to this node itself (its own manager slice, say)
     /// is handled before the next input, as a daemon does; if not, it
     /// leaves as an [`Action::Send`] to this node and the driver queues it
@@ -77,6 +81,7 @@ impl ProtocolConfig {
             max_directory: capacity.max(MIN_TRACKED / 4) * 4,
             ping_every_us: 1_000_000,
             capacity,
+            idle_after_us: super::IDLE_AFTER_US,
             local_first: true,
         }
     }
@@ -206,8 +211,14 @@ pub struct NodeProtocol<K, D> {
     pub(super) stats: ProtocolStats,
     /// When each peer's violations were last reported, and how many since.
     pub(super) reported: BTreeMap<NodeId, (u64, u64)>,
-    /// When this node's user last read (for [`Status::idle`](super::Status::idle)).
-    pub(super) last_read: Option<u64>,
+    /// When this node's user last read, or when the node started (for
+    /// [`Status::idle`](super::Status::idle): a node is idle only once it
+    /// has been seen not reading for a while, so a cluster just started
+    /// does not advertise all its members idle to each other before their
+    /// users begin).
+    pub(super) last_read: u64,
+    /// Whether the node machine was last told it is idle.
+    pub(super) told_idle: bool,
 }
 
 impl<K, D> std::fmt::Debug for NodeProtocol<K, D> {
@@ -268,7 +279,8 @@ where
             peers: Peers::default(),
             stats: ProtocolStats::default(),
             reported: BTreeMap::new(),
-            last_read: None,
+            last_read: now,
+            told_idle: false,
         }
     }
 
@@ -355,7 +367,8 @@ where
     /// This node's user reads `block`. Reads of a block already in flight
     /// here join it: one [`Action::Complete`] finishes them all.
     pub fn handle_read(&mut self, block: K, now: u64) {
-        self.last_read = Some(now);
+        self.last_read = self.last_read.max(now);
+        self.tell_idle(false);
         self.start_read(block, now);
         self.settle(now);
     }
@@ -388,6 +401,7 @@ where
                 Timer::Forward(block) => self.slice.expire_forwards(block, now),
                 Timer::Question(block) => self.question_deadline(block, now),
                 Timer::Ping => {
+                    self.tell_idle(self.own_status(now).idle);
                     self.ping_all(now);
                     self.timers.arm(now + self.cfg.ping_every_us, Timer::Ping);
                 }
@@ -591,12 +605,12 @@ where
                 }
             }
             Ping { nonce, status } => {
-                self.peers.advertised(from, status);
+                self.advertised(from, status);
                 let status = self.own_status(now);
                 self.send(from, Pong { nonce, status });
             }
             Pong { nonce, status } => {
-                self.peers.advertised(from, status);
+                self.advertised(from, status);
                 self.peers.pong(from, nonce, now, self.cfg.max_timeout_us);
             }
         }

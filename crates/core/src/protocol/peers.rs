@@ -17,6 +17,11 @@ pub(super) struct Peers {
     /// Nonce to (peer, when sent).
     pings: HashMap<u64, (NodeId, u64)>,
     nonce: u64,
+    /// The live members advertising memory to lend, sorted: what the node
+    /// machine was last told ([`LiveNode::set_lenders`]).
+    ///
+    /// [`LiveNode::set_lenders`]: crate::coop::LiveNode::set_lenders
+    lenders: Vec<NodeId>,
 }
 
 impl Peers {
@@ -85,6 +90,39 @@ where
         }
     }
 
+    /// `from` advertised `status` on a ping or its answer: kept, and the
+    /// node machine told if the members lending memory changed.
+    pub(super) fn advertised(&mut self, from: NodeId, status: Status) {
+        self.peers.advertised(from, status);
+        self.update_lenders();
+    }
+
+    /// Recomputes the live peers that advertise memory to lend; the node
+    /// machine hears of a change only (each ping would otherwise cost it a
+    /// call).
+    fn update_lenders(&mut self) {
+        let peers = &self.peers;
+        let lending = |p: &NodeId| peers.status(*p).is_some_and(|s| s.lendable() > 0);
+        if self
+            .live
+            .iter()
+            .filter(|&&p| p != self.me)
+            .filter(|p| lending(p))
+            .eq(peers.lenders.iter())
+        {
+            return;
+        }
+        let lenders: Vec<NodeId> = self
+            .live
+            .iter()
+            .copied()
+            .filter(|&p| p != self.me)
+            .filter(|p| lending(p))
+            .collect();
+        self.node.set_lenders(&lenders);
+        self.peers.lenders = lenders;
+    }
+
     /// The live members are now `members` (and this node).
     pub(super) fn change_members(&mut self, members: &[NodeId], now: u64) {
         let mut live: Vec<NodeId> = members.to_vec();
@@ -114,6 +152,7 @@ where
             self.manager.forget_node(gone);
             self.manager_lost(gone, now);
         }
+        self.update_lenders();
         self.reads_lost(&lost, &old, now);
     }
 }

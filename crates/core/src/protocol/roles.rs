@@ -17,9 +17,9 @@ const FROM_MANAGER: &str =
     "accepted only from the block's manager (rendezvous over the live members)";
 const PARTITION_READ: &str =
     "PartitionRead is accepted only by the block's Hash-Distributed partition owner";
-const RECLAIM: &str = "Reclaim is accepted only from the Direct client this node hosts";
+const RECLAIM: &str = "Reclaim is accepted only by a Direct node, from another live member";
 const RECIRCULATE: &str = "Recirculate is sent only between N-Chance peers, with 1 to 8 chances";
-const PLACE: &str = "Place is accepted only by the block's Hash-Distributed partition owner, or a Direct host from its client";
+const PLACE: &str = "Place is accepted only by the block's Hash-Distributed partition owner, or by a Direct node from another live member";
 /// Data and Missing are judged against the read they answer (reader.rs).
 pub(super) const NOT_ASKED: &str = "accepted only from the node asked for the block";
 
@@ -55,7 +55,7 @@ where
             Singlet { block, .. } => check(self.manages(from, block), FROM_MANAGER), // rule: singlet
             Invalidate { block } => check(self.manages(from, block), FROM_MANAGER), // rule: invalidate
             PartitionRead { block } => check(self.owns_partition(block), PARTITION_READ), // rule: partition-read
-            Reclaim { .. } => check(self.hosts(from), RECLAIM), // rule: reclaim
+            Reclaim { .. } => check(self.may_park(from), RECLAIM), // rule: reclaim
             Recirculate { chances, .. } => check(self.recirculates(from, chances), RECIRCULATE), // rule: recirculate
             Place { block, .. } => check(self.may_place(from, block), PLACE), // rule: place
         }
@@ -84,11 +84,13 @@ where
         self.kind == AlgorithmKind::Hash && self.owners.of(&block) == self.me
     }
 
-    /// Whether this node hosts `client`'s Direct remote cache.
-    fn hosts(&self, client: NodeId) -> bool {
-        self.kind == AlgorithmKind::Direct
-            && client != self.me
-            && super::predecessor(&self.live, self.me) == Some(client)
+    /// Whether `client` may park Direct blocks here (and ask for them
+    /// back): any other live member, as Netcache lends an idle machine's
+    /// memory to whichever busy one asks. Whether the block is kept is the
+    /// node machine's memory rule; it goes back only to the member that
+    /// parked it (parked.rs).
+    fn may_park(&self, client: NodeId) -> bool {
+        self.kind == AlgorithmKind::Direct && client != self.me && self.is_live(client)
     }
 
     /// Whether `from` may forward a singlet here with `chances` left.
@@ -99,11 +101,11 @@ where
     }
 
     /// Whether `from` may place `block` here: at its partition owner
-    /// (Hash-Distributed), or from the client a Direct host keeps for.
+    /// (Hash-Distributed), or park it at a Direct node.
     fn may_place(&self, from: NodeId, block: K) -> bool {
         match self.kind {
             AlgorithmKind::Hash => self.owns_partition(block),
-            AlgorithmKind::Direct => self.hosts(from),
+            AlgorithmKind::Direct => self.may_park(from),
             _ => false,
         }
     }

@@ -15,8 +15,10 @@ use super::node::NodeProtocol;
 use super::{Content, ProtocolKey};
 use crate::coop::{NodeId, SizeClassed};
 
-/// A node is idle once its own reads have stopped for this long: its
-/// memory then only serves its peers (Netcache lends idle machines'
+/// A node is idle once its own reads have stopped (or, since it started,
+/// not begun) for this long, by default
+/// ([`ProtocolConfig::idle_after_us`](super::ProtocolConfig::idle_after_us)):
+/// its memory then only serves its peers (Netcache lends idle machines'
 /// memory to busy ones).
 pub const IDLE_AFTER_US: u64 = 10_000_000;
 
@@ -29,6 +31,9 @@ pub struct Status {
     pub cached: u32,
     /// Bytes of their contents (a file's last block may be short).
     pub cached_bytes: u64,
+    /// Of the cached blocks, those it keeps for peers (foreign blocks:
+    /// parked or forwarded to it).
+    pub foreign: u32,
     /// Whether its own reads have stopped ([`IDLE_AFTER_US`]).
     pub idle: bool,
 }
@@ -37,6 +42,18 @@ impl Status {
     /// Blocks it has room for without evicting any.
     pub fn free(&self) -> u32 {
         self.capacity.saturating_sub(self.cached)
+    }
+
+    /// Blocks it would take for its peers: an idle member lends all of its
+    /// memory not already lent (its own blocks are cold and go first), a
+    /// busy one nothing (Netcache parks blocks on idle machines only, so a
+    /// member's own reads never compete with its peers' blocks).
+    pub fn lendable(&self) -> u32 {
+        if self.idle {
+            self.capacity.saturating_sub(self.foreign)
+        } else {
+            0
+        }
     }
 }
 
@@ -48,15 +65,24 @@ where
     /// What this node advertises at `now`.
     pub fn own_status(&self, now: u64) -> Status {
         let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        let idle = self
-            .last_read
-            .is_none_or(|t| now.saturating_sub(t) >= IDLE_AFTER_US);
+        let idle = now.saturating_sub(self.last_read) >= self.cfg.idle_after_us;
         let usage = self.usage();
         Status {
             capacity: clamp(self.cfg.capacity),
             cached: clamp(usage.blocks),
             cached_bytes: usage.bytes as u64,
+            foreign: clamp(self.node.foreign()),
             idle,
+        }
+    }
+
+    /// Tells the node machine whether this node is idle, when that changes
+    /// (its own reads end idleness at once; the ping timer notices it
+    /// begin, as the status the pings carry does).
+    pub(super) fn tell_idle(&mut self, idle: bool) {
+        if idle != self.told_idle {
+            self.told_idle = idle;
+            self.node.set_idle(idle);
         }
     }
 
@@ -76,10 +102,30 @@ mod tests {
             capacity: 10,
             cached: 4,
             cached_bytes: 4000,
+            foreign: 0,
             idle: false,
         };
         assert_eq!(s.free(), 6);
         let over = Status { cached: 12, ..s };
         assert_eq!(over.free(), 0);
+    }
+
+    #[test]
+    fn only_an_idle_member_lends_and_never_more_than_its_memory() {
+        let busy = Status {
+            capacity: 10,
+            cached: 10,
+            cached_bytes: 0,
+            foreign: 2,
+            idle: false,
+        };
+        assert_eq!(busy.lendable(), 0, "a busy member lends nothing");
+        let idle = Status { idle: true, ..busy };
+        assert_eq!(idle.lendable(), 8, "its own cold blocks make room");
+        let lent = Status {
+            foreign: 12,
+            ..idle
+        };
+        assert_eq!(lent.lendable(), 0);
     }
 }
