@@ -31,6 +31,9 @@ pub struct LoopbackSpec {
     /// How long a file's version is trusted (an hour by default: the
     /// origin does not change during most runs).
     pub attr_ttl: Duration,
+    /// How long a node's own reads must have stopped before it lends its
+    /// memory (the node's default if `None`).
+    pub idle_after: Option<Duration>,
 }
 
 impl LoopbackSpec {
@@ -48,6 +51,7 @@ impl LoopbackSpec {
             block_size: 64 << 10,
             min_timeout: None,
             attr_ttl: Duration::from_secs(3600),
+            idle_after: None,
         })
     }
 }
@@ -72,6 +76,9 @@ fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> R
     opts.attr_ttl = spec.attr_ttl;
     if let Some(t) = spec.min_timeout {
         opts.min_timeout = t;
+    }
+    if let Some(t) = spec.idle_after {
+        opts.idle_after = t;
     }
     opts.join = seed.into_iter().collect();
     Ok(opts)

@@ -5,9 +5,12 @@
 //! forwards. The time is reported relative to the same node without
 //! cooperation (algorithm `base`, alone).
 //!
-//! N-Chance runs the cooperative side: its forwarding of evicted singlets
-//! is what fills the idle peers, as Netcache's propagation to idle hosts
-//! did.
+//! The cooperative side runs N-Chance (its forwarding of evicted singlets
+//! fills the idle peers, as Netcache's propagation to idle hosts did) and
+//! Direct (Netcache's own arrangement: the busy node parks its evictions on
+//! the idle members advertising room, which keep them for it alone). Both
+//! place only on members that say they are idle, so every run first waits
+//! until the busy node has heard each peer say so.
 
 use super::common::{
     Bar, Counters, in_tempdir, median, report_rows, rng, timed, write_origin_file, wrong_bytes,
@@ -38,6 +41,16 @@ pub struct NetcacheArgs {
     /// Numbers of idle peers to run, each against the same base run.
     #[arg(long, value_delimiter = ',', default_value = "0,1,2,3,4,6")]
     peers: Vec<u32>,
+    /// Cooperative algorithms to run with the idle peers (`base`, alone,
+    /// is always the reference).
+    #[arg(long, value_delimiter = ',', default_value = "nchance,direct", value_parser = parse_coop)]
+    algorithms: Vec<AlgorithmKind>,
+    /// How long a node's own reads must have stopped before it calls
+    /// itself idle and lends its memory (the node's default is 10 s; the
+    /// idle peers here never read, so only the wait before priming
+    /// changes).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    idle_after: Duration,
     /// Timed random reads (the paper's is about 10,000).
     #[arg(long, default_value_t = 2000)]
     reads: u32,
@@ -79,7 +92,18 @@ pub struct NetcacheArgs {
     json: bool,
 }
 
-/// One configuration: no cooperation alone, or N-Chance with idle peers.
+/// A live algorithm other than `base` (the reference every row is
+/// compared with).
+fn parse_coop(s: &str) -> Result<AlgorithmKind, String> {
+    match AlgorithmKind::parse_live(s) {
+        Ok(AlgorithmKind::Base) => Err("base is the reference, always run".into()),
+        Ok(kind) => Ok(kind),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// One configuration: no cooperation alone, or an algorithm with idle
+/// peers.
 #[derive(Clone, Copy)]
 struct Config {
     algorithm: AlgorithmKind,
@@ -194,14 +218,14 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
     let mut spec = LoopbackSpec::new(&dir, most + 1, origin)?;
     spec.origin_delay = args.origin_delay;
     spec.block_size = u32::try_from(args.block_size)?;
+    spec.idle_after = Some(args.idle_after);
     let mut configs = vec![Config {
         algorithm: AlgorithmKind::Base,
         peers: 0,
     }];
-    configs.extend(args.peers.iter().map(|&peers| Config {
-        algorithm: AlgorithmKind::NChance,
-        peers,
-    }));
+    for &algorithm in &args.algorithms {
+        configs.extend(args.peers.iter().map(|&peers| Config { algorithm, peers }));
+    }
     eprintln!(
         "netcache: {} MiB file, {} MiB cache per node ({:.2}x), {} KiB blocks, {} random {} B reads, {:?} per origin request",
         args.file_size >> 20,
@@ -285,7 +309,10 @@ async fn run_one(
     offsets: &[u64],
 ) -> Result<Sample> {
     let nodes = start_cluster(spec, &vec![cache; peers as usize + 1]).await?;
-    let result = prime_and_time(args, &nodes, data, offsets).await;
+    let result = match wait_for_idle_peers(args, &nodes).await {
+        Ok(()) => prime_and_time(args, &nodes, data, offsets).await,
+        Err(e) => Err(e),
+    };
     let cluster = Counters::sum(&nodes).await;
     shutdown(&nodes);
     let (mut sample, wrong) = result?;
@@ -294,6 +321,33 @@ async fn run_one(
     sample.integrity_failures = cluster.integrity_failures;
     sample.dropped = cluster.dropped_messages;
     Ok(sample)
+}
+
+/// Waits until the busy node (the first) has heard every peer say it is
+/// idle: before that, no algorithm parks anything there.
+async fn wait_for_idle_peers(args: &NetcacheArgs, nodes: &[Arc<NodeHandle>]) -> Result<()> {
+    // Idle after `idle_after`, heard on the next ping (once a second).
+    let patience = args.idle_after + Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        let status = nodes[0].status().await?;
+        let idle = status
+            .members
+            .iter()
+            .filter(|m| m.id != status.id)
+            .filter(|m| m.memory.is_some_and(|m| m.idle))
+            .count();
+        if idle + 1 >= nodes.len() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            bail!(
+                "the busy node heard {idle} of {} idle peers say so within {patience:?}",
+                nodes.len() - 1
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 async fn prime_and_time(
@@ -414,17 +468,34 @@ fn print_table(rows: &[Row]) {
 /// Relative time against idle peers, with the paper's points and the targets.
 fn plot(path: &Path, rows: &[Row]) -> Result<()> {
     let coop: Vec<&Row> = rows.iter().filter(|r| r.algorithm != "base").collect();
-    let points = |f: &dyn Fn(&Row) -> Option<f64>| -> Vec<(f64, f64)> {
-        coop.iter()
+    let points = |rows: &[&Row], f: &dyn Fn(&Row) -> Option<f64>| -> Vec<(f64, f64)> {
+        rows.iter()
             .filter_map(|r| f(r).map(|y| (f64::from(r.peers), y)))
             .collect()
     };
     let most = coop.iter().map(|r| r.peers).max().unwrap_or(1).max(1);
-    let series = [
-        Series {
-            name: "coopcache (N-Chance)",
-            points: points(&|r| Some(r.relative)),
-        },
+    let mut algorithms: Vec<&str> = coop.iter().map(|r| r.algorithm.as_str()).collect();
+    algorithms.dedup();
+    let names: Vec<String> = algorithms
+        .iter()
+        .map(|a| format!("coopcache ({a})"))
+        .collect();
+    let mut series: Vec<Series> = algorithms
+        .iter()
+        .zip(&names)
+        .map(|(&a, name)| {
+            let rows: Vec<&Row> = coop.iter().copied().filter(|r| r.algorithm == a).collect();
+            Series {
+                name,
+                points: points(&rows, &|r| Some(r.relative)),
+            }
+        })
+        .collect();
+    // One target line, whatever the number of algorithms.
+    let mut targets = points(&coop, &|r| r.target);
+    targets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    targets.dedup_by(|a, b| a.0 == b.0);
+    series.extend([
         Series {
             name: "Netcache (paper, Figure 2)",
             points: [0, 1, 3, 4]
@@ -434,13 +505,13 @@ fn plot(path: &Path, rows: &[Row]) -> Result<()> {
         },
         Series {
             name: "target",
-            points: points(&|r| r.target),
+            points: targets,
         },
         Series {
             name: "no cooperation",
             points: vec![(0.0, 1.0), (f64::from(most), 1.0)],
         },
-    ];
+    ]);
     xy(
         path,
         "Netcache's experiment: time relative to no cooperation",
