@@ -94,6 +94,13 @@ pub struct Plan {
     /// Per message a lying member sends: it lies in it; and per
     /// operation: it sends a forged or replayed message.
     pub lie: f64,
+    /// Honest nodes that never read (ids `0..idle_hosts`): Direct plans
+    /// have some, so that members turn idle and lend their memory.
+    pub idle_hosts: u32,
+    /// How often every node pings every peer (and says what it lends).
+    pub ping_us: u64,
+    /// How long a node's reads must have stopped before it is idle.
+    pub idle_after_us: u64,
 }
 
 /// The algorithms a live cluster runs.
@@ -116,7 +123,7 @@ impl Plan {
         let level: f64 = [0.0, 0.3, 1.0, 3.0][rng.random_range(0..4)];
         let liveness = mode == Mode::Liveness;
         let cap = |p: f64, most: f64| if liveness { p.min(most) } else { p };
-        Plan {
+        let mut plan = Plan {
             mode,
             algorithm,
             nodes,
@@ -148,7 +155,21 @@ impl Plan {
             } else {
                 0.0
             },
+            idle_hosts: 0,
+            ping_us: 1_000_000,
+            idle_after_us: coopcache_core::protocol::IDLE_AFTER_US,
+        };
+        // Direct parks only on idle members, and a run lasts a few virtual
+        // seconds: nodes that never read, and pings and idleness on the
+        // scale of the gaps between a node's reads, so members lend, turn
+        // busy and lend again. (Drawn last: the fields above stay as each
+        // seed drew them before.)
+        if algorithm == AlgorithmKind::Direct {
+            plan.idle_hosts = rng.random_range(0..=nodes - byzantine - 1);
+            plan.ping_us = rng.random_range(2_000..=20_000);
+            plan.idle_after_us = plan.ping_us * rng.random_range(1..=5);
         }
+        plan
     }
 
     /// Whether node `id` lies.
@@ -192,7 +213,7 @@ impl fmt::Display for Plan {
             f,
             "{} {}: {} nodes ({} lying), {} files of <= {} blocks, {} blocks a node; \
              drop {:.3} dup {:.3} reorder {:.3} crash {:.4} partition {:.4} \
-             change {:.4} origin errors {:.3}",
+             change {:.4} origin errors {:.3}; {} idle hosts, pings every {} us, idle after {} us",
             self.mode,
             self.algorithm.name(),
             self.nodes,
@@ -207,6 +228,9 @@ impl fmt::Display for Plan {
             self.partition,
             self.change,
             self.origin_error,
+            self.idle_hosts,
+            self.ping_us,
+            self.idle_after_us,
         )
     }
 }

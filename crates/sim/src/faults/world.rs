@@ -66,6 +66,8 @@ fn config(plan: &Plan) -> ProtocolConfig {
     cfg.max_held = 16;
     cfg.max_records = 4 * capacity;
     cfg.max_directory = 4 * capacity;
+    cfg.ping_every_us = plan.ping_us;
+    cfg.idle_after_us = plan.idle_after_us;
     cfg
 }
 
@@ -258,7 +260,7 @@ impl World {
     fn op(&mut self) {
         self.counts.ops += 1;
         self.strike();
-        let up: Vec<NodeId> = (0..self.plan.nodes)
+        let up: Vec<NodeId> = (self.plan.idle_hosts..self.plan.nodes)
             .filter(|&n| self.incarnation(n).is_some())
             .collect();
         if up.is_empty() {
