@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Checks `coopcache trace convert` against libCacheSim: converts traces to
 oracleGeneral and lcs (v1 and v2), has libCacheSim read each converted file
-(its own readers, through its Python wheel) and replay it through LRU and
-FIFO in byte caches, and compares the miss counts with `coopcache sim` on
-the same converted file. Also checks that libCacheSim reads as many
+(its own readers, through its Python wheel) and replay it through LRU,
+FIFO and Belady in byte caches, and compares the miss counts with
+`coopcache sim` on the same converted file. libCacheSim's Belady takes
+each request's next access from the file, coopcache's computes its own:
+equal counts check the next accesses written. Also checks that libCacheSim reads as many
 requests as coopcache wrote.
 
 Not part of CI (it needs libCacheSim's wheel from PyPI):
@@ -48,7 +50,8 @@ TARGETS = [
     ("lcs", ["--lcs-version", "1"], "lcs", lcs.TraceType.LCS_TRACE),
     ("lcs", ["--lcs-version", "2"], "v2.lcs", lcs.TraceType.LCS_TRACE),
 ]
-POLICIES = {"lru": lcs.LRU, "fifo": lcs.FIFO}
+# Belady reads each record's next access from the file: it checks those.
+POLICIES = {"lru": lcs.LRU, "fifo": lcs.FIFO, "belady": lcs.Belady}
 
 
 def run(cmd):
@@ -65,8 +68,10 @@ def coopcache_misses(binary, path, policy, sizes):
 
 
 def libcachesim_misses(path, trace_type, policy, size):
+    """Requests libCacheSim replays (its readers skip size 0, as
+    coopcache's byte caches do) and its misses."""
+    n = sum(1 for _ in lcs.TraceReader(path, trace_type))
     reader = lcs.TraceReader(path, trace_type)
-    n = reader.get_num_of_req()
     cache = POLICIES[policy](size, reader=reader)
     miss_ratio, _ = cache.process_trace(reader)
     return n, round(miss_ratio * n)

@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use coopcache_sim::convert::{Plan, Target, write};
 use std::io::BufWriter;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -87,6 +88,9 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
     progress.finish();
     written.with_context(|| format!("converting {label} to {}", args.out.display()))?;
     drop(out);
+    // A temporary file is private (0600); the trace is a plain file.
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("writing {}", args.out.display()))?;
     tmp.persist(&args.out)
         .with_context(|| format!("writing {}", args.out.display()))?;
     let kept_ops = matches!(target, Target::Lcs(v) if v >= 2);

@@ -24,7 +24,9 @@ pub fn draw(dir: &Path, label: &str, s: &TraceStats) -> Result<usize> {
     }
     if let Some(sizes) = s.sizes.as_ref().filter(|z| !z.sorted.is_empty()) {
         let n = sizes.sorted.len();
-        let points: Vec<(f64, f64)> = sample(n)
+        // Evenly spaced fractions: a CDF's tail matters as much as its head.
+        let points: Vec<(f64, f64)> = (0..POINTS.min(n))
+            .map(|k| k * (n - 1) / (POINTS.min(n) - 1).max(1))
             .map(|i| (f64::from(sizes.sorted[i].max(1)), (i + 1) as f64 / n as f64))
             .collect();
         let series = [Series {

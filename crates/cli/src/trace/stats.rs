@@ -207,11 +207,13 @@ fn print_table(label: &str, format: &str, s: &TraceStats) {
 }
 
 /// A histogram as a table with counts, fractions of `whole` and the
-/// cumulative fraction; `cold` as a last row where given.
+/// cumulative fraction; `cold` as a last row where given. Empty buckets
+/// are left out (JSON and CSV keep them).
 fn histogram(what: &str, buckets: &[Bucket], whole: u64, cold: Option<u64>) {
     let mut cumulative = 0;
     let mut rows: Vec<Vec<String>> = buckets
         .iter()
+        .filter(|b| b.count > 0)
         .map(|b| {
             cumulative += b.count;
             vec![
