@@ -40,8 +40,8 @@ pub struct Input {
     #[arg(short, long)]
     format: Option<TraceFormat>,
 
-    /// Column map of the csv format, e.g. `id=2,size=5,sep=space,ids=hash` (`--csv SPEC` of
-    /// `coopcache sim`; here `--csv` asks for CSV output).
+    /// Column map of the csv format, e.g. `id=2,size=5,sep=space,ids=hash` (what `coopcache
+    /// sim` calls `--csv SPEC`; `trace stats --csv` asks for CSV output).
     #[arg(long = "csv-columns", value_name = "SPEC")]
     csv: Option<CsvSpec>,
 }
