@@ -76,8 +76,18 @@ put('trace_tencent', 'sample-512', b'\x01' + tencent[:300])
 put('trace_csv', 'default', b'\n' + b'1\n2\n1\n3\n')
 put('trace_csv', 'columns', b'id=2,time=1,size=3,op=4,client=5,header=yes\ntime,id,size,op,client\n1,a7,100,r,alice\n2,9,200,w,bob\n3.5,7,5,get,alice\n')
 put('trace_csv', 'hash-tab', b'id=1,ids=hash,sep=tab,op=2\nobj/a\tread\nobj/b\twrite\nobj/a\t0\n')
+# libCacheSim's lcs (8 KiB header, then version-2 records), txt, vscsi
+# (version 1 and 2 records) and Twitter's csv (twr).
+M = 0x123456789abcdef0
+lcs_head = struct.pack('<QQ', M, 2) + bytes(8192 - 24) + struct.pack('<Q', M)
+put('trace_lcs', 'v2', lcs_head + b''.join(struct.pack('<IQIIq', t, i, 100, op | (5 << 8), -1) for t, i, op in [(1, 7, 1), (2, 8, 3), (3, 7, 9)]))
+put('trace_txt', 'ids', b'5\n0x1f\n\n5\n')
+put('trace_vscsi', 'v1', b''.join(struct.pack('<IIIHHQQ', 1, 4096, 1, 0x28, 1 << 8, lbn, 10**6 * lbn) for lbn in [3, 4, 3]))
+put('trace_vscsi', 'v2', b''.join(struct.pack('<HHIIIQQQ', 0x2a, 2 << 8, 1, 512, 1, lbn, 10**6, 9) for lbn in [3, 4, 3]))
+put('trace_twr', 'ops', b'0,k1,10,100,c1,get,0\n1,k2,8,0,c2,get,0\n1,k2,8,50,c2,set,3600\n2,k1,10,0,c1,delete,0\n')
 # compressed: file bytes, then one byte picking the format (index in TraceFormat::ALL:
-# lirs 0, lis 1, be32 2, oracle 3, csv 4, msr 5, tencent 6).
+# lirs 0, lis 1, be32 2, oracle 3, csv 4, msr 5, tencent 6, lcs 7, txt 8, vscsi 9,
+# twr 10).
 put('trace_compressed', 'lirs.gz', gzip.compress(lirs[:200], mtime=0) + b'\x00')
 put('trace_compressed', 'lis.zst', sh(f'zstd -dc {T}/oltp.lis.zst | head -8 | zstd -c -q') + b'\x01')
 put('trace_compressed', 'be32.xz', lzma.compress(be32[:128]) + b'\x02')

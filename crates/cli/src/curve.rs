@@ -16,7 +16,8 @@ use std::path::Path;
 /// Options of the local-policy curves (`sim mrc` with `--format`).
 #[derive(Args)]
 pub struct CurveArgs {
-    /// Trace format of a block or object trace (lirs, lis, be32, oracle, csv, msr, tencent):
+    /// Trace format of a block or object trace (lirs, lis, be32, oracle, csv, msr, tencent, lcs,
+    /// txt, vscsi, twr):
     /// draws local policies' curves instead of attribute caches'.
     #[arg(short, long)]
     pub(crate) format: Option<TraceFormat>,

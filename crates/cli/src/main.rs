@@ -20,6 +20,7 @@ mod progress;
 mod sim;
 mod sweep;
 mod table;
+mod trace;
 
 /// jemalloc rather than glibc's malloc, with a background thread that
 /// returns freed pages to the kernel within 100 ms: glibc kept 243 MiB
@@ -72,6 +73,10 @@ enum Command {
     /// multi-client trace or workload; `sim sweep` for the sensitivity studies; `sim mrc`
     /// for attribute caches.
     Sim(Box<SimCommand>),
+    /// Trace analysis and conversion: `trace stats` describes a trace (sizes, reuse,
+    /// popularity), `trace convert` writes it as libCacheSim's oracleGeneral or lcs.
+    #[command(subcommand)]
+    Trace(trace::TraceCmd),
     /// Runs a cooperative cache node (the daemon).
     Node(Box<node::NodeArgs>),
     /// Runs a node and mounts its origin on DIR through FUSE, file bytes
@@ -145,6 +150,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(sim) => run_sim(*sim),
+        Command::Trace(cmd) => trace::run(cmd),
         Command::Node(args) => node::run(*args),
         Command::Mount(args) => node::run(args.into_node()),
         Command::Cluster(cmd) => cluster::run(cmd),

@@ -21,10 +21,16 @@ Formats:
   csv      delimited text; map columns with --csv, e.g. id=2,time=1,size=3,op=4,client=5,header=yes
   msr      SNIA MSR Cambridge CSV; host+disk is the client, byte ranges become blocks
   tencent  Tencent block CSV; the volume is the client, sector ranges become blocks
-Files compressed with gzip, xz, zstd or bzip2 are read transparently.
+  lcs      libCacheSim lcs: 8 KiB header, records v1-v8 (ops and tenant as client from v2)
+  txt      libCacheSim plain text: one numeric id per line (decimal or 0x hex)
+  vscsi    VMware vscsi binary, versions 1 and 2: lbn the object, len its size, SCSI op
+  twr      Twitter cluster csv `time,key,key size,value size,client,op,ttl`; size key+value
+Files compressed with gzip, xz, zstd or bzip2 are read transparently. --format may be left
+out where the file name says it: .lcs, .oracleGeneral, .vscsi, .twr, .sort (Twitter), .lis,
+before any .zst, .gz, .xz or .bz2.
 
 Cache sizes (local policies):
-  A trace with object sizes (oracle, csv with size=) and a size with a unit
+  A trace with object sizes (oracle, lcs, vscsi, twr, csv with size=) and a size with a unit
   (100MiB) make a byte cache: each object takes its size, the policy evicts
   until the new object fits, an object larger than the cache (or than the
   queue it must enter: 10% for s3fifo, 25% for 2q, 1% for lirs) is not
@@ -62,7 +68,8 @@ pub struct SimArgs {
     #[arg(value_name = "TRACE")]
     pub(crate) traces: Vec<PathBuf>,
 
-    /// Trace format: lirs, lis, be32, oracle, csv, msr, tencent.
+    /// Trace format: lirs, lis, be32, oracle, csv, msr, tencent, lcs, txt, vscsi, twr (optional
+    /// where the file name says it, see Formats below).
     #[arg(short, long)]
     pub(crate) format: Option<TraceFormat>,
 
@@ -146,8 +153,11 @@ fn parse_id_space(text: &str) -> Result<IdSpace, String> {
 
 /// Runs `coopcache sim`: cooperative algorithms with `--algorithms`,
 /// otherwise local policies.
-pub fn run(args: SimArgs) -> Result<()> {
+pub fn run(mut args: SimArgs) -> Result<()> {
     set_jobs(args.jobs)?;
+    if args.format.is_none() {
+        args.format = named_format(&args.traces);
+    }
     if !args.coop.class_policy.is_empty() {
         return crate::classes::run(&args);
     }
@@ -252,7 +262,10 @@ fn read_options(args: &SimArgs) -> ReadOptions {
 /// progress display over the files' bytes.
 pub(crate) fn open_traces(args: &SimArgs) -> Result<(Requests, Progress)> {
     let Some(format) = args.format else {
-        bail!("give --format for the trace: one of lirs, lis, be32, oracle, csv, msr, tencent");
+        bail!(
+            "give --format for the trace (its name does not say it): one of {}",
+            TraceFormat::names()
+        );
     };
     if format == TraceFormat::Csv && args.csv.is_none() {
         bail!("--format csv needs --csv to say which column holds the id, e.g. --csv id=1");
@@ -281,6 +294,14 @@ pub(crate) fn open_traces(args: &SimArgs) -> Result<(Requests, Progress)> {
     };
     let sources = streams.into_iter().map(|(s, p)| (s.requests, p)).collect();
     Ok((Box::new(Compose::new(sources, mode, args.ids)), progress))
+}
+
+/// The format every trace's file name announces (`.lcs`, `.oracleGeneral`,
+/// ...), if they agree.
+fn named_format(traces: &[PathBuf]) -> Option<TraceFormat> {
+    let mut formats = traces.iter().map(|t| TraceFormat::from_path(t));
+    let first = formats.next()??;
+    formats.all(|f| f == Some(first)).then_some(first)
 }
 
 /// The trace's name in reports: its file name, or names joined with `+`.

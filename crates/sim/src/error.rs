@@ -46,6 +46,17 @@ pub enum TraceError {
         /// The record layout.
         expected: &'static str,
     },
+    /// A binary trace's header is missing or not of its format (a wrong
+    /// magic number, an unknown version); nothing was read from the file.
+    #[error("{}: {problem}; expected {expected}", path.display())]
+    Header {
+        /// The trace file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+        /// The header the format requires.
+        expected: &'static str,
+    },
     /// A record is well-formed but its values cannot be represented (a block
     /// number or client count beyond the id layout).
     #[error("{}: record {record}: {problem}", path.display())]

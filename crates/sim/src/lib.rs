@@ -6,6 +6,8 @@
 //!   same policy code the daemon runs.
 //! - [`mrc`]: LRU miss-ratio curves from one stack-distance pass, exact
 //!   or sampled (SHARDS).
+//! - [`stats`]: a trace's statistics (sizes, reuse, popularity) from one
+//!   pass.
 //! - [`live`]: the live protocol (the daemon's own code) simulated over an
 //!   in-order network and a virtual clock.
 #![forbid(unsafe_code)]
@@ -14,6 +16,7 @@
 pub mod attr;
 mod chunks;
 pub mod class_file;
+pub mod convert;
 pub mod coop;
 pub mod error;
 pub mod faults;
@@ -21,6 +24,7 @@ pub mod live;
 pub mod mrc;
 pub mod replay;
 pub mod size;
+pub mod stats;
 pub mod trace;
 pub mod workload;
 

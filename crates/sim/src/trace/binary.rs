@@ -2,7 +2,7 @@
 //! `oracleGeneral`.
 
 use super::{Request, TraceError};
-use std::io::{BufRead, ErrorKind, Read};
+use std::io::{self, BufRead, ErrorKind, Read};
 use std::path::PathBuf;
 
 /// Reads fixed-size records of `N` bytes, reporting a partial last record.
@@ -30,21 +30,16 @@ impl<const N: usize> Records<N> {
             return None;
         }
         let mut buf = [0u8; N];
-        let mut got = 0;
-        while got < N {
-            match self.input.read(&mut buf[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(source) => {
-                    self.done = true;
-                    return Some(Err(TraceError::Io {
-                        path: self.path.clone(),
-                        source,
-                    }));
-                }
+        let got = match fill(&mut self.input, &mut buf) {
+            Ok(got) => got,
+            Err(source) => {
+                self.done = true;
+                return Some(Err(TraceError::Io {
+                    path: self.path.clone(),
+                    source,
+                }));
             }
-        }
+        };
         self.record += 1;
         match got {
             0 => {
@@ -64,6 +59,21 @@ impl<const N: usize> Records<N> {
             }
         }
     }
+}
+
+/// Reads into `buf` until it is full or the input ends; the bytes read
+/// (short only at the end of the input).
+pub(super) fn fill(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 /// Big-endian `u32` ids, no header.
@@ -110,4 +120,96 @@ pub(super) fn oracle(
             })
         })
     })
+}
+
+/// Records of a size known only once a header is read (lcs versions,
+/// vscsi versions); like [`Records`] otherwise.
+pub(super) struct VarRecords {
+    input: Box<dyn BufRead + Send>,
+    path: PathBuf,
+    buf: Vec<u8>,
+    record: u64,
+    done: bool,
+    expected: &'static str,
+}
+
+impl VarRecords {
+    /// Records of `size` bytes from `input`.
+    pub(super) fn new(
+        input: Box<dyn BufRead + Send>,
+        path: PathBuf,
+        size: usize,
+        expected: &'static str,
+    ) -> Self {
+        VarRecords {
+            input,
+            path,
+            buf: vec![0; size],
+            record: 0,
+            done: false,
+            expected,
+        }
+    }
+
+    /// 1-based number of the record last returned.
+    pub(super) fn record(&self) -> u64 {
+        self.record
+    }
+
+    /// The file, for errors about a record's values.
+    pub(super) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// The next whole record, `None` at the end or after an error.
+    pub(super) fn next_record(&mut self) -> Option<Result<&[u8], TraceError>> {
+        if self.done {
+            return None;
+        }
+        let got = match fill(&mut self.input, &mut self.buf) {
+            Ok(got) => got,
+            Err(source) => {
+                self.done = true;
+                let path = self.path.clone();
+                return Some(Err(TraceError::Io { path, source }));
+            }
+        };
+        self.record += 1;
+        if got == self.buf.len() {
+            return Some(Ok(&self.buf));
+        }
+        self.done = true;
+        (got > 0).then(|| {
+            Err(TraceError::Truncated {
+                path: self.path.clone(),
+                record: self.record,
+                got,
+                size: self.buf.len(),
+                expected: self.expected,
+            })
+        })
+    }
+
+    /// Stops the stream (after a record whose values are bad).
+    pub(super) fn stop(&mut self) {
+        self.done = true;
+    }
+}
+
+/// Little-endian integers at byte offsets of a record (whose length the
+/// caller has checked).
+pub(super) fn le_u16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+/// See [`le_u16`].
+pub(super) fn le_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// See [`le_u16`].
+pub(super) fn le_u64(b: &[u8], at: usize) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(x)
 }

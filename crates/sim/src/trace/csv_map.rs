@@ -314,7 +314,7 @@ fn parse_time(text: &[u8]) -> Option<u64> {
 }
 
 /// FNV-1a, 64 bits: stable across runs and machines, unlike a seeded hash.
-fn stable_hash(bytes: &[u8]) -> u64 {
+pub(super) fn stable_hash(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })

@@ -1,4 +1,5 @@
-//! Line-oriented text formats: LIRS (one id per line) and ARC's `.lis`.
+//! Line-oriented text formats: LIRS (one id per line), libCacheSim's
+//! plain text (`txt`) and ARC's `.lis`.
 
 use super::blocks::{Run, excerpt, parse_u64};
 use super::{Request, TraceError};
@@ -42,11 +43,11 @@ impl Lines {
         }
     }
 
-    fn current(&self) -> &[u8] {
+    pub(super) fn current(&self) -> &[u8] {
         self.buf.trim_ascii()
     }
 
-    fn error(&self, problem: String, expected: &'static str) -> TraceError {
+    pub(super) fn error(&self, problem: String, expected: &'static str) -> TraceError {
         TraceError::Line {
             path: self.path.clone(),
             line: self.line,
@@ -57,7 +58,7 @@ impl Lines {
 
     /// Next non-blank line passed through `parse`; stops for good after the
     /// first error.
-    fn next_with<T>(
+    pub(super) fn next_with<T>(
         &mut self,
         mut parse: impl FnMut(&Self) -> Result<Option<T>, TraceError>,
     ) -> Option<Result<T, TraceError>> {
@@ -119,6 +120,42 @@ pub(super) fn lirs(
                     }
                 })
             })
+    })
+}
+
+const TXT_FORM: &str = "one unsigned integer object id per line (decimal, or hexadecimal after 0x); for text ids use --format csv --csv id=1,ids=hash";
+
+/// libCacheSim's plain text format (`txt.c`): one numeric id per line,
+/// blank lines skipped. Unlike LIRS, `*` is not a marker; and ids may be
+/// hexadecimal (`0x1f`), as libCacheSim's `strtoull` reads them.
+pub(super) fn txt(
+    input: Box<dyn BufRead + Send>,
+    path: PathBuf,
+) -> impl Iterator<Item = Result<Request, TraceError>> {
+    let mut lines = Lines::new(input, path);
+    let mut seq = 0u64;
+    std::iter::from_fn(move || {
+        let id = lines.next_with(|l| {
+            let text = l.current();
+            let hex = text
+                .strip_prefix(b"0x")
+                .or_else(|| text.strip_prefix(b"0X"));
+            let id = match hex {
+                Some(digits) => std::str::from_utf8(digits)
+                    .ok()
+                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_hexdigit()))
+                    .and_then(|d| u64::from_str_radix(d, 16).ok()),
+                None => parse_u64(text),
+            };
+            id.map(Some)
+                .ok_or_else(|| l.error(format!("{} is not an object id", excerpt(text)), TXT_FORM))
+        })?;
+        seq += 1;
+        Some(id.map(|id| Request {
+            id,
+            time: seq - 1,
+            ..Request::default()
+        }))
     })
 }
 

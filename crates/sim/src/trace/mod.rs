@@ -11,8 +11,12 @@ mod blocks;
 mod compose;
 mod csv_map;
 mod decompress;
+mod detect;
 mod file_csv;
+pub mod lcs;
 mod lines;
+mod twr;
+mod vscsi;
 
 pub use compose::{Compose, ComposeMode, IdSpace};
 pub use csv_map::CsvSpec;
@@ -80,11 +84,22 @@ pub enum TraceFormat {
     /// Tencent block storage: `time,offset,size,is_write,volume` with offset
     /// and size in 512-byte sectors; the volume is the client.
     Tencent,
+    /// libCacheSim's `lcs`: an 8 KiB header, then records of versions 1 to
+    /// 8 (see [`lcs`]); ops and the tenant (as client) from version 2.
+    Lcs,
+    /// libCacheSim's plain text: one numeric id per line.
+    Txt,
+    /// VMware vscsi block traces, versions 1 and 2, as libCacheSim reads
+    /// them: the block number is the object, the length its size.
+    Vscsi,
+    /// Twitter's cache cluster traces (csv, OSDI'20): the key is the
+    /// object, key size plus value size its size.
+    Twr,
 }
 
 impl TraceFormat {
     /// Every format, in the order help texts list them.
-    pub const ALL: [TraceFormat; 7] = [
+    pub const ALL: [TraceFormat; 11] = [
         TraceFormat::Lirs,
         TraceFormat::Lis,
         TraceFormat::Be32,
@@ -92,14 +107,19 @@ impl TraceFormat {
         TraceFormat::Csv,
         TraceFormat::Msr,
         TraceFormat::Tencent,
+        TraceFormat::Lcs,
+        TraceFormat::Txt,
+        TraceFormat::Vscsi,
+        TraceFormat::Twr,
     ];
 
     /// Whether requests read in this format carry their objects' sizes:
-    /// `oracle` always, `csv` with a `size` column. The block formats
-    /// (`msr`, `tencent`) split byte ranges into blocks instead.
+    /// `oracle`, `lcs`, `vscsi` and `twr` always, `csv` with a `size`
+    /// column. The block formats (`msr`, `tencent`) split byte ranges into
+    /// blocks instead.
     pub fn has_sizes(self, opts: &ReadOptions) -> bool {
         match self {
-            TraceFormat::Oracle => true,
+            TraceFormat::Oracle | TraceFormat::Lcs | TraceFormat::Vscsi | TraceFormat::Twr => true,
             TraceFormat::Csv => opts.csv.as_ref().is_some_and(CsvSpec::has_size),
             _ => false,
         }
@@ -115,7 +135,18 @@ impl TraceFormat {
             TraceFormat::Csv => "csv",
             TraceFormat::Msr => "msr",
             TraceFormat::Tencent => "tencent",
+            TraceFormat::Lcs => "lcs",
+            TraceFormat::Txt => "txt",
+            TraceFormat::Vscsi => "vscsi",
+            TraceFormat::Twr => "twr",
         }
+    }
+}
+
+impl TraceFormat {
+    /// Every format's name, comma-separated, for messages.
+    pub fn names() -> String {
+        TraceFormat::ALL.map(TraceFormat::name).join(", ")
     }
 }
 
@@ -135,7 +166,7 @@ impl FromStr for TraceFormat {
             .ok_or_else(|| OptionError {
                 what: "trace format",
                 value: s.to_string(),
-                expected: "one of lirs, lis, be32, oracle, csv, msr, tencent".into(),
+                expected: format!("one of {}", TraceFormat::names()),
             })
     }
 }
@@ -204,5 +235,9 @@ pub fn read(
         }
         TraceFormat::Msr => Box::new(block_csv::msr(input, path, opts.block_size)),
         TraceFormat::Tencent => Box::new(block_csv::tencent(input, path, opts.block_size)),
+        TraceFormat::Lcs => lcs::lcs(input, path),
+        TraceFormat::Txt => Box::new(lines::txt(input, path)),
+        TraceFormat::Vscsi => vscsi::vscsi(input, path),
+        TraceFormat::Twr => Box::new(twr::twr(input, path)),
     }
 }
