@@ -136,3 +136,9 @@ fn slru_matches_libcachesim_exactly() {
 fn s3fifo_v1_matches_libcachesim_exactly() {
     check(&[PolicyKind::S3FifoV1]);
 }
+
+/// LFU with dynamic aging, as libCacheSim's `LFUDA`.
+#[test]
+fn lfuda_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Lfuda]);
+}

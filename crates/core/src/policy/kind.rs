@@ -1,8 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, Random, S3Fifo, S3FifoV1,
-    Sieve, Slru, TwoQ, Unit, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lfuda, Lirs, Lru, Policy, Random, S3Fifo,
+    S3FifoV1, Sieve, Slru, TwoQ, Unit, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -38,6 +38,8 @@ pub enum PolicyKind {
     S3FifoV1,
     /// [`Random`], drawing from [`RANDOM_SEED`](super::RANDOM_SEED).
     Random,
+    /// [`Lfuda`]
+    Lfuda,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -83,7 +85,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 13] = [
+    pub const ALL: [PolicyKind; 14] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -97,6 +99,7 @@ impl PolicyKind {
         PolicyKind::Slru,
         PolicyKind::S3FifoV1,
         PolicyKind::Random,
+        PolicyKind::Lfuda,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -115,6 +118,7 @@ impl PolicyKind {
             PolicyKind::Slru => "slru",
             PolicyKind::S3FifoV1 => "s3fifo-v1",
             PolicyKind::Random => "random",
+            PolicyKind::Lfuda => "lfuda",
         }
     }
 
@@ -176,6 +180,7 @@ impl PolicyKind {
             PolicyKind::Slru => factory.make(Slru::<K, W>::with_weights),
             PolicyKind::S3FifoV1 => factory.make(S3FifoV1::<K, W>::with_weights),
             PolicyKind::Random => factory.make(Random::<K, W>::with_weights),
+            PolicyKind::Lfuda => factory.make(Lfuda::<K, W>::with_weights),
         }
     }
 }
@@ -188,10 +193,14 @@ impl fmt::Display for PolicyKind {
 
 /// A policy name that is not one of [`PolicyKind::ALL`].
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
-#[error(
-    "unknown policy `{0}`: expected one of lru, fifo, clock, sieve, arc, s3fifo, 2q, lirs, lfu"
-)]
+#[error("unknown policy `{0}`: expected one of {names}", names = policy_names())]
 pub struct UnknownPolicy(pub String);
+
+/// Every policy's name, comma-separated, for messages.
+fn policy_names() -> String {
+    let names: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).collect();
+    names.join(", ")
+}
 
 impl FromStr for PolicyKind {
     type Err = UnknownPolicy;
