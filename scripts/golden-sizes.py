@@ -58,6 +58,7 @@ POLICIES = {
     "slru": lambda p: lcs_c.SLRU_init(p),
     "s3fifo-v1": lambda p: lcs_c.S3FIFO_init(p),
     "lfuda": lambda p: lcs_c.LFUDA_init(p),
+    "gdsf": lambda p: lcs_c.GDSF_init(p),
 }
 
 # Trace order of the output.

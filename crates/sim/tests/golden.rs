@@ -142,3 +142,10 @@ fn s3fifo_v1_matches_libcachesim_exactly() {
 fn lfuda_matches_libcachesim_exactly() {
     check(&[PolicyKind::Lfuda]);
 }
+
+/// Greedy-Dual-Size-Frequency, as libCacheSim's `GDSF` (in blocks, LFU
+/// with aging and recency among equals).
+#[test]
+fn gdsf_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Gdsf]);
+}

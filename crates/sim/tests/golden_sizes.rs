@@ -162,6 +162,13 @@ fn lfuda_matches_libcachesim_in_bytes_exactly() {
     check(&[PolicyKind::Lfuda]);
 }
 
+/// Greedy-Dual-Size-Frequency, as libCacheSim's `GDSF`: its own order of
+/// insertion and eviction, and its `f64` priorities.
+#[test]
+fn gdsf_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Gdsf]);
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).

@@ -1,8 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lfuda, Lirs, Lru, Policy, Random, S3Fifo,
-    S3FifoV1, Sieve, Slru, TwoQ, Unit, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Gdsf, Lfu, Lfuda, Lirs, Lru, Policy, Random,
+    S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -40,6 +40,8 @@ pub enum PolicyKind {
     Random,
     /// [`Lfuda`]
     Lfuda,
+    /// [`Gdsf`]
+    Gdsf,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -85,7 +87,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 14] = [
+    pub const ALL: [PolicyKind; 15] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -100,6 +102,7 @@ impl PolicyKind {
         PolicyKind::S3FifoV1,
         PolicyKind::Random,
         PolicyKind::Lfuda,
+        PolicyKind::Gdsf,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -119,6 +122,7 @@ impl PolicyKind {
             PolicyKind::S3FifoV1 => "s3fifo-v1",
             PolicyKind::Random => "random",
             PolicyKind::Lfuda => "lfuda",
+            PolicyKind::Gdsf => "gdsf",
         }
     }
 
@@ -131,10 +135,11 @@ impl PolicyKind {
     }
 
     /// Whether the policy, as libCacheSim defines it, can drop a block
-    /// during a hit without an eviction anyone sees ([`Lirs`], [`Slru`]):
-    /// a cooperative node's manager could not track its blocks.
+    /// during a hit without an eviction anyone sees ([`Lirs`], [`Slru`]),
+    /// or leave a missed object uncached after making room for it
+    /// ([`Gdsf`]): a cooperative node's manager could not track its blocks.
     pub fn drops_on_hit(self) -> bool {
-        matches!(self, PolicyKind::Lirs | PolicyKind::Slru)
+        matches!(self, PolicyKind::Lirs | PolicyKind::Slru | PolicyKind::Gdsf)
     }
 
     /// Builds an empty cache of this policy with `capacity` (blocks, or
@@ -181,6 +186,7 @@ impl PolicyKind {
             PolicyKind::S3FifoV1 => factory.make(S3FifoV1::<K, W>::with_weights),
             PolicyKind::Random => factory.make(Random::<K, W>::with_weights),
             PolicyKind::Lfuda => factory.make(Lfuda::<K, W>::with_weights),
+            PolicyKind::Gdsf => factory.make(Gdsf::<K, W>::with_weights),
         }
     }
 }
