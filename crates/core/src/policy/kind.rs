@@ -1,8 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Gdsf, Lfu, Lfuda, Lirs, Lru, Policy, Random,
-    S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Gdsf, Hyperbolic, Lfu, Lfuda, Lirs, Lru, Policy,
+    Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -42,6 +42,8 @@ pub enum PolicyKind {
     Lfuda,
     /// [`Gdsf`]
     Gdsf,
+    /// [`Hyperbolic`]
+    Hyperbolic,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -87,7 +89,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 15] = [
+    pub const ALL: [PolicyKind; 16] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -103,6 +105,7 @@ impl PolicyKind {
         PolicyKind::Random,
         PolicyKind::Lfuda,
         PolicyKind::Gdsf,
+        PolicyKind::Hyperbolic,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -123,6 +126,7 @@ impl PolicyKind {
             PolicyKind::Random => "random",
             PolicyKind::Lfuda => "lfuda",
             PolicyKind::Gdsf => "gdsf",
+            PolicyKind::Hyperbolic => "hyperbolic",
         }
     }
 
@@ -187,6 +191,7 @@ impl PolicyKind {
             PolicyKind::Random => factory.make(Random::<K, W>::with_weights),
             PolicyKind::Lfuda => factory.make(Lfuda::<K, W>::with_weights),
             PolicyKind::Gdsf => factory.make(Gdsf::<K, W>::with_weights),
+            PolicyKind::Hyperbolic => factory.make(Hyperbolic::<K, W>::with_weights),
         }
     }
 }

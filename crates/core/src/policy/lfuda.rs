@@ -180,9 +180,10 @@ impl<K: BlockKey, W: Weight> Lfuda<K, W> {
             _ => self
                 .heap
                 .iter()
-                .filter(|Reverse((_, b))| !self.buckets[*b as usize].blocks.is_empty())
+                .map(|Reverse(entry)| *entry)
+                .filter(|&(_, b)| !self.buckets[b as usize].blocks.is_empty())
                 .min()
-                .map(|Reverse((_, b))| *b),
+                .map(|(_, b)| b),
         }
     }
 
