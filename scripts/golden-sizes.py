@@ -59,6 +59,7 @@ POLICIES = {
     "s3fifo-v1": lambda p: lcs_c.S3FIFO_init(p),
     "lfuda": lambda p: lcs_c.LFUDA_init(p),
     "gdsf": lambda p: lcs_c.GDSF_init(p),
+    "wtinylfu": lambda p: lcs_c.WTinyLFU_init(p),
 }
 
 # Trace order of the output.

@@ -149,3 +149,10 @@ fn lfuda_matches_libcachesim_exactly() {
 fn gdsf_matches_libcachesim_exactly() {
     check(&[PolicyKind::Gdsf]);
 }
+
+/// W-TinyLFU, as libCacheSim's `WTinyLFU` (its sketch hashes the block
+/// ids, which are the trace's here and there).
+#[test]
+fn wtinylfu_matches_libcachesim_exactly() {
+    check(&[PolicyKind::WTinyLfu]);
+}

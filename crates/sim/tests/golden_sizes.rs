@@ -169,6 +169,14 @@ fn gdsf_matches_libcachesim_in_bytes_exactly() {
     check(&[PolicyKind::Gdsf]);
 }
 
+/// W-TinyLFU, as libCacheSim's `WTinyLFU`: its sketch hashes the object
+/// ids, which the script feeds as coopcache reads them (the integer, or
+/// the FNV-1a hash of `ids=hash`).
+#[test]
+fn wtinylfu_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::WTinyLfu]);
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).

@@ -2,7 +2,7 @@
 
 use super::{
     Arc, Belady, BlockKey, Capacity, Clock, Fifo, Gdsf, Hyperbolic, Lfu, Lfuda, Lirs, Lru, Policy,
-    Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, Weight,
+    Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, WTinyLfu, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -44,6 +44,8 @@ pub enum PolicyKind {
     Gdsf,
     /// [`Hyperbolic`]
     Hyperbolic,
+    /// [`WTinyLfu`]
+    WTinyLfu,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -89,7 +91,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 16] = [
+    pub const ALL: [PolicyKind; 17] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -106,6 +108,7 @@ impl PolicyKind {
         PolicyKind::Lfuda,
         PolicyKind::Gdsf,
         PolicyKind::Hyperbolic,
+        PolicyKind::WTinyLfu,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -127,6 +130,7 @@ impl PolicyKind {
             PolicyKind::Lfuda => "lfuda",
             PolicyKind::Gdsf => "gdsf",
             PolicyKind::Hyperbolic => "hyperbolic",
+            PolicyKind::WTinyLfu => "wtinylfu",
         }
     }
 
@@ -139,11 +143,15 @@ impl PolicyKind {
     }
 
     /// Whether the policy, as libCacheSim defines it, can drop a block
-    /// during a hit without an eviction anyone sees ([`Lirs`], [`Slru`]),
-    /// or leave a missed object uncached after making room for it
-    /// ([`Gdsf`]): a cooperative node's manager could not track its blocks.
+    /// during a hit without an eviction anyone sees ([`Lirs`], [`Slru`],
+    /// [`WTinyLfu`]'s main cache), or leave a missed object uncached after
+    /// making room for it ([`Gdsf`]): a cooperative node's manager could not
+    /// track its blocks.
     pub fn drops_on_hit(self) -> bool {
-        matches!(self, PolicyKind::Lirs | PolicyKind::Slru | PolicyKind::Gdsf)
+        matches!(
+            self,
+            PolicyKind::Lirs | PolicyKind::Slru | PolicyKind::Gdsf | PolicyKind::WTinyLfu
+        )
     }
 
     /// Builds an empty cache of this policy with `capacity` (blocks, or
@@ -192,6 +200,7 @@ impl PolicyKind {
             PolicyKind::Lfuda => factory.make(Lfuda::<K, W>::with_weights),
             PolicyKind::Gdsf => factory.make(Gdsf::<K, W>::with_weights),
             PolicyKind::Hyperbolic => factory.make(Hyperbolic::<K, W>::with_weights),
+            PolicyKind::WTinyLfu => factory.make(WTinyLfu::<K, W>::with_weights),
         }
     }
 }

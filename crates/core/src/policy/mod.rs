@@ -50,6 +50,7 @@ mod s3fifo_v1;
 mod sieve;
 mod slru;
 mod two_q;
+mod wtinylfu;
 
 pub use arc::{Arc, ArcMiss};
 pub use belady::{Belady, NEVER, next_uses};
@@ -68,6 +69,7 @@ pub use s3fifo_v1::S3FifoV1;
 pub use sieve::Sieve;
 pub use slru::Slru;
 pub use two_q::TwoQ;
+pub use wtinylfu::{WTINYLFU_WINDOW, WTinyLfu};
 
 pub use crate::list::{Unit, Weight};
 
