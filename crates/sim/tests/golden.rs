@@ -137,7 +137,11 @@ fn s3fifo_v1_matches_libcachesim_exactly() {
     check(&[PolicyKind::S3FifoV1]);
 }
 
-/// LFU with dynamic aging, as libCacheSim's `LFUDA`.
+/// LFU with dynamic aging, as libCacheSim's `LFUDA` (no rows for Sprite at
+/// 100 blocks and w106 at 2,750, where libCacheSim does not finish: see
+/// [`Lfuda`]'s doc).
+///
+/// [`Lfuda`]: coopcache_core::policy::Lfuda
 #[test]
 fn lfuda_matches_libcachesim_exactly() {
     check(&[PolicyKind::Lfuda]);

@@ -42,9 +42,9 @@ struct Bucket {
 /// therefore has no golden row); here it takes the smallest key that has
 /// blocks. libCacheSim also finds the next smallest key by trying every
 /// integer up to the largest key given, which the hits' additions of the
-/// age make astronomical on some traces (Sprite at 100 blocks does not
-/// finish in the golden script's time limit, so has no row); here a heap
-/// finds it in logarithmic time.
+/// age make astronomical on some traces (Sprite at 100 blocks and w106 at
+/// 2,750 do not finish in the golden script's time limit, so have no
+/// row); here a heap finds it in logarithmic time.
 /// Keys are stored in buckets found through a hash table, the smallest
 /// through a binary heap of the keys in use, so a request allocates nothing
 /// once warm.
