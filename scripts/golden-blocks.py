@@ -22,6 +22,8 @@ with the `zstd` command).
 import csv
 import gzip
 import lzma
+import os
+import signal
 import struct
 import subprocess
 import sys
@@ -35,6 +37,9 @@ POLICIES = {
     "belady": lambda p: lcs_c.Belady_init(p),
     "slru": lambda p: lcs_c.SLRU_init(p),
     "s3fifo-v1": lambda p: lcs_c.S3FIFO_init(p),
+    "lfuda": lambda p: lcs_c.LFUDA_init(p),
+    "gdsf": lambda p: lcs_c.GDSF_init(p),
+    "wtinylfu": lambda p: lcs_c.WTinyLFU_init(p),
 }
 
 # Policies told each request's next reference (request number, or INT64_MAX
@@ -59,6 +64,8 @@ FILES = {
     "w106": "w106.trace.xz",
     "OLTP": "oltp.lis.zst",
 }
+
+TRACE_ORDER = list(FILES)
 
 
 def read(path):
@@ -96,19 +103,102 @@ def run(policy, cache_size, blocks):
     return len(blocks), misses
 
 
+def isolated(fn, *args):
+    """fn(*args) in a forked child, so that a libCacheSim crash (LFUDA
+    dereferences an empty bucket in some byte caches) or a run that does
+    not end (LFUDA scans every key up to its largest, which can be
+    astronomical) loses one row, not the run: the child gets
+    $GOLDEN_TIMEOUT seconds (default 300). Returns the tuple of ints fn
+    returns, or None if the child died."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        signal.alarm(int(os.environ.get("GOLDEN_TIMEOUT", "300")))
+        try:
+            os.write(write_end, ",".join(map(str, fn(*args))).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as f:
+        out = f.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not out:
+        return None
+    return tuple(int(x) for x in out.split(","))
+
+
+def selection(argv, header):
+    """The traces folder, the policies to run and the file to merge into:
+    `TRACES [--only P1,P2 --merge FILE]` replaces only those policies' rows
+    of FILE (kept in the order a full run prints) and leaves the others."""
+    args = [a for a in argv[1:]]
+    only, merge = None, None
+    if "--only" in args:
+        i = args.index("--only")
+        only = args[i + 1].split(",")
+        del args[i:i + 2]
+    if "--merge" in args:
+        i = args.index("--merge")
+        merge = args[i + 1]
+        del args[i:i + 2]
+    unknown = [p for p in only or [] if p not in POLICIES]
+    if unknown:
+        sys.exit(f"unknown policies {unknown}: expected some of {list(POLICIES)}")
+    kept = []
+    if merge:
+        with open(merge) as f:
+            lines = f.read().splitlines()
+        assert lines[0] == header, f"{merge} does not start with {header}"
+        kept = [l for l in lines[1:] if l and (only is None or l.split(",")[1] not in only)]
+    traces = args[0] if args else "../shared/traces"
+    return traces, only or list(POLICIES), merge, kept
+
+
+def emit(header, rows, merge, kept):
+    """Prints `rows`, or writes them merged with `kept` (ordered by trace,
+    then policy, as POLICIES lists them, then size) to `merge`."""
+    if not merge:
+        return
+    order = {p: i for i, p in enumerate(POLICIES)}
+    traces = {}
+    for line in kept + rows:
+        traces.setdefault(line.split(",")[0], None)
+    trace_order = {t: i for i, t in enumerate(TRACE_ORDER + [t for t in traces if t not in TRACE_ORDER])}
+    def key(line):
+        f = line.split(",")
+        return (trace_order[f[0]], order.get(f[1], len(order)), int(f[2]))
+    with open(merge + ".tmp", "w") as out:
+        out.write(header + "\n")
+        for line in sorted(kept + rows, key=key):
+            out.write(line + "\n")
+    os.replace(merge + ".tmp", merge)
+
+
 def main():
-    traces = sys.argv[1] if len(sys.argv) > 1 else "../shared/traces"
+    header = "trace,policy,cache_size_objects,requests,misses"
+    traces, policies, merge, kept = selection(sys.argv, header)
     sizes = {}
     with open(f"{traces}/golden-libcachesim.csv") as f:
         for row in csv.DictReader(f):
             sizes.setdefault(row["trace"], set()).add(int(row["cache_size_objects"]))
-    print("trace,policy,cache_size_objects,requests,misses")
+    if not merge:
+        print(header)
+    rows = []
     for name, file in FILES.items():
         blocks = read(f"{traces}/{file}")
-        for policy in POLICIES:
+        for policy in policies:
             for size in sorted(sizes[name]):
-                n, misses = run(policy, size, blocks)
-                print(f"{name},{policy},{size},{n},{misses}", flush=True)
+                got = isolated(run, policy, size, blocks)
+                if got is None:
+                    print(f"{name} {policy} {size}: libCacheSim crashed or timed out, no row", file=sys.stderr)
+                    continue
+                n, misses = got
+                row = f"{name},{policy},{size},{n},{misses}"
+                rows.append(row)
+                if not merge:
+                    print(row, flush=True)
+    emit(header, rows, merge, kept)
 
 
 if __name__ == "__main__":

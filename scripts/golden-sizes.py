@@ -15,13 +15,16 @@ CI does not need it, the output is committed. To regenerate:
         > crates/sim/tests/golden-sizes-libcachesim.csv
 
 The traces are parsed here, as coopcache's `--format csv` reads them with the
-column map given in TRACES (ids are numbered by first appearance: the
-policies do not look at id values), and fed request by request to the
-cache's `get`, libCacheSim's request loop (`cache_get_base`).
+column map given in TRACES, ids included (the integer, or the FNV-1a hash of
+the text where the map says `ids=hash`: W-TinyLFU's sketch hashes the ids,
+so they must be coopcache's), and fed request by request to the cache's
+`get`, libCacheSim's request loop (`cache_get_base`).
 """
 
 import bz2
 import gzip
+import os
+import signal
 import sys
 
 import libcachesim as lcs
@@ -30,6 +33,8 @@ from libcachesim import libcachesim_python as lcs_c
 # name -> (file under the traces folder, separator, header?, id column,
 # size column; columns 1-based, as coopcache's --csv map), cache sizes as
 # fractions of the bytes of the distinct objects, and fixed sizes in bytes.
+# Ids are integers but in HASHED_IDS (coopcache's `ids=hash`).
+HASHED_IDS = {"tencent-photo"}
 TRACES = {
     "tencent-photo": ("snia/tencent-photo-sample.csv.bz2", " ", False, 2, 5, [0.01, 0.05, 0.2], [100 << 20]),
     "tencent-block": ("snia/tencent-block-sample.csv.bz2", ",", False, 2, 3, [0.005, 0.02, 0.1, 0.3], []),
@@ -52,7 +57,13 @@ POLICIES = {
     "belady": lambda p: lcs_c.Belady_init(p),
     "slru": lambda p: lcs_c.SLRU_init(p),
     "s3fifo-v1": lambda p: lcs_c.S3FIFO_init(p),
+    "lfuda": lambda p: lcs_c.LFUDA_init(p),
+    "gdsf": lambda p: lcs_c.GDSF_init(p),
+    "wtinylfu": lambda p: lcs_c.WTinyLFU_init(p),
 }
+
+# Trace order of the output.
+TRACE_ORDER = list(TRACES)
 
 # Policies told each request's next reference (request number, or INT64_MAX
 # for never), computed over the requests replayed.
@@ -77,9 +88,17 @@ def open_text(path):
     return open(path)
 
 
-def read(path, sep, header, id_col, size_col):
-    """(id, size) per request with a size above 0, ids numbered by first appearance."""
-    ids, requests = {}, []
+def fnv1a(text):
+    """coopcache's `ids=hash`: FNV-1a, 64 bits, of the id's bytes."""
+    h = 0xCBF29CE484222325
+    for b in text.encode():
+        h = ((h ^ b) * 0x100000001B3) & (2**64 - 1)
+    return h
+
+
+def read(path, sep, header, id_col, size_col, hashed):
+    """(id, size) per request with a size above 0, ids as coopcache reads them."""
+    requests = []
     with open_text(path) as f:
         if header:
             next(f)
@@ -91,7 +110,7 @@ def read(path, sep, header, id_col, size_col):
             if size == 0:
                 continue
             key = fields[id_col - 1].strip()
-            requests.append((ids.setdefault(key, len(ids)), size))
+            requests.append((fnv1a(key) if hashed else int(key), size))
     return requests
 
 
@@ -113,20 +132,103 @@ def run(policy, cache_size, requests):
     return len(requests), misses, bytes_all, bytes_missed
 
 
+def isolated(fn, *args):
+    """fn(*args) in a forked child, so that a libCacheSim crash (LFUDA
+    dereferences an empty bucket in some byte caches) or a run that does
+    not end (LFUDA scans every key up to its largest, which can be
+    astronomical) loses one row, not the run: the child gets
+    $GOLDEN_TIMEOUT seconds (default 300). Returns the tuple of ints fn
+    returns, or None if the child died."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        signal.alarm(int(os.environ.get("GOLDEN_TIMEOUT", "300")))
+        try:
+            os.write(write_end, ",".join(map(str, fn(*args))).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as f:
+        out = f.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not out:
+        return None
+    return tuple(int(x) for x in out.split(","))
+
+
+def selection(argv, header):
+    """The traces folder, the policies to run and the file to merge into:
+    `TRACES [--only P1,P2 --merge FILE]` replaces only those policies' rows
+    of FILE (kept in the order a full run prints) and leaves the others."""
+    args = [a for a in argv[1:]]
+    only, merge = None, None
+    if "--only" in args:
+        i = args.index("--only")
+        only = args[i + 1].split(",")
+        del args[i:i + 2]
+    if "--merge" in args:
+        i = args.index("--merge")
+        merge = args[i + 1]
+        del args[i:i + 2]
+    unknown = [p for p in only or [] if p not in POLICIES]
+    if unknown:
+        sys.exit(f"unknown policies {unknown}: expected some of {list(POLICIES)}")
+    kept = []
+    if merge:
+        with open(merge) as f:
+            lines = f.read().splitlines()
+        assert lines[0] == header, f"{merge} does not start with {header}"
+        kept = [l for l in lines[1:] if l and (only is None or l.split(",")[1] not in only)]
+    traces = args[0] if args else "../shared/traces"
+    return traces, only or list(POLICIES), merge, kept
+
+
+def emit(header, rows, merge, kept):
+    """Prints `rows`, or writes them merged with `kept` (ordered by trace,
+    then policy, as POLICIES lists them, then size) to `merge`."""
+    if not merge:
+        return
+    order = {p: i for i, p in enumerate(POLICIES)}
+    traces = {}
+    for line in kept + rows:
+        traces.setdefault(line.split(",")[0], None)
+    trace_order = {t: i for i, t in enumerate(TRACE_ORDER + [t for t in traces if t not in TRACE_ORDER])}
+    def key(line):
+        f = line.split(",")
+        return (trace_order[f[0]], order.get(f[1], len(order)), int(f[2]))
+    with open(merge + ".tmp", "w") as out:
+        out.write(header + "\n")
+        for line in sorted(kept + rows, key=key):
+            out.write(line + "\n")
+    os.replace(merge + ".tmp", merge)
+
+
 def main():
-    traces = sys.argv[1] if len(sys.argv) > 1 else "../shared/traces"
-    print("trace,policy,cache_size_bytes,requests,misses,bytes_requested,bytes_missed")
-    for name, (file, sep, header, id_col, size_col, fractions, fixed) in TRACES.items():
-        requests = read(f"{traces}/{file}", sep, header, id_col, size_col)
+    header = "trace,policy,cache_size_bytes,requests,misses,bytes_requested,bytes_missed"
+    traces, policies, merge, kept = selection(sys.argv, header)
+    if not merge:
+        print(header)
+    rows = []
+    for name, (file, sep, header_line, id_col, size_col, fractions, fixed) in TRACES.items():
+        requests = read(f"{traces}/{file}", sep, header_line, id_col, size_col, name in HASHED_IDS)
         first_size = {}
         for obj, size in requests:
             first_size.setdefault(obj, size)
         working_set = sum(first_size.values())
         sizes = sorted({int(working_set * f) for f in fractions} | set(fixed))
-        for policy in POLICIES:
+        for policy in policies:
             for size in sizes:
-                n, misses, b, bm = run(policy, size, requests)
-                print(f"{name},{policy},{size},{n},{misses},{b},{bm}")
+                got = isolated(run, policy, size, requests)
+                if got is None:
+                    print(f"{name} {policy} {size}: libCacheSim crashed or timed out, no row", file=sys.stderr)
+                    continue
+                n, misses, b, bm = got
+                row = f"{name},{policy},{size},{n},{misses},{b},{bm}"
+                rows.append(row)
+                if not merge:
+                    print(row, flush=True)
+    emit(header, rows, merge, kept)
 
 
 if __name__ == "__main__":

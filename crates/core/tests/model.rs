@@ -5,16 +5,17 @@
 //! real policy and to a shadow set of what must be cached. After every step:
 //! the capacity holds, every eviction was predicted by `victim`, nothing
 //! leaves the cache without an eviction or removal, and `contains` and `len`
-//! agree with the shadow. LRU, FIFO, CLOCK, SIEVE, LFU and Random (its
-//! seeded draws) are also compared, hit
-//! for hit, with a plain reference implementation. Every check runs twice:
+//! agree with the shadow. LRU, FIFO, CLOCK, SIEVE, LFU, LFUDA, Random and
+//! Hyperbolic (their seeded draws) are also compared, hit for hit, with a
+//! plain reference implementation. Every check runs twice:
 //! in a block cache (every object has size 1) and in a byte cache, where
 //! each key has its own size (`1 + key % 7`), the sizes cached never exceed
 //! the capacity and `used` is the sum of the shadow's sizes. proptest prints
 //! the failing case (and its seed in `proptest-regressions/`) for replay.
 
 use coopcache_core::policy::{
-    Capacity, Lookup, Policy, PolicyKind, PolicyVisitor, RANDOM_SEED, splitmix64,
+    Capacity, HYPERBOLIC_SAMPLES, Lookup, Policy, PolicyKind, PolicyVisitor, RANDOM_SEED,
+    splitmix64,
 };
 use proptest::prelude::*;
 use std::collections::BTreeSet;
@@ -159,9 +160,19 @@ struct Reference {
     /// block to the newest end, so among equal counts the oldest reached
     /// its count first.
     counts: std::collections::BTreeMap<u64, u64>,
-    /// Random's generator: the blocks are then kept in the policy's dense
-    /// order (a victim or removed block's place taken by the last).
+    /// Random's and Hyperbolic's generator: the blocks are then kept in the
+    /// policy's dense order (a victim or removed block's place taken by the
+    /// last).
     rng: u64,
+    /// Requests so far, and the request that cached each block
+    /// (Hyperbolic's age).
+    requests: u64,
+    entered: std::collections::BTreeMap<u64, u64>,
+    /// LFUDA's age and largest key, and when each block took its key (the
+    /// oldest at the smallest key goes first).
+    min_freq: u64,
+    max_freq: u64,
+    placed: std::collections::BTreeMap<u64, u64>,
     capacity: usize,
     sized: bool,
 }
@@ -179,7 +190,23 @@ impl Reference {
         self.blocks.iter().map(|b| self.size(b.0)).sum()
     }
 
+    /// LFUDA's `update_min_freq`: the age becomes the smallest key above it
+    /// held by a block other than `except` (up to the largest key given).
+    fn lfuda_update_min(&mut self, except: Option<u64>) {
+        let next = self
+            .blocks
+            .iter()
+            .filter(|b| Some(b.0) != except)
+            .map(|b| self.counts[&b.0])
+            .filter(|&f| f > self.min_freq && f <= self.max_freq)
+            .min();
+        if let Some(f) = next {
+            self.min_freq = f;
+        }
+    }
+
     fn access(&mut self, key: u64) -> bool {
+        self.requests += 1;
         if let Some(i) = self.blocks.iter().position(|b| b.0 == key) {
             match self.kind {
                 PolicyKind::Lru => {
@@ -191,6 +218,21 @@ impl Reference {
                     *self.counts.get_mut(&key).unwrap() += 1;
                     let b = self.blocks.remove(i);
                     self.blocks.push(b);
+                }
+                PolicyKind::Hyperbolic => *self.counts.get_mut(&key).unwrap() += 1,
+                PolicyKind::Lfuda => {
+                    let old = self.counts[&key];
+                    let new = old + self.min_freq;
+                    self.max_freq = self.max_freq.max(new);
+                    let alone = self
+                        .blocks
+                        .iter()
+                        .all(|b| b.0 == key || self.counts[&b.0] != old);
+                    if self.min_freq == old && alone {
+                        self.lfuda_update_min(Some(key));
+                    }
+                    self.counts.insert(key, new);
+                    self.placed.insert(key, self.requests);
                 }
                 _ => {}
             }
@@ -205,6 +247,13 @@ impl Reference {
         }
         self.blocks.push((key, false));
         self.counts.insert(key, 1);
+        self.entered.insert(key, self.requests);
+        if self.kind == PolicyKind::Lfuda {
+            let freq = self.min_freq + 1;
+            self.max_freq = self.max_freq.max(freq);
+            self.counts.insert(key, freq);
+            self.placed.insert(key, self.requests);
+        }
         false
     }
 
@@ -230,6 +279,38 @@ impl Reference {
                 let i = splitmix64(&mut self.rng) % self.blocks.len() as u64;
                 self.blocks.swap_remove(i as usize);
             }
+            PolicyKind::Hyperbolic => {
+                let mut best: Option<(usize, f64)> = None;
+                for _ in 0..HYPERBOLIC_SAMPLES {
+                    let i = (splitmix64(&mut self.rng) % self.blocks.len() as u64) as usize;
+                    let k = self.blocks[i].0;
+                    let age = (self.requests - self.entered[&k]) as f64;
+                    let score = 1.0e8 * self.counts[&k] as f64 / age;
+                    if best.is_none_or(|(_, s)| score < s) {
+                        best = Some((i, score));
+                    }
+                }
+                self.blocks.swap_remove(best.unwrap().0);
+            }
+            PolicyKind::Lfuda => {
+                // The age's key (1 before the first eviction), or the
+                // smallest key held where that one is empty.
+                let wanted = self.min_freq.max(1);
+                let freq = if self.blocks.iter().any(|b| self.counts[&b.0] == wanted) {
+                    wanted
+                } else {
+                    self.blocks.iter().map(|b| self.counts[&b.0]).min().unwrap()
+                };
+                let i = (0..self.blocks.len())
+                    .filter(|&i| self.counts[&self.blocks[i].0] == freq)
+                    .min_by_key(|&i| self.placed[&self.blocks[i].0])
+                    .unwrap();
+                self.blocks.remove(i);
+                self.min_freq = freq;
+                if self.blocks.iter().all(|b| self.counts[&b.0] != freq) {
+                    self.lfuda_update_min(None);
+                }
+            }
             PolicyKind::Lfu => {
                 let least = self.blocks.iter().map(|b| self.counts[&b.0]).min().unwrap();
                 let i = self
@@ -248,8 +329,16 @@ impl Reference {
 
     fn remove(&mut self, key: u64) {
         if let Some(i) = self.blocks.iter().position(|b| b.0 == key) {
-            if self.kind == PolicyKind::Random {
+            if matches!(self.kind, PolicyKind::Random | PolicyKind::Hyperbolic) {
                 self.blocks.swap_remove(i);
+                return;
+            }
+            if self.kind == PolicyKind::Lfuda {
+                let freq = self.counts[&key];
+                self.blocks.remove(i);
+                if freq == self.min_freq && self.blocks.iter().all(|b| self.counts[&b.0] != freq) {
+                    self.lfuda_update_min(None);
+                }
                 return;
             }
             self.blocks.remove(i);
@@ -274,6 +363,11 @@ fn reference_hits(kind: PolicyKind, capacity: Capacity, ops: &[Op]) -> Vec<bool>
         hand: None,
         counts: Default::default(),
         rng: RANDOM_SEED,
+        requests: 0,
+        entered: Default::default(),
+        min_freq: 0,
+        max_freq: 0,
+        placed: Default::default(),
         capacity,
         sized,
     };
@@ -286,6 +380,18 @@ fn reference_hits(kind: PolicyKind, capacity: Capacity, ops: &[Op]) -> Vec<bool>
     }
     hits
 }
+
+/// The policies compared with a reference.
+const SIMPLE: [PolicyKind; 8] = [
+    PolicyKind::Lru,
+    PolicyKind::Fifo,
+    PolicyKind::Clock,
+    PolicyKind::Sieve,
+    PolicyKind::Lfu,
+    PolicyKind::Random,
+    PolicyKind::Hyperbolic,
+    PolicyKind::Lfuda,
+];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
@@ -308,7 +414,7 @@ proptest! {
 
     #[test]
     fn simple_policies_match_their_reference(ops in ops(), capacity in 1usize..24) {
-        for kind in [PolicyKind::Lru, PolicyKind::Fifo, PolicyKind::Clock, PolicyKind::Sieve, PolicyKind::Lfu, PolicyKind::Random] {
+        for kind in SIMPLE {
             let capacity = Capacity::Blocks(capacity);
             let got = run(kind, capacity, &ops)?;
             prop_assert_eq!(got, reference_hits(kind, capacity, &ops), "{} differs from its reference", kind);
@@ -317,7 +423,7 @@ proptest! {
 
     #[test]
     fn simple_policies_match_their_reference_in_bytes(ops in ops(), capacity in 1u64..60) {
-        for kind in [PolicyKind::Lru, PolicyKind::Fifo, PolicyKind::Clock, PolicyKind::Sieve, PolicyKind::Lfu, PolicyKind::Random] {
+        for kind in SIMPLE {
             let capacity = Capacity::Bytes(capacity);
             let got = run(kind, capacity, &ops)?;
             prop_assert_eq!(got, reference_hits(kind, capacity, &ops), "{} in bytes differs from its reference", kind);

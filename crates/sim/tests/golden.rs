@@ -136,3 +136,27 @@ fn slru_matches_libcachesim_exactly() {
 fn s3fifo_v1_matches_libcachesim_exactly() {
     check(&[PolicyKind::S3FifoV1]);
 }
+
+/// LFU with dynamic aging, as libCacheSim's `LFUDA` (no rows for Sprite at
+/// 100 blocks and w106 at 2,750, where libCacheSim does not finish: see
+/// [`Lfuda`]'s doc).
+///
+/// [`Lfuda`]: coopcache_core::policy::Lfuda
+#[test]
+fn lfuda_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Lfuda]);
+}
+
+/// Greedy-Dual-Size-Frequency, as libCacheSim's `GDSF` (in blocks, LFU
+/// with aging and recency among equals).
+#[test]
+fn gdsf_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Gdsf]);
+}
+
+/// W-TinyLFU, as libCacheSim's `WTinyLFU` (its sketch hashes the block
+/// ids, which are the trace's here and there).
+#[test]
+fn wtinylfu_matches_libcachesim_exactly() {
+    check(&[PolicyKind::WTinyLfu]);
+}

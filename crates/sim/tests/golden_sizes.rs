@@ -153,6 +153,30 @@ fn s3fifo_v1_matches_libcachesim_in_bytes_exactly() {
     check(&[PolicyKind::S3FifoV1]);
 }
 
+/// libCacheSim's `LFUDA` crashes at one size of msr (see [`Lfuda`]'s doc),
+/// which therefore has no row there.
+///
+/// [`Lfuda`]: coopcache_core::policy::Lfuda
+#[test]
+fn lfuda_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Lfuda]);
+}
+
+/// Greedy-Dual-Size-Frequency, as libCacheSim's `GDSF`: its own order of
+/// insertion and eviction, and its `f64` priorities.
+#[test]
+fn gdsf_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Gdsf]);
+}
+
+/// W-TinyLFU, as libCacheSim's `WTinyLFU`: its sketch hashes the object
+/// ids, which the script feeds as coopcache reads them (the integer, or
+/// the FNV-1a hash of `ids=hash`).
+#[test]
+fn wtinylfu_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::WTinyLfu]);
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).

@@ -1,8 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Lfu, Lirs, Lru, Policy, Random, S3Fifo, S3FifoV1,
-    Sieve, Slru, TwoQ, Unit, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Gdsf, Hyperbolic, Lfu, Lfuda, Lirs, Lru, Policy,
+    Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, WTinyLfu, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -38,6 +38,14 @@ pub enum PolicyKind {
     S3FifoV1,
     /// [`Random`], drawing from [`RANDOM_SEED`](super::RANDOM_SEED).
     Random,
+    /// [`Lfuda`]
+    Lfuda,
+    /// [`Gdsf`]
+    Gdsf,
+    /// [`Hyperbolic`]
+    Hyperbolic,
+    /// [`WTinyLfu`]
+    WTinyLfu,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -83,7 +91,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 13] = [
+    pub const ALL: [PolicyKind; 17] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -97,6 +105,10 @@ impl PolicyKind {
         PolicyKind::Slru,
         PolicyKind::S3FifoV1,
         PolicyKind::Random,
+        PolicyKind::Lfuda,
+        PolicyKind::Gdsf,
+        PolicyKind::Hyperbolic,
+        PolicyKind::WTinyLfu,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -115,6 +127,10 @@ impl PolicyKind {
             PolicyKind::Slru => "slru",
             PolicyKind::S3FifoV1 => "s3fifo-v1",
             PolicyKind::Random => "random",
+            PolicyKind::Lfuda => "lfuda",
+            PolicyKind::Gdsf => "gdsf",
+            PolicyKind::Hyperbolic => "hyperbolic",
+            PolicyKind::WTinyLfu => "wtinylfu",
         }
     }
 
@@ -127,10 +143,15 @@ impl PolicyKind {
     }
 
     /// Whether the policy, as libCacheSim defines it, can drop a block
-    /// during a hit without an eviction anyone sees ([`Lirs`], [`Slru`]):
-    /// a cooperative node's manager could not track its blocks.
+    /// during a hit without an eviction anyone sees ([`Lirs`], [`Slru`],
+    /// [`WTinyLfu`]'s main cache), or leave a missed object uncached after
+    /// making room for it ([`Gdsf`]): a cooperative node's manager could not
+    /// track its blocks.
     pub fn drops_on_hit(self) -> bool {
-        matches!(self, PolicyKind::Lirs | PolicyKind::Slru)
+        matches!(
+            self,
+            PolicyKind::Lirs | PolicyKind::Slru | PolicyKind::Gdsf | PolicyKind::WTinyLfu
+        )
     }
 
     /// Builds an empty cache of this policy with `capacity` (blocks, or
@@ -176,6 +197,10 @@ impl PolicyKind {
             PolicyKind::Slru => factory.make(Slru::<K, W>::with_weights),
             PolicyKind::S3FifoV1 => factory.make(S3FifoV1::<K, W>::with_weights),
             PolicyKind::Random => factory.make(Random::<K, W>::with_weights),
+            PolicyKind::Lfuda => factory.make(Lfuda::<K, W>::with_weights),
+            PolicyKind::Gdsf => factory.make(Gdsf::<K, W>::with_weights),
+            PolicyKind::Hyperbolic => factory.make(Hyperbolic::<K, W>::with_weights),
+            PolicyKind::WTinyLfu => factory.make(WTinyLfu::<K, W>::with_weights),
         }
     }
 }
@@ -188,10 +213,14 @@ impl fmt::Display for PolicyKind {
 
 /// A policy name that is not one of [`PolicyKind::ALL`].
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
-#[error(
-    "unknown policy `{0}`: expected one of lru, fifo, clock, sieve, arc, s3fifo, 2q, lirs, lfu"
-)]
+#[error("unknown policy `{0}`: expected one of {names}", names = policy_names())]
 pub struct UnknownPolicy(pub String);
+
+/// Every policy's name, comma-separated, for messages.
+fn policy_names() -> String {
+    let names: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).collect();
+    names.join(", ")
+}
 
 impl FromStr for PolicyKind {
     type Err = UnknownPolicy;

@@ -37,8 +37,11 @@ mod arc;
 mod belady;
 mod clock;
 mod fifo;
+mod gdsf;
+mod hyperbolic;
 mod kind;
 mod lfu;
+mod lfuda;
 mod lirs;
 mod lru;
 mod random;
@@ -47,13 +50,17 @@ mod s3fifo_v1;
 mod sieve;
 mod slru;
 mod two_q;
+mod wtinylfu;
 
 pub use arc::{Arc, ArcMiss};
 pub use belady::{Belady, NEVER, next_uses};
 pub use clock::Clock;
 pub use fifo::Fifo;
+pub use gdsf::{Gdsf, GdsfMiss};
+pub use hyperbolic::{HYPERBOLIC_SAMPLES, Hyperbolic};
 pub use kind::{PolicyFactory, PolicyKind, PolicyVisitor, UnknownPolicy};
 pub use lfu::Lfu;
+pub use lfuda::Lfuda;
 pub use lirs::{Lirs, LirsMiss};
 pub use lru::Lru;
 pub use random::{RANDOM_SEED, Random, splitmix64};
@@ -62,6 +69,7 @@ pub use s3fifo_v1::S3FifoV1;
 pub use sieve::Sieve;
 pub use slru::Slru;
 pub use two_q::TwoQ;
+pub use wtinylfu::{WTINYLFU_WINDOW, WTinyLfu};
 
 pub use crate::list::{Unit, Weight};
 
