@@ -4,10 +4,7 @@ use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::index::Index;
 use crate::list::{Idx, List, NIL, Slab};
-use hashbrown::HashTable;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::hash::BuildHasher;
+use std::collections::BTreeMap;
 
 /// The blocks whose key (count plus age) is `freq`, oldest at the tail.
 #[derive(Clone, Debug)]
@@ -44,10 +41,11 @@ struct Bucket {
 /// integer up to the largest key given, which the hits' additions of the
 /// age make astronomical on some traces (Sprite at 100 blocks and w106 at
 /// 2,750 do not finish in the golden script's time limit, so have no
-/// row); here a heap finds it in logarithmic time.
-/// Keys are stored in buckets found through a hash table, the smallest
-/// through a binary heap of the keys in use, so a request allocates nothing
-/// once warm.
+/// row); here an ordered map of the keys that have blocks finds it in
+/// logarithmic time. The next key is the smallest *above the age* that has
+/// blocks, not the smallest overall: a block hit while it alone held the
+/// age's key joins a key below the age the search then moves to (found by
+/// the property test against the reference in `tests/model.rs`).
 #[derive(Clone, Debug)]
 pub struct Lfuda<K, W = u32> {
     index: Index,
@@ -56,13 +54,9 @@ pub struct Lfuda<K, W = u32> {
     buckets: Vec<Bucket>,
     /// Bucket slots to reuse.
     free_buckets: Vec<Idx>,
-    /// Bucket of each key in use, hashed by key.
-    by_freq: HashTable<Idx>,
-    hasher: foldhash::fast::FixedState,
-    /// Every bucket in `by_freq`, smallest key on top. A bucket is freed
-    /// when it reaches the top empty, so empty buckets linger until the age
-    /// passes them.
-    heap: BinaryHeap<Reverse<(u64, Idx)>>,
+    /// The bucket of each key that has blocks, in key order (a bucket
+    /// leaves when its last block does).
+    by_freq: BTreeMap<u64, Idx>,
     /// The age `L`: libCacheSim's `min_freq`.
     min_freq: u64,
     /// The largest key given so far, bounding the search for the next
@@ -92,9 +86,7 @@ impl<K: BlockKey, W: Weight> Lfuda<K, W> {
             slab: Slab::with_capacity(hint),
             buckets: Vec::new(),
             free_buckets: Vec::new(),
-            by_freq: HashTable::new(),
-            hasher: foldhash::fast::FixedState::default(),
-            heap: BinaryHeap::new(),
+            by_freq: BTreeMap::new(),
             min_freq: 0,
             max_freq: 0,
             len: 0,
@@ -103,17 +95,12 @@ impl<K: BlockKey, W: Weight> Lfuda<K, W> {
         })
     }
 
-    /// The bucket of key `freq`, if one is in use.
+    /// The bucket of key `freq`, if one has blocks.
     fn find_bucket(&self, freq: u64) -> Option<Idx> {
-        let buckets = &self.buckets;
-        self.by_freq
-            .find(self.hasher.hash_one(freq), |&b| {
-                buckets[b as usize].freq == freq
-            })
-            .copied()
+        self.by_freq.get(&freq).copied()
     }
 
-    /// The bucket of key `freq`, made if none is in use; says whether it
+    /// The bucket of key `freq`, made if none has blocks; says whether it
     /// was made.
     fn bucket(&mut self, freq: u64) -> (Idx, bool) {
         if let Some(b) = self.find_bucket(freq) {
@@ -133,40 +120,19 @@ impl<K: BlockKey, W: Weight> Lfuda<K, W> {
                 (self.buckets.len() - 1) as Idx
             }
         };
-        let buckets = &self.buckets;
-        let hasher = &self.hasher;
-        self.by_freq.insert_unique(hasher.hash_one(freq), b, |&i| {
-            hasher.hash_one(buckets[i as usize].freq)
-        });
-        self.heap.push(Reverse((freq, b)));
+        self.by_freq.insert(freq, b);
         (b, true)
-    }
-
-    /// The smallest key that has blocks, freeing the empty buckets below
-    /// it.
-    fn lowest_in_use(&mut self) -> Option<Idx> {
-        while let Some(&Reverse((freq, b))) = self.heap.peek() {
-            if !self.buckets[b as usize].blocks.is_empty() {
-                return Some(b);
-            }
-            self.heap.pop();
-            let hash = self.hasher.hash_one(freq);
-            if let Ok(entry) = self.by_freq.find_entry(hash, |&i| i == b) {
-                entry.remove();
-            }
-            self.free_buckets.push(b);
-        }
-        None
     }
 
     /// libCacheSim's `update_min_freq`: the age becomes the smallest key
     /// above it that has blocks (up to the largest key given), or stays.
     fn update_min_freq(&mut self) {
-        if let Some(b) = self.lowest_in_use() {
-            let freq = self.buckets[b as usize].freq;
-            if freq > self.min_freq && freq <= self.max_freq {
-                self.min_freq = freq;
-            }
+        let above = self.min_freq.saturating_add(1);
+        if above > self.max_freq {
+            return;
+        }
+        if let Some((&freq, _)) = self.by_freq.range(above..=self.max_freq).next() {
+            self.min_freq = freq;
         }
     }
 
@@ -174,23 +140,21 @@ impl<K: BlockKey, W: Weight> Lfuda<K, W> {
     /// before the first eviction). Where libCacheSim would read an empty
     /// bucket, the smallest key that has blocks instead.
     fn victim_bucket(&self) -> Option<Idx> {
-        let b = self.find_bucket(self.min_freq.max(1));
-        match b {
-            Some(b) if !self.buckets[b as usize].blocks.is_empty() => Some(b),
-            _ => self
-                .heap
-                .iter()
-                .map(|Reverse(entry)| *entry)
-                .filter(|&(_, b)| !self.buckets[b as usize].blocks.is_empty())
-                .min()
-                .map(|(_, b)| b),
-        }
+        self.find_bucket(self.min_freq.max(1))
+            .or_else(|| self.by_freq.values().next().copied())
     }
 
-    /// Unlinks node `idx` from its bucket and returns the bucket.
+    /// Unlinks node `idx` from its bucket and returns the bucket; a bucket
+    /// left empty leaves the map and is freed (its key stays readable
+    /// until the slot is reused).
     fn unlink(&mut self, idx: Idx) -> Idx {
         let b = self.slab.meta(idx);
-        self.slab.unlink(&mut self.buckets[b as usize].blocks, idx);
+        let bucket = &mut self.buckets[b as usize];
+        self.slab.unlink(&mut bucket.blocks, idx);
+        if bucket.blocks.is_empty() {
+            self.by_freq.remove(&bucket.freq);
+            self.free_buckets.push(b);
+        }
         b
     }
 
@@ -214,11 +178,9 @@ impl<K: BlockKey, W: Weight> Lfuda<K, W> {
 
     /// Cached blocks in eviction order: by key, the oldest at a key first.
     fn iter_nodes(&self) -> impl Iterator<Item = Idx> + '_ {
-        let mut order: Vec<(u64, Idx)> = self.heap.iter().map(|Reverse(e)| *e).collect();
-        order.sort_unstable();
-        order
-            .into_iter()
-            .flat_map(|(_, b)| self.slab.iter_from_tail(&self.buckets[b as usize].blocks))
+        self.by_freq
+            .values()
+            .flat_map(|&b| self.slab.iter_from_tail(&self.buckets[b as usize].blocks))
     }
 }
 
@@ -310,8 +272,7 @@ impl<K: BlockKey, W: Weight> Policy<K> for Lfuda<K, W> {
             + self.slab.allocated_bytes()
             + self.buckets.capacity() * std::mem::size_of::<Bucket>()
             + self.free_buckets.capacity() * std::mem::size_of::<Idx>()
-            + self.by_freq.allocation_size()
-            + self.heap.capacity() * std::mem::size_of::<(u64, Idx)>()
+            + self.by_freq.len() * (std::mem::size_of::<(u64, Idx)>() + 16)
     }
 
     fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_ {
