@@ -256,3 +256,32 @@ fn a_joiner_finds_the_ca_node_by_discovery() {
             .contains("discovered a member of the token's cluster")
     );
 }
+
+/// A member without the CA key answers that it has none, naming what to
+/// do; a joiner given it and the CA node tries the next and joins.
+#[test]
+fn a_member_without_the_ca_key_sends_the_joiner_on() {
+    let ca = ca_node();
+    // Member m holds its own pair and ca.pem, not ca.key.
+    let m_dir = ca.joiner_dir("m");
+    let out = coopcache_args(&["cluster", "issue", "m", "--dir", ca.keys.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for f in ["ca.pem", "m.pem", "m.key"] {
+        std::fs::copy(ca.keys.join(f), m_dir.join(f)).unwrap();
+    }
+    let m = Node::start(&ca.spec("m", &m_dir, &[]));
+    let token = ca.token(&[]);
+    let only_m = m.listen.to_string();
+    let dir = ca.joiner_dir("b");
+    let mut spec = ca.spec("b", &dir, &[]);
+    spec.join = None;
+    let extra = ["--token", token.as_str(), "--join", only_m.as_str()];
+    spec.extra = &extra;
+    let log = fails_to_join(&spec);
+    assert!(log.contains("does not hold the cluster CA key"), "{log}");
+    let both = format!("{},{}", m.listen, ca.node.listen);
+    let extra = ["--token", token.as_str(), "--join", both.as_str()];
+    spec.extra = &extra;
+    let b = Node::start(&spec);
+    wait_until("b joined through a", || members(&b.status()) == 3);
+}
