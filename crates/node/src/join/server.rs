@@ -125,3 +125,90 @@ pub fn log(peer: &std::net::SocketAddr, outcome: &Outcome) {
         Outcome::Denied(d) => tracing::warn!(%peer, denial = ?d, "join refused"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::join::wire::Malformed;
+    use sha2::Digest;
+    use tokio::io::AsyncWriteExt;
+
+    fn ca_identity() -> (tempfile::TempDir, Identity) {
+        let dir = tempfile::tempdir().unwrap();
+        tls::init_cluster(dir.path(), &["a".to_owned()], 1).unwrap();
+        let identity = Identity::load(dir.path(), "a").unwrap();
+        assert!(identity.signer.is_some());
+        (dir, identity)
+    }
+
+    fn csr(name: &str) -> Vec<u8> {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::default();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.serialize_request(&key).unwrap().der().to_vec()
+    }
+
+    /// Sends `bytes` as the joiner and returns the answer, if any.
+    async fn exchange(identity: &Identity, bytes: Vec<u8>) -> Option<Result<Answer, Malformed>> {
+        let (mut joiner, mut server) = tokio::io::duplex(64 << 10);
+        // The server's end closes when it is done, as the connection would.
+        let serving = async move { serve(&mut server, identity).await };
+        let asking = async {
+            joiner.write_all(&bytes).await.unwrap();
+            joiner.shutdown().await.unwrap();
+            let body = read_message(&mut joiner).await.ok()?;
+            Some(Answer::decode(&body))
+        };
+        let (_, answer) = tokio::join!(serving, asking);
+        answer
+    }
+
+    fn framed(body: &[u8]) -> Vec<u8> {
+        let mut out = (body.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[tokio::test]
+    async fn bad_requests_leave_the_token_unused_and_a_good_one_spends_it() {
+        let (dir, identity) = ca_identity();
+        let t = table::issue(dir.path(), 60, None, unix_now()).unwrap();
+        let request = |name: &str, csr: Vec<u8>| Request {
+            secret: t.secret,
+            name: name.into(),
+            csr,
+        };
+        // A length past the bound is refused before allocating: no answer.
+        let huge = (u32::MAX).to_be_bytes().to_vec();
+        assert!(exchange(&identity, huge).await.is_none());
+        // Garbage, a bad name, a CSR that is not one: refusals, token unused.
+        for body in [
+            b"garbage".to_vec(),
+            request("../x", csr("x")).encode(),
+            request("b", vec![0x30, 0x03, 1, 2, 3]).encode(),
+        ] {
+            let answer = exchange(&identity, framed(&body)).await;
+            assert!(
+                matches!(answer, Some(Ok(Answer::Denied(Denial::BadRequest(_))))),
+                "{answer:?}"
+            );
+        }
+        let answer = exchange(&identity, framed(&request("b", csr("b")).encode())).await;
+        let Some(Ok(Answer::Issued { cert, ca })) = answer else {
+            panic!("{answer:?}");
+        };
+        assert_eq!(tls::peer_name(&[cert.into()]).as_deref(), Some("b"));
+        let fingerprint: [u8; 32] = sha2::Sha256::digest(&ca).into();
+        assert_eq!(fingerprint, tls::ca_fingerprint(dir.path()).unwrap());
+        let again = exchange(&identity, framed(&request("c", csr("c")).encode())).await;
+        assert!(
+            matches!(
+                again,
+                Some(Ok(Answer::Denied(Denial::Token(Refusal::Used { .. }))))
+            ),
+            "{again:?}"
+        );
+    }
+}
