@@ -1,8 +1,11 @@
-//! `coopcache cluster init|issue`: the cluster CA and node certificates.
+//! `coopcache cluster init|issue|token`: the cluster CA, node certificates
+//! and one-time join tokens.
 
 use anyhow::Result;
+use coopcache_node::join::{table, token};
 use coopcache_node::tls;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(clap::Subcommand)]
 pub enum ClusterCmd {
@@ -29,6 +32,40 @@ pub enum ClusterCmd {
         #[arg(long, default_value_t = 365)]
         days: u32,
     },
+    /// Prints a one-time join token: a new machine runs `coopcache node
+    /// --join HOST:PORT --token TOKEN` and gets its certificate from the node
+    /// running with --data-dir DIR (which must hold ca.key), with no files
+    /// copied. Only the token's hash is recorded in DIR.
+    Token {
+        /// Key directory holding ca.pem and ca.key (the CA node's --data-dir).
+        #[arg(long)]
+        dir: PathBuf,
+        /// How long the token is accepted (`90s`, `30m`, `1h`, `2d`).
+        #[arg(long, default_value = "1h", value_parser = parse_ttl)]
+        ttl: Duration,
+        /// The CA node's address (its --listen or --advertise HOST:PORT),
+        /// written into the token so that --join is not needed.
+        #[arg(long)]
+        address: Option<String>,
+    },
+}
+
+/// A token's lifetime: whole hours (`1h`) or days (`2d`), or any duration
+/// `--attr-ttl` takes (`90s`, `30m`).
+fn parse_ttl(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let hours = |n: &str, per: u64| {
+        n.parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(per))
+            .map(Duration::from_secs)
+            .ok_or_else(|| format!("duration `{s}`: expected a whole number before `h` or `d`"))
+    };
+    match (t.strip_suffix('h'), t.strip_suffix('d')) {
+        (Some(n), _) => hours(n, 3600),
+        (_, Some(n)) => hours(n, 86_400),
+        _ => crate::live::parse_duration(t),
+    }
 }
 
 pub fn run(cmd: ClusterCmd) -> Result<()> {
@@ -44,6 +81,24 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
         ClusterCmd::Issue { name, dir, days } => {
             tls::issue(&dir, &name, days)?;
             println!("certificate for {name} in {}", dir.display());
+        }
+        ClusterCmd::Token { dir, ttl, address } => {
+            let now = coopcache_node::join::server::unix_now();
+            let t = table::issue(&dir, ttl.as_secs(), address, now)?;
+            println!("{}", t.encode());
+            let join = match &t.address {
+                Some(a) => format!("(the token names {a}, so no --join)"),
+                None => "--join CA_NODE_HOST:PORT".to_owned(),
+            };
+            eprintln!(
+                "one-time join token for the cluster in {dir} (CA SHA-256 {}), valid until {}; \
+                 on the new machine, with an empty data directory: \
+                 COOPCACHE_JOIN_TOKEN=TOKEN coopcache node --name NAME --data-dir DIR {join} \
+                 (the node running with --data-dir {dir} answers it)",
+                token::hex(&t.fingerprint),
+                token::utc(t.expires),
+                dir = dir.display(),
+            );
         }
     }
     Ok(())

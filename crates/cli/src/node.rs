@@ -3,6 +3,7 @@
 //! defaults: with none at all it serves the current directory as a
 //! single-node cluster.
 
+mod join;
 mod settings;
 
 use crate::live::{LogLevel, init_logs, parse_duration, parse_size, runtime};
@@ -54,6 +55,13 @@ pub struct NodeArgs {
     /// LAN (TLS still decides who is a member).
     #[arg(long, env = "COOPCACHE_DISCOVER")]
     discover: bool,
+    /// A one-time join token from `coopcache cluster token`: with no
+    /// certificate for --name in --data-dir yet, the node asks the CA node
+    /// (at --join, the token's address, or found by --discover) for one
+    /// and writes it there; once it has one the token is not needed.
+    /// Prefer the environment variable to keep it out of `ps`.
+    #[arg(long, env = "COOPCACHE_JOIN_TOKEN", hide_env_values = true)]
+    token: Option<String>,
     /// Multicast group and port for --discover [default: 239.255.70.67:7172].
     #[arg(long, env = "COOPCACHE_DISCOVER_GROUP")]
     discover_group: Option<SocketAddrV4>,
@@ -234,7 +242,15 @@ fn serve(s: Settings) -> Result<()> {
             bail!("mount point {} is not an existing directory", dir.display());
         }
     }
-    let identity = s.identity(s.key_plan()?)?;
+    let plan = s.key_plan()?;
+    let mut seeds = s.join.clone();
+    if plan == KeyPlan::Join {
+        let via = rt.block_on(join::obtain(&s))?;
+        if !seeds.contains(&via) {
+            seeds.push(via);
+        }
+    }
+    let identity = s.identity(plan)?;
     let Settings {
         name,
         algorithm,
@@ -256,7 +272,7 @@ fn serve(s: Settings) -> Result<()> {
         opts.block_size = s.block_size;
         opts.chances = s.chances;
         opts.attr_ttl = attr_ttl;
-        opts.join = s.join;
+        opts.join = seeds;
         opts.advertise = s.advertise;
         opts.discover = s.discover;
         let node = Arc::new(coopcache_node::start(opts).await?);

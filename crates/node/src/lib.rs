@@ -2,7 +2,8 @@
 //! core's cooperation state machines, with real sockets, a real origin and
 //! real bytes.
 //!
-//! - [`tls`]: the cluster CA, node certificates and mutual-TLS configs.
+//! - [`tls`]: the cluster CA, node certificates and mutual-TLS configs;
+//!   [`join`]: joining with a one-time token instead of copied keys.
 //! - [`origin`]: the slow shared storage behind the cluster (a directory,
 //!   S3 or HTTP, through `object_store`).
 //! - [`frame`]: the wire format (docs/PROTOCOL.md); [`link`]: connections.
@@ -27,6 +28,7 @@ pub mod driver;
 pub mod frame;
 pub mod gateway;
 pub mod handle;
+pub mod join;
 pub mod link;
 pub mod membership;
 pub mod metrics;

@@ -344,9 +344,25 @@ pub async fn accept_loop(listener: TcpListener, ctx: Arc<LinkCtx>) {
 /// One inbound connection: handshake, then every frame to the driver.
 async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError> {
     stream.set_nodelay(true)?;
-    let acceptor = tokio_rustls::TlsAcceptor::from(ctx.identity.server.clone());
+    let peer = stream.peer_addr()?;
+    let acceptor =
+        tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
+    let start = timed("in the TLS handshake", async { Ok(acceptor.await?) }).await?;
+    if asks_to_join(&start.client_hello()) {
+        // A joiner has no certificate: it gets the join protocol only,
+        // never a frame of the member protocol.
+        let config = ctx.identity.join.clone();
+        let mut tls = timed("in the join TLS handshake", async {
+            Ok(start.into_stream(config).await?)
+        })
+        .await?;
+        let outcome = crate::join::server::serve(&mut tls, &ctx.identity).await?;
+        crate::join::server::log(&peer, &outcome);
+        return Ok(());
+    }
+    let config = ctx.identity.server.clone();
     let mut tls = timed("in the TLS handshake", async {
-        Ok(acceptor.accept(stream).await?)
+        Ok(start.into_stream(config).await?)
     })
     .await?;
     let cert_name = tls
@@ -380,6 +396,13 @@ async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError
         }
     }
     Ok(())
+}
+
+/// Whether a ClientHello asks for the join protocol's ALPN.
+fn asks_to_join(hello: &rustls::server::ClientHello<'_>) -> bool {
+    hello
+        .alpn()
+        .is_some_and(|mut protocols| protocols.any(|p| p == crate::tls::JOIN_ALPN))
 }
 
 /// Dials `addr` and keeps a connection to it, sending what arrives on

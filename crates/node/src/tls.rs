@@ -302,8 +302,16 @@ pub struct Identity {
     /// connect with server name [`SERVER_NAME`].
     pub client: Arc<rustls::ClientConfig>,
     /// SHA-256 of the cluster CA's certificate (DER): names the cluster
-    /// in discovery announcements without proving anything.
+    /// in discovery announcements without proving anything, and is the
+    /// fingerprint a join token pins.
     pub cluster: [u8; 32],
+    /// Accepts joiners (no client certificate, only the join protocol's
+    /// ALPN): presents the node's certificate followed by the CA's, so a
+    /// joiner holding only the CA's fingerprint can check the chain.
+    pub join: Arc<rustls::ServerConfig>,
+    /// The key directory, if it holds `ca.key`: this node then signs the
+    /// certificates of joiners with valid tokens (`crate::join`).
+    pub signer: Option<PathBuf>,
 }
 
 impl Identity {
@@ -332,12 +340,17 @@ impl Identity {
         let cluster: [u8; 32] = Sha256::digest(ca.as_ref()).into();
         let roots = Arc::new(root_store(&ca, &ca_path)?);
         let server = server_config(roots.clone(), chain.clone(), key.clone_key());
+        let mut join_chain = chain.clone();
+        join_chain.push(ca);
+        let join = join_server_config(join_chain, key.clone_key());
         let client = client_config(roots, chain, key);
         Ok(Identity {
             name: name.to_owned(),
             server: Arc::new(server.map_err(config_error)?),
             client: Arc::new(client.map_err(config_error)?),
             cluster,
+            join: Arc::new(join.map_err(config_error)?),
+            signer: dir.join(CA_KEY_FILE).is_file().then(|| dir.to_owned()),
         })
     }
 }
@@ -347,7 +360,7 @@ impl Identity {
 /// block a peer sends, measured with `coopcache bench stream`), and a
 /// 128-bit key is ample for traffic keys renewed with every connection.
 /// The other suites stay, in *ring*'s order, for any peer that lacks it.
-fn provider() -> Arc<CryptoProvider> {
+pub(crate) fn provider() -> Arc<CryptoProvider> {
     use rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
     let mut p = rustls::crypto::ring::default_provider();
     p.cipher_suites
@@ -370,6 +383,24 @@ fn server_config(
         .with_single_cert(chain, key)
 }
 
+/// The join protocol's server side: no client certificate (a joiner has
+/// none yet), only TLS 1.3, only the join ALPN.
+fn join_server_config(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<rustls::ServerConfig, rustls::Error> {
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![JOIN_ALPN.to_vec()];
+    Ok(config)
+}
+
+/// The ALPN protocol a joiner asks for: a member's listener hands such a
+/// connection to the join protocol, every other one to mutual TLS.
+pub const JOIN_ALPN: &[u8] = b"coopcache-join/1";
+
 fn client_config(
     roots: Arc<RootCertStore>,
     chain: Vec<CertificateDer<'static>>,
@@ -381,7 +412,10 @@ fn client_config(
         .with_client_auth_cert(chain, key)
 }
 
-fn root_store(ca: &CertificateDer<'static>, ca_path: &Path) -> Result<RootCertStore, TlsError> {
+pub(crate) fn root_store(
+    ca: &CertificateDer<'static>,
+    ca_path: &Path,
+) -> Result<RootCertStore, TlsError> {
     let mut roots = RootCertStore::empty();
     roots.add(ca.clone()).map_err(|e| TlsError::BadCert {
         path: ca_path.to_owned(),
@@ -392,7 +426,7 @@ fn root_store(ca: &CertificateDer<'static>, ca_path: &Path) -> Result<RootCertSt
 
 /// Checks that `chain` leads to `ca`, as both a TLS server and a TLS client
 /// would check it (signature, `SERVER_NAME`, both key purposes).
-fn verify_chain(
+pub(crate) fn verify_chain(
     ca: &CertificateDer<'static>,
     ca_path: &Path,
     chain: &[CertificateDer<'static>],
@@ -437,7 +471,7 @@ fn chain_error(e: rustls::Error, ca_path: &Path, cert_path: &Path) -> TlsError {
 }
 
 /// Refuses a certificate file renamed from another node's.
-fn check_issued_to(
+pub(crate) fn check_issued_to(
     chain: &[CertificateDer<'static>],
     name: &str,
     cert_path: &Path,
@@ -601,7 +635,7 @@ fn check_days(name: &str, valid_days: u32) -> Result<(), TlsError> {
     }
 }
 
-fn create_dir(dir: &Path) -> Result<(), TlsError> {
+pub(crate) fn create_dir(dir: &Path) -> Result<(), TlsError> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -797,7 +831,7 @@ fn write_ca_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TlsError> {
 
 /// Replaces `path` atomically: writes a fresh temporary file beside it
 /// (created with `mode`, so a key is never readable by others), then renames.
-fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TlsError> {
+pub(crate) fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TlsError> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
@@ -818,4 +852,66 @@ fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), TlsError> {
         path: path.to_owned(),
         source,
     })
+}
+
+/// A joiner's certificate signing request whose signature checked out
+/// (the joiner holds the private key of the public key it carries).
+pub struct NodeRequest(rcgen::CertificateSigningRequestParams);
+
+impl std::fmt::Debug for NodeRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NodeRequest")
+    }
+}
+
+/// Parses a certificate signing request (DER) and checks its signature.
+/// Only its public key is used: the name and every extension of the
+/// certificate are the CA's choice ([`sign_request`]).
+pub fn parse_request(der: &[u8]) -> Result<NodeRequest, rcgen::Error> {
+    let der = rustls_pki_types::CertificateSigningRequestDer::from(der);
+    rcgen::CertificateSigningRequestParams::from_der(&der).map(NodeRequest)
+}
+
+/// Signs `request`'s public key as node `name`'s certificate with the CA
+/// in `dir`, valid from now for `valid_days` (never past the CA's end),
+/// checked against `ca.pem`; returns it and the CA's certificate. The CA
+/// key is read here and never leaves this function.
+pub fn sign_request(
+    dir: &Path,
+    name: &str,
+    request: NodeRequest,
+    valid_days: u32,
+) -> Result<(CertificateDer<'static>, CertificateDer<'static>), TlsError> {
+    check_name(name)?;
+    check_days(name, valid_days)?;
+    let ca = CaSigner::load(dir)?;
+    let now = OffsetDateTime::now_utc();
+    let not_after = (now + Duration::days(i64::from(valid_days))).min(ca.not_after);
+    let mut request = request.0;
+    request.params = node_params(name, now - BACKDATE, not_after)?;
+    let cert = request
+        .signed_by(&ca.issuer)
+        .map_err(generate_error(name))?;
+    let chain = [cert.der().clone()];
+    let cert_path = dir.join(format!("{name}.pem"));
+    verify_chain(&ca.cert, &ca.cert_path, &chain, &cert_path)?;
+    let [cert] = chain;
+    Ok((cert, ca.cert))
+}
+
+/// The SHA-256 of the CA certificate in `dir` (its DER): the fingerprint
+/// a join token carries.
+pub fn ca_fingerprint(dir: &Path) -> Result<[u8; 32], TlsError> {
+    let ca = read_certs(&dir.join(CA_CERT_FILE), &init_hint(dir))?.swap_remove(0);
+    Ok(Sha256::digest(ca.as_ref()).into())
+}
+
+/// Checks that `key` (PEM) is the key of `chain`'s first certificate.
+pub(crate) fn key_matches(
+    chain: &[CertificateDer<'static>],
+    key: &PrivateKeyDer<'static>,
+    key_path: &Path,
+    cert_path: &Path,
+) -> Result<(), TlsError> {
+    check_key(chain, key, key_path, cert_path)
 }

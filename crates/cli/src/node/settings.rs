@@ -10,6 +10,7 @@ use coopcache_core::coop::{AlgorithmKind, live_policy};
 use coopcache_core::policy::PolicyKind;
 use coopcache_node::config::FileConfig;
 use coopcache_node::gateway::GatewayOptions;
+use coopcache_node::join::JoinToken;
 use coopcache_node::tls::{self, Identity};
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
@@ -63,6 +64,8 @@ pub struct Settings {
     pub mount: Option<PathBuf>,
     pub mount_allow_other: bool,
     pub init: bool,
+    /// A join token, for a node with no certificate yet.
+    pub token: Option<JoinToken>,
 }
 
 /// A size from a flag, else from the file's `key`, else `default`.
@@ -202,6 +205,12 @@ impl Settings {
             mount: args.mount.or(file.mount),
             mount_allow_other: args.mount_allow_other || file.mount_allow_other.unwrap_or(false),
             init: args.init || file.init.unwrap_or(false),
+            token: args
+                .token
+                .as_deref()
+                .map(JoinToken::decode)
+                .transpose()
+                .map_err(|e| anyhow!("--token: {e}"))?,
         })
     }
 
@@ -210,6 +219,10 @@ impl Settings {
     /// mistyped --data-dir cannot start a new cluster of one by itself.
     pub fn key_plan(&self) -> Result<KeyPlan> {
         let dir = &self.data_dir;
+        let cert = dir.join(format!("{}.pem", self.name));
+        if self.token.is_some() && !cert.exists() {
+            return Ok(KeyPlan::Join);
+        }
         if !tls::has_cluster(dir) {
             if self.init {
                 return Ok(KeyPlan::CreateCluster);
@@ -223,7 +236,6 @@ impl Settings {
                 name = self.name,
             );
         }
-        let cert = dir.join(format!("{}.pem", self.name));
         Ok(match cert.exists() || !dir.join("ca.key").exists() {
             // Without ca.key, Identity::load says what is missing.
             true => KeyPlan::Load,
@@ -244,7 +256,7 @@ impl Settings {
                 tls::issue(dir, name, 365)?;
                 tracing::info!(%name, "issued a certificate for this node from the cluster CA");
             }
-            KeyPlan::Load => {}
+            KeyPlan::Load | KeyPlan::Join => {}
         }
         Ok(Identity::load(dir, name)?)
     }
@@ -324,6 +336,8 @@ pub enum KeyPlan {
     IssueCertificate,
     /// Load the node's certificate (Identity::load names what is missing).
     Load,
+    /// A join token and no certificate yet: ask the CA node for one.
+    Join,
 }
 
 impl KeyPlan {
@@ -339,6 +353,10 @@ impl KeyPlan {
                 dir.display()
             ),
             KeyPlan::Load => format!("certificate for {name} in {} is valid", dir.display()),
+            KeyPlan::Join => format!(
+                "no certificate for {name} in {}: would ask the CA node for one with the join token",
+                dir.display()
+            ),
         }
     }
 }
