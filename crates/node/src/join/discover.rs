@@ -1,5 +1,5 @@
 //! Finding where to join on a LAN: the announcements of
-//! [`discovery`](crate::discovery) carry the cluster tag, the first bytes
+//! [`crate::discovery`] carry the cluster tag, the first bytes
 //! of the CA certificate's SHA-256, which a token's fingerprint gives, so
 //! a joiner can pick out its cluster's members before it has any key.
 //! The announcement proves nothing; the pinned TLS handshake does.
