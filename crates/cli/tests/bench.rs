@@ -60,12 +60,20 @@ fn netcache_idle_peer_serves_the_busy_nodes_misses() {
             "1",
         ],
     );
-    assert_eq!(rows.len(), 3, "base, then 0 and 1 idle peers: {rows:?}");
-    let (base, alone, one) = (&rows[0], &rows[1], &rows[2]);
+    assert_eq!(
+        rows.len(),
+        5,
+        "base, then N-Chance and Direct with 0 and 1 idle peers: {rows:?}"
+    );
+    let base = &rows[0];
     assert_eq!(base["algorithm"], "base");
     assert_eq!(f(base, "relative"), 1.0);
-    for (r, peers) in [(alone, 0), (one, 1)] {
-        assert_eq!(r["algorithm"], "nchance");
+    for (r, (algorithm, peers)) in
+        rows[1..]
+            .iter()
+            .zip([("nchance", 0), ("nchance", 1), ("direct", 0), ("direct", 1)])
+    {
+        assert_eq!(r["algorithm"], algorithm);
         assert_eq!(u(r, "peers"), peers);
         assert!(r["target"].is_number() && r["met"].is_boolean(), "{r}");
     }
@@ -76,13 +84,15 @@ fn netcache_idle_peer_serves_the_busy_nodes_misses() {
         assert!(f(r, "seconds") > 0.0 && f(r, "mean_read_ms") > 0.0, "{r}");
     }
     assert_eq!(f(base, "peer"), 0.0, "no cooperation, no peer reads");
-    assert_eq!(f(alone, "peer"), 0.0, "no peer to read from");
     assert!(f(base, "origin") > 0.0, "the file does not fit: {base}");
-    assert!(f(one, "peer") > 0.0, "the idle peer served nothing: {one}");
-    assert!(
-        f(one, "origin") < f(base, "origin"),
-        "the idle peer saved no origin reads: {one} vs {base}"
-    );
+    for (alone, one) in [(&rows[1], &rows[2]), (&rows[3], &rows[4])] {
+        assert_eq!(f(alone, "peer"), 0.0, "no peer to read from: {alone}");
+        assert!(f(one, "peer") > 0.0, "the idle peer served nothing: {one}");
+        assert!(
+            f(one, "origin") < f(base, "origin"),
+            "the idle peer saved no origin reads: {one} vs {base}"
+        );
+    }
 }
 
 #[test]
