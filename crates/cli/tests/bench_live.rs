@@ -149,7 +149,10 @@ fn algorithms_live_replay_matches_the_simulated_protocol_and_the_simulator() {
         assert!(r["first_difference"].is_null());
     }
     // The trace exercises cooperation, not just local hits and misses.
-    for r in [greedy, direct, &rows[3]] {
+    for r in [greedy, hash] {
         assert!(r["live"]["remote_node"].as_u64().unwrap() > 0, "{r}");
     }
+    // Every member reads, so none is idle and lends: Direct parks nothing
+    // and is Base, read by read.
+    assert_eq!(direct["live"], base["live"], "{direct}");
 }
