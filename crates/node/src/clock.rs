@@ -42,3 +42,9 @@ pub fn unix_micros() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_micros() as u64)
 }
+
+/// Seconds since the Unix epoch: when a join token expires (it must mean
+/// the same on every machine and across restarts).
+pub fn unix_secs() -> u64 {
+    unix_micros() / 1_000_000
+}

@@ -33,7 +33,7 @@ pub async fn members(
     let tag = discovery::cluster_tag(fingerprint);
     let mut found: Vec<String> = Vec::new();
     let mut buf = [0u8; MAX_DATAGRAM + 1];
-    let start = tokio::time::Instant::now();
+    let start = tokio::time::Instant::from_std(crate::clock::now());
     let mut deadline = start + LISTEN_FOR;
     while found.len() < MAX_FOUND {
         let (n, source) = match tokio::time::timeout_at(deadline, socket.recv_from(&mut buf)).await
@@ -55,7 +55,8 @@ pub async fn members(
         let addr = a.dial_addr(source);
         if !found.contains(&addr) {
             if found.is_empty() {
-                deadline = deadline.min(tokio::time::Instant::now() + GATHER);
+                deadline =
+                    deadline.min(tokio::time::Instant::from_std(crate::clock::now()) + GATHER);
             }
             tracing::info!(%addr, "discovered a member of the token's cluster");
             found.push(addr);

@@ -7,7 +7,7 @@ use super::table::{self, Refusal};
 use super::wire::{Answer, Denial, Request, read_message, write_message};
 use crate::tls::{self, Identity};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 /// Time allowed for the request to arrive after the handshake, and again
@@ -17,11 +17,9 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a certificate issued to a joiner is valid.
 pub const ISSUED_DAYS: u32 = 365;
 
-/// Unix seconds now.
+/// Unix seconds now, from the node's clock.
 pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    crate::clock::unix_secs()
 }
 
 /// What became of one join request, for the log.
