@@ -7,7 +7,7 @@ use super::local::{
 use super::{Addr, BlockStore, Level, LiveNode, Msg, NodeId, NodeMachine, Outbox, StoreUsage};
 use crate::error::CapacityError;
 use crate::policy::{BlockKey, Lookup, Lru, Policy};
-use rand_core::{RngCore, SeedableRng};
+use rand_core::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use std::collections::HashMap;
 
@@ -58,11 +58,7 @@ struct PeerHosted<K, S: BlockStore<K>> {
 impl<K: BlockKey, S: BlockStore<K>> PeerHosted<K, S> {
     /// A uniformly random lender, if any peer lends.
     fn pick_lender(&mut self) -> Option<NodeId> {
-        if self.lenders.is_empty() {
-            return None;
-        }
-        let pick = (u128::from(self.rng.next_u64()) * self.lenders.len() as u128) >> 64;
-        Some(self.lenders[pick as usize])
+        super::live::draw(&mut self.rng, &self.lenders)
     }
 
     /// Drops the oldest foreign block, if any (silently: its client finds

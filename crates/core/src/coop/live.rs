@@ -44,6 +44,16 @@ pub trait LiveNode<K, D>: NodeMachine<K, D> + Send {
     fn set_idle(&mut self, _idle: bool) {}
 }
 
+/// A member of `from` drawn uniformly with `rng` (one draw, the same
+/// arithmetic as N-Chance's choice over all nodes), if any.
+pub(crate) fn draw<R: rand_core::RngCore>(rng: &mut R, from: &[NodeId]) -> Option<NodeId> {
+    if from.is_empty() {
+        return None;
+    }
+    let pick = (u128::from(rng.next_u64()) * from.len() as u128) >> 64;
+    Some(from[pick as usize])
+}
+
 /// Share of a Hash-Distributed live node's blocks that are its partition
 /// (the simulator's default `central_fraction`).
 pub const PARTITION_SHARE: f64 = 0.8;

@@ -258,9 +258,8 @@ impl<K: BlockKey + SizeClassed, P: Policy<K>, S: BlockStore<K>> NChanceNode<K, P
     /// paper does in a cluster where every node is busy, a uniformly random
     /// node other than this one.
     fn random_peer(&mut self) -> Option<NodeId> {
-        if !self.lenders.is_empty() {
-            let pick = (u128::from(self.rng.next_u64()) * self.lenders.len() as u128) >> 64;
-            return Some(self.lenders[pick as usize]);
+        if let Some(lender) = super::live::draw(&mut self.rng, &self.lenders) {
+            return Some(lender);
         }
         let others = match &self.peers {
             Some(live) => live.len() as u32,

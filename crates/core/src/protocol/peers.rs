@@ -102,25 +102,17 @@ where
     /// call).
     fn update_lenders(&mut self) {
         let peers = &self.peers;
-        let lending = |p: &NodeId| peers.status(*p).is_some_and(|s| s.lendable() > 0);
-        if self
-            .live
-            .iter()
-            .filter(|&&p| p != self.me)
-            .filter(|p| lending(p))
-            .eq(peers.lenders.iter())
-        {
-            return;
-        }
         let lenders: Vec<NodeId> = self
             .live
             .iter()
             .copied()
             .filter(|&p| p != self.me)
-            .filter(|p| lending(p))
+            .filter(|&p| peers.status(p).is_some_and(|s| s.lendable() > 0))
             .collect();
-        self.node.set_lenders(&lenders);
-        self.peers.lenders = lenders;
+        if lenders != self.peers.lenders {
+            self.node.set_lenders(&lenders);
+            self.peers.lenders = lenders;
+        }
     }
 
     /// The live members are now `members` (and this node).
