@@ -15,7 +15,7 @@ use std::fmt;
 pub trait LiveNode<K, D>: NodeMachine<K, D> + Send {
     /// The live members (this node among them, sorted) changed: N-Chance
     /// forwards singlets only to them, Hash-Distributed partitions move to
-    /// them, a Direct node parks its evictions at its successor.
+    /// them, a Direct node parks nothing at a member that left.
     fn set_peers(&mut self, live: &[NodeId]);
 
     /// The contents of `block` for this node's own read (what a local hit

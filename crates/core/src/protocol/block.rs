@@ -68,28 +68,6 @@ fn weight(file: u64, member: NodeId) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The member after `me` in the sorted live members `live` (wrapping):
-/// the host of `me`'s Direct remote cache. `None` when `me` is alone.
-pub fn successor(live: &[NodeId], me: NodeId) -> Option<NodeId> {
-    let others = live.iter().copied().filter(|&n| n != me);
-    others
-        .clone()
-        .filter(|&n| n > me)
-        .min()
-        .or_else(|| others.min())
-}
-
-/// The member before `me` in the sorted live members (wrapping): the
-/// Direct client whose remote cache `me` hosts. `None` when `me` is alone.
-pub fn predecessor(live: &[NodeId], me: NodeId) -> Option<NodeId> {
-    let others = live.iter().copied().filter(|&n| n != me);
-    others
-        .clone()
-        .filter(|&n| n < me)
-        .max()
-        .or_else(|| others.max())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,21 +88,5 @@ mod tests {
         // Balanced within a generous margin (each expects 1000).
         assert!(owned.iter().all(|&n| (800..1200).contains(&n)), "{owned:?}");
         assert_eq!(manager_of(1, &[]), None);
-    }
-
-    #[test]
-    fn the_ring_has_a_host_and_a_client_for_every_member() {
-        assert_eq!(successor(&[1, 4, 7], 4), Some(7));
-        assert_eq!(successor(&[1, 4, 7], 7), Some(1));
-        assert_eq!(predecessor(&[1, 4, 7], 1), Some(7));
-        assert_eq!(predecessor(&[1, 4, 7], 7), Some(4));
-        assert_eq!(successor(&[4], 4), None);
-        assert_eq!(predecessor(&[], 4), None);
-        for live in [vec![0, 1], vec![0, 2, 5, 9], vec![3, 4, 5, 6, 7]] {
-            for &n in &live {
-                let host = successor(&live, n).unwrap();
-                assert_eq!(predecessor(&live, host), Some(n), "{live:?}");
-            }
-        }
     }
 }

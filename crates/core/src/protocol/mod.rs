@@ -43,7 +43,7 @@ mod stats;
 mod status;
 mod timers;
 
-pub use block::{BlockId, ProtocolKey, manager_of, predecessor, successor};
+pub use block::{BlockId, ProtocolKey, manager_of};
 pub use content::{Content, Digest, MemStore};
 pub use integrity::Verdict;
 pub use message::{NotLive, PeerMsg, Recorded};
