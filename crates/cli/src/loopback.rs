@@ -34,6 +34,8 @@ pub struct LoopbackSpec {
     /// How long a node's own reads must have stopped before it lends its
     /// memory (the node's default if `None`).
     pub idle_after: Option<Duration>,
+    /// Nodes (by index) whose origin is private (`--private`).
+    pub private: Vec<usize>,
 }
 
 impl LoopbackSpec {
@@ -52,15 +54,18 @@ impl LoopbackSpec {
             min_timeout: None,
             attr_ttl: Duration::from_secs(3600),
             idle_after: None,
+            private: Vec::new(),
         })
     }
 }
 
 /// The memory budget that leaves `cache` bytes for cached blocks of
-/// `block_size` after the runtime reserve and per-block metadata.
-pub fn memory_for_cache(cache: u64, block_size: u64) -> u64 {
-    coopcache_node::budget::RESERVE
-        + cache / block_size * (block_size + coopcache_node::budget::PER_BLOCK_OVERHEAD)
+/// `block_size` after the runtime reserve and per-block metadata (with a
+/// private origin's hash table if `private`).
+fn memory_for(cache: u64, block_size: u64, private: bool) -> u64 {
+    use coopcache_node::budget::{PER_BLOCK_OVERHEAD, PRIVATE_PER_BLOCK, RESERVE};
+    let table = if private { PRIVATE_PER_BLOCK } else { 0 };
+    RESERVE + cache / block_size * (block_size + PER_BLOCK_OVERHEAD + table)
 }
 
 /// Node `i`'s options: its certificate, `cache` bytes of blocks, joined
@@ -72,7 +77,8 @@ fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> R
     let mut opts = NodeOptions::new(i as u32, identity, "127.0.0.1:0".parse()?, origin);
     opts.algorithm = spec.algorithm;
     opts.block_size = spec.block_size;
-    opts.memory = memory_for_cache(cache, u64::from(spec.block_size));
+    opts.private = spec.private.contains(&i);
+    opts.memory = memory_for(cache, u64::from(spec.block_size), opts.private);
     opts.attr_ttl = spec.attr_ttl;
     if let Some(t) = spec.min_timeout {
         opts.min_timeout = t;

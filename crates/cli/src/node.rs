@@ -98,6 +98,18 @@ pub struct NodeArgs {
     /// not be seen).
     #[arg(long, env = "COOPCACHE_ORIGIN_IMMUTABLE")]
     origin_immutable: bool,
+    /// The origin is private: no other member can read it (this node's
+    /// own directory, a bucket only it has credentials for). Its blocks are
+    /// never listed in the shared directory nor served to peers; with
+    /// `--algorithm direct`, evictions are parked on idle peers encrypted
+    /// (XChaCha20-Poly1305, under a key that never leaves this process)
+    /// and checked on return. Needs `direct` or `base`.
+    #[arg(long, env = "COOPCACHE_PRIVATE")]
+    private: bool,
+    /// How long this node's own reads must have stopped before it calls
+    /// itself idle and lends its memory to busy peers (Netcache) [default: 10s].
+    #[arg(long, env = "COOPCACHE_IDLE_AFTER", value_parser = parse_duration)]
+    idle_after: Option<Duration>,
     /// Emulated delay per origin request, for experiments (this kernel has no netem) [default: 0].
     #[arg(long, env = "COOPCACHE_ORIGIN_DELAY", value_parser = parse_duration)]
     origin_delay: Option<Duration>,
@@ -275,6 +287,8 @@ fn serve(s: Settings) -> Result<()> {
         opts.join = seeds;
         opts.advertise = s.advertise;
         opts.discover = s.discover;
+        opts.private = s.private;
+        opts.idle_after = s.idle_after;
         let node = Arc::new(coopcache_node::start(opts).await?);
         tokio::spawn(report_heap(node.clone()));
         let gateway = tokio::net::TcpListener::bind(http)

@@ -19,6 +19,22 @@ pub fn file_id(path: &str, version: &str) -> u64 {
     u64::from_le_bytes(id)
 }
 
+/// The id of version `version` of the file at `path` in a private origin:
+/// keyed by `salt`, a secret drawn when the node starts, so the block ids
+/// it parks on peers tell them nothing (no one without the salt can tell
+/// which file, or which version, a parked block belongs to), and never
+/// meet the ids of a shared origin's files.
+pub fn private_file_id(salt: &[u8; 32], path: &str, version: &str) -> u64 {
+    let mut h = blake3::Hasher::new_keyed(salt);
+    h.update(b"coopcache private file v1\0");
+    h.update(path.as_bytes());
+    h.update(b"\0");
+    h.update(version.as_bytes());
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&h.finalize().as_bytes()[..8]);
+    u64::from_le_bytes(id)
+}
+
 /// A block's bytes with their BLAKE3 digest, computed where the bytes
 /// arrived (the origin read's task, the link's reader task), so the
 /// protocol compares digests without hashing on its own task.
@@ -61,6 +77,18 @@ mod tests {
         assert_eq!(file_id("a/b", "v1"), file_id("a/b", "v1"));
         // The separator keeps ("ab", "c") apart from ("a", "bc").
         assert_ne!(file_id("ab", "c"), file_id("a", "bc"));
+    }
+
+    #[test]
+    fn a_private_file_id_depends_on_the_salt() {
+        let (a, b) = ([1; 32], [2; 32]);
+        assert_ne!(private_file_id(&a, "f", "v"), private_file_id(&b, "f", "v"));
+        assert_ne!(private_file_id(&a, "f", "v"), file_id("f", "v"));
+        assert_ne!(
+            private_file_id(&a, "f", "v1"),
+            private_file_id(&a, "f", "v2")
+        );
+        assert_eq!(private_file_id(&a, "f", "v"), private_file_id(&a, "f", "v"));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The memory budget: how many blocks a node may cache so that its data,
 //! its metadata and its bounded in-flight buffers stay within `--memory`.
 
+use coopcache_core::coop::PARKED_SHARE;
+
 /// Bytes set aside from the budget for everything but the cache: the sum
 /// of the bounded pools below and [`RUNTIME_BYTES`]. Resident memory adds
 /// to the budget only what no budget can hold: the binary's code (about
@@ -52,8 +54,21 @@ pub const PEER_IN_BYTES: u64 = 4 << 20;
 
 /// Metadata per cached block beyond its bytes: the policy's entry, the
 /// store's map entry and buffer header, and its share of directory and
-/// hash records at its manager (measured about 200 B; rounded up).
+/// hash records at its manager (measured about 200 B; rounded up). A
+/// block a private peer parks here is 40 bytes larger than its plaintext
+/// (nonce and tag), still within it.
 pub const PER_BLOCK_OVERHEAD: u64 = 256;
+
+/// A private node's hash table per cached block: the digests of the
+/// blocks it parks on peers, up to [`PARKED_SHARE`] times its memory
+/// (each note: block id 12 B, digest 36 B, its number 8 B, its order
+/// entry 24 B and the map's slack, about 96 B).
+pub const PRIVATE_PER_BLOCK: u64 = PARKED_SHARE as u64 * 96;
+
+/// Notes of parked blocks a private node caching `capacity` blocks keeps.
+pub fn parked_notes(capacity: usize) -> usize {
+    capacity.saturating_mul(PARKED_SHARE)
+}
 
 /// A node's memory budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +77,9 @@ pub struct Budget {
     pub total: u64,
     /// Block size in bytes.
     pub block_size: u32,
+    /// The origin is private: the hash table of parked blocks counts too
+    /// ([`PRIVATE_PER_BLOCK`]).
+    pub private: bool,
 }
 
 /// A budget too small for even one block next to the reserve.
@@ -81,7 +99,8 @@ pub struct BudgetError {
 impl Budget {
     /// Blocks the node may cache.
     pub fn blocks(&self) -> Result<usize, BudgetError> {
-        let per_block = u64::from(self.block_size) + PER_BLOCK_OVERHEAD;
+        let private = if self.private { PRIVATE_PER_BLOCK } else { 0 };
+        let per_block = u64::from(self.block_size) + PER_BLOCK_OVERHEAD + private;
         let min = RESERVE + 16 * per_block;
         if self.total < min {
             return Err(BudgetError {
@@ -146,6 +165,7 @@ mod tests {
         let b = Budget {
             total: 2 << 30,
             block_size: 65536,
+            private: false,
         };
         let n = b.blocks().unwrap() as u64;
         assert!(n * (65536 + PER_BLOCK_OVERHEAD) + RESERVE <= 2 << 30);
@@ -153,7 +173,12 @@ mod tests {
         let tiny = Budget {
             total: 1 << 20,
             block_size: 65536,
+            private: false,
         };
+        let private = Budget { private: true, ..b };
+        let p = private.blocks().unwrap() as u64;
+        assert!(p < n, "the private hash table takes room");
+        assert!(p * (65536 + PER_BLOCK_OVERHEAD + PRIVATE_PER_BLOCK) + RESERVE <= 2 << 30);
         assert!(tiny.blocks().unwrap_err().to_string().contains("too small"));
     }
 }

@@ -29,6 +29,8 @@ pub struct FileConfig {
     pub attr_ttl: Option<String>,
     pub origin_delay: Option<String>,
     pub origin_immutable: Option<bool>,
+    pub private: Option<bool>,
+    pub idle_after: Option<String>,
     pub mount: Option<PathBuf>,
     pub mount_allow_other: Option<bool>,
     pub http_token_file: Option<PathBuf>,

@@ -189,6 +189,18 @@ pub struct Status {
     pub timeouts: u64,
     /// Peer connection errors.
     pub peer_errors: u64,
+    /// Whether the origin is private (`--private`).
+    #[serde(default)]
+    pub private: bool,
+    /// Blocks of a private origin parked on peers, sealed.
+    #[serde(default)]
+    pub sealed_blocks: u64,
+    /// Sealed blocks taken back from peers, opened and verified.
+    #[serde(default)]
+    pub opened_blocks: u64,
+    /// Blocks this node keeps for its peers (foreign blocks).
+    #[serde(default)]
+    pub foreign_blocks: u64,
     /// Whether the node waits on nothing (no read in flight, no block
     /// held unverified, nothing it expects from a peer).
     pub quiet: bool,

@@ -1,7 +1,7 @@
 //! Starting a node, and the API every access path uses (`coopcache cat`,
 //! the HTTP gateway, the demo, tests): stat a file, read byte ranges.
 
-use crate::block::{BlockId, file_id};
+use crate::block::{BlockId, file_id, private_file_id};
 use crate::budget::{Budget, BudgetError};
 use crate::clock::Clock;
 use crate::discovery;
@@ -117,6 +117,11 @@ pub struct NodeOptions {
     /// How long this node's own reads must have stopped before it calls
     /// itself idle and lends its memory to busy peers (Netcache).
     pub idle_after: Duration,
+    /// The origin is private: no other member can read it (Netcache
+    /// section 3.5). Its blocks never enter the shared directory and no
+    /// peer is served one; with Direct, evictions are parked on idle peers
+    /// sealed under a key only this process holds. Needs Direct or Base.
+    pub private: bool,
 }
 
 impl NodeOptions {
@@ -141,6 +146,7 @@ impl NodeOptions {
             attr_ttl: Duration::ZERO,
             min_timeout: Duration::from_millis(50),
             idle_after: Duration::from_micros(coopcache_core::protocol::IDLE_AFTER_US),
+            private: false,
         }
     }
 }
@@ -213,6 +219,8 @@ pub struct NodeHandle {
     metrics: Arc<Metrics>,
     listen: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
+    /// A private origin's file id salt ([`private_file_id`]).
+    private: Option<[u8; 32]>,
 }
 
 /// How long [`NodeHandle::leave`] waits for the driver, and then for the
@@ -223,21 +231,37 @@ pub const LEAVE_WAIT: Duration = Duration::from_millis(250);
 /// `block_size` bytes may cache, or why it could not start with them:
 /// what [`start`] checks first, for a caller that checks settings without
 /// starting (`coopcache node --check-config`).
-pub fn check_capacity(memory: u64, block_size: u32) -> Result<usize, NodeError> {
+pub fn check_capacity(memory: u64, block_size: u32, private: bool) -> Result<usize, NodeError> {
     if !(512..=(4 << 20)).contains(&block_size) || !block_size.is_power_of_two() {
         return Err(NodeError::BlockSize(block_size));
     }
     Ok(Budget {
         total: memory,
         block_size,
+        private,
     }
     .blocks()?)
+}
+
+/// Whether a node with a private origin can run `algorithm`: Direct parks
+/// its blocks sealed, Base keeps them to itself; the others would hand
+/// them to peers in the clear or list them in the shared directory.
+pub fn check_private(algorithm: AlgorithmKind) -> Result<(), NodeError> {
+    match algorithm {
+        AlgorithmKind::Direct | AlgorithmKind::Base => Ok(()),
+        other => Err(NodeError::Config(format!(
+            "a private origin needs --algorithm direct (evictions parked on idle peers, sealed) or base (kept to this node); {other} would hand its blocks to peers in the clear"
+        ))),
+    }
 }
 
 /// Starts a node: listens, dials the seeds, and serves.
 pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     let bs = opts.block_size;
-    let capacity = check_capacity(opts.memory, bs)?;
+    let capacity = check_capacity(opts.memory, bs, opts.private)?;
+    if opts.private {
+        check_private(opts.algorithm)?;
+    }
     let listener = TcpListener::bind(opts.listen)
         .await
         .map_err(|source| NodeError::Listen {
@@ -298,13 +322,18 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     protocol_cfg.min_timeout_us = opts.min_timeout.as_micros() as u64;
     protocol_cfg.idle_after_us = u64::try_from(opts.idle_after.as_micros()).unwrap_or(u64::MAX);
     let clock = Clock::start();
-    let protocol = NodeProtocol::new(
+    let mut protocol = NodeProtocol::new(
         opts.id,
         opts.algorithm,
         machines,
         protocol_cfg,
         clock.micros(),
     );
+    let private = opts.private.then(crate::seal::random_salt);
+    if opts.private {
+        let sealer = crate::seal::BlockSealer::new(bs);
+        protocol.set_private(Box::new(sealer), crate::budget::parked_notes(capacity));
+    }
     let origin = Arc::new(opts.origin);
     let driver = Driver::new(
         DriverConfig {
@@ -340,10 +369,20 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         metrics,
         listen,
         tasks,
+        private,
     })
 }
 
 impl NodeHandle {
+    /// The id of `path` at `version`: salted with this node's secret if
+    /// its origin is private.
+    fn file_id(&self, path: &str, version: &FileVersion) -> u64 {
+        match &self.private {
+            Some(salt) => private_file_id(salt, path, &version.version),
+            None => file_id(path, &version.version),
+        }
+    }
+
     /// Where the node accepts peers.
     pub fn listen_addr(&self) -> SocketAddr {
         self.listen
@@ -430,7 +469,7 @@ impl NodeHandle {
         version: &Arc<FileVersion>,
         index: u32,
     ) -> Result<(Bytes, Level), NodeError> {
-        let file = file_id(path, &version.version);
+        let file = self.file_id(path, version);
         self.read_block_of(path, version, BlockId { file, index })
             .await
     }
@@ -483,7 +522,7 @@ impl NodeHandle {
         let end = range.end.min(version.size);
         let start = range.start.min(end);
         let me = self.clone();
-        let file = file_id(&path, &version.version);
+        let file = self.file_id(&path, &version);
         let ahead = read_ahead(self.block_size, self.capacity)
             .min(stream_blocks(self.block_size, self.capacity) / 4)
             .max(1);

@@ -14,7 +14,8 @@
 //! - [`membership`]: SWIM failure detection (foca) over the links;
 //!   [`discovery`]: finding members on one subnet by multicast.
 //! - [`block`]: block ids and contents; [`budget`]: how many blocks fit
-//!   the memory budget.
+//!   the memory budget; [`seal`]: sealing a private origin's blocks
+//!   before they are parked on peers.
 //! - [`gateway`]: HTTP access, status and metrics; [`client`]: its client.
 //! - [`quiescence`]: waiting until nodes in one process are at rest.
 
@@ -34,6 +35,7 @@ pub mod membership;
 pub mod metrics;
 pub mod origin;
 pub mod quiescence;
+pub mod seal;
 pub mod tls;
 
-pub use handle::{NodeError, NodeHandle, NodeOptions, check_capacity, start};
+pub use handle::{NodeError, NodeHandle, NodeOptions, check_capacity, check_private, start};

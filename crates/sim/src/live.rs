@@ -10,7 +10,8 @@
 
 use coopcache_core::coop::{AlgorithmKind, ConfigError, Level, LiveShape, NodeId, SizeClassed};
 use coopcache_core::protocol::{
-    Action, Digest, NodeProtocol, PeerMsg, ProtocolConfig, ProtocolKey, ReadFailure, Served,
+    Action, Digest, DigestSealer, NodeProtocol, PeerMsg, ProtocolConfig, ProtocolKey, ReadFailure,
+    Served,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
@@ -53,6 +54,10 @@ pub struct LiveStats {
     pub blamed: Vec<(NodeId, NodeId)>,
 }
 
+/// A test's hook on every message delivered between nodes: sender,
+/// receiver, the message (to alter or observe).
+pub type Tamper<K> = Box<dyn FnMut(NodeId, NodeId, &mut PeerMsg<K, Digest>)>;
+
 /// Messages an outsider received: from whom, what.
 pub type Inbox<K> = Vec<(NodeId, PeerMsg<K, Digest>)>;
 
@@ -63,6 +68,9 @@ pub struct LiveCluster<K> {
     /// speaks for): what the nodes sent each, in order.
     outsiders: BTreeMap<NodeId, Inbox<K>>,
     queue: VecDeque<InFlight<K>>,
+    /// What a test does to each message between nodes as it is delivered
+    /// (a host altering what it returns, say).
+    tamper: Option<Tamper<K>>,
     now: u64,
     block_size: u32,
     /// Reads finished since the last [`LiveCluster::take_done`].
@@ -143,6 +151,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
             nodes: all,
             outsiders: BTreeMap::new(),
             queue: VecDeque::new(),
+            tamper: None,
             now: 0,
             block_size,
             done: Vec::new(),
@@ -163,6 +172,23 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
     /// The nodes.
     pub fn nodes(&self) -> &[NodeProtocol<K, Digest>] {
         &self.nodes
+    }
+
+    /// Makes node `node`'s origin private: its blocks are parked sealed
+    /// (by a [`DigestSealer`] under a key of its own) and checked on
+    /// return against its own digests of up to `max_parked` blocks, and
+    /// no manager hears of them.
+    pub fn set_private(&mut self, node: NodeId, max_parked: usize)
+    where
+        K: Send,
+    {
+        let key = 0x5ea1 ^ u64::from(node).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.nodes[node as usize].set_private(Box::new(DigestSealer::new(key)), max_parked);
+    }
+
+    /// Runs `tamper` on every message between nodes as it is delivered.
+    pub fn set_tamper(&mut self, tamper: Tamper<K>) {
+        self.tamper = Some(tamper);
     }
 
     /// What the cluster did so far.
@@ -309,8 +335,11 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
     fn deliver(&mut self, event: InFlight<K>) {
         let now = self.now;
         match event {
-            InFlight::Message { from, to, msg } => {
+            InFlight::Message { from, to, mut msg } => {
                 self.stats.messages += 1;
+                if let Some(tamper) = &mut self.tamper {
+                    tamper(from, to, &mut msg);
+                }
                 if let Some(inbox) = self.outsiders.get_mut(&to) {
                     return inbox.push((from, msg));
                 }

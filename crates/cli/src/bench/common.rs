@@ -76,6 +76,10 @@ pub struct Counters {
     /// Blocks cached now (a level, not a count of events: `since` keeps
     /// the later value).
     pub cached_blocks: u64,
+    /// Blocks of a private origin parked on peers sealed, and taken back
+    /// opened and verified.
+    pub sealed_blocks: u64,
+    pub opened_blocks: u64,
 }
 
 impl Counters {
@@ -90,6 +94,8 @@ impl Counters {
             integrity_failures: s.integrity_failures,
             cached_blocks: s.cached_blocks,
             dropped_messages: node.metrics().dropped_messages.get(),
+            sealed_blocks: s.sealed_blocks,
+            opened_blocks: s.opened_blocks,
         })
     }
 
@@ -115,6 +121,8 @@ impl Counters {
             integrity_failures: self.integrity_failures + other.integrity_failures,
             cached_blocks: self.cached_blocks + other.cached_blocks,
             dropped_messages: self.dropped_messages + other.dropped_messages,
+            sealed_blocks: self.sealed_blocks + other.sealed_blocks,
+            opened_blocks: self.opened_blocks + other.opened_blocks,
         }
     }
 
@@ -139,6 +147,8 @@ impl Counters {
             dropped_messages: self
                 .dropped_messages
                 .saturating_sub(earlier.dropped_messages),
+            sealed_blocks: self.sealed_blocks.saturating_sub(earlier.sealed_blocks),
+            opened_blocks: self.opened_blocks.saturating_sub(earlier.opened_blocks),
         }
     }
 

@@ -42,9 +42,15 @@ pub struct NetcacheArgs {
     #[arg(long, value_delimiter = ',', default_value = "0,1,2,3,4,6")]
     peers: Vec<u32>,
     /// Cooperative algorithms to run with the idle peers (`base`, alone,
-    /// is always the reference).
-    #[arg(long, value_delimiter = ',', default_value = "nchance,direct", value_parser = parse_coop)]
-    algorithms: Vec<AlgorithmKind>,
+    /// is always the reference) [default: nchance,direct; direct with
+    /// --private].
+    #[arg(long, value_delimiter = ',', value_parser = parse_coop)]
+    algorithms: Option<Vec<AlgorithmKind>>,
+    /// The busy node's origin is private (`coopcache node --private`): its
+    /// evictions are parked on the idle peers encrypted, and checked when
+    /// they come back. Only Direct parks blocks sealed.
+    #[arg(long)]
+    private: bool,
     /// How long a node's own reads must have stopped before it calls
     /// itself idle and lends its memory (the node's default is 10 s; the
     /// idle peers here never read, so only the wait before priming
@@ -120,6 +126,8 @@ struct Sample {
     busy: Counters,
     wrong_bytes: u64,
     integrity_failures: u64,
+    /// The busy node's round trip to its peers at the end (median).
+    rtt_us: Option<u64>,
 }
 
 #[derive(serde::Serialize)]
@@ -155,6 +163,17 @@ struct Row {
     dropped_messages: f64,
     wrong_bytes: u64,
     integrity_failures: u64,
+    /// The busy node's origin is private: its blocks parked sealed.
+    private: bool,
+    /// Blocks it parked sealed, and took back opened and verified, during
+    /// the timed reads (per repetition).
+    sealed: f64,
+    opened: f64,
+    /// Its median round trip to its peers (median over repetitions).
+    rtt_us: Option<f64>,
+    /// What sealing and opening one block costs (median), with --private.
+    seal_us: Option<f64>,
+    open_us: Option<f64>,
 }
 
 /// The paper's Figure 2 (as its text gives it) and the targets.
@@ -183,7 +202,26 @@ pub fn run(args: NetcacheArgs) -> Result<()> {
     )
 }
 
+/// The cooperative algorithms to run.
+fn algorithms(args: &NetcacheArgs) -> Result<Vec<AlgorithmKind>> {
+    use AlgorithmKind::{Direct, NChance};
+    let chosen = match (&args.algorithms, args.private) {
+        (Some(a), _) => a.clone(),
+        (None, true) => vec![Direct],
+        (None, false) => vec![NChance, Direct],
+    };
+    if args.private
+        && let Some(other) = chosen.iter().find(|&&a| a != Direct)
+    {
+        bail!(
+            "--private runs only with --algorithms direct: {other} would hand the busy node's private blocks to its peers in the clear"
+        );
+    }
+    Ok(chosen)
+}
+
 fn check(args: &NetcacheArgs, cache: u64) -> Result<()> {
+    algorithms(args)?;
     if args.reads == 0
         || args.reps == 0
         || args.read_size == 0
@@ -219,11 +257,14 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
     spec.origin_delay = args.origin_delay;
     spec.block_size = u32::try_from(args.block_size)?;
     spec.idle_after = Some(args.idle_after);
+    if args.private {
+        spec.private = vec![0];
+    }
     let mut configs = vec![Config {
         algorithm: AlgorithmKind::Base,
         peers: 0,
     }];
-    for &algorithm in &args.algorithms {
+    for &algorithm in &algorithms(args)? {
         configs.extend(args.peers.iter().map(|&peers| Config { algorithm, peers }));
     }
     eprintln!(
@@ -256,14 +297,50 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
         }
     }
     let base = median(&samples[0].iter().map(|s| s.seconds).collect::<Vec<_>>());
+    let cost = match args.private {
+        true => Some(seal_cost(args.block_size)?),
+        false => None,
+    };
     Ok(configs
         .iter()
         .zip(&samples)
-        .map(|(c, s)| row(args, cache, *c, s, base))
+        .map(|(c, s)| row(args, cache, *c, s, base, cost))
         .collect())
 }
 
-fn row(args: &NetcacheArgs, cache: u64, c: Config, s: &[Sample], base: f64) -> Row {
+/// Median microseconds to seal, and to open, one block of `block_size`
+/// bytes, as a private node does to each block it parks and takes back.
+fn seal_cost(block_size: u64) -> Result<(f64, f64)> {
+    use coopcache_core::protocol::Sealer;
+    use coopcache_node::block::{Block, BlockId};
+    const ROUNDS: u32 = 2000;
+    let bs = u32::try_from(block_size).unwrap_or(u32::MAX);
+    let mut sealer = coopcache_node::seal::BlockSealer::new(bs);
+    let data = Block::new(vec![7u8; block_size as usize].into());
+    let (mut seal, mut open) = (Vec::new(), Vec::new());
+    for index in 0..ROUNDS {
+        let block = BlockId { file: 1, index };
+        let started = std::time::Instant::now();
+        let sealed = sealer.seal(block, &data);
+        seal.push(started.elapsed().as_secs_f64() * 1e6);
+        let started = std::time::Instant::now();
+        let opened = sealed.and_then(|s| sealer.open(block, &s));
+        open.push(started.elapsed().as_secs_f64() * 1e6);
+        if opened.is_none_or(|o| o.bytes != data.bytes) {
+            bail!("a sealed block did not open to its bytes");
+        }
+    }
+    Ok((median(&seal), median(&open)))
+}
+
+fn row(
+    args: &NetcacheArgs,
+    cache: u64,
+    c: Config,
+    s: &[Sample],
+    base: f64,
+    cost: Option<(f64, f64)>,
+) -> Row {
     let seconds = median(&s.iter().map(|s| s.seconds).collect::<Vec<_>>());
     let relative = seconds / base.max(f64::MIN_POSITIVE);
     let (paper, target) = match c.algorithm {
@@ -296,6 +373,19 @@ fn row(args: &NetcacheArgs, cache: u64, c: Config, s: &[Sample], base: f64) -> R
         dropped_messages: per_rep(&|s| s.dropped),
         wrong_bytes: s.iter().map(|s| s.wrong_bytes).sum(),
         integrity_failures: s.iter().map(|s| s.integrity_failures).sum(),
+        private: args.private,
+        sealed: per_rep(&|s| s.busy.sealed_blocks),
+        opened: per_rep(&|s| s.busy.opened_blocks),
+        rtt_us: {
+            let rtts: Vec<f64> = s
+                .iter()
+                .filter_map(|s| s.rtt_us)
+                .map(|r| r as f64)
+                .collect();
+            (!rtts.is_empty()).then(|| median(&rtts))
+        },
+        seal_us: cost.map(|c| c.0),
+        open_us: cost.map(|c| c.1),
     }
 }
 
@@ -378,6 +468,15 @@ async fn prime_and_time(
     })
     .await;
     let busy_counters = Counters::of(busy).await?.since(&before);
+    let rtts: Vec<f64> = busy
+        .status()
+        .await?
+        .members
+        .iter()
+        .filter_map(|m| m.rtt_us)
+        .map(|r| r as f64)
+        .collect();
+    let rtt_us = (!rtts.is_empty()).then(|| median(&rtts) as u64);
     Ok((
         Sample {
             seconds,
@@ -386,6 +485,7 @@ async fn prime_and_time(
             busy: busy_counters,
             wrong_bytes: timed_wrong?,
             integrity_failures: 0,
+            rtt_us,
         },
         wrong,
     ))
@@ -436,6 +536,8 @@ fn print_table(rows: &[Row]) {
         "timeouts",
         "cached blocks",
         "dropped",
+        "sealed/opened",
+        "rtt us",
         "wrong bytes",
     ];
     let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
@@ -458,11 +560,24 @@ fn print_table(rows: &[Row]) {
                 format!("{:.0}", r.timeouts),
                 format!("{:.0}/{}", r.cluster_blocks, r.file_blocks),
                 format!("{:.0}", r.dropped_messages),
+                match r.private {
+                    true => format!("{:.0}/{:.0}", r.sealed, r.opened),
+                    false => "-".into(),
+                },
+                r.rtt_us.map_or("-".into(), |v| format!("{v:.0}")),
                 r.wrong_bytes.to_string(),
             ]
         })
         .collect();
     crate::table::print(&header, &cells, 1);
+    if let Some(r) = rows.first()
+        && let (Some(seal), Some(open)) = (r.seal_us, r.open_us)
+    {
+        println!(
+            "encryption per {} KiB block (median of 2000): seal {seal:.1} us, open {open:.1} us, beside the peer round trips above",
+            r.block_size >> 10
+        );
+    }
 }
 
 /// Relative time against idle peers, with the paper's points and the targets.

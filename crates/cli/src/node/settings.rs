@@ -44,6 +44,10 @@ pub struct Settings {
     pub origin: String,
     pub origin_delay: Duration,
     pub origin_immutable: bool,
+    /// The origin is private (Netcache's private files).
+    pub private: bool,
+    /// Reads stopped this long: the node is idle and lends its memory.
+    pub idle_after: Duration,
     pub memory: u64,
     pub block_size: u32,
     /// Blocks the budget holds (checked as the node checks it at start).
@@ -147,11 +151,16 @@ impl Settings {
         let block_size = size(args.block_size, &file.block_size, "block_size", 64 << 10)?;
         let block_size = u32::try_from(block_size)
             .map_err(|_| anyhow!("block size {block_size} bytes: expected at most 4 MiB"))?;
-        let capacity = coopcache_node::check_capacity(memory, block_size)?;
+        let private = args.private || file.private.unwrap_or(false);
+        let capacity = coopcache_node::check_capacity(memory, block_size, private)?;
         let algorithm = args
             .algorithm
             .or(file.algorithm)
             .unwrap_or_else(|| "nchance".into());
+        let algorithm = AlgorithmKind::parse_live(&algorithm)?;
+        if private {
+            coopcache_node::check_private(algorithm)?;
+        }
         let listen = args
             .listen
             .or(file.listen)
@@ -176,11 +185,18 @@ impl Settings {
                 Duration::ZERO,
             )?,
             origin_immutable: args.origin_immutable || file.origin_immutable.unwrap_or(false),
+            private,
+            idle_after: duration(
+                args.idle_after,
+                &file.idle_after,
+                "idle_after",
+                Duration::from_micros(coopcache_core::protocol::IDLE_AFTER_US),
+            )?,
             memory,
             block_size,
             capacity,
             attr_ttl: duration(args.attr_ttl, &file.attr_ttl, "attr_ttl", Duration::ZERO)?,
-            algorithm: AlgorithmKind::parse_live(&algorithm)?,
+            algorithm,
             policy: policy(&args.policy.or(file.policy).unwrap_or_else(|| "lru".into()))?,
             listen,
             advertise,
@@ -285,6 +301,8 @@ impl Settings {
             ("attr_ttl", seconds(self.attr_ttl)),
             ("origin_delay", seconds(self.origin_delay)),
             ("origin_immutable", self.origin_immutable.to_string()),
+            ("private", self.private.to_string()),
+            ("idle_after", seconds(self.idle_after)),
             ("listen", self.listen.to_string()),
             ("advertise", or_none(self.advertise.clone())),
             (

@@ -219,6 +219,8 @@ pub struct NodeProtocol<K, D> {
     pub(super) last_read: u64,
     /// Whether the node machine was last told it is idle.
     pub(super) told_idle: bool,
+    /// The sealer and hash table of a private origin ([`Self::set_private`]).
+    pub(super) private: Option<super::private::Private<K, D>>,
 }
 
 impl<K, D> std::fmt::Debug for NodeProtocol<K, D> {
@@ -281,6 +283,7 @@ where
             reported: BTreeMap::new(),
             last_read: now,
             told_idle: false,
+            private: None,
         }
     }
 
@@ -424,8 +427,13 @@ where
         }
     }
 
-    /// Queues `msg` for `block`'s manager.
+    /// Queues `msg` for `block`'s manager. A private node's blocks never
+    /// enter the shared directory: it tells managers nothing.
     pub(super) fn send_to_manager(&mut self, block: K, msg: PeerMsg<K, D>) {
+        let refuse = self.private.is_some(); // rule: private-silent
+        if refuse {
+            return;
+        }
         let m = self.manager_of(block);
         self.send(m, msg);
     }
@@ -511,8 +519,15 @@ where
             NotHere { block } => self.manager_not_here(from, block, now),
             Record { block, digest } => self.manager_record(from, block, digest, now),
             HashOf { block } => self.manager_hash_of(from, block, now),
-            // From the block's manager.
-            Forward { block, reader } => self.serve_forward(block, reader, now),
+            // From the block's manager. A private node holds no block a
+            // manager could know of, and serves none of its own.
+            Forward { block, reader } => {
+                let refuse = self.private.is_some(); // rule: private-serves-none
+                if refuse {
+                    return self.send(from, NotHere { block });
+                }
+                self.serve_forward(block, reader, now)
+            }
             Expect {
                 block,
                 recorded,
@@ -543,6 +558,9 @@ where
             }
             Invalidate { block } => {
                 self.parked.forget(block);
+                if let Some(p) = &mut self.private {
+                    p.forget(block);
+                }
                 let held = self.held.remove(block);
                 self.deliver_to_node(Msg::Invalidate { block }, now);
                 if let Some(waiting) = held {
@@ -564,7 +582,10 @@ where
                 now,
             ),
             Reclaim { block } => {
-                if self.parked.parked_by_another(block, from) {
+                // Only a block `from` parked goes back to it: any other
+                // (another client's, this node's own) it is told it lacks.
+                let refuse = !self.parked.parked_by(block, from); // rule: reclaim-own
+                if refuse {
                     return self.send(from, Missing { block });
                 }
                 self.parked.forget(block);

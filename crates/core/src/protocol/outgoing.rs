@@ -30,7 +30,7 @@ where
         match (from, to) {
             (Addr::Manager, to) => self.route_from_manager(to, msg, now),
             (_, Addr::Manager) => self.route_to_manager(msg, now),
-            (_, Addr::Node(peer)) => self.route_to_node(peer, msg),
+            (_, Addr::Node(peer)) => self.route_to_node(peer, msg, now),
             (_, Addr::Origin) => self.not_live(&msg),
         }
     }
@@ -38,6 +38,13 @@ where
     /// The node machine's message to its block's manager.
     fn route_to_manager(&mut self, msg: Msg<K, D>, now: u64) {
         let me = self.me;
+        let direct = self.kind == AlgorithmKind::Direct;
+        if let Some(block) = msg.block() {
+            let hosts = direct && matches!(msg, Msg::NotHere { .. });
+            if !hosts && self.private_to_manager(block, &msg, now) {
+                return;
+            }
+        }
         match msg {
             Msg::IsSinglet { block } => self.ask_singlet(block, now),
             Msg::Read { block, reader, .. } if reader == me => {
@@ -50,7 +57,7 @@ where
             // A Direct host lost a block its client asked for: the client
             // asks the manager itself. Any other holder hands the read back
             // to the manager that forwarded it.
-            Msg::NotHere { block, reader, .. } if self.kind == AlgorithmKind::Direct => {
+            Msg::NotHere { block, reader, .. } if direct => {
                 self.send(reader, PeerMsg::Missing { block })
             }
             Msg::NotHere { block, .. } => self.send_to_manager(block, PeerMsg::NotHere { block }),
@@ -73,9 +80,19 @@ where
     }
 
     /// The node machine's message to a peer.
-    fn route_to_node(&mut self, peer: crate::coop::NodeId, msg: Msg<K, D>) {
+    fn route_to_node(&mut self, peer: crate::coop::NodeId, msg: Msg<K, D>, now: u64) {
         let me = self.me;
         match msg {
+            // A private node parks its blocks sealed, and checks them on
+            // return against its own digests (private.rs).
+            Msg::Forward { block, reader, .. }
+                if reader == me && self.reclaim_sealed(peer, block, now) => {}
+            Msg::Place {
+                block, ref data, ..
+            } if !self.held.contains(block) && self.park_sealed(peer, block, data) => {}
+            // Nothing else of a private node's leaves it in the clear (a
+            // private node runs Direct or keeps to itself).
+            Msg::Recirculate { .. } if self.is_private() => self.stats.dropped += 1,
             // A Hash-Distributed read goes to the partition owner, and to
             // the manager, which has the digest to check the owner's
             // contents against (or sends this node to the origin).

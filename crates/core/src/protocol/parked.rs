@@ -1,4 +1,6 @@
-//! A Direct host's note of which client parked each block with it.
+//! A Direct host's note of which client parked each block with it, in a
+//! bounded table of notes (also a private owner's digests of its parked
+//! blocks, private.rs).
 //!
 //! The machine keeps one hosted copy per block, whoever parked it. After
 //! the ring changes, a host can be asked for a block by a client other
@@ -12,20 +14,23 @@ use super::ProtocolKey;
 use crate::coop::NodeId;
 use std::collections::{HashMap, VecDeque};
 
-/// Who parked each hosted block, oldest note dropped beyond the bound.
+/// A note per block, the oldest dropped beyond the bound.
 #[derive(Debug)]
-pub(super) struct Parked<K> {
-    /// Each block's parker, with the number of its note.
-    by: HashMap<K, (NodeId, u64), foldhash::fast::FixedState>,
+pub(super) struct Notes<K, V> {
+    /// Each block's note, with its number.
+    by: HashMap<K, (V, u64), foldhash::fast::FixedState>,
     /// Notes, oldest first; one whose number no longer matches its
     /// block's is stale (forgotten or parked again), skipped when reached.
     order: VecDeque<(K, u64)>,
     next: u64,
 }
 
-impl<K> Default for Parked<K> {
+/// Who parked each hosted block.
+pub(super) type Parked<K> = Notes<K, NodeId>;
+
+impl<K, V> Default for Notes<K, V> {
     fn default() -> Self {
-        Parked {
+        Notes {
             by: HashMap::default(),
             order: VecDeque::new(),
             next: 0,
@@ -33,11 +38,11 @@ impl<K> Default for Parked<K> {
     }
 }
 
-impl<K: ProtocolKey> Parked<K> {
-    /// Notes that `client` parked `block`, keeping at most `max` notes.
-    pub(super) fn park(&mut self, block: K, client: NodeId, max: usize) {
+impl<K: ProtocolKey, V: Copy> Notes<K, V> {
+    /// Notes `note` for `block`, keeping at most `max` notes.
+    pub(super) fn note(&mut self, block: K, note: V, max: usize) {
         self.next += 1;
-        self.by.insert(block, (client, self.next));
+        self.by.insert(block, (note, self.next));
         self.order.push_back((block, self.next));
         while self.by.len() > max {
             let Some((old, n)) = self.order.pop_front() else {
@@ -54,14 +59,14 @@ impl<K: ProtocolKey> Parked<K> {
         }
     }
 
-    /// Whether `block` is noted as parked by someone other than `client`.
-    pub(super) fn parked_by_another(&self, block: K, client: NodeId) -> bool {
-        self.by.get(&block).is_some_and(|&(c, _)| c != client)
+    /// The note of `block`, if kept.
+    pub(super) fn get(&self, block: K) -> Option<V> {
+        self.by.get(&block).map(|&(v, _)| v)
     }
 
-    /// Forgets `block` (handed back, or invalidated).
-    pub(super) fn forget(&mut self, block: K) {
-        self.by.remove(&block);
+    /// Forgets `block` (handed back, or invalidated), with its note.
+    pub(super) fn forget(&mut self, block: K) -> Option<V> {
+        self.by.remove(&block).map(|(v, _)| v)
     }
 
     /// Notes kept.
@@ -72,6 +77,18 @@ impl<K: ProtocolKey> Parked<K> {
     /// Entries in the order queue (stale ones included).
     pub(super) fn order_len(&self) -> usize {
         self.order.len()
+    }
+}
+
+impl<K: ProtocolKey> Parked<K> {
+    /// Notes that `client` parked `block`, keeping at most `max` notes.
+    pub(super) fn park(&mut self, block: K, client: NodeId, max: usize) {
+        self.note(block, client, max);
+    }
+
+    /// Whether `block` is noted as parked by `client`.
+    pub(super) fn parked_by(&self, block: K, client: NodeId) -> bool {
+        self.get(block) == Some(client)
     }
 }
 
@@ -86,13 +103,13 @@ mod tests {
             p.park(b, 1, 4);
         }
         assert_eq!(p.len(), 4);
-        assert!(p.parked_by_another(9, 2));
-        assert!(!p.parked_by_another(9, 1));
-        assert!(!p.parked_by_another(0, 2), "forgotten beyond the bound");
+        assert!(p.parked_by(9, 1));
+        assert!(!p.parked_by(9, 2));
+        assert!(!p.parked_by(0, 1), "forgotten beyond the bound");
         p.park(9, 2, 4);
-        assert!(p.parked_by_another(9, 1), "the last parker counts");
-        p.forget(9);
-        assert!(!p.parked_by_another(9, 1));
+        assert!(!p.parked_by(9, 1), "the last parker counts");
+        assert_eq!(p.forget(9), Some(2));
+        assert!(!p.parked_by(9, 2));
         assert!(p.order_len() <= 8);
     }
 }

@@ -6,7 +6,7 @@ use super::integrity::{Dispute, Expected};
 use super::node::{Action, NodeProtocol, ReadFailure, Served};
 use super::roles::NOT_ASKED;
 use super::timers::Timer;
-use super::{Content, PeerMsg, ProtocolKey};
+use super::{Content, Digest, PeerMsg, ProtocolKey};
 use crate::coop::{Level, Msg, NodeId, SizeClassed};
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -252,6 +252,7 @@ where
     /// `from`, asked directly, does not hold `block`.
     pub(super) fn read_missing(&mut self, from: NodeId, block: K, now: u64) {
         let direct = self.kind == crate::coop::AlgorithmKind::Direct;
+        let private = self.is_private();
         let Some(p) = self.asking(block) else {
             return;
         };
@@ -262,7 +263,10 @@ where
         }
         p.source_missing = true;
         p.source = None;
-        if direct {
+        if private {
+            // No manager knows a private block: the origin.
+            self.read_origin(block, now);
+        } else if direct {
             // The host lost the parked block: the manager serves the read,
             // as the simulator's host hands it back to the manager.
             self.send_to_manager(block, PeerMsg::Read { block });
@@ -325,19 +329,24 @@ where
     /// otherwise counts a failure and reads the origin, which settles
     /// whom to blame.
     fn verify(&mut self, block: K, from: NodeId, data: D, expect: Expected, now: u64) {
+        // A private node's block comes back sealed: opened first, then
+        // checked like any other against the digest it left with.
+        let data = match self.is_private() {
+            false => data,
+            true => match self.open_sealed(block, from, data, expect) {
+                Some(plain) => plain,
+                None => return self.read_origin(block, now),
+            },
+        };
         let got = data.digest();
         let verified = got == expect.recorded.digest; // rule: verify-data
         if !verified {
             self.integrity_failure();
-            if let Some(p) = self.reads.pending.get_mut(&block) {
-                p.dispute = Some(Dispute {
-                    message: "Data",
-                    sender: from,
-                    got,
-                    expected: expect,
-                });
-            }
+            self.dispute(block, from, got, expect);
             return self.read_origin(block, now);
+        }
+        if self.is_private() {
+            self.stats.opened += 1;
         }
         if let Some(p) = self.reads.pending.get_mut(&block) {
             p.data = Some(data.clone());
@@ -349,6 +358,19 @@ where
             hops: 3,
         };
         self.deliver_to_node(msg, now);
+    }
+
+    /// Notes a failed check of `from`'s contents (hashing to `got`) for
+    /// the origin read to settle.
+    pub(super) fn dispute(&mut self, block: K, from: NodeId, got: Digest, expected: Expected) {
+        if let Some(p) = self.reads.pending.get_mut(&block) {
+            p.dispute = Some(Dispute {
+                message: "Data",
+                sender: from,
+                got,
+                expected,
+            });
+        }
     }
 
     /// The origin read of `block` finished.

@@ -18,6 +18,10 @@ pub struct ProtocolStats {
     /// lied, or the origin changed a version in place); the record is
     /// dropped and the next reader records again.
     pub record_conflicts: u64,
+    /// Blocks of a private origin parked on peers, sealed.
+    pub sealed: u64,
+    /// Sealed blocks taken back, opened and matching their digest.
+    pub opened: u64,
     /// Messages or blocks dropped because a bounded table was full.
     pub dropped: u64,
     /// Messages the node's machines sent that have no live form (a bug:

@@ -1,0 +1,144 @@
+//! A private origin on real daemons: a busy `coopcache node --private`
+//! parks its evictions on an idle peer, and the peer's memory, searched
+//! byte by byte through /proc, holds no plaintext of them. The same run
+//! with the origin shared finds the plaintext there: the search would see
+//! a leak.
+
+#[path = "common/cluster.rs"]
+mod cluster;
+mod common;
+
+use cluster::{Node, NodeSpec, cluster_init, fetch, members, wait_until};
+use std::fs;
+use std::path::Path;
+
+/// A marker no other bytes of either process contain: the block's
+/// plaintext is found wherever this is.
+const MARKER: &[u8] = b"\x01coopcache-private-plaintext-marker\x02";
+
+/// 8 MiB of lines, each with the marker and its number (so no two blocks
+/// are alike).
+fn secret_file(path: &Path) -> Vec<u8> {
+    let mut data = Vec::with_capacity(8 << 20);
+    let mut line = 0u64;
+    while data.len() < 8 << 20 {
+        data.extend_from_slice(MARKER);
+        data.extend_from_slice(format!(" line {line:012}\n").as_bytes());
+        line += 1;
+    }
+    data.truncate(8 << 20);
+    fs::write(path, &data).unwrap();
+    data
+}
+
+/// Occurrences of `needle` in the writable memory of process `pid`
+/// (heap, anonymous mappings, stacks), read through /proc/PID/mem.
+fn occurrences_in_memory(pid: u32, needle: &[u8]) -> usize {
+    use std::io::{Read, Seek, SeekFrom};
+    let maps = fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let mut mem = fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    let mut found = 0;
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let path = fields.nth(3).unwrap_or("");
+        if !perms.starts_with("rw") || path.starts_with("[v") {
+            continue; // code, read-only data, vvar/vsyscall
+        }
+        let (start, end) = range.split_once('-').unwrap();
+        let start = u64::from_str_radix(start, 16).unwrap();
+        let end = u64::from_str_radix(end, 16).unwrap();
+        let mut region = vec![0u8; (end - start) as usize];
+        if mem.seek(SeekFrom::Start(start)).is_err() || mem.read_exact(&mut region).is_err() {
+            continue; // unmapped since maps was read
+        }
+        found += region
+            .windows(needle.len())
+            .filter(|w| *w == needle)
+            .count();
+    }
+    found
+}
+
+/// Starts an idle host and a busy owner (its origin private if
+/// `private`), has the owner read its file twice (its cache holds a
+/// quarter of it, the rest is parked on the host), and returns the
+/// marker's occurrences in the host's memory with the owner's status.
+fn run(private: bool) -> (usize, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    cluster_init(&keys, &["owner", "host"]);
+    let (owner_origin, host_origin) = (dir.path().join("mine"), dir.path().join("shared"));
+    fs::create_dir_all(&owner_origin).unwrap();
+    fs::create_dir_all(&host_origin).unwrap();
+    let data = secret_file(&owner_origin.join("secret.bin"));
+
+    let common = ["--algorithm", "direct", "--idle-after", "200ms"];
+    let host = Node::start(&NodeSpec {
+        name: "host",
+        keys: &keys,
+        origin: &host_origin,
+        join: None,
+        extra: &[&common[..], &["--memory", "64MiB"]].concat(),
+    });
+    let mut owner_args = [&common[..], &["--memory", "34MiB"]].concat();
+    if private {
+        owner_args.push("--private");
+    }
+    let owner = Node::start(&NodeSpec {
+        name: "owner",
+        keys: &keys,
+        origin: &owner_origin,
+        join: Some(host.listen),
+        extra: &owner_args,
+    });
+    wait_until("the owner sees the host", || members(&owner.status()) == 2);
+    wait_until("the owner hears the host is idle", || {
+        owner.status()["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "host" && m["memory"]["idle"] == true)
+    });
+    for pass in 0..2 {
+        let got = fetch(owner.http, "secret.bin").unwrap();
+        assert!(got == data, "pass {pass}: the owner read wrong bytes");
+    }
+    wait_until("the host keeps the owner's evictions", || {
+        host.status()["foreign_blocks"].as_u64().unwrap_or(0) > 16
+    });
+    (occurrences_in_memory(host.pid(), MARKER), owner.status())
+}
+
+#[test]
+fn a_hosts_memory_holds_no_plaintext_of_a_private_block() {
+    let (found, owner) = run(true);
+    assert_eq!(owner["private"], true);
+    assert!(owner["sealed_blocks"].as_u64().unwrap() > 16, "{owner}");
+    assert!(
+        owner["opened_blocks"].as_u64().unwrap() > 0,
+        "the second pass took parked blocks back: {owner}"
+    );
+    assert_eq!(owner["integrity_failures"], 0);
+    eprintln!("private origin: {found} markers in the host's memory");
+    assert_eq!(found, 0, "the host's memory holds private plaintext");
+
+    // The control: parked in the clear, the same search finds them.
+    let (found, owner) = run(false);
+    assert_eq!(owner["private"], false);
+    eprintln!("shared origin: {found} markers in the host's memory");
+    assert!(
+        found > 1000,
+        "the search should find a shared origin's parked blocks ({found} markers)"
+    );
+}
+
+#[test]
+fn a_private_origin_with_an_algorithm_that_shares_blocks_is_refused() {
+    common::fails_with(
+        "node --private --algorithm nchance --check-config",
+        &["private origin", "--algorithm direct"],
+    );
+}
