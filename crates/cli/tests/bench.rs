@@ -95,6 +95,74 @@ fn netcache_idle_peer_serves_the_busy_nodes_misses() {
     }
 }
 
+/// The busy node's origin private: its evictions reach the idle peer
+/// sealed, come back opened, and the targets' shape holds.
+#[test]
+fn netcache_private_parks_sealed_blocks_on_the_idle_peer() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = bench(
+        dir.path(),
+        &[
+            "netcache",
+            "--private",
+            "--file-size",
+            "1MiB",
+            "--reads",
+            "150",
+            "--peers",
+            "1",
+            "--origin-delay",
+            "2ms",
+            "--prime-passes",
+            "1",
+        ],
+    );
+    assert_eq!(rows.len(), 2, "base, then Direct with 1 idle peer: {rows:?}");
+    let one = &rows[1];
+    assert_eq!(one["algorithm"], "direct");
+    assert_eq!(one["private"], true);
+    assert!(f(one, "opened") > 0.0, "nothing came back sealed: {one}");
+    assert!(f(one, "seal_us") > 0.0 && f(one, "open_us") > 0.0, "{one}");
+    assert!(f(one, "origin") < f(&rows[0], "origin"), "{one}");
+    for r in &rows {
+        assert_eq!(u(r, "wrong_bytes"), 0, "{r}");
+        assert_eq!(u(r, "integrity_failures"), 0, "{r}");
+    }
+}
+
+/// An idle host full of a busy node's blocks starts reading: its own
+/// blocks take the room they need from the foreign ones, none of its own
+/// gives way, and once idle again it lends again.
+#[test]
+fn switch_host_gets_its_memory_back_and_lends_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = bench(
+        dir.path(),
+        &[
+            "switch",
+            "--cache",
+            "1MiB",
+            "--idle-after",
+            "300ms",
+            "--after",
+            "2s",
+        ],
+    );
+    let r = &rows[0];
+    assert!(u(r, "foreign_at_switch") > 16, "the host lent nothing: {r}");
+    assert!(
+        u(r, "foreign_least") < u(r, "foreign_at_switch"),
+        "the host took no memory back: {r}"
+    );
+    assert_eq!(
+        u(r, "second_pass_local"),
+        u(r, "second_pass_blocks"),
+        "the host's own file stayed in its memory: {r}"
+    );
+    assert!(r["lends_again_after_s"].is_number(), "never lent again: {r}");
+    assert_eq!(u(r, "wrong_bytes"), 0);
+}
+
 #[test]
 fn staggered_readers_after_the_first_stay_off_the_origin() {
     let dir = tempfile::tempdir().unwrap();

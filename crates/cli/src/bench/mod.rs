@@ -24,6 +24,7 @@ mod replay;
 mod rss;
 mod staggered;
 mod stream;
+mod switch;
 mod zipf_web;
 
 use clap::Subcommand;
@@ -35,6 +36,10 @@ pub enum BenchCmd {
     /// file larger than its memory, with 0 to 6 idle peers, against the
     /// same node without cooperation.
     Netcache(netcache::NetcacheArgs),
+    /// Netcache's busy/idle switch: an idle host full of a busy node's
+    /// parked blocks starts its own workload and gets its memory back;
+    /// its foreign and own bytes over time, plotted.
+    Switch(switch::SwitchArgs),
     /// C2Cfs's synthetic read: nodes read the same file one after another;
     /// origin bytes per reader, and one node's overhead against reading
     /// the origin directly.
@@ -65,6 +70,7 @@ pub enum BenchCmd {
 pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     match cmd {
         BenchCmd::Netcache(args) => netcache::run(args),
+        BenchCmd::Switch(args) => switch::run(args),
         BenchCmd::Staggered(args) => staggered::run(args),
         BenchCmd::ZipfWeb(args) => zipf_web::run(args),
         BenchCmd::Latency(args) => latency::run(*args),

@@ -416,8 +416,13 @@ async fn run_one(
 /// Waits until the busy node (the first) has heard every peer say it is
 /// idle: before that, no algorithm parks anything there.
 async fn wait_for_idle_peers(args: &NetcacheArgs, nodes: &[Arc<NodeHandle>]) -> Result<()> {
-    // Idle after `idle_after`, heard on the next ping (once a second).
-    let patience = args.idle_after + Duration::from_secs(5);
+    wait_for_idle(nodes, args.idle_after).await
+}
+
+/// Waits until the first of `nodes` has heard every other say it is idle
+/// (each is after `idle_after` without reads, heard on the next ping).
+pub(super) async fn wait_for_idle(nodes: &[Arc<NodeHandle>], idle_after: Duration) -> Result<()> {
+    let patience = idle_after + Duration::from_secs(5);
     let deadline = std::time::Instant::now() + patience;
     loop {
         let status = nodes[0].status().await?;
@@ -449,7 +454,7 @@ async fn prime_and_time(
     let busy = &nodes[0];
     let mut wrong = 0;
     for _ in 0..args.prime_passes {
-        wrong += prime(busy, data, args.block_size, args.prime_concurrency).await?;
+        wrong += prime(busy, FILE, data, args.block_size, args.prime_concurrency).await?;
     }
     // Let the last forwarded blocks land before the clock starts.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -491,15 +496,16 @@ async fn prime_and_time(
     ))
 }
 
-/// Reads every block of the file in order, `concurrency` at a time, and
-/// returns the wrong bytes seen.
-async fn prime(
+/// Reads every block of the file `path` (whose bytes are `data`) in
+/// order, `concurrency` at a time, and returns the wrong bytes seen.
+pub(super) async fn prime(
     node: &Arc<NodeHandle>,
+    path: &str,
     data: &[u8],
     block_size: u64,
     concurrency: usize,
 ) -> Result<u64> {
-    let path: Arc<str> = Arc::from(FILE);
+    let path: Arc<str> = Arc::from(path);
     let version = node.stat(&path).await?;
     let blocks = data.len().div_ceil(block_size as usize) as u32;
     let bar = Bar::new(u64::from(blocks), "priming");
