@@ -117,7 +117,11 @@ fn netcache_private_parks_sealed_blocks_on_the_idle_peer() {
             "1",
         ],
     );
-    assert_eq!(rows.len(), 2, "base, then Direct with 1 idle peer: {rows:?}");
+    assert_eq!(
+        rows.len(),
+        2,
+        "base, then Direct with 1 idle peer: {rows:?}"
+    );
     let one = &rows[1];
     assert_eq!(one["algorithm"], "direct");
     assert_eq!(one["private"], true);
@@ -159,7 +163,10 @@ fn switch_host_gets_its_memory_back_and_lends_again() {
         u(r, "second_pass_blocks"),
         "the host's own file stayed in its memory: {r}"
     );
-    assert!(r["lends_again_after_s"].is_number(), "never lent again: {r}");
+    assert!(
+        r["lends_again_after_s"].is_number(),
+        "never lent again: {r}"
+    );
     assert_eq!(u(r, "wrong_bytes"), 0);
 }
 

@@ -52,9 +52,10 @@ impl Origin {
     }
 
     /// What a read of `block` returns: its contents if its version is
-    /// current and the block exists.
-    pub(super) fn read(&self, block: BlockId) -> Option<Digest> {
-        let path = *self.current.get(&block.file)?;
+    /// current and the block exists. A private node names the file by an
+    /// id of its own: `file` is then the origin's.
+    pub(super) fn read(&self, block: BlockId, file: Option<u64>) -> Option<Digest> {
+        let path = *self.current.get(&file.unwrap_or(block.file))?;
         (block.index < self.files[path as usize].1).then(|| content(block))
     }
 }

@@ -97,11 +97,18 @@ pub struct Plan {
     /// Honest nodes that never read (ids `0..idle_hosts`): Direct plans
     /// have some, so that members turn idle and lend their memory.
     pub idle_hosts: u32,
+    /// Honest reading nodes whose origin is private (ids `idle_hosts..
+    /// idle_hosts + private`, Direct plans only): each reads only files of
+    /// its own ([`PRIVATE_FILES`] of them) and parks its blocks sealed.
+    pub private: u32,
     /// How often every node pings every peer (and says what it lends).
     pub ping_us: u64,
     /// How long a node's reads must have stopped before it is idle.
     pub idle_after_us: u64,
 }
+
+/// Files each private node reads, its alone.
+pub const PRIVATE_FILES: u32 = 4;
 
 /// The algorithms a live cluster runs.
 const LIVE: [AlgorithmKind; 5] = [
@@ -156,6 +163,7 @@ impl Plan {
                 0.0
             },
             idle_hosts: 0,
+            private: 0,
             ping_us: 1_000_000,
             idle_after_us: coopcache_core::protocol::IDLE_AFTER_US,
         };
@@ -168,8 +176,26 @@ impl Plan {
             plan.idle_hosts = rng.random_range(0..=nodes - byzantine - 1);
             plan.ping_us = rng.random_range(2_000..=20_000);
             plan.idle_after_us = plan.ping_us * rng.random_range(1..=5);
+            plan.private = rng.random_range(0..=nodes - byzantine - plan.idle_hosts);
         }
         plan
+    }
+
+    /// Whether node `id`'s origin is private.
+    pub fn is_private(&self, id: u32) -> bool {
+        (self.idle_hosts..self.idle_hosts + self.private).contains(&id)
+    }
+
+    /// The paths node `id` reads: its own if private, else the shared ones
+    /// (the first `files`).
+    pub fn paths_of(&self, id: Option<u32>) -> std::ops::Range<u32> {
+        match id.filter(|&n| self.is_private(n)) {
+            Some(n) => {
+                let first = self.files + (n - self.idle_hosts) * PRIVATE_FILES;
+                first..first + PRIVATE_FILES
+            }
+            None => 0..self.files,
+        }
     }
 
     /// Whether node `id` lies.
@@ -213,7 +239,7 @@ impl fmt::Display for Plan {
             f,
             "{} {}: {} nodes ({} lying), {} files of <= {} blocks, {} blocks a node; \
              drop {:.3} dup {:.3} reorder {:.3} crash {:.4} partition {:.4} \
-             change {:.4} origin errors {:.3}; {} idle hosts, pings every {} us, idle after {} us",
+             change {:.4} origin errors {:.3}; {} idle hosts, {} private, pings every {} us, idle after {} us",
             self.mode,
             self.algorithm.name(),
             self.nodes,
@@ -229,6 +255,7 @@ impl fmt::Display for Plan {
             self.change,
             self.origin_error,
             self.idle_hosts,
+            self.private,
             self.ping_us,
             self.idle_after_us,
         )

@@ -31,6 +31,9 @@ enum Slot {
 /// A seed's cluster in flight.
 pub(super) struct World {
     plan: Plan,
+    /// A private node's file ids (salted per incarnation, as the daemon
+    /// salts them with a secret drawn at start), to the origin's.
+    private_ids: std::collections::HashMap<u64, u64>,
     seed: u64,
     rng: Pcg64Mcg,
     now: u64,
@@ -76,7 +79,10 @@ impl World {
     pub(super) fn new(cfg: &RunConfig) -> World {
         let plan = Plan::draw(cfg.seed, cfg.mode, cfg.algorithm);
         let mut rng = Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x77_6f72_6c64);
-        let lengths: Vec<u32> = (0..plan.files)
+        // Private nodes' files after the shared ones (drawn only when there
+        // are any: other seeds draw as they did before).
+        let files = plan.files + plan.private * super::plan::PRIVATE_FILES;
+        let lengths: Vec<u32> = (0..files)
             .map(|_| rng.random_range(1..=plan.max_blocks))
             .collect();
         let liars = (0..plan.nodes)
@@ -104,6 +110,7 @@ impl World {
             failure: None,
             actions: Vec::new(),
             forged: Vec::new(),
+            private_ids: Default::default(),
             plan,
         };
         for id in 0..world.plan.nodes {
@@ -137,13 +144,20 @@ impl World {
             .build_live(id, &shape)
             .expect("the plan draws only live algorithms");
         let cfg = config(&self.plan);
-        Box::new(NodeProtocol::new(
+        let mut proto = Box::new(NodeProtocol::new(
             id,
             self.plan.algorithm,
             machines,
             cfg,
             self.now,
-        ))
+        ));
+        if self.plan.is_private(id) {
+            // A restart draws a new key, as the daemon does.
+            let key = self.seed ^ u64::from(id) ^ self.now.rotate_left(32);
+            let sealer = coopcache_core::protocol::DigestSealer::new(key);
+            proto.set_private(Box::new(sealer), 4 * self.plan.capacity);
+        }
+        proto
     }
 
     fn proto(&mut self, id: NodeId) -> Option<&mut Proto> {
@@ -267,7 +281,8 @@ impl World {
             return;
         }
         let node = up[self.rng.random_range(0..up.len())];
-        let block = self.some_block();
+        let block = self.some_block(Some(node));
+        let block = self.private_id(node, block);
         // Only honest nodes' reads are checked: a liar's own reads owe
         // nobody anything (its lies stall them).
         if !self.plan.is_byzantine(node) {
@@ -289,9 +304,26 @@ impl World {
 
     /// A block of the current version of a file, the first files read
     /// more often.
-    fn some_block(&mut self) -> BlockId {
+    /// `block` as node `node` names it: a private node's file ids are
+    /// salted per incarnation, so a restarted node (with a new key) never
+    /// asks for what it parked before, as in the daemon.
+    fn private_id(&mut self, node: NodeId, block: BlockId) -> BlockId {
+        if !self.plan.is_private(node) {
+            return block;
+        }
+        let incarnation = self.incarnation(node).unwrap_or(0);
+        let salt = u64::from(node) << 32 | u64::from(incarnation);
+        let salt = salt.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let file = block.file ^ salt;
+        self.private_ids.insert(file, block.file);
+        BlockId { file, ..block }
+    }
+
+    fn some_block(&mut self, reader: Option<NodeId>) -> BlockId {
         let u: f64 = self.rng.random();
-        let path = ((u * u * f64::from(self.origin.len())) as u32).min(self.origin.len() - 1);
+        let paths = self.plan.paths_of(reader);
+        let n = paths.len() as u32;
+        let path = paths.start + ((u * u * f64::from(n)) as u32).min(n - 1);
         let (file, blocks) = self.origin.open(path);
         let index = self.rng.random_range(0..blocks);
         BlockId { file, index }
@@ -299,7 +331,7 @@ impl World {
 
     /// Liar `liar` sends messages of its own making.
     fn forge(&mut self, liar: NodeId) {
-        let block = self.some_block();
+        let block = self.some_block(None);
         let members = match self.proto(liar) {
             Some(p) => p.members().to_vec(),
             None => return,
@@ -626,7 +658,8 @@ impl World {
         if failed {
             self.counts.fault(FaultKind::OriginError);
         }
-        let result = match self.origin.read(block) {
+        let origin_file = self.private_ids.get(&block.file).copied();
+        let result = match self.origin.read(block, origin_file) {
             Some(d) if !failed => Ok(d),
             _ => {
                 self.check.origin_failed(node, block);
