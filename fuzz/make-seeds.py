@@ -161,6 +161,17 @@ notations = ['16K/128 ID, x/4K General', '64K/128 ID, x/4K Temporal, 2M/128K Seq
 for i, t in enumerate(notations):
     put('attr_notation', 'notation-%d' % i, struct.pack('>Q', 4 << 20) + t.encode())
 
+# join_wire: a selector byte (0 request, 1 answer, 2 token), then the body
+# (crates/node/src/join/wire.rs, token.rs).
+import base64
+JOIN = b'COOJ\x01'
+put('join_wire', 'request', b'\x00' + JOIN + bytes(range(32)) + s('node4') + struct.pack('>H', 3) + b'csr')
+put('join_wire', 'issued', b'\x01' + JOIN + b'\x00' + struct.pack('>H', 4) + b'cert' + struct.pack('>H', 2) + b'ca')
+for code, detail in [(1, b''), (2, b'node7'), (3, b'1764000000'), (4, b'node2'), (6, b'bad csr')]:
+    put('join_wire', 'denied-%d' % code, b'\x01' + JOIN + bytes([code]) + struct.pack('>H', len(detail)) + detail)
+raw = bytes(range(64)) + struct.pack('>Q', 1764000000) + s('10.0.0.1:7170')
+put('join_wire', 'token', b'\x02cct1-' + base64.urlsafe_b64encode(raw).rstrip(b'='))
+
 # Inputs that crashed a target before its fix (docs/reliability.md).
 put('gateway_range', 'regress-huge-last', struct.pack('>Q', 100) + b'bytes=0-18446744073709551615')
 put('attr_notation', 'regress-sum-overflow', struct.pack('>Q', 4 << 20) + b'16G/128 ID, 17179869183G/4K General')

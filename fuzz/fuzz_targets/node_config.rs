@@ -23,7 +23,13 @@ fuzz_target!(|text: &str| {
     if let (Some(Ok(total)), Some(Ok(block_size))) = (memory, block_size)
         && let Ok(block_size) = u32::try_from(block_size)
     {
-        let _ = Budget { total, block_size }.blocks();
+        let private = file.private.unwrap_or(false);
+        let _ = Budget {
+            total,
+            block_size,
+            private,
+        }
+        .blocks();
     }
     if let Some(a) = &file.algorithm {
         let _ = AlgorithmKind::parse_live(a);

@@ -28,12 +28,20 @@ fuzz_target!(|text: &str| {
     }
     if let Ok(total) = parse_size(text) {
         for block_size in [1, 4096, 64 << 10, u32::MAX] {
-            let _ = Budget { total, block_size }.blocks();
+            for private in [false, true] {
+                let _ = Budget {
+                    total,
+                    block_size,
+                    private,
+                }
+                .blocks();
+            }
         }
         if let Ok(block_size) = u32::try_from(total) {
             let _ = Budget {
                 total: 2 << 30,
                 block_size,
+                private: true,
             }
             .blocks();
         }
