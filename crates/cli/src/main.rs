@@ -148,6 +148,16 @@ fn run_sim(cmd: SimCommand) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::Sim(_) | Command::Trace(_) | Command::Cat(_)
+    ) {
+        // Commands whose output is piped into `head` and the like die
+        // quietly when the reader goes away, as Unix tools do, rather than
+        // panic on the failed write. Only these: a daemon must outlive a
+        // closed pipe (its logs), and gets EPIPE as an error instead.
+        sigpipe::reset();
+    }
     let result = match cli.command {
         Command::Sim(sim) => run_sim(*sim),
         Command::Trace(cmd) => trace::run(cmd),

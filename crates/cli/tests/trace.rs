@@ -125,3 +125,38 @@ fn convert_to_oracle_and_lcs_keeps_the_miss_counts() {
         &["--lcs-version applies to --to lcs"],
     );
 }
+
+/// `coopcache trace stats TRACE | head -c 10`, with `head` gone before
+/// the first line: the command ends quietly (killed by SIGPIPE, as Unix
+/// tools are), never with a panic about the failed write.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let Some(trace) = shared_trace("sprite.trace.gz") else {
+        return;
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_coopcache"))
+        .args([
+            "trace",
+            "stats",
+            trace.to_str().unwrap(),
+            "--format",
+            "lirs",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The pipe's read end closes now, long before the trace is read and
+    // the first line written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        out.status.success() || out.status.signal() == Some(13),
+        "{:?}: {err}",
+        out.status
+    );
+}

@@ -99,7 +99,7 @@ pub struct Plan {
     pub idle_hosts: u32,
     /// Honest reading nodes whose origin is private (ids `idle_hosts..
     /// idle_hosts + private`, Direct plans only): each reads only files of
-    /// its own ([`PRIVATE_FILES`] of them) and parks its blocks sealed.
+    /// its own (`PRIVATE_FILES` of them) and parks its blocks sealed.
     pub private: u32,
     /// How often every node pings every peer (and says what it lends).
     pub ping_us: u64,
