@@ -96,7 +96,7 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             },
             profile: args.profile(),
             warmup: input.warmup,
-            hardware: Some((args.hardware, input.block_size)),
+            hardware: Some((args.hardware(), input.block_size)),
             attribute: None,
         })
         .collect();
@@ -117,7 +117,7 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             input.block_size,
             config.manager_capacity,
             config.chances,
-            args.hardware,
+            args.hardware(),
             results.first().map_or(0, |r| r.stats.reads),
             input.warmup
         );

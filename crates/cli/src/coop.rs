@@ -46,26 +46,26 @@ pub struct CoopArgs {
     #[arg(long)]
     manager_cache: Option<CacheSize>,
 
-    /// N-Chance: how many times an unreferenced singlet is passed on.
-    #[arg(long, default_value_t = 2)]
-    chances: u8,
+    /// N-Chance: how many times an unreferenced singlet is passed on [default: 2].
+    #[arg(long)]
+    chances: Option<u8>,
 
     /// N-Chance: evict forwarded blocks before a node's own (Netcache's
     /// foreign blocks), as the daemon does; the paper evicts by recency alone.
     #[arg(long)]
     foreign_first: bool,
 
-    /// Centrally Coordinated and Hash-Distributed: fraction of each node's cache managed globally.
-    #[arg(long, default_value_t = 0.8)]
-    central_fraction: f64,
+    /// Centrally Coordinated and Hash-Distributed: fraction of each node's cache managed globally [default: 0.8].
+    #[arg(long)]
+    central_fraction: Option<f64>,
 
     /// Direct Client Cooperation: each node's private remote cache (default: as large as its own).
     #[arg(long)]
     direct_remote: Option<CacheSize>,
 
-    /// Access times: atm-1994 (the paper's), ethernet-1994, dc-2026-nvme, dc-2026-s3.
-    #[arg(long, default_value = "atm-1994")]
-    profile: CostProfile,
+    /// Access times: atm-1994 (the paper's), ethernet-1994, dc-2026-nvme, dc-2026-s3 [default: atm-1994].
+    #[arg(long)]
+    profile: Option<CostProfile>,
 
     /// Scale the profile's network block fetch (transfer and two hops) to this many microseconds.
     #[arg(long, value_name = "US")]
@@ -76,9 +76,9 @@ pub struct CoopArgs {
     #[arg(long)]
     warmup: Option<u64>,
 
-    /// Seed of the workload and of every random choice of the algorithms.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Seed of the workload and of every random choice of the algorithms [default: 1].
+    #[arg(long)]
+    seed: Option<u64>,
 
     /// Write PNG charts in the manner of the paper's Figures 4-7 into this directory.
     #[arg(long, value_name = "DIR")]
@@ -94,9 +94,9 @@ pub struct CoopArgs {
     #[arg(long, value_name = "NOTATION")]
     pub(crate) cache_config: Option<Scheme>,
 
-    /// Disks and links for throughput with --class-policy: webstone-1999, dc-2026.
-    #[arg(long, default_value = "webstone-1999")]
-    pub(crate) hardware: Hardware,
+    /// Disks and links for throughput with --class-policy: webstone-1999, dc-2026 [default: webstone-1999].
+    #[arg(long)]
+    hardware: Option<Hardware>,
 }
 
 /// What the study runs on: a workload or a trace, with its node count.
@@ -125,7 +125,7 @@ impl CoopArgs {
             (Some(w), true) => {
                 let mut workload = w.clone();
                 let attribute = self.attribute_nodes(&workload, sim)?;
-                workload.set("seed", &self.seed.to_string())?;
+                workload.set("seed", &self.seed().to_string())?;
                 if let Some(clients) = self.clients {
                     workload.set("clients", &clients.to_string())?;
                 }
@@ -243,14 +243,14 @@ impl CoopArgs {
                 size => size.blocks(block_size)?,
             },
             policy,
-            chances: self.chances,
-            central_fraction: self.central_fraction,
+            chances: self.chances.unwrap_or(2),
+            central_fraction: self.central_fraction.unwrap_or(0.8),
             direct_remote: match self.direct_remote {
                 Some(size) => size.blocks(block_size)?,
                 None => node_capacity,
             },
             penalties: self.profile().penalties(),
-            seed: self.seed,
+            seed: self.seed(),
             classes: ClassPolicies::uniform(),
             foreign_first: self.foreign_first,
         })
@@ -258,10 +258,46 @@ impl CoopArgs {
 
     /// The cost profile, with the network scaled if asked.
     pub(crate) fn profile(&self) -> CostProfile {
+        let profile = self.profile.unwrap_or(CostProfile::ATM_1994);
         match self.network_us {
-            Some(us) => self.profile.with_network_us(us),
-            None => self.profile,
+            Some(us) => profile.with_network_us(us),
+            None => profile,
         }
+    }
+
+    /// `--seed`, or 1.
+    fn seed(&self) -> u64 {
+        self.seed.unwrap_or(1)
+    }
+
+    /// `--hardware`, or the WebStone-era machines.
+    pub(crate) fn hardware(&self) -> Hardware {
+        self.hardware.unwrap_or(Hardware::WEBSTONE_1999)
+    }
+
+    /// The cooperative options given, by flag: what a local-policy run
+    /// refuses rather than ignores.
+    pub(crate) fn given(&self) -> Vec<&'static str> {
+        [
+            ("--workload-params", self.workload_params.is_some()),
+            ("--clients", self.clients.is_some()),
+            ("--client-cache", self.client_cache.is_some()),
+            ("--manager-cache", self.manager_cache.is_some()),
+            ("--chances", self.chances.is_some()),
+            ("--foreign-first", self.foreign_first),
+            ("--central-fraction", self.central_fraction.is_some()),
+            ("--direct-remote", self.direct_remote.is_some()),
+            ("--profile", self.profile.is_some()),
+            ("--network-us", self.network_us.is_some()),
+            ("--warmup", self.warmup.is_some()),
+            ("--seed", self.seed.is_some()),
+            ("--plot", self.plot.is_some()),
+            ("--cache-config", self.cache_config.is_some()),
+            ("--hardware", self.hardware.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
     }
 }
 

@@ -172,6 +172,12 @@ pub fn run(mut args: SimArgs) -> Result<()> {
     if args.traces.is_empty() {
         bail!("give a TRACE file (or --workload with --algorithms); see `coopcache sim --help`");
     }
+    // A local-policy run refuses what it would otherwise ignore.
+    if let Some(flag) = args.coop.given().first() {
+        bail!(
+            "{flag} applies to cooperative caching (with --algorithms or --class-policy); this run replays local policies on a trace, which {flag} would not change"
+        );
+    }
     if args.cache_size.is_empty() {
         bail!("give --cache-size: blocks (`2750`) or bytes with a unit (`16MiB`), comma-separated");
     }

@@ -170,6 +170,35 @@ fn bad_options_are_clear_errors() {
     );
 }
 
+/// A local-policy run refuses the cooperative options it would ignore,
+/// naming the flag, rather than exit 0 unchanged.
+#[test]
+fn local_runs_refuse_cooperative_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = temp_trace(dir.path(), "t", "1\n2\n1\n");
+    for flag in [
+        "--warmup 1",
+        "--plot x",
+        "--chances 3",
+        "--seed 2",
+        "--profile dc-2026-s3",
+        "--central-fraction 0.5",
+        "--foreign-first",
+        "--hardware dc-2026",
+        "--client-cache 1MiB",
+    ] {
+        let name = flag.split(' ').next().unwrap();
+        fails_with(
+            &format!("sim {trace} --format lirs --cache-size 2 {flag}"),
+            &[name, "applies to cooperative caching", "--algorithms"],
+        );
+    }
+    // The same options work with --algorithms (here the seed).
+    let out =
+        coopcache("sim --workload zipf --workload-params requests=2000 --algorithms base --seed 2");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 #[test]
 fn bad_traces_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
