@@ -9,14 +9,7 @@ use coopcache_core::protocol::{Content, Digest};
 /// hash: with a million live file versions, the chance of any collision is
 /// below 10^-7).
 pub fn file_id(path: &str, version: &str) -> u64 {
-    let mut h = blake3::Hasher::new();
-    h.update(b"coopcache file v1\0");
-    h.update(path.as_bytes());
-    h.update(b"\0");
-    h.update(version.as_bytes());
-    let mut id = [0u8; 8];
-    id.copy_from_slice(&h.finalize().as_bytes()[..8]);
-    u64::from_le_bytes(id)
+    id_of(blake3::Hasher::new(), b"coopcache file v1\0", path, version)
 }
 
 /// The id of version `version` of the file at `path` in a private origin:
@@ -25,13 +18,19 @@ pub fn file_id(path: &str, version: &str) -> u64 {
 /// which file, or which version, a parked block belongs to), and never
 /// meet the ids of a shared origin's files.
 pub fn private_file_id(salt: &[u8; 32], path: &str, version: &str) -> u64 {
-    let mut h = blake3::Hasher::new_keyed(salt);
-    h.update(b"coopcache private file v1\0");
-    h.update(path.as_bytes());
-    h.update(b"\0");
-    h.update(version.as_bytes());
+    let label = b"coopcache private file v1\0";
+    id_of(blake3::Hasher::new_keyed(salt), label, path, version)
+}
+
+/// The first 64 bits of `hasher`'s hash of `label`, `path`, a separator and
+/// `version`.
+fn id_of(mut hasher: blake3::Hasher, label: &[u8], path: &str, version: &str) -> u64 {
+    hasher.update(label);
+    hasher.update(path.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(version.as_bytes());
     let mut id = [0u8; 8];
-    id.copy_from_slice(&h.finalize().as_bytes()[..8]);
+    id.copy_from_slice(&hasher.finalize().as_bytes()[..8]);
     u64::from_le_bytes(id)
 }
 

@@ -3,45 +3,16 @@
 //! a busy one, reads them back from there, and a host that turns busy gets
 //! its memory back from its peers' blocks first.
 
-use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
-use coopcache_core::policy::PolicyKind;
+#[path = "common/idle.rs"]
+mod idle;
+
+use coopcache_core::coop::{AlgorithmKind, Level};
 use coopcache_core::protocol::IDLE_AFTER_US;
 use coopcache_sim::live::LiveCluster;
-
-const CAPACITY: usize = 16;
-const BLOCK_SIZE: u32 = 4096;
-const PING_US: u64 = 1_000_000;
+use idle::{CAPACITY, PING_US, read_all};
 
 fn cluster(kind: AlgorithmKind, nodes: u32) -> LiveCluster<u64> {
-    let shape = LiveShape {
-        capacity: CAPACITY,
-        policy: PolicyKind::Lru,
-        chances: 2,
-        seed: 1,
-    };
-    let mut c = LiveCluster::with_pings(kind, nodes, &shape, BLOCK_SIZE, PING_US).unwrap();
-    // Every member has been idle long enough, and says so to every other.
-    c.run_for(IDLE_AFTER_US + PING_US + PING_US / 2).unwrap();
-    c
-}
-
-/// Node `node` reads `blocks` in order; the level each read came from.
-fn read_all(
-    c: &mut LiveCluster<u64>,
-    node: u32,
-    blocks: impl IntoIterator<Item = u64>,
-) -> [usize; 4] {
-    let mut levels = [0usize; 4];
-    for b in blocks {
-        let served = c
-            .read(node, b)
-            .unwrap()
-            .unwrap_or_else(|| panic!("read of {b} never completed"))
-            .unwrap_or_else(|e| panic!("read of {b} failed: {e:?}"));
-        assert_eq!(served.data, c.content(b), "block {b}");
-        levels[served.level.index()] += 1;
-    }
-    levels
+    idle::idle_cluster(kind, nodes, |_| {})
 }
 
 /// The Netcache experiment in small: one busy node whose working set is

@@ -5,52 +5,24 @@
 //! none of them to anyone; whatever a host returns altered is rejected and
 //! read from the origin.
 
-use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
-use coopcache_core::policy::PolicyKind;
-use coopcache_core::protocol::{Digest, IDLE_AFTER_US, PeerMsg, manager_of};
+#[path = "common/idle.rs"]
+mod idle;
+
+use coopcache_core::coop::{AlgorithmKind, Level, NodeId};
+use coopcache_core::protocol::{Digest, PeerMsg, manager_of};
 use coopcache_sim::live::LiveCluster;
+use idle::{CAPACITY, read_all};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-const CAPACITY: usize = 16;
-const BLOCK_SIZE: u32 = 4096;
-const PING_US: u64 = 1_000_000;
 /// The private node (busy); the others are idle.
 const OWNER: NodeId = 0;
 
 /// `nodes` Direct nodes, all idle and saying so, node 0's origin private.
 fn cluster(nodes: u32) -> LiveCluster<u64> {
-    let shape = LiveShape {
-        capacity: CAPACITY,
-        policy: PolicyKind::Lru,
-        chances: 2,
-        seed: 1,
-    };
-    let mut c =
-        LiveCluster::with_pings(AlgorithmKind::Direct, nodes, &shape, BLOCK_SIZE, PING_US).unwrap();
-    c.set_private(OWNER, 4 * CAPACITY);
-    c.run_for(IDLE_AFTER_US + PING_US + PING_US / 2).unwrap();
-    c
-}
-
-/// Node `node` reads `blocks`, each checked against the origin; how many
-/// came from each level.
-fn read_all(
-    c: &mut LiveCluster<u64>,
-    node: NodeId,
-    blocks: impl IntoIterator<Item = u64>,
-) -> [usize; 4] {
-    let mut levels = [0usize; 4];
-    for b in blocks {
-        let served = c
-            .read(node, b)
-            .unwrap()
-            .unwrap_or_else(|| panic!("read of {b} never completed"))
-            .unwrap_or_else(|e| panic!("read of {b} failed: {e:?}"));
-        assert_eq!(served.data, c.content(b), "block {b}");
-        levels[served.level.index()] += 1;
-    }
-    levels
+    idle::idle_cluster(AlgorithmKind::Direct, nodes, |c| {
+        c.set_private(OWNER, 4 * CAPACITY)
+    })
 }
 
 /// Every message delivered: (from, to, message).

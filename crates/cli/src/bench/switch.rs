@@ -304,7 +304,7 @@ fn summarize(args: &SwitchArgs, series: Vec<Point>, m: Marks, wrong: u64) -> Row
         .min_by_key(|(_, p)| p.foreign)
         .map_or(0, |(i, _)| i);
     let foreign_least = after_switch.get(least_at).map_or(0, |p| p.foreign);
-    let lends_again_after_s = after_switch[least_at.min(after_switch.len())..]
+    let lends_again_after_s = after_switch[least_at..]
         .iter()
         .find(|p| p.t > m.host_done_s && p.foreign > foreign_least + 16)
         .map(|p| p.t - m.host_done_s);

@@ -39,11 +39,10 @@ where
     fn route_to_manager(&mut self, msg: Msg<K, D>, now: u64) {
         let me = self.me;
         let direct = self.kind == AlgorithmKind::Direct;
-        if let Some(block) = msg.block() {
-            let hosts = direct && matches!(msg, Msg::NotHere { .. });
-            if !hosts && self.private_to_manager(block, &msg, now) {
-                return;
-            }
+        if let Some(block) = msg.block()
+            && self.private_to_manager(block, &msg, now)
+        {
+            return;
         }
         match msg {
             Msg::IsSinglet { block } => self.ask_singlet(block, now),

@@ -187,15 +187,10 @@ impl DigestSealer {
 
     fn pad<K: std::hash::Hash>(&self, block: K) -> [u8; 32] {
         use std::hash::BuildHasher;
-        let mut x = foldhash::fast::FixedState::with_seed(self.key).hash_one(block);
+        let mut state = foldhash::fast::FixedState::with_seed(self.key).hash_one(block);
         let mut pad = [0u8; 32];
         for chunk in pad.chunks_mut(8) {
-            // splitmix64: the pad's words differ even for a zero seed.
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+            chunk.copy_from_slice(&crate::policy::splitmix64(&mut state).to_le_bytes());
         }
         pad
     }
