@@ -40,11 +40,11 @@ for rule in $rules; do
     [ -n "$only" ] && [ "$rule" != "$only" ] && continue
     restore
     file=$(grep -l "// rule: $rule\$" $files)
-    # A check(..) allows everything; an `asked` or `verified` is always
+    # A check(..) allows everything; an `asked`, `verified` or `same` is always
     # true; a `refuse` never is.
     sed -E -i "/\/\/ rule: $rule\$/ {
         s/check\((.*), ([A-Z_]+)\)/check(true, \2)/
-        s/let (asked|verified) = .*; \/\//let \1 = true; \/\//
+        s/let (asked|verified|same) = .*; \/\//let \1 = true; \/\//
         s/let refuse = .*; \/\//let refuse = false; \/\//
     }" "$file"
     if cmp -s "$file" "$backup/$(basename "$file")"; then
@@ -57,7 +57,7 @@ for rule in $rules; do
         if ! RUST_BACKTRACE=0 cargo test -q --release -p coopcache-sim --test faults >"$log" 2>&1; then
             killed=true
         fi
-    elif ! cargo test -q -p coopcache-sim --test roles --test private >"$log" 2>&1; then
+    elif ! cargo test -q -p coopcache-sim --test roles --test private --test unify >"$log" 2>&1; then
         killed=true
     elif $node && ! cargo test -q -p coopcache-node --test hostile >>"$log" 2>&1; then
         killed=true

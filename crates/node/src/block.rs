@@ -16,11 +16,21 @@ pub fn file_id(path: &str, version: &str) -> u64 {
 /// keyed by `salt`, a secret drawn when the node starts, so the block ids
 /// it parks on peers tell them nothing (no one without the salt can tell
 /// which file, or which version, a parked block belongs to), and never
-/// meet the ids of a shared origin's files.
-pub fn private_file_id(salt: &[u8; 32], path: &str, version: &str) -> u64 {
+/// meet the ids of a shared origin's files. Its top bit ([`UNIFIABLE`])
+/// says whether the file's blocks may be unified (`unifiable`: the node
+/// unifies, and the file is not privacy-critical).
+pub fn private_file_id(salt: &[u8; 32], path: &str, version: &str, unifiable: bool) -> u64 {
     let label = b"coopcache private file v1\0";
-    id_of(blake3::Hasher::new_keyed(salt), label, path, version)
+    let id = id_of(blake3::Hasher::new_keyed(salt), label, path, version);
+    match unifiable {
+        true => id | UNIFIABLE,
+        false => id & !UNIFIABLE,
+    }
 }
+
+/// The bit of a private file id set when its blocks may be unified
+/// (`seal.rs`): the sealer reads it from the block it seals.
+pub const UNIFIABLE: u64 = 1 << 63;
 
 /// The first 64 bits of `hasher`'s hash of `label`, `path`, a separator and
 /// `version`.
@@ -81,13 +91,19 @@ mod tests {
     #[test]
     fn a_private_file_id_depends_on_the_salt() {
         let (a, b) = ([1; 32], [2; 32]);
-        assert_ne!(private_file_id(&a, "f", "v"), private_file_id(&b, "f", "v"));
-        assert_ne!(private_file_id(&a, "f", "v"), file_id("f", "v"));
         assert_ne!(
-            private_file_id(&a, "f", "v1"),
-            private_file_id(&a, "f", "v2")
+            private_file_id(&a, "f", "v", false),
+            private_file_id(&b, "f", "v", false)
         );
-        assert_eq!(private_file_id(&a, "f", "v"), private_file_id(&a, "f", "v"));
+        assert_ne!(private_file_id(&a, "f", "v", false), file_id("f", "v"));
+        assert_ne!(
+            private_file_id(&a, "f", "v1", false),
+            private_file_id(&a, "f", "v2", false)
+        );
+        assert_eq!(
+            private_file_id(&a, "f", "v", false),
+            private_file_id(&a, "f", "v", false)
+        );
     }
 
     #[test]

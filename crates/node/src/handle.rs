@@ -122,6 +122,13 @@ pub struct NodeOptions {
     /// peer is served one; with Direct, evictions are parked on idle peers
     /// sealed under a key only this process holds. Needs Direct or Base.
     pub private: bool,
+    /// With a private origin, the cluster's dedup key: identical blocks
+    /// parked by nodes holding it are stored once (unification, opt-in;
+    /// `seal.rs`). `None`: nothing is unified.
+    pub unify: Option<crate::seal::DedupKey>,
+    /// Glob patterns (`secrets/**`, `*.key`) of privacy-critical paths,
+    /// never unified.
+    pub critical: Vec<String>,
 }
 
 impl NodeOptions {
@@ -147,6 +154,8 @@ impl NodeOptions {
             min_timeout: Duration::from_millis(50),
             idle_after: Duration::from_micros(coopcache_core::protocol::IDLE_AFTER_US),
             private: false,
+            unify: None,
+            critical: Vec::new(),
         }
     }
 }
@@ -219,8 +228,34 @@ pub struct NodeHandle {
     metrics: Arc<Metrics>,
     listen: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
-    /// A private origin's file id salt ([`private_file_id`]).
-    private: Option<[u8; 32]>,
+    /// A private origin's file id salt ([`private_file_id`]) and which
+    /// files may be unified.
+    private: Option<PrivateIds>,
+}
+
+/// How a node with a private origin names its files.
+struct PrivateIds {
+    salt: [u8; 32],
+    /// Whether the node unifies blocks at all.
+    unify: bool,
+    /// Privacy-critical paths, never unified.
+    critical: globset::GlobSet,
+}
+
+/// The privacy-critical path patterns `patterns`, compiled, or which one
+/// is not a glob.
+pub fn critical_paths(patterns: &[String]) -> Result<globset::GlobSet, NodeError> {
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        let glob = globset::Glob::new(p).map_err(|e| {
+            NodeError::Config(format!(
+                "critical path pattern `{p}`: {e} (expected a glob such as `secrets/**` or `*.key`)"
+            ))
+        })?;
+        set.add(glob);
+    }
+    set.build()
+        .map_err(|e| NodeError::Config(format!("critical path patterns: {e}")))
 }
 
 /// How long [`NodeHandle::leave`] waits for the driver, and then for the
@@ -262,6 +297,12 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     if opts.private {
         check_private(opts.algorithm)?;
     }
+    if opts.unify.is_some() && !opts.private {
+        return Err(NodeError::Config(
+            "a dedup key unifies a private origin's parked blocks: it needs --private".into(),
+        ));
+    }
+    let critical = critical_paths(&opts.critical)?;
     let listener = TcpListener::bind(opts.listen)
         .await
         .map_err(|source| NodeError::Listen {
@@ -329,9 +370,16 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         protocol_cfg,
         clock.micros(),
     );
-    let private = opts.private.then(crate::seal::random_salt);
+    let private = opts.private.then(|| PrivateIds {
+        salt: crate::seal::random_salt(),
+        unify: opts.unify.is_some(),
+        critical,
+    });
     if opts.private {
-        let sealer = crate::seal::BlockSealer::new(bs);
+        let sealer = match opts.unify {
+            Some(dedup) => crate::seal::BlockSealer::unifying(bs, dedup),
+            None => crate::seal::BlockSealer::new(bs),
+        };
         protocol.set_private(Box::new(sealer), crate::budget::parked_notes(capacity));
     }
     let origin = Arc::new(opts.origin);
@@ -375,10 +423,14 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
 
 impl NodeHandle {
     /// The id of `path` at `version`: salted with this node's secret if
-    /// its origin is private.
+    /// its origin is private, and marked unifiable if the node unifies and
+    /// the path is not privacy-critical.
     fn file_id(&self, path: &str, version: &FileVersion) -> u64 {
         match &self.private {
-            Some(salt) => private_file_id(salt, path, &version.version),
+            Some(p) => {
+                let unifiable = p.unify && !p.critical.is_match(path);
+                private_file_id(&p.salt, path, &version.version, unifiable)
+            }
             None => file_id(path, &version.version),
         }
     }

@@ -15,21 +15,45 @@
 //! alone would miss.
 //!
 //! A sealed block is `nonce (24 B) || ciphertext || tag (16 B)`.
+//!
+//! Unification (opt-in, `--unify-key`): a block of a file that is not
+//! privacy-critical (`block::private_file_id`) is sealed under its
+//! *content key*, a BLAKE3 hash of its bytes keyed with the cluster's
+//! dedup key, and parked under its *content id*, a keyed hash of that
+//! key: identical blocks of every owner holding the dedup key seal to the
+//! same bytes under the same id, which a host keeps once. This is
+//! Netcache's unification (section 3.5.1) with a keyed hash where the
+//! paper used the plain MD5 of the block: plain convergent encryption
+//! lets anyone who can guess a block confirm the guess (section 3.5.3);
+//! keyed, only a holder of the dedup key can. A member holds it, so a
+//! privacy-critical file (`--critical`) is never unified. A unified block
+//! is `ciphertext || tag (16 B)`: its key seals nothing else, so its nonce
+//! is fixed.
 
-use crate::block::{Block, BlockId};
+use crate::block::{Block, BlockId, UNIFIABLE};
 use bytes::Bytes;
 use chacha20poly1305::aead::{AeadCore, AeadInPlace, KeyInit, OsRng};
 use chacha20poly1305::{Tag, XChaCha20Poly1305, XNonce};
-use coopcache_core::protocol::{SEAL_OVERHEAD, Sealer};
+use coopcache_core::protocol::{
+    ContentKey, HostId, SEAL_OVERHEAD, Sealed, Sealer, UNIFIED_OVERHEAD,
+};
 
 const NONCE: usize = 24;
 const TAG: usize = 16;
 const _: () = assert!(NONCE + TAG == SEAL_OVERHEAD as usize);
+const _: () = assert!(TAG == UNIFIED_OVERHEAD as usize);
+
+/// The cluster-wide key unified blocks' content keys and ids are hashed
+/// under (`coopcache cluster unify-key`).
+pub type DedupKey = [u8; 32];
 
 /// Seals and opens one private node's blocks.
 pub struct BlockSealer {
     cipher: XChaCha20Poly1305,
     block_size: u32,
+    /// Set when this node unifies the blocks of files that are not
+    /// privacy-critical.
+    dedup: Option<DedupKey>,
 }
 
 impl std::fmt::Debug for BlockSealer {
@@ -47,8 +71,76 @@ impl BlockSealer {
         BlockSealer {
             cipher: XChaCha20Poly1305::new(&XChaCha20Poly1305::generate_key(&mut OsRng)),
             block_size,
+            dedup: None,
         }
     }
+
+    /// A sealer with a fresh random key that unifies the blocks of files
+    /// that are not privacy-critical under the dedup key `dedup`.
+    pub fn unifying(block_size: u32, dedup: DedupKey) -> BlockSealer {
+        BlockSealer {
+            dedup: Some(dedup),
+            ..BlockSealer::new(block_size)
+        }
+    }
+}
+
+/// A block's content key under `dedup`: whoever has the same bytes and
+/// the dedup key derives it, no one else can.
+fn content_key(dedup: &DedupKey, bytes: &[u8]) -> ContentKey {
+    let mut h = blake3::Hasher::new_keyed(dedup);
+    h.update(b"coopcache unified key v1\0");
+    h.update(bytes);
+    *h.finalize().as_bytes()
+}
+
+/// The id a block sealed under `key` is parked under.
+fn content_id(dedup: &DedupKey, key: &ContentKey) -> BlockId {
+    let mut h = blake3::Hasher::new_keyed(dedup);
+    h.update(b"coopcache unified id v1\0");
+    h.update(key);
+    BlockId::from_hash(h.finalize().as_bytes())
+}
+
+/// The associated data of a unified block: a label only (it belongs to
+/// no one place).
+const UNIFIED_AD: &[u8] = b"coopcache-u1";
+
+/// A unified block's fixed nonce: each content key seals one plaintext.
+fn unified_nonce() -> XNonce {
+    XNonce::default()
+}
+
+fn seal_unified(dedup: &DedupKey, data: &Block) -> Option<Sealed<BlockId, Block>> {
+    let key = content_key(dedup, &data.bytes);
+    let cipher = XChaCha20Poly1305::new(&key.into());
+    let mut sealed = Vec::with_capacity(data.bytes.len() + TAG);
+    sealed.extend_from_slice(&data.bytes);
+    let tag = cipher
+        .encrypt_in_place_detached(&unified_nonce(), UNIFIED_AD, &mut sealed)
+        .ok()?;
+    sealed.extend_from_slice(&tag);
+    Some(Sealed {
+        id: content_id(dedup, &key),
+        data: Block::new(Bytes::from(sealed)),
+        key: Some(key),
+    })
+}
+
+fn open_unified(key: &ContentKey, sealed: &Block) -> Option<Block> {
+    let bytes = &sealed.bytes;
+    let split = bytes.len().checked_sub(TAG)?;
+    let (ciphertext, tag) = bytes.split_at(split);
+    let mut plain = ciphertext.to_vec();
+    XChaCha20Poly1305::new(&(*key).into())
+        .decrypt_in_place_detached(
+            &unified_nonce(),
+            UNIFIED_AD,
+            &mut plain,
+            Tag::from_slice(tag),
+        )
+        .ok()?;
+    Some(Block::new(Bytes::from(plain)))
 }
 
 /// 32 random bytes from the operating system (a private node's file id
@@ -71,7 +163,12 @@ fn associated_data(block: BlockId, block_size: u32) -> [u8; 40] {
 }
 
 impl Sealer<BlockId, Block> for BlockSealer {
-    fn seal(&mut self, block: BlockId, data: &Block) -> Option<Block> {
+    fn seal(&mut self, block: BlockId, data: &Block) -> Option<Sealed<BlockId, Block>> {
+        if let Some(dedup) = &self.dedup
+            && block.file & UNIFIABLE != 0
+        {
+            return seal_unified(dedup, data);
+        }
         let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
         let mut sealed = Vec::with_capacity(NONCE + data.bytes.len() + TAG);
         sealed.extend_from_slice(&nonce);
@@ -82,10 +179,17 @@ impl Sealer<BlockId, Block> for BlockSealer {
             .encrypt_in_place_detached(&nonce, &ad, &mut sealed[NONCE..])
             .ok()?;
         sealed.extend_from_slice(&tag);
-        Some(Block::new(Bytes::from(sealed)))
+        Some(Sealed {
+            id: block,
+            data: Block::new(Bytes::from(sealed)),
+            key: None,
+        })
     }
 
-    fn open(&mut self, block: BlockId, sealed: &Block) -> Option<Block> {
+    fn open(&mut self, block: BlockId, key: Option<&ContentKey>, sealed: &Block) -> Option<Block> {
+        if let Some(key) = key {
+            return open_unified(key, sealed);
+        }
         let bytes = &sealed.bytes;
         if bytes.len() < NONCE + TAG {
             return None;
@@ -133,7 +237,7 @@ mod tests {
         let data = Block::new(Bytes::from(
             (0..BS).map(|i| (i % 251) as u8).collect::<Vec<_>>(),
         ));
-        let sealed = s.seal(b, &data).unwrap();
+        let sealed = s.seal(b, &data).unwrap().data;
         assert_eq!(
             sealed.bytes.len(),
             data.bytes.len() + SEAL_OVERHEAD as usize
@@ -142,9 +246,9 @@ mod tests {
         for run in data.bytes.chunks(16) {
             assert!(!sealed.bytes.windows(16).any(|w| w == run));
         }
-        assert_eq!(s.open(b, &sealed), Some(data.clone()));
+        assert_eq!(s.open(b, None, &sealed), Some(data.clone()));
         // Random nonces: sealing twice gives different bytes.
-        assert_ne!(s.seal(b, &data).unwrap().bytes, sealed.bytes);
+        assert_ne!(s.seal(b, &data).unwrap().data.bytes, sealed.bytes);
     }
 
     /// Each way a host can alter what it returns, without the owner's
@@ -153,7 +257,7 @@ mod tests {
     fn every_alteration_fails_to_open() {
         let mut s = BlockSealer::new(BS);
         let b = block(7, 3);
-        let sealed = s.seal(b, &plain(1)).unwrap();
+        let sealed = s.seal(b, &plain(1)).unwrap().data;
         let flipped = altered(&sealed, |v| v[100] ^= 0x01);
         let flipped_tag = altered(&sealed, |v| *v.last_mut().unwrap() ^= 0x80);
         let flipped_nonce = altered(&sealed, |v| v[0] ^= 0x01);
@@ -168,12 +272,12 @@ mod tests {
             ("too short", short),
             ("forged", forged),
         ] {
-            assert_eq!(s.open(b, &bad), None, "{what} opened");
+            assert_eq!(s.open(b, None, &bad), None, "{what} opened");
         }
         // Another sealer's (another owner's, or this node before a
         // restart) block under the same id.
-        let other = BlockSealer::new(BS).seal(b, &plain(1)).unwrap();
-        assert_eq!(s.open(b, &other), None, "another key's block opened");
+        let other = BlockSealer::new(BS).seal(b, &plain(1)).unwrap().data;
+        assert_eq!(s.open(b, None, &other), None, "another key's block opened");
     }
 
     #[test]
@@ -181,23 +285,24 @@ mod tests {
         let mut s = BlockSealer::new(BS);
         let b = block(7, 3);
         // Swapped: another block of the same file, or of another file.
-        let swapped = s.seal(block(7, 4), &plain(1)).unwrap();
-        assert_eq!(s.open(b, &swapped), None, "another index opened");
-        let other_file = s.seal(block(8, 3), &plain(1)).unwrap();
-        assert_eq!(s.open(b, &other_file), None, "another file opened");
+        let swapped = s.seal(block(7, 4), &plain(1)).unwrap().data;
+        assert_eq!(s.open(b, None, &swapped), None, "another index opened");
+        let other_file = s.seal(block(8, 3), &plain(1)).unwrap().data;
+        assert_eq!(s.open(b, None, &other_file), None, "another file opened");
         // Replayed: the same block of an older version of the file (its
         // file id differs: the version is part of it).
-        let old_version = crate::block::private_file_id(&[1; 32], "f", "v1");
-        let new_version = crate::block::private_file_id(&[1; 32], "f", "v2");
-        let replayed = s.seal(block(old_version, 3), &plain(1)).unwrap();
-        assert_eq!(s.open(block(new_version, 3), &replayed), None);
+        let old_version = crate::block::private_file_id(&[1; 32], "f", "v1", false);
+        let new_version = crate::block::private_file_id(&[1; 32], "f", "v2", false);
+        let replayed = s.seal(block(old_version, 3), &plain(1)).unwrap().data;
+        assert_eq!(s.open(block(new_version, 3), None, &replayed), None);
         // Sealed with another block size: another offset.
         let mut wide = BlockSealer {
             cipher: s.cipher.clone(),
             block_size: BS * 2,
+            dedup: None,
         };
-        let shifted = wide.seal(b, &plain(1)).unwrap();
-        assert_eq!(s.open(b, &shifted), None, "another offset opened");
-        assert!(wide.open(b, &shifted).is_some());
+        let shifted = wide.seal(b, &plain(1)).unwrap().data;
+        assert_eq!(s.open(b, None, &shifted), None, "another offset opened");
+        assert!(wide.open(b, None, &shifted).is_some());
     }
 }

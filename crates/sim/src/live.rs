@@ -10,8 +10,8 @@
 
 use coopcache_core::coop::{AlgorithmKind, ConfigError, Level, LiveShape, NodeId, SizeClassed};
 use coopcache_core::protocol::{
-    Action, Digest, DigestSealer, NodeProtocol, PeerMsg, ProtocolConfig, ProtocolKey, ReadFailure,
-    Served,
+    Action, Digest, DigestSealer, HostId, NodeProtocol, PeerMsg, ProtocolConfig, ProtocolKey,
+    ReadFailure, Served,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
@@ -180,10 +180,31 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
     /// no manager hears of them.
     pub fn set_private(&mut self, node: NodeId, max_parked: usize)
     where
-        K: Send,
+        K: Send + HostId,
     {
-        let key = 0x5ea1 ^ u64::from(node).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.nodes[node as usize].set_private(Box::new(DigestSealer::new(key)), max_parked);
+        let sealer = DigestSealer::new(Self::sealing_key(node));
+        self.nodes[node as usize].set_private(Box::new(sealer), max_parked);
+    }
+
+    /// As [`Self::set_private`], unifying the blocks of every file but the
+    /// `critical` ones under the dedup key `dedup`: identical blocks of
+    /// owners with the same dedup key are parked under one content id.
+    pub fn set_private_unifying(
+        &mut self,
+        node: NodeId,
+        max_parked: usize,
+        dedup: u64,
+        critical: fn(u64) -> bool,
+    ) where
+        K: Send + HostId,
+    {
+        let sealer = DigestSealer::unifying(Self::sealing_key(node), dedup, critical);
+        self.nodes[node as usize].set_private(Box::new(sealer), max_parked);
+    }
+
+    /// Node `node`'s own sealing key.
+    fn sealing_key(node: NodeId) -> u64 {
+        0x5ea1 ^ u64::from(node).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 
     /// Runs `tamper` on every message between nodes as it is delivered.

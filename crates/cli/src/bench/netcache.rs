@@ -298,7 +298,7 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
     }
     let base = median(&samples[0].iter().map(|s| s.seconds).collect::<Vec<_>>());
     let cost = match args.private {
-        true => Some(seal_cost(args.block_size)?),
+        true => Some(seal_cost(args.block_size, None)?),
         false => None,
     };
     Ok(configs
@@ -309,22 +309,33 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
 }
 
 /// Median microseconds to seal, and to open, one block of `block_size`
-/// bytes, as a private node does to each block it parks and takes back.
-fn seal_cost(block_size: u64) -> Result<(f64, f64)> {
+/// bytes, as a private node does to each block it parks and takes back;
+/// with `dedup`, unified blocks.
+pub(super) fn seal_cost(
+    block_size: u64,
+    dedup: Option<coopcache_node::seal::DedupKey>,
+) -> Result<(f64, f64)> {
     use coopcache_core::protocol::Sealer;
-    use coopcache_node::block::{Block, BlockId};
+    use coopcache_node::block::{Block, BlockId, UNIFIABLE};
+    use coopcache_node::seal::BlockSealer;
     const ROUNDS: u32 = 2000;
     let bs = u32::try_from(block_size).unwrap_or(u32::MAX);
-    let mut sealer = coopcache_node::seal::BlockSealer::new(bs);
-    let data = Block::new(vec![7u8; block_size as usize].into());
+    let (mut sealer, file) = match dedup {
+        Some(key) => (BlockSealer::unifying(bs, key), 1 | UNIFIABLE),
+        None => (BlockSealer::new(bs), 1),
+    };
     let (mut seal, mut open) = (Vec::new(), Vec::new());
     for index in 0..ROUNDS {
-        let block = BlockId { file: 1, index };
+        // Distinct contents, as the blocks of a file have.
+        let mut bytes = vec![7u8; block_size as usize];
+        bytes[..4].copy_from_slice(&index.to_le_bytes());
+        let data = Block::new(bytes.into());
+        let block = BlockId { file, index };
         let started = std::time::Instant::now();
         let sealed = sealer.seal(block, &data);
         seal.push(started.elapsed().as_secs_f64() * 1e6);
         let started = std::time::Instant::now();
-        let opened = sealed.and_then(|s| sealer.open(block, &s));
+        let opened = sealed.and_then(|s| sealer.open(block, s.key.as_ref(), &s.data));
         open.push(started.elapsed().as_secs_f64() * 1e6);
         if opened.is_none_or(|o| o.bytes != data.bytes) {
             bail!("a sealed block did not open to its bytes");

@@ -362,6 +362,10 @@ where
         self.local.get(block).or_else(|| self.remote.get(block))
     }
 
+    fn hosted(&self, block: K) -> Option<S::Data> {
+        self.peer.as_ref()?.hosted.get(block)
+    }
+
     fn usage(&self) -> StoreUsage {
         let hosted = self.peer.as_ref().map(|p| p.hosted.store.usage());
         self.local.store.usage() + self.remote.store.usage() + hosted.unwrap_or_default()

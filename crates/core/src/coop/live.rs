@@ -22,6 +22,12 @@ pub trait LiveNode<K, D>: NodeMachine<K, D> + Send {
     /// returns), if it holds them in a part that serves its reads.
     fn data(&self, block: K) -> Option<D>;
 
+    /// The contents of `block` this node keeps for the peers that parked
+    /// it (a Direct host's foreign block), if it keeps them.
+    fn hosted(&self, _block: K) -> Option<D> {
+        None
+    }
+
     /// Blocks and bytes held in all of the node's cache parts.
     fn usage(&self) -> super::StoreUsage;
 

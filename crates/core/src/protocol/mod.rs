@@ -27,6 +27,7 @@
 
 mod block;
 mod content;
+mod digest_sealer;
 mod held;
 mod integrity;
 mod manager;
@@ -46,10 +47,11 @@ mod timers;
 
 pub use block::{BlockId, ProtocolKey, manager_of};
 pub use content::{Content, Digest, MemStore};
+pub use digest_sealer::DigestSealer;
 pub use integrity::Verdict;
 pub use message::{NotLive, PeerMsg, Recorded};
 pub use node::{Action, MIN_TRACKED, NodeProtocol, ProtocolConfig, ReadFailure, Served};
 pub use occupancy::{Occupancy, TABLES};
-pub use private::{DigestSealer, SEAL_OVERHEAD, Sealer};
+pub use private::{ContentKey, HostId, SEAL_OVERHEAD, Sealed, Sealer, UNIFIED_OVERHEAD};
 pub use stats::ProtocolStats;
 pub use status::{IDLE_AFTER_US, Status};

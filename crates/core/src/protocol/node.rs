@@ -571,8 +571,16 @@ where
                 }
             }
             // Between nodes.
-            Data { block, data } => self.read_data(from, block, data, now),
-            Missing { block } => self.read_missing(from, block, now),
+            // A private node's host answers under the id it keeps the
+            // block by (private.rs).
+            Data { block, data } => {
+                let block = self.reclaimed(block);
+                self.read_data(from, block, data, now)
+            }
+            Missing { block } => {
+                let block = self.reclaimed(block);
+                self.read_missing(from, block, now)
+            }
             PartitionRead { block } => self.deliver_to_node(
                 Msg::Read {
                     block,
@@ -581,21 +589,7 @@ where
                 },
                 now,
             ),
-            Reclaim { block } => {
-                // Only a block `from` parked goes back to it: any other
-                // (another client's, this node's own) it is told it lacks.
-                let refuse = !self.parked.parked_by(block, from); // rule: reclaim-own
-                if refuse {
-                    return self.send(from, Missing { block });
-                }
-                self.parked.forget(block);
-                let msg = Msg::Forward {
-                    block,
-                    reader: from,
-                    hops: 1,
-                };
-                self.deliver_to_node(msg, now);
-            }
+            Reclaim { block } => self.reclaim_here(from, block, now),
             Recirculate {
                 block,
                 chances,
@@ -610,19 +604,18 @@ where
                 now,
             ),
             Place { block, data } => {
-                let msg = Msg::Place {
-                    block,
-                    data,
-                    replaces: None,
-                };
                 // A Direct host never serves what its client parks to its
                 // own reads (it goes back to the client, which verifies
                 // it); a partition serves its owner's reads: checked first.
                 if self.kind == AlgorithmKind::Hash && from != self.me {
+                    let msg = Msg::Place {
+                        block,
+                        data,
+                        replaces: None,
+                    };
                     self.hold_then_deliver(from, msg, now);
                 } else {
-                    self.parked.park(block, from, self.cfg.max_directory);
-                    self.deliver_to_node(msg, now);
+                    self.place_here(from, block, data, now);
                 }
             }
             Ping { nonce, status } => {

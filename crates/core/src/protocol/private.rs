@@ -11,6 +11,13 @@
 //! anything else (flipped, truncated, replayed, swapped or forged) is
 //! rejected and read from the origin. A host sees only sealed contents
 //! and block ids it cannot link to files.
+//!
+//! Unification (Netcache sections 2.5 and 3.5, opt-in): a block the
+//! sealer seals under its content ([`Sealed::key`]) is parked under a
+//! content id, the same for identical blocks of every owner holding the
+//! cluster's dedup key, so a host keeps one copy for all of them
+//! (parked.rs). The owner notes the id and the content key beside the
+//! digest; the host still sees only ciphertext.
 
 use super::integrity::Expected;
 use super::node::NodeProtocol;
@@ -18,27 +25,98 @@ use super::parked::Notes;
 use super::{Content, Digest, PeerMsg, ProtocolKey, Recorded};
 use crate::coop::{Msg, NodeId, SizeClassed};
 
+/// The key a unified block is sealed under, derived from its contents
+/// (and the cluster's dedup key): whoever holds it can open the block.
+pub type ContentKey = [u8; 32];
+
+/// A block as a [`Sealer`] sealed it for parking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sealed<K, D> {
+    /// The id the host keeps it under: one that tells the host nothing of
+    /// the owner's files (the daemon's private block ids already do not),
+    /// or, unified, the content id identical blocks share.
+    pub id: K,
+    /// What the host keeps.
+    pub data: D,
+    /// Unified: the key that opens it, kept by the owner only.
+    pub key: Option<ContentKey>,
+}
+
 /// How a private node seals a block before parking it on a peer, and
 /// opens what the peer returns.
 pub trait Sealer<K, D>: Send {
     /// What the host keeps of `block`'s `data`: sealed so that it reveals
-    /// nothing of the bytes, and bound to `block`; `None` if it cannot be
-    /// sealed (the block is then dropped, never parked in the clear).
-    fn seal(&mut self, block: K, data: &D) -> Option<D>;
+    /// nothing of the bytes, and bound to `block` (or, unified, to its
+    /// contents); `None` if it cannot be sealed (the block is then
+    /// dropped, never parked in the clear).
+    fn seal(&mut self, block: K, data: &D) -> Option<Sealed<K, D>>;
 
     /// The contents `sealed` holds, if it was sealed by this sealer for
-    /// `block` and not altered since; `None` otherwise.
-    fn open(&mut self, block: K, sealed: &D) -> Option<D>;
+    /// `block` (unified: under `key`) and not altered since; `None`
+    /// otherwise.
+    fn open(&mut self, block: K, key: Option<&ContentKey>, sealed: &D) -> Option<D>;
+}
+
+/// Bytes an AEAD adds to each block sealed under the owner's key
+/// (XChaCha20-Poly1305's 24-byte random nonce and 16-byte tag).
+pub const SEAL_OVERHEAD: u32 = 40;
+
+/// Bytes an AEAD adds to each unified block: its 16-byte tag only (its
+/// key seals nothing else, so its nonce is fixed).
+pub const UNIFIED_OVERHEAD: u32 = 16;
+
+/// A block id made from a hash: the content id a unified block is parked
+/// under (or a simulated owner's salted id), random to whoever lacks the
+/// key behind the hash.
+pub trait HostId: Sized {
+    /// The id taken from the first bytes of `hash`.
+    fn from_hash(hash: &[u8; 32]) -> Self;
+}
+
+impl HostId for u64 {
+    fn from_hash(hash: &[u8; 32]) -> Self {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&hash[..8]);
+        u64::from_le_bytes(b)
+    }
+}
+
+impl HostId for super::BlockId {
+    fn from_hash(hash: &[u8; 32]) -> Self {
+        let mut index = [0u8; 4];
+        index.copy_from_slice(&hash[8..12]);
+        super::BlockId {
+            file: u64::from_hash(hash),
+            index: u32::from_le_bytes(index),
+        }
+    }
+}
+
+/// What a private owner keeps of a block it parked.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Note<K> {
+    /// The id the host keeps it under.
+    id: K,
+    /// The digest of its contents, as they left.
+    digest: Digest,
+    /// Unified: the key that opens it.
+    key: Option<ContentKey>,
 }
 
 /// A private node's sealer and its hash table of parked blocks.
 pub(super) struct Private<K, D> {
     sealer: Box<dyn Sealer<K, D>>,
-    /// The digest of each parked block's contents, as they left: what a
-    /// returned block must open to. Only the owner keeps it. A block
-    /// taken back leaves it at once (its digest goes with the read).
-    hashes: Notes<K, Digest>,
-    /// Most entries of `hashes`. Beyond, the oldest goes: parked blocks
+    /// The note of each parked block: its id at the host, the digest of
+    /// its contents as they left (what a returned block must open to) and,
+    /// unified, its key. Only the owner keeps it. A block taken back
+    /// leaves it at once (its digest goes with the read).
+    hashes: Notes<K, Note<K>>,
+    /// The reads of parked blocks in flight, by the id asked of the host:
+    /// the block each answers.
+    reclaims: Notes<K, K>,
+    /// The keys of the unified blocks being taken back, by block.
+    keys: Notes<K, ContentKey>,
+    /// Most entries of each table. Beyond, the oldest goes: parked blocks
     /// are never touched until taken back, so the oldest note is a block
     /// the remote cache drops next, or one it dropped unannounced (its
     /// host left); a block without a note is read from the origin.
@@ -46,7 +124,7 @@ pub(super) struct Private<K, D> {
 }
 
 impl<K: ProtocolKey, D> Private<K, D> {
-    /// Forgets `block`'s digest (invalidated: never parked again as is).
+    /// Forgets `block`'s note (invalidated: never parked again as is).
     pub(super) fn forget(&mut self, block: K) {
         self.hashes.forget(block);
     }
@@ -66,6 +144,8 @@ where
         self.private = Some(Private {
             sealer,
             hashes: Notes::default(),
+            reclaims: Notes::default(),
+            keys: Notes::default(),
             max: max_parked,
         });
     }
@@ -108,39 +188,64 @@ where
         let Some(p) = &mut self.private else {
             return false;
         };
-        let data_digest = data.digest();
-        let Some(data) = p.sealer.seal(block, data) else {
+        let digest = data.digest();
+        let Some(Sealed { id, data, key }) = p.sealer.seal(block, data) else {
             self.stats.dropped += 1;
             return true;
         };
-        p.hashes.note(block, data_digest, p.max);
+        p.hashes.note(block, Note { id, digest, key }, p.max);
         self.stats.sealed += 1;
-        self.send(host, PeerMsg::Place { block, data });
+        self.stats.unified += u64::from(key.is_some());
+        self.send(host, PeerMsg::Place { block: id, data });
         true
     }
 
     /// Asks `host` for `block`, parked there sealed, to be checked against
     /// this node's own digest (no manager is asked); with no digest kept,
-    /// the origin. `false` if the node is not private.
+    /// or another read of the same id from `host` still waiting (two of
+    /// this node's blocks unified), the origin. `false` if the node is not
+    /// private.
     pub(super) fn reclaim_sealed(&mut self, host: NodeId, block: K, now: u64) -> bool {
         let Some(p) = &mut self.private else {
             return false;
         };
-        let Some(digest) = p.hashes.forget(block) else {
+        let Some(note) = p.hashes.forget(block) else {
             self.read_origin(block, now);
             return true;
         };
+        let other = p.reclaims.get(note.id).filter(|&b| b != block);
+        if other.is_some_and(|b| self.reads.asks(b, host)) {
+            self.read_origin(block, now);
+            return true;
+        }
+        let Some(p) = &mut self.private else {
+            return true;
+        };
+        p.reclaims.note(note.id, block, p.max);
+        if let Some(key) = note.key {
+            p.keys.note(block, key, p.max);
+        }
         self.asked(block, host);
-        self.send(host, PeerMsg::Reclaim { block });
+        self.send(host, PeerMsg::Reclaim { block: note.id });
         let expected = Expected {
             recorded: Recorded {
-                digest,
+                digest: note.digest,
                 by: self.me,
             },
             manager: self.me,
         };
         self.read_expect(block, expected, host, now);
         true
+    }
+
+    /// The block a host's answer about `id` is for: on a private node, the
+    /// one being taken back under that id (the answer leaves the table);
+    /// otherwise `id` itself.
+    pub(super) fn reclaimed(&mut self, id: K) -> K {
+        match &mut self.private {
+            Some(p) => p.reclaims.forget(id).unwrap_or(id),
+            None => id,
+        }
     }
 
     /// Opens what `from` returned for `block`: the contents, if they were
@@ -155,89 +260,12 @@ where
         expect: Expected,
     ) -> Option<D> {
         let p = self.private.as_mut()?;
-        if let Some(plain) = p.sealer.open(block, &data) {
+        let key = p.keys.forget(block);
+        if let Some(plain) = p.sealer.open(block, key.as_ref(), &data) {
             return Some(plain);
         }
         self.integrity_failure();
         self.dispute(block, from, data.digest(), expect);
         None
-    }
-}
-
-/// The simulator's sealer: contents are digests, so sealing XORs the
-/// digest with a pad drawn from the key and the block (a host sees no
-/// digest of the owner's bytes, and a block's sealed form opens to
-/// garbage under any other block id) and adds an AEAD's 40 bytes. It
-/// authenticates nothing itself: the owner's hash table rejects what a
-/// host altered, as it does behind the daemon's AEAD.
-#[derive(Clone, Debug)]
-pub struct DigestSealer {
-    key: u64,
-}
-
-/// Bytes an AEAD adds to each sealed block (XChaCha20-Poly1305's 24-byte
-/// nonce and 16-byte tag).
-pub const SEAL_OVERHEAD: u32 = 40;
-
-impl DigestSealer {
-    /// A sealer under `key`.
-    pub fn new(key: u64) -> Self {
-        DigestSealer { key }
-    }
-
-    fn pad<K: std::hash::Hash>(&self, block: K) -> [u8; 32] {
-        use std::hash::BuildHasher;
-        let mut state = foldhash::fast::FixedState::with_seed(self.key).hash_one(block);
-        let mut pad = [0u8; 32];
-        for chunk in pad.chunks_mut(8) {
-            chunk.copy_from_slice(&crate::policy::splitmix64(&mut state).to_le_bytes());
-        }
-        pad
-    }
-
-    fn xor<K: std::hash::Hash>(&self, block: K, d: &Digest) -> [u8; 32] {
-        let pad = self.pad(block);
-        std::array::from_fn(|i| d.hash[i] ^ pad[i])
-    }
-}
-
-impl<K: std::hash::Hash + Send> Sealer<K, Digest> for DigestSealer {
-    fn seal(&mut self, block: K, data: &Digest) -> Option<Digest> {
-        Some(Digest {
-            hash: self.xor(block, data),
-            len: data.len.checked_add(SEAL_OVERHEAD)?,
-        })
-    }
-
-    fn open(&mut self, block: K, sealed: &Digest) -> Option<Digest> {
-        Some(Digest {
-            hash: self.xor(block, sealed),
-            len: sealed.len.checked_sub(SEAL_OVERHEAD)?,
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_digest_sealer_hides_the_digest_and_binds_the_block() {
-        let mut s = DigestSealer::new(7);
-        let d = Digest {
-            hash: [3; 32],
-            len: 100,
-        };
-        let sealed = Sealer::<u64, _>::seal(&mut s, 1, &d).unwrap();
-        assert_ne!(sealed.hash, d.hash);
-        assert_eq!(sealed.len, 140);
-        assert_eq!(Sealer::<u64, _>::open(&mut s, 1, &sealed), Some(d));
-        let swapped = Sealer::<u64, _>::open(&mut s, 2, &sealed).unwrap();
-        assert_ne!(swapped, d, "another block's sealed form opens to garbage");
-        let short = Digest {
-            hash: d.hash,
-            len: 3,
-        };
-        assert_eq!(Sealer::<u64, _>::open(&mut s, 1, &short), None);
     }
 }

@@ -89,6 +89,13 @@ impl<K: ProtocolKey, D> Reads<K, D> {
         self.pending.len()
     }
 
+    /// Whether the read of `block` still waits on `source`'s answer.
+    pub(super) fn asks(&self, block: K, source: NodeId) -> bool {
+        self.pending
+            .get(&block)
+            .is_some_and(|p| p.stage == Stage::Asking && p.source == Some(source))
+    }
+
     pub(super) fn queued_len(&self) -> usize {
         self.queued.len()
     }

@@ -22,6 +22,15 @@ pub struct ProtocolStats {
     pub sealed: u64,
     /// Sealed blocks taken back, opened and matching their digest.
     pub opened: u64,
+    /// Of the sealed blocks, those sealed under their content id, to be
+    /// stored once with identical blocks other owners park (unification).
+    pub unified: u64,
+    /// Blocks a peer parked here that another peer had parked already,
+    /// the same bytes: kept once for both (the memory unification saves).
+    pub unified_hosted: u64,
+    /// Unified blocks handed back to one of their parkers as a copy, kept
+    /// for the others.
+    pub unified_served: u64,
     /// Messages or blocks dropped because a bounded table was full.
     pub dropped: u64,
     /// Messages the node's machines sent that have no live form (a bug:
