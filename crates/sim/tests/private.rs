@@ -63,6 +63,9 @@ fn a_private_node_parks_sealed_reads_back_from_idle_peers_and_tells_no_manager()
     read_all(&mut c, OWNER, 1000..1000 + 6 * CAPACITY as u64);
     assert!(c.nodes()[OWNER as usize].private_parked() <= 4 * CAPACITY);
 
+    let read: Vec<u64> = working_set()
+        .chain(1000..1000 + 6 * CAPACITY as u64)
+        .collect();
     let mut placed = 0;
     for (from, to, msg) in log.borrow().iter() {
         if *from != OWNER {
@@ -71,9 +74,13 @@ fn a_private_node_parks_sealed_reads_back_from_idle_peers_and_tells_no_manager()
         match msg {
             PeerMsg::Place { block, data } => {
                 placed += 1;
-                let plain = c.content(*block);
-                assert_ne!(data.hash, plain.hash, "block {block} left in the clear");
-                assert!(data.len > plain.len, "sealed: nonce and tag added");
+                // The host sees neither the owner's block ids nor contents.
+                assert!(!read.contains(block), "block id {block} left");
+                assert!(
+                    read.iter().all(|&b| c.content(b).hash != data.hash),
+                    "a block left in the clear"
+                );
+                assert!(data.len > c.content(0).len, "sealed: nonce and tag added");
             }
             PeerMsg::Reclaim { .. } | PeerMsg::Ping { .. } | PeerMsg::Pong { .. } => {}
             other => panic!("the private node told node {to}: {other:?}"),

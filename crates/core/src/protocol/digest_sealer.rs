@@ -20,10 +20,12 @@ use std::hash::{BuildHasher, Hash};
 #[derive(Clone, Debug)]
 pub struct DigestSealer {
     key: u64,
-    /// The cluster's dedup key, and which files are privacy-critical
-    /// (by file id), never unified.
-    unify: Option<(u64, fn(u64) -> bool)>,
+    unify: Option<Unify>,
 }
+
+/// The cluster's dedup key, and which files are privacy-critical (by file
+/// id), never unified.
+type Unify = (u64, fn(u64) -> bool);
 
 impl DigestSealer {
     /// A sealer under `key`, unifying nothing.

@@ -85,7 +85,7 @@ where
             // A private node parks its blocks sealed, and checks them on
             // return against its own digests (private.rs).
             Msg::Forward { block, reader, .. }
-                if reader == me && self.reclaim_sealed(peer, block, now) => {}
+                if reader == me && self.reclaim_sealed(block, now) => {}
             Msg::Place {
                 block, ref data, ..
             } if !self.held.contains(block) && self.park_sealed(peer, block, data) => {}

@@ -32,6 +32,11 @@ impl Peers {
         }
     }
 
+    /// The live members advertising memory to lend, sorted.
+    pub(super) fn lenders(&self) -> &[NodeId] {
+        &self.lenders
+    }
+
     pub(super) fn status(&self, peer: NodeId) -> Option<Status> {
         self.status.get(&peer).copied()
     }

@@ -22,7 +22,7 @@
 use super::integrity::Expected;
 use super::node::NodeProtocol;
 use super::parked::Notes;
-use super::{Content, Digest, PeerMsg, ProtocolKey, Recorded};
+use super::{Content, Digest, PeerMsg, ProtocolKey, Recorded, manager_of};
 use crate::coop::{Msg, NodeId, SizeClassed};
 
 /// The key a unified block is sealed under, derived from its contents
@@ -101,6 +101,8 @@ pub(super) struct Note<K> {
     digest: Digest,
     /// Unified: the key that opens it.
     key: Option<ContentKey>,
+    /// The node it was parked on.
+    host: NodeId,
 }
 
 /// A private node's sealer and its hash table of parked blocks.
@@ -183,7 +185,10 @@ where
     }
 
     /// Parks `block` at `host` sealed, noting its digest; `false` if the
-    /// node is not private.
+    /// node is not private. A unified block goes instead to the lender its
+    /// content id picks (rendezvous, as managers are picked), so identical
+    /// blocks of every owner meet on one host: parked at random, they
+    /// would unify only by chance.
     pub(super) fn park_sealed(&mut self, host: NodeId, block: K, data: &D) -> bool {
         let Some(p) = &mut self.private else {
             return false;
@@ -193,26 +198,38 @@ where
             self.stats.dropped += 1;
             return true;
         };
-        p.hashes.note(block, Note { id, digest, key }, p.max);
+        let host = match key {
+            Some(_) => manager_of(id.file(), self.peers.lenders()).unwrap_or(host),
+            None => host,
+        };
+        let note = Note {
+            id,
+            digest,
+            key,
+            host,
+        };
+        p.hashes.note(block, note, p.max);
         self.stats.sealed += 1;
         self.stats.unified += u64::from(key.is_some());
         self.send(host, PeerMsg::Place { block: id, data });
         true
     }
 
-    /// Asks `host` for `block`, parked there sealed, to be checked against
-    /// this node's own digest (no manager is asked); with no digest kept,
-    /// or another read of the same id from `host` still waiting (two of
-    /// this node's blocks unified), the origin. `false` if the node is not
-    /// private.
-    pub(super) fn reclaim_sealed(&mut self, host: NodeId, block: K, now: u64) -> bool {
+    /// Asks the host of `block`, parked there sealed, for it, to be
+    /// checked against this node's own digest (no manager is asked); with
+    /// no note kept, the host gone, or another read of the same id from
+    /// the host still waiting (two of this node's blocks unified), the
+    /// origin. `false` if the node is not private.
+    pub(super) fn reclaim_sealed(&mut self, block: K, now: u64) -> bool {
         let Some(p) = &mut self.private else {
             return false;
         };
-        let Some(note) = p.hashes.forget(block) else {
+        let note = p.hashes.forget(block);
+        let Some(note) = note.filter(|n| self.live.contains(&n.host)) else {
             self.read_origin(block, now);
             return true;
         };
+        let host = note.host;
         let other = p.reclaims.get(note.id).filter(|&b| b != block);
         if other.is_some_and(|b| self.reads.asks(b, host)) {
             self.read_origin(block, now);
