@@ -1,5 +1,5 @@
-//! `coopcache cluster init|issue|token`: the cluster CA, node certificates
-//! and one-time join tokens.
+//! `coopcache cluster init|issue|token|unify-key`: the cluster CA, node
+//! certificates, one-time join tokens and the dedup key.
 
 use anyhow::Result;
 use coopcache_node::join::{table, token};
@@ -47,6 +47,17 @@ pub enum ClusterCmd {
         /// written into the token so that --join is not needed.
         #[arg(long)]
         address: Option<String>,
+    },
+    /// Writes a new random dedup key to DIR/unify.key (readable by its
+    /// owner only): private nodes started with `--unify-key` naming a copy
+    /// of it store identical parked blocks once (Netcache's unification).
+    /// Whoever holds it can confirm a guess at a unified block's contents:
+    /// copy it to the members that unify, and mark files no member may
+    /// learn of with `--critical GLOB`.
+    UnifyKey {
+        /// Directory to write unify.key in (a key already there is kept).
+        #[arg(long)]
+        dir: PathBuf,
     },
 }
 
@@ -98,6 +109,15 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
                 token::hex(&t.fingerprint),
                 token::utc(t.expires),
                 dir = dir.display(),
+            );
+        }
+        ClusterCmd::UnifyKey { dir } => {
+            let path = dir.join("unify.key");
+            coopcache_node::dedup::create(&path)?;
+            println!("dedup key in {}", path.display());
+            eprintln!(
+                "copy it to every private node that should unify, and start them with --unify-key {}",
+                path.display()
             );
         }
     }

@@ -62,10 +62,9 @@ impl LoopbackSpec {
 /// The memory budget that leaves `cache` bytes for cached blocks of
 /// `block_size` after the runtime reserve and per-block metadata (with a
 /// private origin's hash table if `private`).
-fn memory_for(cache: u64, block_size: u64, private: bool) -> u64 {
-    use coopcache_node::budget::{PER_BLOCK_OVERHEAD, PRIVATE_PER_BLOCK, RESERVE};
-    let table = if private { PRIVATE_PER_BLOCK } else { 0 };
-    RESERVE + cache / block_size * (block_size + PER_BLOCK_OVERHEAD + table)
+fn memory_for(cache: u64, block_size: u32, private: bool) -> u64 {
+    let blocks = cache / u64::from(block_size);
+    coopcache_node::budget::Budget::holding(blocks, block_size, private).total
 }
 
 /// Node `i`'s options: its certificate, `cache` bytes of blocks, joined
@@ -78,7 +77,7 @@ fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> R
     opts.algorithm = spec.algorithm;
     opts.block_size = spec.block_size;
     opts.private = spec.private.contains(&i);
-    opts.memory = memory_for(cache, u64::from(spec.block_size), opts.private);
+    opts.memory = memory_for(cache, spec.block_size, opts.private);
     opts.attr_ttl = spec.attr_ttl;
     if let Some(t) = spec.min_timeout {
         opts.min_timeout = t;

@@ -106,6 +106,19 @@ pub struct NodeArgs {
     /// and checked on return. Needs `direct` or `base`.
     #[arg(long, env = "COOPCACHE_PRIVATE")]
     private: bool,
+    /// With --private: the cluster's dedup key file (`coopcache cluster
+    /// unify-key`). Identical blocks parked by private nodes holding the
+    /// same key are stored once on their host (Netcache's unification,
+    /// under keyed content ids). A holder of the key can confirm a guess at
+    /// a unified block's contents: mark files no member may learn of with
+    /// --critical.
+    #[arg(long, env = "COOPCACHE_UNIFY_KEY")]
+    unify_key: Option<PathBuf>,
+    /// With --unify-key: a privacy-critical path pattern, a glob over
+    /// paths in the origin (`secrets/**`, `*.key`); such files are never
+    /// unified. Repeatable, or comma-separated.
+    #[arg(long, env = "COOPCACHE_CRITICAL", value_delimiter = ',')]
+    critical: Vec<String>,
     /// How long this node's own reads must have stopped before it calls
     /// itself idle and lends its memory to busy peers (Netcache) [default: 10s].
     #[arg(long, env = "COOPCACHE_IDLE_AFTER", value_parser = parse_duration)]
@@ -288,6 +301,8 @@ fn serve(s: Settings) -> Result<()> {
         opts.advertise = s.advertise;
         opts.discover = s.discover;
         opts.private = s.private;
+        opts.unify = s.unify.as_ref().map(|u| u.key);
+        opts.critical = s.unify.map(|u| u.critical).unwrap_or_default();
         opts.idle_after = s.idle_after;
         let node = Arc::new(coopcache_node::start(opts).await?);
         tokio::spawn(report_heap(node.clone()));

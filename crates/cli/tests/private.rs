@@ -7,60 +7,16 @@
 #[path = "common/cluster.rs"]
 mod cluster;
 mod common;
+#[path = "common/proc_memory.rs"]
+mod proc_memory;
 
 use cluster::{Node, NodeSpec, cluster_init, fetch, members, wait_until};
+use proc_memory::{marked_file, occurrences_in_memory};
 use std::fs;
-use std::path::Path;
 
 /// A marker no other bytes of either process contain: the block's
 /// plaintext is found wherever this is.
 const MARKER: &[u8] = b"\x01coopcache-private-plaintext-marker\x02";
-
-/// 8 MiB of lines, each with the marker and its number (so no two blocks
-/// are alike).
-fn secret_file(path: &Path) -> Vec<u8> {
-    let mut data = Vec::with_capacity(8 << 20);
-    let mut line = 0u64;
-    while data.len() < 8 << 20 {
-        data.extend_from_slice(MARKER);
-        data.extend_from_slice(format!(" line {line:012}\n").as_bytes());
-        line += 1;
-    }
-    data.truncate(8 << 20);
-    fs::write(path, &data).unwrap();
-    data
-}
-
-/// Occurrences of `needle` in the writable memory of process `pid`
-/// (heap, anonymous mappings, stacks), read through /proc/PID/mem.
-fn occurrences_in_memory(pid: u32, needle: &[u8]) -> usize {
-    use std::io::{Read, Seek, SeekFrom};
-    let maps = fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    let mut mem = fs::File::open(format!("/proc/{pid}/mem")).unwrap();
-    let mut found = 0;
-    for line in maps.lines() {
-        let mut fields = line.split_whitespace();
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
-            continue;
-        };
-        let path = fields.nth(3).unwrap_or("");
-        if !perms.starts_with("rw") || path.starts_with("[v") {
-            continue; // code, read-only data, vvar/vsyscall
-        }
-        let (start, end) = range.split_once('-').unwrap();
-        let start = u64::from_str_radix(start, 16).unwrap();
-        let end = u64::from_str_radix(end, 16).unwrap();
-        let mut region = vec![0u8; (end - start) as usize];
-        if mem.seek(SeekFrom::Start(start)).is_err() || mem.read_exact(&mut region).is_err() {
-            continue; // unmapped since maps was read
-        }
-        found += region
-            .windows(needle.len())
-            .filter(|w| *w == needle)
-            .count();
-    }
-    found
-}
 
 /// Starts an idle host and a busy owner (its origin private if
 /// `private`), has the owner read its file twice (its cache holds a
@@ -73,7 +29,7 @@ fn run(private: bool) -> (usize, serde_json::Value) {
     let (owner_origin, host_origin) = (dir.path().join("mine"), dir.path().join("shared"));
     fs::create_dir_all(&owner_origin).unwrap();
     fs::create_dir_all(&host_origin).unwrap();
-    let data = secret_file(&owner_origin.join("secret.bin"));
+    let data = marked_file(&owner_origin.join("secret.bin"), MARKER);
 
     let common = ["--algorithm", "direct", "--idle-after", "200ms"];
     let host = Node::start(&NodeSpec {
@@ -83,7 +39,7 @@ fn run(private: bool) -> (usize, serde_json::Value) {
         join: None,
         extra: &[&common[..], &["--memory", "64MiB"]].concat(),
     });
-    let mut owner_args = [&common[..], &["--memory", "34MiB"]].concat();
+    let mut owner_args = [&common[..], &["--memory", "36MiB"]].concat();
     if private {
         owner_args.push("--private");
     }

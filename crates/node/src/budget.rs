@@ -59,11 +59,19 @@ pub const PEER_IN_BYTES: u64 = 4 << 20;
 /// (nonce and tag), still within it.
 pub const PER_BLOCK_OVERHEAD: u64 = 256;
 
-/// A private node's hash table per cached block: the digests of the
-/// blocks it parks on peers, up to [`PARKED_SHARE`] times its memory
-/// (each note: block id 12 B, digest 36 B, its number 8 B, its order
-/// entry 24 B and the map's slack, about 96 B).
-pub const PRIVATE_PER_BLOCK: u64 = PARKED_SHARE as u64 * 96;
+/// A private node's hash table per cached block: the notes of the blocks
+/// it parks on peers (id at the host, digest, a unified block's key and
+/// its host), up to [`PARKED_SHARE`] times its memory, each at its worst
+/// case with the map's and the order queue's slack
+/// ([`NOTE_BYTES`](coopcache_core::protocol::NOTE_BYTES)).
+pub const PRIVATE_PER_BLOCK: u64 = (PARKED_SHARE * coopcache_core::protocol::NOTE_BYTES) as u64;
+
+/// A private node's tables of reads of parked blocks in flight, full
+/// ([`MAX_READS`](coopcache_core::protocol::MAX_READS) of
+/// [`RECLAIM_BYTES`](coopcache_core::protocol::RECLAIM_BYTES)): counted
+/// besides [`RESERVE`] on a private node only.
+pub const PRIVATE_READS_BYTES: u64 =
+    (coopcache_core::protocol::MAX_READS * coopcache_core::protocol::RECLAIM_BYTES) as u64;
 
 /// Notes of parked blocks a private node caching `capacity` blocks keeps.
 pub fn parked_notes(capacity: usize) -> usize {
@@ -85,7 +93,7 @@ pub struct Budget {
 /// A budget too small for even one block next to the reserve.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
-    "memory budget of {total} bytes is too small: at least {min} bytes are needed ({RESERVE} reserved for the runtime and in-flight buffers, plus room for 16 blocks of {block_size} bytes)"
+    "memory budget of {total} bytes is too small: at least {min} bytes are needed (a reserve for the runtime and in-flight buffers, plus room for 16 blocks of {block_size} bytes)"
 )]
 pub struct BudgetError {
     /// The budget asked for.
@@ -97,11 +105,38 @@ pub struct BudgetError {
 }
 
 impl Budget {
+    /// Bytes set aside for everything but the cache: [`RESERVE`], and on
+    /// a private node [`PRIVATE_READS_BYTES`].
+    pub fn reserve(&self) -> u64 {
+        match self.private {
+            true => RESERVE + PRIVATE_READS_BYTES,
+            false => RESERVE,
+        }
+    }
+
+    /// Bytes each cached block counts for: its own, its metadata's and,
+    /// on a private node, its share of the hash table.
+    pub fn per_block(&self) -> u64 {
+        let private = if self.private { PRIVATE_PER_BLOCK } else { 0 };
+        u64::from(self.block_size) + PER_BLOCK_OVERHEAD + private
+    }
+
+    /// The smallest budget of `block_size` blocks (private if `private`)
+    /// that caches `blocks` blocks.
+    pub fn holding(blocks: u64, block_size: u32, private: bool) -> Budget {
+        let mut b = Budget {
+            total: 0,
+            block_size,
+            private,
+        };
+        b.total = b.reserve() + blocks * b.per_block();
+        b
+    }
+
     /// Blocks the node may cache.
     pub fn blocks(&self) -> Result<usize, BudgetError> {
-        let private = if self.private { PRIVATE_PER_BLOCK } else { 0 };
-        let per_block = u64::from(self.block_size) + PER_BLOCK_OVERHEAD + private;
-        let min = RESERVE + 16 * per_block;
+        let (reserve, per_block) = (self.reserve(), self.per_block());
+        let min = reserve + 16 * per_block;
         if self.total < min {
             return Err(BudgetError {
                 total: self.total,
@@ -109,7 +144,7 @@ impl Budget {
                 block_size: self.block_size,
             });
         }
-        Ok(((self.total - RESERVE) / per_block) as usize)
+        Ok(((self.total - reserve) / per_block) as usize)
     }
 }
 
@@ -178,7 +213,17 @@ mod tests {
         let private = Budget { private: true, ..b };
         let p = private.blocks().unwrap() as u64;
         assert!(p < n, "the private hash table takes room");
-        assert!(p * (65536 + PER_BLOCK_OVERHEAD + PRIVATE_PER_BLOCK) + RESERVE <= 2 << 30);
+        let reserve = RESERVE + PRIVATE_READS_BYTES;
+        assert!(p * (65536 + PER_BLOCK_OVERHEAD + PRIVATE_PER_BLOCK) + reserve <= 2 << 30);
+        for (blocks, private) in [(16, false), (16, true), (1000, true)] {
+            let least = Budget::holding(blocks, 65536, private);
+            assert_eq!(least.blocks(), Ok(blocks as usize));
+            let less = Budget {
+                total: least.total - 1,
+                ..least
+            };
+            assert!(less.blocks().map_or(true, |n| n < blocks as usize));
+        }
         assert!(tiny.blocks().unwrap_err().to_string().contains("too small"));
     }
 }

@@ -31,6 +31,8 @@ pub struct FileConfig {
     pub origin_immutable: Option<bool>,
     pub private: Option<bool>,
     pub idle_after: Option<String>,
+    pub unify_key: Option<PathBuf>,
+    pub critical: Option<Vec<String>>,
     pub mount: Option<PathBuf>,
     pub mount_allow_other: Option<bool>,
     pub http_token_file: Option<PathBuf>,

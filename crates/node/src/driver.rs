@@ -198,6 +198,14 @@ pub struct Status {
     /// Sealed blocks taken back from peers, opened and verified.
     #[serde(default)]
     pub opened_blocks: u64,
+    /// Of the sealed blocks, those parked unified (under a content id,
+    /// `--unify-key`).
+    #[serde(default)]
+    pub unified_blocks: u64,
+    /// Blocks a peer parked here that another peer had parked already
+    /// (the same bytes under one content id): kept once.
+    #[serde(default)]
+    pub unified_hosted: u64,
     /// Blocks this node keeps for its peers (foreign blocks).
     #[serde(default)]
     pub foreign_blocks: u64,

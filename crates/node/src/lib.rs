@@ -24,6 +24,7 @@ pub mod budget;
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod dedup;
 pub mod discovery;
 pub mod driver;
 pub mod frame;
@@ -38,4 +39,6 @@ pub mod quiescence;
 pub mod seal;
 pub mod tls;
 
-pub use handle::{NodeError, NodeHandle, NodeOptions, check_capacity, check_private, start};
+pub use handle::{
+    NodeError, NodeHandle, NodeOptions, check_capacity, check_private, critical_paths, start,
+};

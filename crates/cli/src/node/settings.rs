@@ -46,6 +46,8 @@ pub struct Settings {
     pub origin_immutable: bool,
     /// The origin is private (Netcache's private files).
     pub private: bool,
+    /// With a private origin: unification's dedup key and critical paths.
+    pub unify: Option<Unify>,
     /// Reads stopped this long: the node is idle and lends its memory.
     pub idle_after: Duration,
     pub memory: u64,
@@ -70,6 +72,47 @@ pub struct Settings {
     pub init: bool,
     /// A join token, for a node with no certificate yet.
     pub token: Option<JoinToken>,
+}
+
+/// Unification's settings (`--unify-key`, `--critical`).
+pub struct Unify {
+    /// Where the dedup key was read from.
+    pub path: PathBuf,
+    pub key: coopcache_node::seal::DedupKey,
+    /// Privacy-critical path patterns (checked globs).
+    pub critical: Vec<String>,
+}
+
+impl Unify {
+    /// The dedup key file and critical patterns given, read and checked;
+    /// refused where they would do nothing.
+    fn resolve(
+        path: Option<PathBuf>,
+        critical: Vec<String>,
+        private: bool,
+    ) -> Result<Option<Unify>> {
+        let Some(path) = path else {
+            if let Some(p) = critical.first() {
+                bail!(
+                    "--critical {p}: only unification (--unify-key) shares blocks across owners; without it no file is unified, so no pattern is needed"
+                );
+            }
+            return Ok(None);
+        };
+        if !private {
+            bail!(
+                "--unify-key {}: unification stores identical parked blocks of private origins once; it needs --private (a shared origin's blocks are shared already)",
+                path.display()
+            );
+        }
+        coopcache_node::critical_paths(&critical)?;
+        let key = coopcache_node::dedup::load(&path)?;
+        Ok(Some(Unify {
+            path,
+            key,
+            critical,
+        }))
+    }
 }
 
 /// A size from a flag, else from the file's `key`, else `default`.
@@ -186,6 +229,14 @@ impl Settings {
             )?,
             origin_immutable: args.origin_immutable || file.origin_immutable.unwrap_or(false),
             private,
+            unify: Unify::resolve(
+                args.unify_key.or(file.unify_key),
+                match args.critical.is_empty() {
+                    true => file.critical.unwrap_or_default(),
+                    false => args.critical,
+                },
+                private,
+            )?,
             idle_after: duration(
                 args.idle_after,
                 &file.idle_after,
@@ -302,6 +353,16 @@ impl Settings {
             ("origin_delay", seconds(self.origin_delay)),
             ("origin_immutable", self.origin_immutable.to_string()),
             ("private", self.private.to_string()),
+            (
+                "unify",
+                or_none(self.unify.as_ref().map(|u| {
+                    let critical = match u.critical.is_empty() {
+                        true => "no critical paths".to_owned(),
+                        false => format!("critical: {}", u.critical.join(", ")),
+                    };
+                    format!("dedup key {} ({critical})", u.path.display())
+                })),
+            ),
             ("idle_after", seconds(self.idle_after)),
             ("listen", self.listen.to_string()),
             ("advertise", or_none(self.advertise.clone())),

@@ -50,8 +50,10 @@ pub use content::{Content, Digest, MemStore};
 pub use digest_sealer::DigestSealer;
 pub use integrity::Verdict;
 pub use message::{NotLive, PeerMsg, Recorded};
-pub use node::{Action, MIN_TRACKED, NodeProtocol, ProtocolConfig, ReadFailure, Served};
+pub use node::{Action, MAX_READS, MIN_TRACKED, NodeProtocol, ProtocolConfig, ReadFailure, Served};
 pub use occupancy::{Occupancy, TABLES};
-pub use private::{ContentKey, HostId, SEAL_OVERHEAD, Sealed, Sealer, UNIFIED_OVERHEAD};
+pub use private::{
+    ContentKey, HostId, NOTE_BYTES, RECLAIM_BYTES, SEAL_OVERHEAD, Sealed, Sealer, UNIFIED_OVERHEAD,
+};
 pub use stats::ProtocolStats;
 pub use status::{IDLE_AFTER_US, Status};

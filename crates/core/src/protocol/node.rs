@@ -16,6 +16,9 @@ use crate::coop::{
 };
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+/// A node's reads in flight at once ([`ProtocolConfig::max_reads`]).
+pub const MAX_READS: usize = 4096;
+
 /// The protocol's bounds and timing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProtocolConfig {
@@ -28,7 +31,8 @@ pub struct ProtocolConfig {
     /// answers pings late (or not at all) slows reads down to this, never
     /// more. Round-trip samples older than this are discarded.
     pub max_timeout_us: u64,
-    /// Reads in flight at once; more wait in line.
+    /// Reads in flight at once; more wait in line ([`MAX_READS`] on a
+    /// node).
     pub max_reads: usize,
     /// Reads waiting in line; more fail at once as overloaded.
     pub max_queued: usize,
@@ -74,7 +78,7 @@ impl ProtocolConfig {
         ProtocolConfig {
             min_timeout_us: 50_000,
             max_timeout_us: 5_000_000,
-            max_reads: 4096,
+            max_reads: MAX_READS,
             max_queued: 65536,
             max_held: ((4 << 20) / block_size.max(1) as usize).max(64),
             max_records: capacity.max(MIN_TRACKED / 4) * 4,

@@ -105,6 +105,25 @@ pub(super) struct Note<K> {
     host: NodeId,
 }
 
+/// Most bytes one note of a daemon's hash table takes (block ids
+/// [`BlockId`](super::BlockId)): its map slot and control byte at the
+/// lowest load a bounded table reaches (buckets are a power of two, at
+/// most 7/8 full, so down to 7/16 after growing), and four order entries
+/// (the order queue holds up to twice the notes, in a buffer up to twice
+/// as long). The memory budget counts this per note.
+pub const NOTE_BYTES: usize = note_bytes::<Note<super::BlockId>>();
+
+/// Most bytes a daemon's private node keeps per read of a parked block in
+/// flight: the block its answer is for, and a unified block's key.
+pub const RECLAIM_BYTES: usize = note_bytes::<super::BlockId>() + note_bytes::<ContentKey>();
+
+/// Most bytes of one note with a value of type `V` in a [`Notes`] table
+/// of block ids.
+const fn note_bytes<V>() -> usize {
+    let slot = size_of::<(super::BlockId, (V, u64))>() + 1;
+    slot * 16 / 7 + 4 * size_of::<(super::BlockId, u64)>()
+}
+
 /// A private node's sealer and its hash table of parked blocks.
 pub(super) struct Private<K, D> {
     sealer: Box<dyn Sealer<K, D>>,
@@ -114,10 +133,14 @@ pub(super) struct Private<K, D> {
     /// leaves it at once (its digest goes with the read).
     hashes: Notes<K, Note<K>>,
     /// The reads of parked blocks in flight, by the id asked of the host:
-    /// the block each answers.
+    /// the block each answers. At most `in_flight` (an entry left by a
+    /// host that never answered is pushed out by later ones).
     reclaims: Notes<K, K>,
-    /// The keys of the unified blocks being taken back, by block.
+    /// The keys of the unified blocks being taken back, by block; at
+    /// most `in_flight`.
     keys: Notes<K, ContentKey>,
+    /// Reads this node has in flight at most.
+    in_flight: usize,
     /// Most entries of each table. Beyond, the oldest goes: parked blocks
     /// are never touched until taken back, so the oldest note is a block
     /// the remote cache drops next, or one it dropped unannounced (its
@@ -148,6 +171,7 @@ where
             hashes: Notes::default(),
             reclaims: Notes::default(),
             keys: Notes::default(),
+            in_flight: self.cfg.max_reads,
             max: max_parked,
         });
     }
@@ -238,9 +262,9 @@ where
         let Some(p) = &mut self.private else {
             return true;
         };
-        p.reclaims.note(note.id, block, p.max);
+        p.reclaims.note(note.id, block, p.in_flight);
         if let Some(key) = note.key {
-            p.keys.note(block, key, p.max);
+            p.keys.note(block, key, p.in_flight);
         }
         self.asked(block, host);
         self.send(host, PeerMsg::Reclaim { block: note.id });

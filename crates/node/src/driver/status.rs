@@ -53,6 +53,8 @@ impl Driver {
             private: self.protocol.is_private(),
             sealed_blocks: stats.sealed,
             opened_blocks: stats.opened,
+            unified_blocks: stats.unified,
+            unified_hosted: stats.unified_hosted,
             foreign_blocks: u64::from(own.foreign),
             quiet: self.protocol.is_quiet(),
             sent: self.sent.clone(),
