@@ -126,7 +126,9 @@ fn netcache_private_parks_sealed_blocks_on_the_idle_peer() {
     assert_eq!(one["algorithm"], "direct");
     assert_eq!(one["private"], true);
     assert!(f(one, "opened") > 0.0, "nothing came back sealed: {one}");
-    assert!(f(one, "seal_us") > 0.0 && f(one, "open_us") > 0.0, "{one}");
+    for cost in ["seal_us", "open_us", "unified_seal_us", "unified_open_us"] {
+        assert!(f(one, cost) > 0.0, "{cost}: {one}");
+    }
     assert!(f(one, "origin") < f(&rows[0], "origin"), "{one}");
     for r in &rows {
         assert_eq!(u(r, "wrong_bytes"), 0, "{r}");

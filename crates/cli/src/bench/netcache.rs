@@ -174,6 +174,9 @@ struct Row {
     /// What sealing and opening one block costs (median), with --private.
     seal_us: Option<f64>,
     open_us: Option<f64>,
+    /// The same for a unified block (content key, `--unify-key`).
+    unified_seal_us: Option<f64>,
+    unified_open_us: Option<f64>,
 }
 
 /// The paper's Figure 2 (as its text gives it) and the targets.
@@ -298,7 +301,10 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
     }
     let base = median(&samples[0].iter().map(|s| s.seconds).collect::<Vec<_>>());
     let cost = match args.private {
-        true => Some(seal_cost(args.block_size, None)?),
+        true => Some(SealCost {
+            own: seal_cost(args.block_size, None)?,
+            unified: seal_cost(args.block_size, Some([9; 32]))?,
+        }),
         false => None,
     };
     Ok(configs
@@ -306,6 +312,14 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
         .zip(&samples)
         .map(|(c, s)| row(args, cache, *c, s, base, cost))
         .collect())
+}
+
+/// Median microseconds to seal and to open one block, under the node's
+/// own key and unified (`--unify-key`).
+#[derive(Clone, Copy)]
+struct SealCost {
+    own: (f64, f64),
+    unified: (f64, f64),
 }
 
 /// Median microseconds to seal, and to open, one block of `block_size`
@@ -350,7 +364,7 @@ fn row(
     c: Config,
     s: &[Sample],
     base: f64,
-    cost: Option<(f64, f64)>,
+    cost: Option<SealCost>,
 ) -> Row {
     let seconds = median(&s.iter().map(|s| s.seconds).collect::<Vec<_>>());
     let relative = seconds / base.max(f64::MIN_POSITIVE);
@@ -395,8 +409,10 @@ fn row(
                 .collect();
             (!rtts.is_empty()).then(|| median(&rtts))
         },
-        seal_us: cost.map(|c| c.0),
-        open_us: cost.map(|c| c.1),
+        seal_us: cost.map(|c| c.own.0),
+        open_us: cost.map(|c| c.own.1),
+        unified_seal_us: cost.map(|c| c.unified.0),
+        unified_open_us: cost.map(|c| c.unified.1),
     }
 }
 
@@ -594,6 +610,11 @@ fn print_table(rows: &[Row]) {
             "encryption per {} KiB block (median of 2000): seal {seal:.1} us, open {open:.1} us, beside the peer round trips above",
             r.block_size >> 10
         );
+        if let (Some(seal), Some(open)) = (r.unified_seal_us, r.unified_open_us) {
+            println!(
+                "unified (--unify-key: keyed content hash, then seal): seal {seal:.1} us, open {open:.1} us"
+            );
+        }
     }
 }
 
