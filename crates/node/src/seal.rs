@@ -305,4 +305,52 @@ mod tests {
         assert_eq!(s.open(b, None, &shifted), None, "another offset opened");
         assert!(wide.open(b, None, &shifted).is_some());
     }
+
+    /// Unified blocks: identical bytes seal alike under one dedup key and
+    /// share nothing under another; only the noted content key opens
+    /// one, and a privacy-critical file's blocks are sealed as without
+    /// unification.
+    #[test]
+    fn unified_blocks_need_the_dedup_key() {
+        let data = Block::new(Bytes::from(
+            (0..BS).map(|i| (i % 251) as u8).collect::<Vec<_>>(),
+        ));
+        let (mut a, mut b) = (
+            BlockSealer::unifying(BS, [1; 32]),
+            BlockSealer::unifying(BS, [1; 32]),
+        );
+        let shared = 5 | UNIFIABLE;
+        let sa = a.seal(block(shared, 0), &data).unwrap();
+        let sb = b.seal(block(shared ^ 2, 9), &data).unwrap();
+        assert_eq!(sa, sb, "two owners, one content: one id, one ciphertext");
+        assert_eq!(sa.data.bytes.len(), data.bytes.len() + TAG);
+        for run in data.bytes.chunks(16) {
+            assert!(!sa.data.bytes.windows(16).any(|w| w == run));
+        }
+        let key = sa.key.unwrap();
+        assert_eq!(
+            b.open(block(shared ^ 2, 9), Some(&key), &sa.data),
+            Some(data.clone())
+        );
+        // Another dedup key: another id, other bytes, and its key opens
+        // nothing sealed under this one.
+        let mut c = BlockSealer::unifying(BS, [2; 32]);
+        let sc = c.seal(block(shared, 0), &data).unwrap();
+        assert_ne!(sc.id, sa.id);
+        assert_ne!(sc.data.bytes, sa.data.bytes);
+        assert_eq!(a.open(block(shared, 0), sc.key.as_ref(), &sa.data), None);
+        // Altered: refused.
+        let flipped = altered(&sa.data, |v| v[7] ^= 0x01);
+        assert_eq!(a.open(block(shared, 0), Some(&key), &flipped), None);
+        let short = altered(&sa.data, |v| v.truncate(TAG - 1));
+        assert_eq!(a.open(block(shared, 0), Some(&key), &short), None);
+        // Not unifiable (a critical file): the owner's key, a random nonce.
+        let critical = a.seal(block(5, 0), &data).unwrap();
+        assert!(critical.key.is_none());
+        assert_eq!(critical.id, block(5, 0));
+        assert_ne!(
+            critical.data.bytes,
+            b.seal(block(5, 0), &data).unwrap().data.bytes
+        );
+    }
 }
