@@ -122,6 +122,12 @@ fn report(s: &Summary, base: &RunConfig, secs: f64) {
         .collect();
     println!("faults: {}", faults.join(", "));
     println!("messages refused for their sender's role: {}", c.refused);
+    if c.unified > 0 {
+        println!(
+            "blocks hosts kept once for several private owners: {}",
+            c.unified
+        );
+    }
     println!("violations: {}", s.failures.len());
     for (seed, f) in s.failures.iter().take(20) {
         let cfg = RunConfig {

@@ -1,7 +1,6 @@
 //! The invariants, checked as the run goes: right bytes, reads that
 //! finish, bounded tables, directories naming only live members.
 
-use super::origin::content;
 use super::plan::{Mode, Plan};
 use super::report::Violation;
 use coopcache_core::coop::NodeId;
@@ -97,10 +96,12 @@ impl Checker {
     }
 
     /// Honest `node` finished its reads of `block` with `result`.
+    /// `want` is the origin's contents of `block`.
     pub(super) fn completed(
         &mut self,
         node: NodeId,
         block: BlockId,
+        want: Digest,
         now: u64,
         result: &Result<Served<Digest>, ReadFailure>,
     ) -> Result<Tally, Violation> {
@@ -124,14 +125,14 @@ impl Checker {
         }
         let n = starts.len() as u64;
         match result {
-            Ok(served) if served.data == content(block) => tally.ok = n,
+            Ok(served) if served.data == want => tally.ok = n,
             Ok(_) if self.tainted.contains(&block) => tally.tolerated = n,
             Ok(served) => {
                 return Err(Violation::WrongBytes {
                     node,
                     block,
                     got: served.data,
-                    want: content(block),
+                    want,
                     level: format!("{:?}", served.level),
                 });
             }

@@ -53,10 +53,13 @@ impl Origin {
 
     /// What a read of `block` returns: its contents if its version is
     /// current and the block exists. A private node names the file by an
-    /// id of its own: `file` is then the origin's.
+    /// id of its own: `file` is then the origin's (and the contents are
+    /// the origin file's, alike for every private node reading it, as
+    /// copies of one base image are).
     pub(super) fn read(&self, block: BlockId, file: Option<u64>) -> Option<Digest> {
-        let path = *self.current.get(&file.unwrap_or(block.file))?;
-        (block.index < self.files[path as usize].1).then(|| content(block))
+        let file = file.unwrap_or(block.file);
+        let path = *self.current.get(&file)?;
+        (block.index < self.files[path as usize].1).then(|| content(BlockId { file, ..block }))
     }
 }
 

@@ -101,6 +101,9 @@ pub struct Plan {
     /// idle_hosts + private`, Direct plans only): each reads only files of
     /// its own (`PRIVATE_FILES` of them) and parks its blocks sealed.
     pub private: u32,
+    /// Private nodes unify (one dedup key) and read the same files, so
+    /// that their identical blocks meet on their hosts.
+    pub unify: bool,
     /// How often every node pings every peer (and says what it lends).
     pub ping_us: u64,
     /// How long a node's reads must have stopped before it is idle.
@@ -164,6 +167,7 @@ impl Plan {
             },
             idle_hosts: 0,
             private: 0,
+            unify: false,
             ping_us: 1_000_000,
             idle_after_us: coopcache_core::protocol::IDLE_AFTER_US,
         };
@@ -177,6 +181,7 @@ impl Plan {
             plan.ping_us = rng.random_range(2_000..=20_000);
             plan.idle_after_us = plan.ping_us * rng.random_range(1..=5);
             plan.private = rng.random_range(0..=nodes - byzantine - plan.idle_hosts);
+            plan.unify = plan.private >= 2 && rng.random_bool(0.5);
         }
         plan
     }
@@ -191,7 +196,8 @@ impl Plan {
     pub fn paths_of(&self, id: Option<u32>) -> std::ops::Range<u32> {
         match id.filter(|&n| self.is_private(n)) {
             Some(n) => {
-                let first = self.files + (n - self.idle_hosts) * PRIVATE_FILES;
+                let mine = if self.unify { 0 } else { n - self.idle_hosts };
+                let first = self.files + mine * PRIVATE_FILES;
                 first..first + PRIVATE_FILES
             }
             None => 0..self.files,
@@ -239,7 +245,7 @@ impl fmt::Display for Plan {
             f,
             "{} {}: {} nodes ({} lying), {} files of <= {} blocks, {} blocks a node; \
              drop {:.3} dup {:.3} reorder {:.3} crash {:.4} partition {:.4} \
-             change {:.4} origin errors {:.3}; {} idle hosts, {} private, pings every {} us, idle after {} us",
+             change {:.4} origin errors {:.3}; {} idle hosts, {} private{}, pings every {} us, idle after {} us",
             self.mode,
             self.algorithm.name(),
             self.nodes,
@@ -256,6 +262,7 @@ impl fmt::Display for Plan {
             self.origin_error,
             self.idle_hosts,
             self.private,
+            if self.unify { " unifying" } else { "" },
             self.ping_us,
             self.idle_after_us,
         )

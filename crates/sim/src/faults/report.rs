@@ -90,6 +90,8 @@ pub struct Counts {
     pub messages: u64,
     /// Messages refused by a node for their sender's role.
     pub refused: u64,
+    /// Blocks hosts kept once for several private owners (unified).
+    pub unified: u64,
     /// Faults injected, by [`FaultKind::ALL`] index.
     pub faults: [u64; 12],
 }
@@ -105,6 +107,7 @@ impl Counts {
         self.wrong_tolerated += other.wrong_tolerated;
         self.messages += other.messages;
         self.refused += other.refused;
+        self.unified += other.unified;
         for (a, b) in self.faults.iter_mut().zip(other.faults) {
             *a += b;
         }

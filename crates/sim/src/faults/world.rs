@@ -10,6 +10,7 @@ use super::report::{Counts, Failure, FaultKind, Outcome, Violation};
 use super::{BLOCK_SIZE, RunConfig};
 use coopcache_core::coop::{LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
+use coopcache_core::protocol::DigestSealer;
 use coopcache_core::protocol::{
     Action, BlockId, Digest, NodeProtocol, PeerMsg, ProtocolConfig, ReadFailure, Verdict,
     manager_of,
@@ -154,7 +155,12 @@ impl World {
         if self.plan.is_private(id) {
             // A restart draws a new key, as the daemon does.
             let key = self.seed ^ u64::from(id) ^ self.now.rotate_left(32);
-            let sealer = coopcache_core::protocol::DigestSealer::new(key);
+            let sealer = match self.plan.unify {
+                // One dedup key for the cluster; a quarter of the files
+                // privacy-critical.
+                true => DigestSealer::unifying(key, self.seed, |file| file % 4 == 0),
+                false => DigestSealer::new(key),
+            };
             proto.set_private(Box::new(sealer), 4 * self.plan.capacity);
         }
         proto
@@ -233,6 +239,11 @@ impl World {
                 for id in 0..self.plan.nodes {
                     self.check_directory(id);
                 }
+            }
+        }
+        for slot in &self.nodes {
+            if let Slot::Up { proto, .. } = slot {
+                self.counts.unified += proto.stats().unified_hosted;
             }
         }
         let outcome = Outcome {
@@ -431,6 +442,9 @@ impl World {
         }
         let node = honest_up[self.rng.random_range(0..honest_up.len())];
         let incarnation = self.incarnation(node).unwrap_or_default();
+        if let Slot::Up { proto, .. } = &self.nodes[node as usize] {
+            self.counts.unified += proto.stats().unified_hosted;
+        }
         self.nodes[node as usize] = Slot::Down { incarnation };
         self.counts.reads_lost += self.check.lost(node);
         self.counts.fault(FaultKind::Crash);
@@ -772,7 +786,13 @@ impl World {
         if self.plan.is_byzantine(id) {
             return;
         }
-        let outcome = self.check.completed(id, block, self.now, &result);
+        // A private node's blocks hold its origin file's contents.
+        let file = self.private_ids.get(&block.file).copied();
+        let want = super::origin::content(BlockId {
+            file: file.unwrap_or(block.file),
+            ..block
+        });
+        let outcome = self.check.completed(id, block, want, self.now, &result);
         match outcome {
             Ok(tally) => {
                 self.counts.reads_ok += tally.ok;
