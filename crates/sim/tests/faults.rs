@@ -61,8 +61,9 @@ fn soak(mode: Mode) -> Summary {
 #[test]
 fn safety_seeds_keep_every_invariant() {
     let s = soak(Mode::Safety);
-    // The seeds exercise what they claim to: every fault kind struck, and
-    // honest nodes refused liars' messages for their role.
+    // The seeds exercise what they claim to: every fault kind struck,
+    // honest nodes refused liars' messages for their role, and hosts kept
+    // private owners' identical blocks once (unification).
     for kind in FaultKind::ALL {
         assert!(
             s.counts.faults[kind as usize] > 0,
@@ -71,6 +72,7 @@ fn safety_seeds_keep_every_invariant() {
         );
     }
     assert!(s.counts.refused > 0);
+    assert!(s.counts.unified > 0, "no block unified in the CI seeds");
     assert!(s.counts.reads_ok > s.counts.ops / 2);
 }
 
