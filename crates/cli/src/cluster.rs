@@ -112,6 +112,8 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
             );
         }
         ClusterCmd::UnifyKey { dir } => {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
             let path = dir.join("unify.key");
             coopcache_node::dedup::create(&path)?;
             println!("dedup key in {}", path.display());
