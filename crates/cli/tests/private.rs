@@ -10,7 +10,7 @@ mod common;
 #[path = "common/proc_memory.rs"]
 mod proc_memory;
 
-use cluster::{Node, NodeSpec, cluster_init, fetch, members, wait_until};
+use cluster::{Node, NodeSpec, cluster_init, fetch, hears_idle, members, wait_until};
 use proc_memory::{marked_file, occurrences_in_memory};
 use std::fs;
 
@@ -52,11 +52,7 @@ fn run(private: bool) -> (usize, serde_json::Value) {
     });
     wait_until("the owner sees the host", || members(&owner.status()) == 2);
     wait_until("the owner hears the host is idle", || {
-        owner.status()["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["name"] == "host" && m["memory"]["idle"] == true)
+        hears_idle(&owner.status(), "host")
     });
     for pass in 0..2 {
         let got = fetch(owner.http, "secret.bin").unwrap();

@@ -11,7 +11,7 @@ mod common;
 #[path = "common/proc_memory.rs"]
 mod proc_memory;
 
-use cluster::{Node, NodeSpec, cluster_init, fetch, members, wait_until};
+use cluster::{Node, NodeSpec, cluster_init, fetch, hears_idle, members, wait_until};
 use common::{coopcache_args, stderr};
 use proc_memory::{marked_file, occurrences_in_memory};
 use serde_json::Value;
@@ -97,11 +97,7 @@ fn run(mode: Mode) -> Run {
             members(&owner.status()) == 3
         });
         wait_until("the owner hears the host is idle", || {
-            owner.status()["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["name"] == "host" && m["memory"]["idle"] == true)
+            hears_idle(&owner.status(), "host")
         });
     }
     for owner in &owners {

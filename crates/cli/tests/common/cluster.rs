@@ -270,6 +270,14 @@ pub fn status_at(addr: SocketAddr) -> Result<Value, String> {
     serde_json::from_slice(&r.body).map_err(|e| e.to_string())
 }
 
+/// Whether a node's `status` says member `name` advertises itself idle.
+pub fn hears_idle(status: &Value, name: &str) -> bool {
+    status["members"].as_array().is_some_and(|ms| {
+        ms.iter()
+            .any(|m| m["name"] == name && m["memory"]["idle"] == true)
+    })
+}
+
 pub fn members(status: &Value) -> usize {
     status["members"].as_array().map_or(0, Vec::len)
 }
