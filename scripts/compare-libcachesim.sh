@@ -8,7 +8,7 @@
 # replay benchmark (trace in memory, reading excluded) and `coopcache sim` on
 # the same oracleGeneral file, wall clock, reading included.
 #
-#   scripts/compare-libcachesim.sh [REPS]
+#   scripts/compare-libcachesim.sh [REPS] [blocks|bytes]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-5}
@@ -17,7 +17,7 @@ work=target/libcachesim
 mkdir -p "$work"
 if [ ! -x "$work/venv/bin/python" ]; then
   python3 -m venv "$work/venv"
-  "$work/venv/bin/pip" install -q libcachesim==0.3.5
+  "$work/venv/bin/pip" install -q libcachesim==0.3.5 numpy
 fi
 cargo build -q --release -p coopcache
-exec "$work/venv/bin/python" scripts/compare_libcachesim.py "$traces/w106.trace.xz" "$work" "$reps"
+exec "$work/venv/bin/python" scripts/compare_libcachesim.py "$traces/w106.trace.xz" "$work" "$reps" "${2:-blocks}"
