@@ -6,8 +6,12 @@
 //! fewer than `C` other distinct objects were referenced in between, so
 //! one pass of these distances gives an LRU cache's misses at every size.
 //! They come from Fenwick trees over reference times marking each
-//! object's latest reference (with 1, and with its size): `O(log n)` per
-//! reference, `n` the references so far.
+//! object's latest reference (with 1, and with its size): `O(log m)` per
+//! reference, `m` the distinct objects. Only the order of the latest
+//! references matters, so once the times run past twice the objects on the
+//! stack they are renumbered densely (compacted): the trees stay
+//! within four times the objects, not the trace's length (on a long trace
+//! over few objects, a small tree that stays in cache).
 
 use foldhash::fast::FixedState;
 use std::collections::HashMap;
@@ -44,6 +48,27 @@ impl Fenwick {
             i &= i - 1;
         }
         sum
+    }
+
+    /// Times the tree has room for.
+    fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Replaces every weight with `weights` (time, weight), other times
+    /// 0, built in `O(len)`: each node passes its sum to its parent once.
+    fn rebuild(&mut self, weights: impl Iterator<Item = (usize, u64)>) {
+        self.nodes.fill(0);
+        for (t, w) in weights {
+            self.nodes[t] = w;
+        }
+        let n = self.nodes.len();
+        for i in 1..=n {
+            let parent = i + (i & i.wrapping_neg());
+            if parent <= n {
+                self.nodes[parent - 1] = self.nodes[parent - 1].wrapping_add(self.nodes[i - 1]);
+            }
+        }
     }
 
     /// Makes room for times `0..len`. Doubling keeps every node: with `n`
@@ -90,6 +115,10 @@ pub struct LruStack<T = ()> {
     objects: HashMap<u64, Resident<T>, FixedState>,
     live_bytes: u64,
     time: usize,
+    /// Scratch of [`compact`](Self::compact): per old time, one plus the
+    /// new time of the object last referenced then (0 if none). Kept to
+    /// reuse its allocation.
+    renumber: Vec<u32>,
 }
 
 impl<T: Copy + Default> LruStack<T> {
@@ -101,6 +130,35 @@ impl<T: Copy + Default> LruStack<T> {
             objects: HashMap::default(),
             live_bytes: 0,
             time: 0,
+            renumber: Vec::new(),
+        }
+    }
+
+    /// Renumbers the latest references `0..m` in their order, `m` the
+    /// objects on the stack, and rebuilds the trees: distances depend only
+    /// on that order. `O(time)`, run when `time` reaches twice `m` (and
+    /// the tree's length), so `O(1)` amortised per reference.
+    fn compact(&mut self) {
+        let renumber = &mut self.renumber;
+        renumber.clear();
+        renumber.resize(self.time, 0);
+        for r in self.objects.values() {
+            renumber[r.last] = 1;
+        }
+        // Objects fit in u32: each costs tens of bytes of this map.
+        let mut next = 0u32;
+        for slot in renumber.iter_mut().filter(|s| **s != 0) {
+            next += 1;
+            *slot = next;
+        }
+        for r in self.objects.values_mut() {
+            r.last = renumber[r.last] as usize - 1;
+        }
+        self.time = next as usize;
+        let objects = &self.objects;
+        self.counts.rebuild(objects.values().map(|r| (r.last, 1)));
+        if let Some(tree) = &mut self.bytes {
+            tree.rebuild(objects.values().map(|r| (r.last, u64::from(r.size))));
         }
     }
 
@@ -114,6 +172,9 @@ impl<T: Copy + Default> LruStack<T> {
     /// sizes, that keeps a byte curve within 0.0004 of LRU where weighing
     /// the latest size was 0.007 off.
     pub fn reference(&mut self, key: u64, size: u32) -> (Option<(Reuse, u32)>, &mut T) {
+        if self.time == self.counts.len() && self.time >= 2 * self.objects.len() {
+            self.compact();
+        }
         let now = self.time;
         self.time += 1;
         self.counts.ensure(self.time);
@@ -234,5 +295,47 @@ mod tests {
         }
         let ends: Vec<u64> = s.residents().map(|(_, r)| r.objects).collect();
         assert_eq!(ends.iter().sum::<u64>(), 1 + 2);
+        // Renumbered, not grown: 3 objects never need more than the first
+        // 1,024 times.
+        assert_eq!(s.counts.len(), 1024);
+    }
+
+    /// Distances against a plain list kept in LRU order, over a random
+    /// stream long enough to renumber many times, with deletes.
+    #[test]
+    fn distances_match_a_list_across_renumbering() {
+        let mut s: LruStack = LruStack::new(true);
+        let mut list: Vec<(u64, u32)> = Vec::new(); // most recent last
+        let mut seed = 7u64;
+        for i in 0..60_000u64 {
+            let x = coopcache_core::policy::splitmix64(&mut seed);
+            // A shifting working set of 200-1,000 keys.
+            let key = (i / 5_000) * 100 + x % (200 + (i / 10_000) * 160);
+            let size = (key % 97 + 1) as u32;
+            if x % 53 == 0 {
+                let on = list.iter().position(|e| e.0 == key);
+                assert_eq!(s.remove(key).is_some(), on.is_some());
+                if let Some(at) = on {
+                    list.remove(at);
+                }
+                continue;
+            }
+            let want = list.iter().position(|e| e.0 == key).map(|at| {
+                let above = &list[at + 1..];
+                let reuse = Reuse {
+                    objects: above.len() as u64,
+                    bytes: above.iter().map(|e| u64::from(e.1)).sum(),
+                };
+                (reuse, list.remove(at).1)
+            });
+            let first = want.map_or(size, |w| w.1);
+            list.push((key, first));
+            assert_eq!(s.reference(key, size).0, want, "reference {i} to {key}");
+        }
+        let (tree, objects) = (s.counts.len() as u64, s.objects());
+        assert!(
+            tree <= 4 * objects,
+            "a tree of {tree} for {objects} objects"
+        );
     }
 }
