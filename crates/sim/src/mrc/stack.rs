@@ -312,7 +312,7 @@ mod tests {
             // A shifting working set of 200-1,000 keys.
             let key = (i / 5_000) * 100 + x % (200 + (i / 10_000) * 160);
             let size = (key % 97 + 1) as u32;
-            if x % 53 == 0 {
+            if x.is_multiple_of(53) {
                 let on = list.iter().position(|e| e.0 == key);
                 assert_eq!(s.remove(key).is_some(), on.is_some());
                 if let Some(at) = on {
