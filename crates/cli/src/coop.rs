@@ -2,7 +2,6 @@
 
 use crate::progress::Progress;
 use crate::sim::{SimArgs, open_traces};
-use coopcache_sim::local::trace_label;
 use crate::table;
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -12,6 +11,7 @@ use coopcache_sim::coop::report::{Comparison, MIN_CLIENT_READS, client_speedups}
 use coopcache_sim::coop::rows::{CoopRow, shown};
 use coopcache_sim::coop::setup::{self, ClusterOptions};
 use coopcache_sim::coop::{AttributeNodes, CoopResult, CoopSpec, CostProfile, Hardware, simulate};
+use coopcache_sim::local::trace_label;
 use coopcache_sim::size::CacheSize;
 use coopcache_sim::trace::Requests;
 use coopcache_sim::workload::Workload;
@@ -190,7 +190,11 @@ impl CoopArgs {
     /// A node's cache in bytes.
     fn node_bytes(&self, workload: &Workload, sim: &SimArgs) -> u64 {
         let block = workload.block_size().unwrap_or(sim.block_size());
-        match self.options().cache_sizes(matches!(workload, Workload::Web(_))).0 {
+        match self
+            .options()
+            .cache_sizes(matches!(workload, Workload::Web(_)))
+            .0
+        {
             CacheSize::Bytes(b) => b,
             CacheSize::Blocks(n) => n.saturating_mul(block),
         }

@@ -111,8 +111,8 @@ fn run(source: &Source, study: &Study) -> Result<String, Error> {
         CoopError::Trace(t) => Error::from(t),
         other => value(other),
     })?;
-    let rows = rows(&opened.label, &wanted, &results)
-        .ok_or_else(|| value("Base was not simulated"))?;
+    let rows =
+        rows(&opened.label, &wanted, &results).ok_or_else(|| value("Base was not simulated"))?;
     json(&rows)
 }
 
@@ -159,7 +159,9 @@ pub fn simulate_cluster(
             Source::Trace(TraceInput::new(p, format, csv, block_size)?)
         }
         (None, Some(_)) => {
-            return Err(value("workload_params sets a generated workload: drop it with a trace").into());
+            return Err(
+                value("workload_params sets a generated workload: drop it with a trace").into(),
+            );
         }
         _ => {
             return Err(value(

@@ -41,13 +41,13 @@ fn run_simulate(
         .map(|s| s.parse().map_err(value))
         .collect::<Result<_, _>>()?;
     let sizing = Sizing::of(input.format, &input.opts, block_size).map_err(value)?;
-    let specs = local::run_specs(&policies, &sizes, sizing, input.opts.block_size).map_err(value)?;
-    let results = replay_sized(input.open()?, &specs, sizing.sized(), |_| {}).map_err(|e| {
-        match e {
+    let specs =
+        local::run_specs(&policies, &sizes, sizing, input.opts.block_size).map_err(value)?;
+    let results =
+        replay_sized(input.open()?, &specs, sizing.sized(), |_| {}).map_err(|e| match e {
             coopcache_sim::replay::ReplayError::Trace(t) => Error::from(t),
             other => value(other),
-        }
-    })?;
+        })?;
     let label = input.label();
     let rows: Vec<SimRow> = results
         .iter()
@@ -94,9 +94,8 @@ fn run_mrc(
         sized: input.sized(),
         shards,
     };
-    let open = || {
-        coopcache_sim::trace::open(input.path(), input.format, &input.opts).map(|s| s.requests)
-    };
+    let open =
+        || coopcache_sim::trace::open(input.path(), input.format, &input.opts).map(|s| s.requests);
     let computed = curves(open, &input.label(), &spec).map_err(|e| match e {
         coopcache_sim::mrc::CurveError::Trace(t) => Error::from(t),
         other => value(other),

@@ -184,10 +184,7 @@ mod tests {
             ..ClusterOptions::default()
         };
         let config = options.config(4, 8192, true, PolicyKind::Lru).unwrap();
-        assert_eq!(
-            (config.node_capacity, config.manager_capacity),
-            (100, 0)
-        );
+        assert_eq!((config.node_capacity, config.manager_capacity), (100, 0));
     }
 
     #[test]
