@@ -1,20 +1,20 @@
 //! `coopcache sim --algorithms ...`: the cooperative caching study.
 
 use crate::progress::Progress;
-use crate::sim::{SimArgs, open_traces, trace_label};
+use crate::sim::{SimArgs, open_traces};
 use crate::table;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use coopcache_core::coop::{AlgorithmKind, ClassPolicies, ClusterConfig, Level};
+use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level};
 use coopcache_sim::attr::{Scheme, block_requests};
-use coopcache_sim::coop::report::{
-    Comparison, MIN_CLIENT_READS, client_speedups, compare, find_base,
-};
+use coopcache_sim::coop::report::{Comparison, MIN_CLIENT_READS, client_speedups};
+use coopcache_sim::coop::rows::{CoopRow, shown};
+use coopcache_sim::coop::setup::{self, ClusterOptions};
 use coopcache_sim::coop::{AttributeNodes, CoopResult, CoopSpec, CostProfile, Hardware, simulate};
+use coopcache_sim::local::trace_label;
 use coopcache_sim::size::CacheSize;
 use coopcache_sim::trace::Requests;
 use coopcache_sim::workload::Workload;
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// Options of the cooperative study (`--algorithms`).
@@ -123,18 +123,13 @@ impl CoopArgs {
                 "give a multi-client TRACE (with --format) or --workload sprite-like|leff|zipf"
             ),
             (Some(w), true) => {
-                let mut workload = w.clone();
-                let attribute = self.attribute_nodes(&workload, sim)?;
-                workload.set("seed", &self.seed().to_string())?;
-                if let Some(clients) = self.clients {
-                    workload.set("clients", &clients.to_string())?;
-                }
-                if let Some(params) = &self.workload_params {
-                    workload.set_all(params)?;
-                }
-                if workload.clients() == 0 {
-                    bail!("the workload has no clients: set clients=N");
-                }
+                let attribute = self.attribute_nodes(w, sim)?;
+                let workload = setup::configure_workload(
+                    w,
+                    self.options().seed(),
+                    self.clients,
+                    self.workload_params.as_deref(),
+                )?;
                 Ok(Input {
                     label: workload.name().to_string(),
                     nodes: workload.clients(),
@@ -177,25 +172,29 @@ impl CoopArgs {
         }
     }
 
-    /// The cache sizes of a node and of the manager (workload defaults
-    /// unless given).
-    fn cache_sizes(&self, web: bool) -> (CacheSize, CacheSize) {
-        // The paper's web cluster: 256 MB machines, about 200 MB of cache.
-        let (client, manager) = if web {
-            (CacheSize::Bytes(200 << 20), CacheSize::Bytes(200 << 20))
-        } else {
-            (CacheSize::Bytes(16 << 20), CacheSize::Bytes(128 << 20))
-        };
-        (
-            self.client_cache.unwrap_or(client),
-            self.manager_cache.unwrap_or(manager),
-        )
+    /// The cluster options given, for the library's set-up.
+    fn options(&self) -> ClusterOptions {
+        ClusterOptions {
+            client_cache: self.client_cache,
+            manager_cache: self.manager_cache,
+            chances: self.chances,
+            foreign_first: self.foreign_first,
+            central_fraction: self.central_fraction,
+            direct_remote: self.direct_remote,
+            profile: self.profile,
+            network_us: self.network_us,
+            seed: self.seed,
+        }
     }
 
     /// A node's cache in bytes.
     fn node_bytes(&self, workload: &Workload, sim: &SimArgs) -> u64 {
         let block = workload.block_size().unwrap_or(sim.block_size());
-        match self.cache_sizes(matches!(workload, Workload::Web(_))).0 {
+        match self
+            .options()
+            .cache_sizes(matches!(workload, Workload::Web(_)))
+            .0
+        {
             CacheSize::Bytes(b) => b,
             CacheSize::Blocks(n) => n.saturating_mul(block),
         }
@@ -225,49 +224,20 @@ impl CoopArgs {
 
     /// The cluster configuration for `input`.
     pub(crate) fn config(&self, sim: &SimArgs, input: &Input) -> Result<ClusterConfig> {
-        let (nodes, block_size) = (input.nodes, input.block_size);
-        let (client_cache, manager_cache) = self.cache_sizes(input.web);
         let [policy] = sim.policy[..] else {
             bail!(
                 "with --algorithms give one --policy for the nodes' local caches, not {}",
                 sim.policy.len()
             );
         };
-        let node_capacity = client_cache.blocks(block_size)?;
-        Ok(ClusterConfig {
-            nodes,
-            node_capacity,
-            // 0: a manager that keeps no blocks, as a live node's slice.
-            manager_capacity: match manager_cache {
-                CacheSize::Blocks(0) | CacheSize::Bytes(0) => 0,
-                size => size.blocks(block_size)?,
-            },
-            policy,
-            chances: self.chances.unwrap_or(2),
-            central_fraction: self.central_fraction.unwrap_or(0.8),
-            direct_remote: match self.direct_remote {
-                Some(size) => size.blocks(block_size)?,
-                None => node_capacity,
-            },
-            penalties: self.profile().penalties(),
-            seed: self.seed(),
-            classes: ClassPolicies::uniform(),
-            foreign_first: self.foreign_first,
-        })
+        Ok(self
+            .options()
+            .config(input.nodes, input.block_size, input.web, policy)?)
     }
 
     /// The cost profile, with the network scaled if asked.
     pub(crate) fn profile(&self) -> CostProfile {
-        let profile = self.profile.unwrap_or(CostProfile::ATM_1994);
-        match self.network_us {
-            Some(us) => profile.with_network_us(us),
-            None => profile,
-        }
-    }
-
-    /// `--seed`, or 1.
-    fn seed(&self) -> u64 {
-        self.seed.unwrap_or(1)
+        self.options().profile()
     }
 
     /// `--hardware`, or the WebStone-era machines.
@@ -307,11 +277,7 @@ fn count_clients(sim: &SimArgs) -> Result<u32> {
         return Ok(sim.traces.len() as u32);
     }
     let (requests, _) = open_traces(sim)?;
-    let mut most = 0u32;
-    for r in requests {
-        most = most.max(r?.client);
-    }
-    Ok(most + 1)
+    Ok(setup::count_clients(requests)?)
 }
 
 /// Simulates every spec over `requests`, showing `progress` if any.
@@ -344,27 +310,15 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             "--algorithms needs at least one of base, direct, greedy, central, nchance, hash, wlru, best"
         );
     }
-    // Base is always simulated: every comparison is against it.
-    let mut algorithms = vec![AlgorithmKind::Base];
-    algorithms.extend(wanted.iter().copied().filter(|&a| a != AlgorithmKind::Base));
-    let specs: Vec<CoopSpec> = algorithms
-        .iter()
-        .map(|&algorithm| CoopSpec {
-            algorithm,
-            config: config.clone(),
-            profile: args.profile(),
-            warmup: input.warmup,
-            hardware: None,
-            attribute: input.attribute.clone(),
-        })
-        .collect();
+    let specs = setup::specs(
+        &wanted,
+        &config,
+        args.profile(),
+        input.warmup,
+        input.attribute.as_ref(),
+    );
     let results = simulate_input(input.requests, &specs, input.progress, &input.label)?;
-    let base = find_base(&results).context("Base was not simulated")?;
-    let shown: Vec<(&CoopResult, Comparison)> = wanted
-        .iter()
-        .filter_map(|&a| results.iter().find(|r| r.spec.algorithm == a))
-        .map(|r| (r, compare(r, base)))
-        .collect();
+    let (shown, base) = shown(&wanted, &results).context("Base was not simulated")?;
     if sim.json {
         print_json(&input.label, &shown, base)?;
     } else {
@@ -376,118 +330,8 @@ pub fn run(sim: &SimArgs) -> Result<()> {
     Ok(())
 }
 
-/// The JSON object of one algorithm.
-#[derive(Serialize)]
-struct JsonRow<'a> {
-    workload: &'a str,
-    algorithm: &'a str,
-    policy: String,
-    nodes: u32,
-    node_cache_blocks: usize,
-    manager_cache_blocks: usize,
-    profile: &'a str,
-    reads: u64,
-    writes: u64,
-    avg_read_us: f64,
-    local_hit: f64,
-    server_mem_hit: f64,
-    remote_hit: f64,
-    origin_rate: f64,
-    local_miss_rate: f64,
-    avg_hops: f64,
-    time_local_us: f64,
-    time_server_mem_us: f64,
-    time_remote_us: f64,
-    time_origin_us: f64,
-    server_load: u64,
-    server_load_vs_base: f64,
-    load_origin: u64,
-    load_remote: u64,
-    load_server_mem: u64,
-    load_other: u64,
-    speedup_vs_base: f64,
-    worst_client_speedup: Option<f64>,
-    clients_slowed_5pct: usize,
-    clients_compared: usize,
-    directory_bytes_per_block: f64,
-    requests: u64,
-    elapsed_s: f64,
-    requests_per_s: f64,
-    /// Per client: reads measured and speedup against Base.
-    clients: Vec<ClientJson>,
-}
-
-/// One client's figures.
-#[derive(Serialize)]
-struct ClientJson {
-    reads: u64,
-    avg_read_us: f64,
-    speedup_vs_base: Option<f64>,
-}
-
-fn json_row<'a>(
-    label: &'a str,
-    r: &'a CoopResult,
-    c: &Comparison,
-    base: &CoopResult,
-) -> JsonRow<'a> {
-    let s = &r.stats;
-    let per_read = |t: f64| {
-        if s.reads == 0 {
-            0.0
-        } else {
-            t / s.reads as f64
-        }
-    };
-    JsonRow {
-        workload: label,
-        algorithm: r.spec.algorithm.name(),
-        policy: r.spec.config.policy.to_string(),
-        nodes: r.spec.config.nodes,
-        node_cache_blocks: r.spec.config.node_capacity,
-        manager_cache_blocks: r.spec.config.manager_capacity,
-        profile: r.spec.profile.name,
-        reads: s.reads,
-        writes: s.writes,
-        avg_read_us: s.avg_read_us(),
-        local_hit: s.fraction(Level::Local),
-        server_mem_hit: s.fraction(Level::ManagerMemory),
-        remote_hit: s.fraction(Level::RemoteNode),
-        origin_rate: s.fraction(Level::Origin),
-        local_miss_rate: s.local_miss_rate(),
-        avg_hops: per_read(s.hops as f64),
-        time_local_us: per_read(s.time_by_level_us[Level::Local.index()]),
-        time_server_mem_us: per_read(s.time_by_level_us[Level::ManagerMemory.index()]),
-        time_remote_us: per_read(s.time_by_level_us[Level::RemoteNode.index()]),
-        time_origin_us: per_read(s.time_by_level_us[Level::Origin.index()]),
-        server_load: s.load.total(),
-        server_load_vs_base: c.load_vs_base,
-        load_origin: s.load.origin,
-        load_remote: s.load.remote,
-        load_server_mem: s.load.manager_memory,
-        load_other: s.load.other,
-        speedup_vs_base: c.speedup,
-        worst_client_speedup: c.worst_client_speedup,
-        clients_slowed_5pct: c.clients_slowed_5pct,
-        clients_compared: c.clients_compared,
-        directory_bytes_per_block: r.directory_bytes_per_block,
-        requests: s.requests,
-        elapsed_s: r.elapsed.as_secs_f64(),
-        requests_per_s: r.requests_per_s(),
-        clients: client_speedups(r, base)
-            .into_iter()
-            .zip(&s.clients)
-            .map(|((reads, speedup_vs_base), stats)| ClientJson {
-                reads,
-                avg_read_us: stats.avg_us(),
-                speedup_vs_base,
-            })
-            .collect(),
-    }
-}
-
 fn print_json(label: &str, shown: &[(&CoopResult, Comparison)], base: &CoopResult) -> Result<()> {
-    crate::output::print_json(shown.iter().map(|(r, c)| json_row(label, r, c, base)))
+    crate::output::print_json(shown.iter().map(|(r, c)| CoopRow::new(label, r, c, base)))
 }
 
 fn pct(x: f64) -> String {

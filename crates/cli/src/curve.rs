@@ -5,12 +5,11 @@
 use crate::plot::{Series, Style, xy};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use coopcache_core::{Capacity, PolicyKind};
-use coopcache_sim::mrc::{CurveUnit, LruCurve, Shards};
-use coopcache_sim::replay::{RunSpec, replay_sized};
-use coopcache_sim::size::parse_bytes;
+use coopcache_core::PolicyKind;
+use coopcache_sim::mrc::{
+    CurveRow as Row, CurveSpec, CurveUnit, DEFAULT_SIZES, LruCurve, Shards, curves, parse_sizes,
+};
 use coopcache_sim::trace::{self, CsvSpec, ReadOptions, TraceFormat};
-use serde::Serialize;
 use std::path::Path;
 
 /// Options of the local-policy curves (`sim mrc` with `--format`).
@@ -42,139 +41,13 @@ pub struct CurveArgs {
     pub(crate) shards: Option<f64>,
 }
 
-/// One point of a cache size as written: a size, or a fraction of the
-/// working set.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum SizePoint {
-    /// A plain number: objects.
-    Objects(u64),
-    /// A size with a unit.
-    Bytes(u64),
-    /// `10%`: a fraction of the working set.
-    Fraction(f64),
-}
-
-impl SizePoint {
-    fn parse(text: &str) -> Result<SizePoint> {
-        let t = text.trim();
-        let point = if let Some(pct) = t.strip_suffix('%') {
-            pct.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|p| p.is_finite() && *p > 0.0)
-                .map(|p| SizePoint::Fraction(p / 100.0))
-        } else if let Ok(n) = t.parse::<u64>() {
-            (n > 0).then_some(SizePoint::Objects(n))
-        } else {
-            parse_bytes(t).filter(|&b| b > 0).map(SizePoint::Bytes)
-        };
-        point.with_context(|| {
-            format!(
-                "--cache-size: `{t}` is not a cache size; expected a positive count of objects (`1000`), bytes with a unit (`64MiB`) or a percentage of the working set (`10%`)"
-            )
-        })
-    }
-
-    fn value(self) -> f64 {
-        match self {
-            SizePoint::Objects(n) | SizePoint::Bytes(n) => n as f64,
-            SizePoint::Fraction(f) => f,
-        }
-    }
-
-    fn with_value(self, v: f64) -> SizePoint {
-        match self {
-            SizePoint::Objects(_) => SizePoint::Objects(v.round().max(1.0) as u64),
-            SizePoint::Bytes(_) => SizePoint::Bytes(v.round().max(1.0) as u64),
-            SizePoint::Fraction(_) => SizePoint::Fraction(v),
-        }
-    }
-}
-
-/// The most points one range may ask for.
-const MAX_POINTS: usize = 10_000;
-
-/// Parses `--cache-size`: sizes and ranges, comma-separated.
-fn parse_sizes(text: &str) -> Result<Vec<SizePoint>> {
-    let mut points = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        match item.split_once("..") {
-            None => points.push(SizePoint::parse(item)?),
-            Some((from, rest)) => points.extend(parse_range(item, from, rest)?),
-        }
-    }
-    if points.is_empty() {
-        bail!("--cache-size is empty: give e.g. `1%..100%:50` or `1MiB..1GiB:20log`");
-    }
-    Ok(points)
-}
-
-/// `FROM..TO:N` or `FROM..TO:Nlog`.
-fn parse_range(item: &str, from: &str, rest: &str) -> Result<Vec<SizePoint>> {
-    let Some((to, count)) = rest.split_once(':') else {
-        bail!("--cache-size {item}: a range needs its number of points, e.g. `{item}:20`");
-    };
-    let (count, log) = match count.trim().strip_suffix("log") {
-        Some(n) => (n, true),
-        None => (count.trim(), false),
-    };
-    let n: usize = count
-        .trim()
-        .parse()
-        .ok()
-        .filter(|n| (2..=MAX_POINTS).contains(n))
-        .with_context(|| {
-            format!(
-                "--cache-size {item}: `{count}` points; expected 2 to {MAX_POINTS}, e.g. `:20` (or `:20log` for log spacing)"
-            )
-        })?;
-    let (a, b) = (SizePoint::parse(from)?, SizePoint::parse(to)?);
-    if std::mem::discriminant(&a) != std::mem::discriminant(&b) {
-        bail!("--cache-size {item}: both ends need the same unit (objects, bytes or a percentage)");
-    }
-    let (lo, hi) = (a.value(), b.value());
-    if lo >= hi {
-        bail!("--cache-size {item}: FROM must be smaller than TO");
-    }
-    let mut points: Vec<SizePoint> = (0..n)
-        .map(|i| {
-            let t = i as f64 / (n - 1) as f64;
-            let v = if log {
-                lo * (hi / lo).powf(t)
-            } else {
-                lo + (hi - lo) * t
-            };
-            a.with_value(v)
-        })
-        .collect();
-    points.dedup();
-    Ok(points)
-}
-
-/// One policy at one size.
-#[derive(Serialize)]
-struct Row {
-    trace: String,
-    policy: String,
-    /// `stack` (exact one pass), `shards` (sampled) or `replay`.
-    method: &'static str,
-    cache_size_objects: Option<u64>,
-    cache_size_bytes: Option<u64>,
-    /// The size as a fraction of the working set.
-    working_set_fraction: f64,
-    requests: u64,
-    misses: u64,
-    miss_ratio: f64,
-    byte_miss_ratio: f64,
-}
-
 /// Runs the curves of `trace`.
 pub fn run(trace: &Path, args: &CurveArgs, json: bool, plot: Option<&Path>) -> Result<()> {
     let format = args.format.expect("dispatched on --format");
     if format == TraceFormat::Csv && args.csv.is_none() {
         bail!("--format csv needs --csv to say which column holds the id, e.g. --csv id=1");
     }
-    let points = parse_sizes(args.cache_size.as_deref().unwrap_or("1%..100%:50"))?;
+    let points = parse_sizes(args.cache_size.as_deref().unwrap_or(DEFAULT_SIZES))?;
     let shards = args
         .shards
         .map(|r| {
@@ -187,97 +60,22 @@ pub fn run(trace: &Path, args: &CurveArgs, json: bool, plot: Option<&Path>) -> R
         csv: args.csv.clone(),
         ..ReadOptions::default()
     };
-    let sized = format.has_sizes(&opts);
-    let unit = unit(&points, sized)?;
     let open = || trace::open(trace, format, &opts).map(|s| s.requests);
-    let label = crate::sim::trace_label(&[trace.to_path_buf()]);
-    let curve = LruCurve::of(open()?, unit, sized, shards, |_| {})
-        .with_context(|| format!("reading {label}"))?;
-    let (objects, bytes) = curve.working_set();
-    let working_set = match unit {
-        CurveUnit::Objects => objects,
-        CurveUnit::Bytes => bytes,
-    };
-    let mut sizes: Vec<u64> = points
-        .iter()
-        .map(|p| match *p {
-            SizePoint::Objects(n) | SizePoint::Bytes(n) => n,
-            SizePoint::Fraction(f) => (f * working_set as f64).round().max(1.0) as u64,
-        })
-        .collect();
-    sizes.dedup();
-    let mut rows = Vec::new();
-    let row = |policy: PolicyKind, method, size: u64, misses, mr, bmr| Row {
-        trace: label.clone(),
-        policy: policy.to_string(),
-        method,
-        cache_size_objects: (unit == CurveUnit::Objects).then_some(size),
-        cache_size_bytes: (unit == CurveUnit::Bytes).then_some(size),
-        working_set_fraction: size as f64 / working_set.max(1) as f64,
-        requests: curve.reads(),
-        misses,
-        miss_ratio: mr,
-        byte_miss_ratio: bmr,
-    };
+    let label = coopcache_sim::local::trace_label(&[trace.to_path_buf()]);
     let policies = if args.policy.is_empty() {
         vec![PolicyKind::Lru]
     } else {
         args.policy.clone()
     };
-    let replayed: Vec<PolicyKind> = policies
-        .iter()
-        .copied()
-        .filter(|&p| p != PolicyKind::Lru)
-        .collect();
-    let specs: Vec<RunSpec> = replayed
-        .iter()
-        .flat_map(|&policy| {
-            sizes.iter().map(move |&s| RunSpec {
-                policy,
-                capacity: match unit {
-                    CurveUnit::Objects => Capacity::Blocks(s as usize),
-                    CurveUnit::Bytes => Capacity::Bytes(s),
-                },
-            })
-        })
-        .collect();
-    let results = if specs.is_empty() {
-        Vec::new()
-    } else {
-        replay_sized(open()?, &specs, sized, |_| {})
-            .with_context(|| format!("replaying {label}"))?
+    let spec = CurveSpec {
+        policies,
+        points,
+        sized: format.has_sizes(&opts),
+        shards,
     };
-    for &policy in &policies {
-        if policy == PolicyKind::Lru {
-            let method = if shards.is_some() { "shards" } else { "stack" };
-            for &s in &sizes {
-                let p = curve.point(s);
-                rows.push(row(
-                    policy,
-                    method,
-                    s,
-                    p.misses,
-                    p.miss_ratio,
-                    p.byte_miss_ratio,
-                ));
-            }
-        }
-        for r in results.iter().filter(|r| r.spec.policy == policy) {
-            let s = match r.spec.capacity {
-                Capacity::Blocks(n) => n as u64,
-                Capacity::Bytes(b) => b,
-            };
-            rows.push(row(
-                policy,
-                "replay",
-                s,
-                r.tally.misses,
-                r.miss_ratio(),
-                r.byte_miss_ratio(),
-            ));
-        }
-    }
-    notes(&curve, &sizes, &policies);
+    let computed = curves(open, &label, &spec).with_context(|| format!("curves of {label}"))?;
+    let (rows, unit) = (computed.rows, computed.unit);
+    notes(&computed.lru, &computed.sizes, &spec.policies);
     if json {
         crate::output::print_json(&rows)?;
     } else {
@@ -290,23 +88,6 @@ pub fn run(trace: &Path, args: &CurveArgs, json: bool, plot: Option<&Path>) -> R
         }
     }
     Ok(())
-}
-
-/// Bytes where the trace has sizes and no size is a plain count of
-/// objects; objects otherwise.
-fn unit(points: &[SizePoint], sized: bool) -> Result<CurveUnit> {
-    let objects = points.iter().any(|p| matches!(p, SizePoint::Objects(_)));
-    let bytes = points.iter().any(|p| matches!(p, SizePoint::Bytes(_)));
-    match (objects, bytes, sized) {
-        (true, true, _) => bail!(
-            "--cache-size mixes counts of objects (`1000`) and bytes (`64MiB`): one curve has one unit"
-        ),
-        (_, true, false) => bail!(
-            "--cache-size in bytes needs a trace with object sizes (oracle, csv with size=); give this trace's sizes as counts of objects (`1000`) or percentages (`10%`)"
-        ),
-        (false, _, true) => Ok(CurveUnit::Bytes),
-        _ => Ok(CurveUnit::Objects),
-    }
 }
 
 /// What the table does not say: zero-size requests left out, and where the
@@ -423,66 +204,4 @@ pub fn plot_file(plot: &Path) -> Result<&Path> {
         );
     }
     Ok(plot)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_give_evenly_spaced_points() {
-        let p = parse_sizes("1%..100%:4").unwrap();
-        let fractions: Vec<f64> = p.iter().map(|p| p.value()).collect();
-        for (got, want) in fractions.iter().zip([0.01, 0.34, 0.67, 1.0]) {
-            assert!((got - want).abs() < 1e-12, "{fractions:?}");
-        }
-        let p = parse_sizes("1MiB..1GiB:4log").unwrap();
-        assert_eq!(p.len(), 4);
-        assert_eq!(
-            (p[0], p[3]),
-            (SizePoint::Bytes(1 << 20), SizePoint::Bytes(1 << 30))
-        );
-        // Evenly on a log scale: each point 1024^(1/3) = 10.08 times the last.
-        let SizePoint::Bytes(second) = p[1] else {
-            panic!("{p:?}")
-        };
-        assert!((second as f64 / (1 << 20) as f64 - 10.079).abs() < 0.001);
-        assert_eq!(
-            parse_sizes("100, 200..400:3").unwrap(),
-            [100, 200, 300, 400].map(SizePoint::Objects).to_vec()
-        );
-    }
-
-    #[test]
-    fn bad_ranges_say_what_is_wrong() {
-        for (bad, says) in [
-            ("1%..100%", "needs its number of points"),
-            ("1%..100%:1", "expected 2 to"),
-            ("1%..100%:x", "`x` points"),
-            ("100%..1%:5", "FROM must be smaller than TO"),
-            ("1%..1GiB:5", "same unit"),
-            ("0..10:5", "`0` is not a cache size"),
-            ("1MiB..2Q:5", "`2Q` is not a cache size"),
-            ("-5%", "`-5%`"),
-            ("", "is empty"),
-        ] {
-            let err = parse_sizes(bad).unwrap_err().to_string();
-            assert!(err.contains(says), "{bad}: {err}");
-        }
-        let err = unit(&[SizePoint::Objects(1), SizePoint::Bytes(1)], true).unwrap_err();
-        assert!(err.to_string().contains("mixes"), "{err}");
-        let err = unit(&[SizePoint::Bytes(1)], false).unwrap_err();
-        assert!(
-            err.to_string().contains("needs a trace with object sizes"),
-            "{err}"
-        );
-        assert_eq!(
-            unit(&[SizePoint::Fraction(0.5)], true).unwrap(),
-            CurveUnit::Bytes
-        );
-        assert_eq!(
-            unit(&[SizePoint::Objects(5)], true).unwrap(),
-            CurveUnit::Objects
-        );
-    }
 }

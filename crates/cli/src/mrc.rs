@@ -174,7 +174,7 @@ fn requests(args: &MrcArgs) -> Result<(String, Vec<FileRequest>)> {
             if requests.is_empty() {
                 bail!("{}: no requests", path.display());
             }
-            let label = crate::sim::trace_label(std::slice::from_ref(path));
+            let label = coopcache_sim::local::trace_label(std::slice::from_ref(path));
             Ok((label, requests))
         }
         None => {

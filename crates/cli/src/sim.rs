@@ -1,11 +1,12 @@
 //! `coopcache sim`: replay traces through local replacement policies.
 
-use crate::output::{self, Row, Sizing};
+use crate::output;
 use crate::progress::Progress;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use coopcache_core::{Capacity, PolicyKind};
-use coopcache_sim::replay::{RunSpec, replay_sized};
+use coopcache_core::PolicyKind;
+use coopcache_sim::local::{self, SimRow, Sizing};
+use coopcache_sim::replay::replay_sized;
 use coopcache_sim::size::{CacheSize, parse_bytes};
 use coopcache_sim::trace::{
     self, Compose, ComposeMode, CsvSpec, IdSpace, ReadOptions, Requests, TraceFormat,
@@ -182,11 +183,10 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         bail!("give --cache-size: blocks (`2750`) or bytes with a unit (`16MiB`), comma-separated");
     }
     let sizing = sizing(&args)?;
-    let specs = run_specs(&args, sizing)?;
+    let specs = local::run_specs(&args.policy, &args.cache_size, sizing, args.block_size())?;
     let (requests, progress) = open_traces(&args)?;
-    let label = trace_label(&args.traces);
-    let sized = matches!(sizing, Sizing::Objects);
-    let results = replay_sized(requests, &specs, sized, |n| progress.update(n))
+    let label = local::trace_label(&args.traces);
+    let results = replay_sized(requests, &specs, sizing.sized(), |n| progress.update(n))
         .with_context(|| format!("replaying {label}"));
     progress.finish();
     let results = results?;
@@ -201,9 +201,9 @@ pub fn run(mut args: SimArgs) -> Result<()> {
             output::count(skipped, "request")
         );
     }
-    let rows: Vec<Row> = results
+    let rows: Vec<SimRow> = results
         .iter()
-        .map(|r| Row::new(&label, sizing, r))
+        .map(|r| SimRow::new(&label, sizing, r))
         .collect();
     if args.json {
         output::print_json(&rows)
@@ -214,47 +214,25 @@ pub fn run(mut args: SimArgs) -> Result<()> {
 }
 
 /// Whether the trace's requests carry object sizes, or are blocks of
-/// `--block-size` bytes.
+/// `--block-size` bytes; a note where a csv without sizes is given byte
+/// cache sizes.
 fn sizing(args: &SimArgs) -> Result<Sizing> {
     let Some(format) = args.format else {
         return Ok(Sizing::Blocks(args.block_size()));
     };
-    if !format.has_sizes(&read_options(args)) {
-        if format == TraceFormat::Csv
-            && args
-                .cache_size
-                .iter()
-                .any(|s| matches!(s, CacheSize::Bytes(_)))
-        {
-            eprintln!(
-                "note: --csv has no size column, so byte cache sizes count blocks of {} bytes (add size=N for a byte cache)",
-                args.block_size()
-            );
-        }
-        return Ok(Sizing::Blocks(args.block_size()));
-    }
-    if args.block_size_arg.is_some() {
-        bail!(
-            "--block-size applies to block traces and traces without object sizes; this {format} trace has sizes, so a cache size with a unit (`100MiB`) holds each object at its size, and a plain number (`12800`) is a count of objects"
+    let opts = read_options(args);
+    let sizing = Sizing::of(format, &opts, args.block_size_arg)?;
+    let byte_sizes = args
+        .cache_size
+        .iter()
+        .any(|s| matches!(s, CacheSize::Bytes(_)));
+    if format == TraceFormat::Csv && !sizing.sized() && byte_sizes {
+        eprintln!(
+            "note: --csv has no size column, so byte cache sizes count blocks of {} bytes (add size=N for a byte cache)",
+            args.block_size()
         );
     }
-    Ok(Sizing::Objects)
-}
-
-/// Every (policy, size) pair, policy-major: a byte cache where the trace has
-/// sizes and the size has a unit, else a cache of blocks.
-fn run_specs(args: &SimArgs, sizing: Sizing) -> Result<Vec<RunSpec>> {
-    let mut specs = Vec::new();
-    for &policy in &args.policy {
-        for &size in &args.cache_size {
-            let capacity = match (size, sizing) {
-                (CacheSize::Bytes(b), Sizing::Objects) => Capacity::Bytes(b),
-                (size, _) => Capacity::Blocks(size.blocks(args.block_size())?),
-            };
-            specs.push(RunSpec { policy, capacity });
-        }
-    }
-    Ok(specs)
+    Ok(sizing)
 }
 
 fn read_options(args: &SimArgs) -> ReadOptions {
@@ -308,18 +286,4 @@ fn named_format(traces: &[PathBuf]) -> Option<TraceFormat> {
     let mut formats = traces.iter().map(|t| TraceFormat::from_path(t));
     let first = formats.next()??;
     formats.all(|f| f == Some(first)).then_some(first)
-}
-
-/// The trace's name in reports: its file name, or names joined with `+`.
-pub(crate) fn trace_label(paths: &[PathBuf]) -> String {
-    paths
-        .iter()
-        .map(|p| {
-            p.file_name().map_or_else(
-                || p.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("+")
 }

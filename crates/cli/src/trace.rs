@@ -82,6 +82,6 @@ impl Input {
 
     /// The trace's name in reports.
     fn label(&self) -> String {
-        crate::sim::trace_label(std::slice::from_ref(&self.trace))
+        coopcache_sim::local::trace_label(std::slice::from_ref(&self.trace))
     }
 }

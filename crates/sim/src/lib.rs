@@ -8,6 +8,8 @@
 //!   or sampled (SHARDS).
 //! - [`stats`]: a trace's statistics (sizes, reuse, popularity) from one
 //!   pass.
+//! - [`local`]: a local-policy study's runs and rows, as `coopcache sim`
+//!   reports them.
 //! - [`live`]: the live protocol (the daemon's own code) simulated over an
 //!   in-order network and a virtual clock.
 #![forbid(unsafe_code)]
@@ -21,6 +23,7 @@ pub mod coop;
 pub mod error;
 pub mod faults;
 pub mod live;
+pub mod local;
 pub mod mrc;
 pub mod replay;
 pub mod size;

@@ -5,6 +5,8 @@ pub mod driver;
 pub mod hardware;
 pub mod profile;
 pub mod report;
+pub mod rows;
+pub mod setup;
 pub mod stepwise;
 
 pub use driver::{ClientOutOfRange, ClientStats, Load, Simulation, Stats};

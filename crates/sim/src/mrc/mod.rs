@@ -50,9 +50,13 @@
 //! [`Capacity::Blocks`]: coopcache_core::Capacity::Blocks
 //! [`Capacity::Bytes`]: coopcache_core::Capacity::Bytes
 
+mod curves;
 mod shards;
 mod stack;
 
+pub use curves::{
+    CurveError, CurveRow, CurveSpec, Curves, DEFAULT_SIZES, SizePoint, curves, parse_sizes,
+};
 pub use shards::Shards;
 pub use stack::{LruStack, Reuse};
 
