@@ -60,6 +60,8 @@ POLICIES = {
     "lfuda": lambda p: lcs_c.LFUDA_init(p),
     "gdsf": lambda p: lcs_c.GDSF_init(p),
     "wtinylfu": lambda p: lcs_c.WTinyLFU_init(p),
+    "qdlp": lambda p: lcs_c.QDLP_init(p),
+    "mq": lambda p: lcs_c.MQ_init(p),
 }
 
 # Trace order of the output.

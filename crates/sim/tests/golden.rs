@@ -160,3 +160,15 @@ fn gdsf_matches_libcachesim_exactly() {
 fn wtinylfu_matches_libcachesim_exactly() {
     check(&[PolicyKind::WTinyLfu]);
 }
+
+/// QD-LP, as libCacheSim's `QDLP` with its defaults.
+#[test]
+fn qdlp_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Qdlp]);
+}
+
+/// MQ, as libCacheSim's `MQ` with its defaults.
+#[test]
+fn mq_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Mq]);
+}

@@ -177,6 +177,18 @@ fn wtinylfu_matches_libcachesim_in_bytes_exactly() {
     check(&[PolicyKind::WTinyLfu]);
 }
 
+/// QD-LP, as libCacheSim's `QDLP` with its defaults, in bytes.
+#[test]
+fn qdlp_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Qdlp]);
+}
+
+/// MQ, as libCacheSim's `MQ` with its defaults, in bytes.
+#[test]
+fn mq_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Mq]);
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).

@@ -44,6 +44,8 @@ mod lfu;
 mod lfuda;
 mod lirs;
 mod lru;
+mod mq;
+mod qdlp;
 mod random;
 mod s3fifo;
 mod s3fifo_v1;
@@ -63,6 +65,8 @@ pub use lfu::Lfu;
 pub use lfuda::Lfuda;
 pub use lirs::{Lirs, LirsMiss};
 pub use lru::Lru;
+pub use mq::{MQ_MAX_QUEUES, Mq, MqParams};
+pub use qdlp::{Qdlp, QdlpParams};
 pub use random::{RANDOM_SEED, Random, splitmix64};
 pub use s3fifo::S3Fifo;
 pub use s3fifo_v1::S3FifoV1;
@@ -283,4 +287,22 @@ pub(crate) fn check_capacity(
         min: min as u64,
         max: usize::MAX as u64,
     })
+}
+
+/// A policy parameter outside its range, reported as a [`CapacityError`]
+/// (what a policy's `with_params` returns) whose `policy` names the policy
+/// and the parameter's range, and whose range is empty: no capacity makes
+/// the parameter valid.
+pub(crate) fn bad_param(param: &'static str, capacity: Capacity) -> CapacityError {
+    let (capacity, unit) = match capacity {
+        Capacity::Blocks(n) => (n as u64, "blocks"),
+        Capacity::Bytes(b) => (b, "bytes"),
+    };
+    CapacityError {
+        policy: param,
+        capacity,
+        unit,
+        min: 0,
+        max: 0,
+    }
 }
