@@ -44,6 +44,22 @@ impl Chunk for Vec<Request> {
 pub(crate) fn for_each_chunk<C, E>(
     requests: Requests,
     new_chunk: impl Fn() -> C + Send,
+    consume: impl FnMut(&C) -> Result<(), E>,
+) -> Result<(), E>
+where
+    C: Chunk,
+    E: From<TraceError>,
+{
+    for_each_chunk_cut(requests, None, new_chunk, consume)
+}
+
+/// [`for_each_chunk`], with chunks also cut after every `cut` requests
+/// (where given, at least 1): no chunk spans a multiple of `cut`, so the
+/// caller sees the state at each one (a miss ratio per interval).
+pub(crate) fn for_each_chunk_cut<C, E>(
+    requests: Requests,
+    cut: Option<u64>,
+    new_chunk: impl Fn() -> C + Send,
     mut consume: impl FnMut(&C) -> Result<(), E>,
 ) -> Result<(), E>
 where
@@ -54,7 +70,7 @@ where
     // Used buffers go back to the reader, so chunks are allocated once.
     let (empty_tx, empty_rx) = mpsc::channel::<C>();
     std::thread::scope(|scope| {
-        scope.spawn(move || read_chunks(requests, new_chunk, &full_tx, &empty_rx));
+        scope.spawn(move || read_chunks(requests, cut, new_chunk, &full_tx, &empty_rx));
         for chunk in full_rx {
             let chunk = chunk?;
             consume(&chunk)?;
@@ -67,14 +83,21 @@ where
 
 fn read_chunks<C: Chunk>(
     mut requests: Requests,
+    cut: Option<u64>,
     new_chunk: impl Fn() -> C,
     full: &mpsc::SyncSender<Result<C, TraceError>>,
     empty: &mpsc::Receiver<C>,
 ) {
+    let mut read = 0u64;
     loop {
+        // Up to the next multiple of `cut`, if that comes before CHUNK.
+        let want = cut.map_or(CHUNK, |n| {
+            let n = n.max(1);
+            CHUNK.min(usize::try_from(n - read % n).unwrap_or(CHUNK))
+        });
         let mut chunk = empty.try_recv().unwrap_or_else(|_| new_chunk());
         chunk.clear();
-        for request in requests.by_ref().take(CHUNK) {
+        for request in requests.by_ref().take(want) {
             match request {
                 Ok(r) => chunk.push(&r),
                 Err(e) => {
@@ -83,7 +106,8 @@ fn read_chunks<C: Chunk>(
                 }
             }
         }
-        let last = chunk.len() < CHUNK;
+        read += chunk.len() as u64;
+        let last = chunk.len() < want;
         if chunk.len() == 0 || full.send(Ok(chunk)).is_err() || last {
             return;
         }

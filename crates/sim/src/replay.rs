@@ -6,7 +6,7 @@
 //! parsing overlap the simulation, and each cache's time counts only its
 //! own request loop.
 
-use crate::chunks::{CHUNK, Chunk, for_each_chunk};
+use crate::chunks::{CHUNK, Chunk, for_each_chunk_cut};
 use crate::error::TraceError;
 use crate::trace::{Op, Request, Requests};
 use coopcache_core::CapacityError;
@@ -54,6 +54,36 @@ pub struct Tally {
     pub skipped: u64,
 }
 
+impl Tally {
+    /// What was counted since `earlier`, a tally of the same cache.
+    pub fn since(&self, earlier: &Tally) -> Tally {
+        Tally {
+            requests: self.requests - earlier.requests,
+            misses: self.misses - earlier.misses,
+            bytes: self.bytes - earlier.bytes,
+            byte_misses: self.byte_misses - earlier.byte_misses,
+            writes: self.writes - earlier.writes,
+            deletes: self.deletes - earlier.deletes,
+            skipped: self.skipped - earlier.skipped,
+        }
+    }
+
+    /// Read misses over reads (0 without reads).
+    pub fn miss_ratio(&self) -> f64 {
+        ratio(self.misses, self.requests)
+    }
+
+    /// Bytes missed over bytes read, or the miss ratio where reads carried
+    /// no sizes.
+    pub fn byte_miss_ratio(&self) -> f64 {
+        if self.bytes == 0 {
+            self.miss_ratio()
+        } else {
+            ratio(self.byte_misses, self.bytes)
+        }
+    }
+}
+
 /// What one simulated cache saw, and how long its request loop took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunResult {
@@ -68,18 +98,14 @@ pub struct RunResult {
 impl RunResult {
     /// Read misses over reads (0 for an empty trace).
     pub fn miss_ratio(&self) -> f64 {
-        ratio(self.tally.misses, self.tally.requests)
+        self.tally.miss_ratio()
     }
 
     /// Bytes missed over bytes read; without sizes (a block replay of a
     /// trace without them), every read is one block and this is the miss
     /// ratio.
     pub fn byte_miss_ratio(&self) -> f64 {
-        if self.tally.bytes == 0 {
-            self.miss_ratio()
-        } else {
-            ratio(self.tally.byte_misses, self.tally.bytes)
-        }
+        self.tally.byte_miss_ratio()
     }
 
     /// Requests (reads, writes and deletes) per second of request-loop time.
@@ -342,18 +368,35 @@ pub fn replay_sized(
     sized: bool,
     on_chunk: impl FnMut(u64),
 ) -> Result<Vec<RunResult>, ReplayError> {
+    replay_every(requests, specs, sized, None, on_chunk, |_, _| {})
+}
+
+/// [`replay_sized`], also reporting every `every` trace requests (reads,
+/// writes and deletes; at least 1): `on_interval` is called with the
+/// requests read so far and each cache's tally over the interval just
+/// ended, in the order of `specs`; the last call covers the rest of the
+/// trace, if any.
+pub fn replay_every(
+    requests: Requests,
+    specs: &[RunSpec],
+    sized: bool,
+    every: Option<u64>,
+    on_chunk: impl FnMut(u64),
+    on_interval: impl FnMut(u64, &[Tally]),
+) -> Result<Vec<RunResult>, ReplayError> {
     let sized = sized
         || specs
             .iter()
             .any(|s| matches!(s.capacity, Capacity::Bytes(_)));
+    let every = every.map(|n| n.max(1));
     if specs.iter().any(|s| s.policy.needs_future()) {
-        return replay_with_future(requests, specs, sized, on_chunk);
+        return replay_with_future(requests, specs, sized, every, on_chunk, on_interval);
     }
     let runs = specs
         .iter()
         .map(|&spec| spec.policy.build(spec.capacity, BoxRun(spec)))
         .collect::<Result<Vec<_>, _>>()?;
-    feed_all(requests, runs, sized, on_chunk)
+    feed_all(requests, runs, sized, every, on_chunk, on_interval)
 }
 
 /// [`replay_sized`] with a policy that needs the future ([`Belady`]): the
@@ -366,7 +409,9 @@ fn replay_with_future(
     requests: Requests,
     specs: &[RunSpec],
     sized: bool,
+    every: Option<u64>,
     on_chunk: impl FnMut(u64),
+    on_interval: impl FnMut(u64, &[Tally]),
 ) -> Result<Vec<RunResult>, ReplayError> {
     let all = requests.collect::<Result<Vec<Request>, TraceError>>()?;
     let future = |keep: fn(&Request) -> bool| -> std::sync::Arc<[u64]> {
@@ -400,27 +445,55 @@ fn replay_with_future(
         };
         runs.push(run);
     }
-    feed_all(Box::new(all.into_iter().map(Ok)), runs, sized, on_chunk)
+    feed_all(
+        Box::new(all.into_iter().map(Ok)),
+        runs,
+        sized,
+        every,
+        on_chunk,
+        on_interval,
+    )
 }
 
-/// Feeds every chunk of `requests` to every run, in parallel.
+/// Feeds every chunk of `requests` to every run, in parallel, cutting
+/// chunks at every multiple of `every` to report the intervals.
 fn feed_all(
     requests: Requests,
     mut runs: Vec<Box<dyn Run>>,
     sized: bool,
+    every: Option<u64>,
     mut on_chunk: impl FnMut(u64),
+    mut on_interval: impl FnMut(u64, &[Tally]),
 ) -> Result<Vec<RunResult>, ReplayError> {
     let mut replayed = 0u64;
-    for_each_chunk(
+    // Each run's tally at the last interval's end, then the interval's.
+    let mut before = vec![Tally::default(); if every.is_some() { runs.len() } else { 0 }];
+    let mut interval = before.clone();
+    let mut report = |runs: &[Box<dyn Run>], replayed: u64| {
+        for ((run, before), interval) in runs.iter().zip(&mut before).zip(&mut interval) {
+            let now = run.result().tally;
+            *interval = now.since(before);
+            *before = now;
+        }
+        on_interval(replayed, &interval);
+    };
+    for_each_chunk_cut(
         requests,
+        every,
         || Items::with_capacity(CHUNK, sized),
         |items: &Items| {
             runs.par_iter_mut().for_each(|run| run.feed(items));
             replayed += items.len() as u64;
             on_chunk(replayed);
+            if every.is_some_and(|n| replayed.is_multiple_of(n)) {
+                report(&runs, replayed);
+            }
             Ok::<(), ReplayError>(())
         },
     )?;
+    if every.is_some_and(|n| !replayed.is_multiple_of(n)) {
+        report(&runs, replayed);
+    }
     Ok(runs.iter().map(|run| run.result()).collect())
 }
 
@@ -462,6 +535,42 @@ mod tests {
         assert_eq!(results[0].tally.requests, 3 * CHUNK as u64);
         assert_eq!(results[0].tally.misses, 3 * CHUNK as u64);
         assert_eq!(results[1].tally.misses, 3);
+    }
+
+    #[test]
+    fn intervals_cut_the_trace_at_every_multiple_and_sum_to_the_whole() {
+        // 3 blocks in a loop, longer than two chunks: a 3-block LRU misses
+        // in the first interval only, a 2-block one on every request.
+        let total = 2 * CHUNK as u64 + 5;
+        let trace = (0..total).map(|i| i % 3);
+        let specs = [3, 2].map(|blocks| RunSpec {
+            policy: PolicyKind::Lru,
+            capacity: Capacity::Blocks(blocks),
+        });
+        let mut seen: Vec<(u64, [Tally; 2])> = Vec::new();
+        let results = replay_every(
+            ids(trace),
+            &specs,
+            false,
+            Some(1000),
+            |_| {},
+            |end, t| seen.push((end, [t[0], t[1]])),
+        )
+        .unwrap();
+        let ends: Vec<u64> = seen.iter().map(|s| s.0).collect();
+        let want: Vec<u64> = (1..=total / 1000)
+            .map(|k| k * 1000)
+            .chain([total])
+            .collect();
+        assert_eq!(ends, want);
+        assert_eq!(seen[0].1[0].misses, 3);
+        assert!(seen[1..].iter().all(|s| s.1[0].misses == 0));
+        assert!(seen.iter().all(|s| s.1[1].misses == s.1[1].requests));
+        assert_eq!(seen.last().unwrap().1[1].requests, total % 1000);
+        for (k, result) in results.iter().enumerate() {
+            let sum: u64 = seen.iter().map(|s| s.1[k].requests).sum();
+            assert_eq!(sum, result.tally.requests);
+        }
     }
 
     fn sized(requests: &[(u64, u32, Op)]) -> Requests {
