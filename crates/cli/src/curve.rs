@@ -2,6 +2,7 @@
 //! LRU from one stack-distance pass (exact, or sampled with `--shards`),
 //! every other policy replayed at each size, all sizes in parallel.
 
+use crate::output::Output;
 use crate::plot::{Series, Style, xy};
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -42,7 +43,7 @@ pub struct CurveArgs {
 }
 
 /// Runs the curves of `trace`.
-pub fn run(trace: &Path, args: &CurveArgs, json: bool, plot: Option<&Path>) -> Result<()> {
+pub fn run(trace: &Path, args: &CurveArgs, output: Output, plot: Option<&Path>) -> Result<()> {
     let format = args.format.expect("dispatched on --format");
     if format == TraceFormat::Csv && args.csv.is_none() {
         bail!("--format csv needs --csv to say which column holds the id, e.g. --csv id=1");
@@ -76,14 +77,10 @@ pub fn run(trace: &Path, args: &CurveArgs, json: bool, plot: Option<&Path>) -> R
     let computed = curves(open, &label, &spec).with_context(|| format!("curves of {label}"))?;
     let (rows, unit) = (computed.rows, computed.unit);
     notes(&computed.lru, &computed.sizes, &spec.policies);
-    if json {
-        crate::output::print_json(&rows)?;
-    } else {
-        print_table(&rows, unit);
-    }
+    crate::output::print_rows(output, &rows, |rows| print_table(rows, unit))?;
     if let Some(path) = plot {
         draw(path, &label, &rows, unit)?;
-        if !json {
+        if output == Output::Table {
             println!("wrote {}", path.display());
         }
     }

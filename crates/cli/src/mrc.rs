@@ -4,6 +4,7 @@
 //! attribute-cache paper's Figures 9 and 12), and their disk accesses
 //! relative to a baseline (Figures 13 and 14).
 
+use crate::output::Output;
 use crate::plot::{Series, Style, xy};
 use crate::table;
 use anyhow::{Context, Result, bail};
@@ -86,9 +87,15 @@ pub struct MrcArgs {
     #[arg(long)]
     direct: bool,
 
-    /// Print one JSON object per configuration and size instead of a table.
-    #[arg(long)]
+    /// Print one JSON object per configuration and size instead of a table (same as --output
+    /// json).
+    #[arg(long, conflicts_with = "output")]
     json: bool,
+
+    /// Output: `table`, `json` (one object per line) or `csv` (a header row, then one row per
+    /// point).
+    #[arg(long, value_enum, default_value_t = Output::Table)]
+    output: Output,
 
     /// Write PNG charts here: miss ratio and write expulsion curves, disk accesses against the
     /// baseline (with --format: one chart, FILE.png).
@@ -254,19 +261,25 @@ pub fn run(args: MrcArgs) -> Result<()> {
     if rows.is_empty() {
         bail!("no configuration fits any of the sizes {sizes_text}");
     }
-    if args.json {
-        crate::output::print_json(&rows)?;
-    } else {
-        print_table(&rows);
-        print_regions(&rows, &schemes);
-    }
+    let output = args.output();
+    crate::output::print_rows(output, &rows, |rows| {
+        print_table(rows);
+        print_regions(rows, &schemes);
+    })?;
     if let Some(dir) = &args.plot {
         plot(dir, &label, &rows, &schemes)?;
-        if !args.json {
+        if output == Output::Table {
             println!("wrote charts to {}", dir.display());
         }
     }
     Ok(())
+}
+
+impl MrcArgs {
+    /// `--output`, or JSON for `--json`.
+    fn output(&self) -> Output {
+        if self.json { Output::Json } else { self.output }
+    }
 }
 
 /// Local policies' curves on a block or object trace.
@@ -292,7 +305,7 @@ fn run_local(args: &MrcArgs) -> Result<()> {
         .as_deref()
         .map(crate::curve::plot_file)
         .transpose()?;
-    crate::curve::run(trace, &args.local, args.json, plot)
+    crate::curve::run(trace, &args.local, args.output(), plot)
 }
 
 /// A byte count as the paper writes cache sizes: 32K, 4M.

@@ -1,4 +1,4 @@
-//! Reporting replay results: an aligned table, or JSON lines.
+//! Reporting replay results: an aligned table, JSON lines or CSV.
 
 use anyhow::Result;
 
@@ -11,7 +11,7 @@ pub fn count(n: impl Into<u64>, word: &str) -> String {
         format!("{n} {word}s")
     }
 }
-use coopcache_sim::local::SimRow;
+use coopcache_sim::local::{IntervalRow, SimRow};
 use serde::Serialize;
 use std::io::Write;
 
@@ -33,6 +33,45 @@ fn human_bytes(b: u64) -> String {
         }
     }
     format!("{b}B")
+}
+
+/// How a command prints its rows (`--output`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// An aligned table, for people.
+    #[default]
+    Table,
+    /// One JSON object per line.
+    Json,
+    /// A header row, then one comma-separated row per line (RFC 4180).
+    Csv,
+}
+
+/// Prints `rows` as `output` says; a table through `table`.
+pub fn print_rows<T: Serialize>(
+    output: Output,
+    rows: &[T],
+    table: impl FnOnce(&[T]),
+) -> Result<()> {
+    match output {
+        Output::Table => {
+            table(rows);
+            Ok(())
+        }
+        Output::Json => print_json(rows),
+        Output::Csv => print_csv(rows),
+    }
+}
+
+/// A header row named after the fields, then one row per record, on
+/// stdout; a field that is `None` is empty.
+pub fn print_csv<T: Serialize>(rows: impl IntoIterator<Item = T>) -> Result<()> {
+    let mut out = csv::Writer::from_writer(std::io::stdout().lock());
+    for row in rows {
+        out.serialize(row)?;
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// One JSON object per line, on stdout.
@@ -87,6 +126,41 @@ pub fn print_table(rows: &[SimRow]) {
                 format!("{:.1}", r.requests_per_s / 1e6),
             ]);
             row
+        })
+        .collect();
+    crate::table::print(&header, &cells, 2);
+}
+
+/// An aligned table of each run's intervals: the miss ratios over time.
+pub fn print_interval_table(rows: &[IntervalRow]) {
+    let header = [
+        "trace",
+        "policy",
+        "cache",
+        "requests read",
+        "reads",
+        "misses",
+        "miss ratio",
+        "byte miss ratio",
+    ];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let cache = match (r.cache_size_objects, r.cache_size_bytes) {
+                (Some(n), _) => format!("{n} blocks"),
+                (None, Some(b)) => human_bytes(b),
+                (None, None) => String::new(),
+            };
+            vec![
+                r.trace.clone(),
+                r.policy.clone(),
+                cache,
+                r.interval_end.to_string(),
+                r.requests.to_string(),
+                r.misses.to_string(),
+                format!("{:.4}", r.miss_ratio),
+                format!("{:.4}", r.byte_miss_ratio),
+            ]
         })
         .collect();
     crate::table::print(&header, &cells, 2);

@@ -1,12 +1,12 @@
 //! `coopcache sim`: replay traces through local replacement policies.
 
-use crate::output;
+use crate::output::{self, Output};
 use crate::progress::Progress;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use coopcache_core::PolicyKind;
-use coopcache_sim::local::{self, SimRow, Sizing};
-use coopcache_sim::replay::replay_sized;
+use coopcache_sim::local::{self, IntervalRow, SimRow, Sizing};
+use coopcache_sim::replay::replay_every;
 use coopcache_sim::size::{CacheSize, parse_bytes};
 use coopcache_sim::trace::{
     self, Compose, ComposeMode, CsvSpec, IdSpace, ReadOptions, Requests, TraceFormat,
@@ -101,9 +101,20 @@ pub struct SimArgs {
     #[arg(long, default_value = "disjoint", value_parser = parse_id_space)]
     pub(crate) ids: IdSpace,
 
-    /// Print one JSON object per run instead of a table.
-    #[arg(long)]
+    /// Print one JSON object per run instead of a table (same as --output json).
+    #[arg(long, conflicts_with = "output")]
     pub(crate) json: bool,
+
+    /// Output: `table`, `json` (one object per line) or `csv` (a header row, then one row per
+    /// run; local policies only).
+    #[arg(long, value_enum, default_value_t = Output::Table)]
+    pub(crate) output: Output,
+
+    /// Also report each local run's miss ratios over every N trace requests (reads, writes and
+    /// deletes; the last interval may be shorter): the miss ratio over time. The table shows the
+    /// intervals, then the whole runs; json and csv print the intervals' rows.
+    #[arg(long, value_name = "N", value_parser = parse_interval)]
+    pub(crate) report_interval: Option<u64>,
 
     /// Worker threads for the runs (default: one per core).
     #[arg(short, long)]
@@ -111,6 +122,37 @@ pub struct SimArgs {
 
     #[command(flatten)]
     pub(crate) coop: crate::coop::CoopArgs,
+}
+
+fn parse_interval(text: &str) -> Result<u64, String> {
+    match text.trim().replace('_', "").parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "`{text}`: expected a number of trace requests, at least 1 (e.g. 1000000)"
+        )),
+    }
+}
+
+impl SimArgs {
+    /// `--output`, or JSON for `--json`.
+    pub(crate) fn output(&self) -> Output {
+        if self.json { Output::Json } else { self.output }
+    }
+
+    /// Refuses what a cooperative run does not print: CSV and intervals.
+    fn cooperative_output(&self) -> Result<()> {
+        if self.output == Output::Csv {
+            bail!(
+                "--output csv prints local policies' runs; a cooperative run prints a table or --output json"
+            );
+        }
+        if self.report_interval.is_some() {
+            bail!(
+                "--report-interval reports local policies' runs over time; this run simulates a cluster (--algorithms or --class-policy)"
+            );
+        }
+        Ok(())
+    }
 }
 
 /// The papers' block: 8 KiB.
@@ -160,9 +202,11 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         args.format = named_format(&args.traces);
     }
     if !args.coop.class_policy.is_empty() {
+        args.cooperative_output()?;
         return crate::classes::run(&args);
     }
     if args.coop.algorithms.is_some() {
+        args.cooperative_output()?;
         return crate::coop::run(&args);
     }
     if args.coop.workload.is_some() {
@@ -186,8 +230,20 @@ pub fn run(mut args: SimArgs) -> Result<()> {
     let specs = local::run_specs(&args.policy, &args.cache_size, sizing, args.block_size())?;
     let (requests, progress) = open_traces(&args)?;
     let label = local::trace_label(&args.traces);
-    let results = replay_sized(requests, &specs, sizing.sized(), |n| progress.update(n))
-        .with_context(|| format!("replaying {label}"));
+    let mut intervals = Vec::new();
+    let results = replay_every(
+        requests,
+        &specs,
+        sizing.sized(),
+        args.report_interval,
+        |n| progress.update(n),
+        |end, tallies| {
+            for (run, (&spec, &tally)) in specs.iter().zip(tallies).enumerate() {
+                intervals.push((run, IntervalRow::new(&label, sizing, spec, end, tally)));
+            }
+        },
+    )
+    .with_context(|| format!("replaying {label}"));
     progress.finish();
     let results = results?;
     if let Some(skipped) = results
@@ -205,12 +261,18 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         .iter()
         .map(|r| SimRow::new(&label, sizing, r))
         .collect();
-    if args.json {
-        output::print_json(&rows)
-    } else {
-        output::print_table(&rows);
-        Ok(())
+    if args.report_interval.is_none() {
+        return output::print_rows(args.output(), &rows, output::print_table);
     }
+    // Run-major, as the summary: each run's intervals in trace order (a
+    // stable sort of the interval-major reports).
+    intervals.sort_by_key(|(run, _)| *run);
+    let intervals: Vec<IntervalRow> = intervals.into_iter().map(|(_, row)| row).collect();
+    output::print_rows(args.output(), &intervals, |intervals| {
+        output::print_interval_table(intervals);
+        println!();
+        output::print_table(&rows);
+    })
 }
 
 /// Whether the trace's requests carry object sizes, or are blocks of

@@ -170,6 +170,65 @@ fn bad_options_are_clear_errors() {
     );
 }
 
+/// `--output csv` is a header and one row per run, the same figures as
+/// the JSON; `--report-interval` splits each run into intervals whose
+/// counts sum to the run's.
+#[test]
+fn csv_rows_and_intervals_match_the_whole_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    // A loop over 1..=3 then a loop over 4..=9: a 3-block LRU misses 3
+    // times in the first 300 requests, then every time.
+    let text = "1\n2\n3\n".repeat(100) + &"4\n5\n6\n7\n8\n9\n".repeat(50);
+    let trace = temp_trace(dir.path(), "two-loops.lirs", &text);
+    let base = format!("sim {trace} --format lirs --policy lru,fifo --cache-size 3");
+    let out = coopcache(&format!("{base} --output csv"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let csv = stdout(&out);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert_eq!(rows[0][col("policy")], "lru");
+    assert_eq!(rows[0][col("requests")], "600");
+    assert_eq!(rows[0][col("misses")], "303");
+    assert_eq!(rows[0][col("cache_size_objects")], "3");
+
+    let out = coopcache(&format!("{base} --report-interval 250 --output csv"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let csv = stdout(&out);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // Three intervals per run (250, 500, 600), run-major.
+    let ends: Vec<&str> = rows.iter().map(|r| r[col("interval_end")]).collect();
+    assert_eq!(ends, ["250", "500", "600", "250", "500", "600"], "{csv}");
+    let misses: Vec<&str> = rows[..3].iter().map(|r| r[col("misses")]).collect();
+    // LRU: 3 cold misses, then 200 of the second loop's in 251-500, then 100.
+    assert_eq!(misses, ["3", "200", "100"], "{csv}");
+    assert_eq!(rows[0][col("miss_ratio")], "0.012");
+
+    // The table shows the intervals, then the whole runs.
+    let out = coopcache(&format!("{base} --report-interval 250"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    assert!(table.contains("requests read") && table.contains("Mreq/s"), "{table}");
+
+    fails_with(
+        &format!("{base} --report-interval 0"),
+        &["--report-interval", "at least 1"],
+    );
+    fails_with(
+        "sim --workload zipf --workload-params requests=2000 --algorithms base --output csv",
+        &["--output csv", "local policies"],
+    );
+    fails_with(
+        "sim --workload zipf --workload-params requests=2000 --algorithms base --report-interval 10",
+        &["--report-interval", "cluster"],
+    );
+}
+
 /// A local-policy run refuses the cooperative options it would ignore,
 /// naming the flag, rather than exit 0 unchanged.
 #[test]

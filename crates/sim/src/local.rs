@@ -4,7 +4,7 @@
 //! binary, so that every front end reports the same figures.
 
 use crate::error::OptionError;
-use crate::replay::{RunResult, RunSpec};
+use crate::replay::{RunResult, RunSpec, Tally};
 use crate::size::CacheSize;
 use crate::trace::{ReadOptions, TraceFormat};
 use coopcache_core::{Capacity, PolicyKind};
@@ -155,6 +155,70 @@ impl SimRow {
     }
 }
 
+/// One run's figures over one interval of the trace (`coopcache sim
+/// --report-interval N`): the miss ratio over time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IntervalRow {
+    /// The trace's name (see [`trace_label`]).
+    pub trace: String,
+    /// The replacement policy.
+    pub policy: String,
+    /// The cache in objects, for a block cache.
+    pub cache_size_objects: Option<usize>,
+    /// The cache in bytes, as [`SimRow::cache_size_bytes`].
+    pub cache_size_bytes: Option<u64>,
+    /// Trace requests (reads, writes and deletes) read by the interval's
+    /// end.
+    pub interval_end: u64,
+    /// Reads in the interval.
+    pub requests: u64,
+    /// Reads that missed in it.
+    pub misses: u64,
+    /// `misses / requests` (0 without reads).
+    pub miss_ratio: f64,
+    /// Bytes its reads asked for.
+    pub bytes_requested: u64,
+    /// Bytes of its reads that missed.
+    pub bytes_missed: u64,
+    /// `bytes_missed / bytes_requested`.
+    pub byte_miss_ratio: f64,
+    /// Writes in it.
+    pub writes: u64,
+    /// Deletes in it.
+    pub deletes: u64,
+}
+
+impl IntervalRow {
+    /// The row of `spec`'s cache over the interval ending after `end`
+    /// trace requests, in which it counted `tally`.
+    pub fn new(trace: &str, sizing: Sizing, spec: RunSpec, end: u64, tally: Tally) -> Self {
+        let whole = SimRow::new(
+            trace,
+            sizing,
+            &RunResult {
+                spec,
+                tally,
+                elapsed: std::time::Duration::ZERO,
+            },
+        );
+        IntervalRow {
+            trace: whole.trace,
+            policy: whole.policy,
+            cache_size_objects: whole.cache_size_objects,
+            cache_size_bytes: whole.cache_size_bytes,
+            interval_end: end,
+            requests: whole.requests,
+            misses: whole.misses,
+            miss_ratio: whole.miss_ratio,
+            bytes_requested: whole.bytes_requested,
+            bytes_missed: whole.bytes_missed,
+            byte_miss_ratio: whole.byte_miss_ratio,
+            writes: whole.writes,
+            deletes: whole.deletes,
+        }
+    }
+}
+
 /// The trace's name in reports: its file name, or names joined with `+`.
 pub fn trace_label(paths: &[PathBuf]) -> String {
     paths
@@ -172,7 +236,6 @@ pub fn trace_label(paths: &[PathBuf]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::Tally;
     use std::time::Duration;
 
     #[test]
