@@ -34,7 +34,7 @@ pub struct NodeArgs {
     #[arg(long, env = "COOPCACHE_ALGORITHM")]
     algorithm: Option<String>,
     /// Replacement policy of the node's own cache: lru, fifo, clock, sieve,
-    /// arc, s3fifo, s3fifo-v1, 2q, lfu, lfuda, hyperbolic, qdlp, mq or random
+    /// arc, s3fifo, s3fifo-v1, 2q, lfu, lfuda, hyperbolic, qdlp, mq, clockpro or random
     /// [default: lru].
     #[arg(long, env = "COOPCACHE_POLICY")]
     policy: Option<String>,

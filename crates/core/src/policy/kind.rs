@@ -1,8 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Gdsf, Hyperbolic, Lfu, Lfuda, Lirs, Lru, Mq,
-    Policy, Qdlp, Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, WTinyLfu, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, ClockPro, Fifo, Gdsf, Hyperbolic, Lfu, Lfuda, Lirs,
+    Lru, Mq, Policy, Qdlp, Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, WTinyLfu, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -50,6 +50,8 @@ pub enum PolicyKind {
     Qdlp,
     /// [`Mq`]
     Mq,
+    /// [`ClockPro`]: block caches only.
+    ClockPro,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -95,7 +97,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 19] = [
+    pub const ALL: [PolicyKind; 20] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -115,6 +117,7 @@ impl PolicyKind {
         PolicyKind::WTinyLfu,
         PolicyKind::Qdlp,
         PolicyKind::Mq,
+        PolicyKind::ClockPro,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -139,6 +142,7 @@ impl PolicyKind {
             PolicyKind::WTinyLfu => "wtinylfu",
             PolicyKind::Qdlp => "qdlp",
             PolicyKind::Mq => "mq",
+            PolicyKind::ClockPro => "clockpro",
         }
     }
 
@@ -211,6 +215,7 @@ impl PolicyKind {
             PolicyKind::WTinyLfu => factory.make(WTinyLfu::<K, W>::with_weights),
             PolicyKind::Qdlp => factory.make(Qdlp::<K, W>::with_weights),
             PolicyKind::Mq => factory.make(Mq::<K, W>::with_weights),
+            PolicyKind::ClockPro => factory.make(ClockPro::<K, W>::with_weights),
         }
     }
 }
@@ -242,6 +247,7 @@ impl FromStr for PolicyKind {
             "twoq" => "2q",
             "opt" | "min" => "belady",
             "s3fifo-current" | "s3-fifo-v1" => "s3fifo-v1",
+            "clock-pro" => "clockpro",
             other => other,
         };
         PolicyKind::ALL

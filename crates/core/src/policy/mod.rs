@@ -36,6 +36,7 @@
 mod arc;
 mod belady;
 mod clock;
+mod clockpro;
 mod fifo;
 mod gdsf;
 mod hyperbolic;
@@ -57,6 +58,7 @@ mod wtinylfu;
 pub use arc::{Arc, ArcMiss};
 pub use belady::{Belady, NEVER, next_uses};
 pub use clock::Clock;
+pub use clockpro::{ClockPro, ClockProMiss, ClockProParams};
 pub use fifo::Fifo;
 pub use gdsf::{Gdsf, GdsfMiss};
 pub use hyperbolic::{HYPERBOLIC_SAMPLES, Hyperbolic};
