@@ -60,6 +60,11 @@ POLICIES = {
     "lfuda": lambda p: lcs_c.LFUDA_init(p),
     "gdsf": lambda p: lcs_c.GDSF_init(p),
     "wtinylfu": lambda p: lcs_c.WTinyLFU_init(p),
+    # LeCaR and LHD draw from libCacheSim's per-thread generator, which
+    # starts at its seed in each forked child (`isolated`): coopcache seeds
+    # its own generator the same, so their rows are exact too.
+    "lecar": lambda p: lcs_c.LeCaR_init(p),
+    "lhd": lambda p: lcs_c.LHD_init(p),
 }
 
 # Trace order of the output.

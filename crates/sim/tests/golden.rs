@@ -160,3 +160,17 @@ fn gdsf_matches_libcachesim_exactly() {
 fn wtinylfu_matches_libcachesim_exactly() {
     check(&[PolicyKind::WTinyLfu]);
 }
+
+/// LeCaR, as libCacheSim's `LeCaR`: its draws are libCacheSim's (the same
+/// generator from the same seed, each run on a fresh thread there).
+#[test]
+fn lecar_matches_libcachesim_exactly() {
+    check(&[PolicyKind::LeCaR]);
+}
+
+/// LHD, as libCacheSim's `LHD`: its draws and its `f32` model are
+/// libCacheSim's.
+#[test]
+fn lhd_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Lhd]);
+}

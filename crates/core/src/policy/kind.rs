@@ -1,8 +1,8 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Gdsf, Hyperbolic, Lfu, Lfuda, Lirs, Lru, Policy,
-    Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, WTinyLfu, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, Fifo, Gdsf, Hyperbolic, LeCaR, Lfu, Lfuda, Lhd, Lirs,
+    Lru, Policy, Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, WTinyLfu, Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -46,6 +46,10 @@ pub enum PolicyKind {
     Hyperbolic,
     /// [`WTinyLfu`]
     WTinyLfu,
+    /// [`LeCaR`], drawing libCacheSim's numbers.
+    LeCaR,
+    /// [`Lhd`], drawing libCacheSim's numbers.
+    Lhd,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -91,7 +95,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 17] = [
+    pub const ALL: [PolicyKind; 19] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -109,6 +113,8 @@ impl PolicyKind {
         PolicyKind::Gdsf,
         PolicyKind::Hyperbolic,
         PolicyKind::WTinyLfu,
+        PolicyKind::LeCaR,
+        PolicyKind::Lhd,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -131,6 +137,8 @@ impl PolicyKind {
             PolicyKind::Gdsf => "gdsf",
             PolicyKind::Hyperbolic => "hyperbolic",
             PolicyKind::WTinyLfu => "wtinylfu",
+            PolicyKind::LeCaR => "lecar",
+            PolicyKind::Lhd => "lhd",
         }
     }
 
@@ -201,6 +209,8 @@ impl PolicyKind {
             PolicyKind::Gdsf => factory.make(Gdsf::<K, W>::with_weights),
             PolicyKind::Hyperbolic => factory.make(Hyperbolic::<K, W>::with_weights),
             PolicyKind::WTinyLfu => factory.make(WTinyLfu::<K, W>::with_weights),
+            PolicyKind::LeCaR => factory.make(LeCaR::<K, W>::with_weights),
+            PolicyKind::Lhd => factory.make(Lhd::<K, W>::with_weights),
         }
     }
 }
