@@ -46,6 +46,11 @@ POLICIES = {
     "wtinylfu": lambda p: lcs_c.WTinyLFU_init(p),
     "qdlp": lambda p: lcs_c.QDLP_init(p),
     "mq": lambda p: lcs_c.MQ_init(p),
+    # LeCaR and LHD draw from libCacheSim's per-thread generator, which
+    # starts at its seed in each forked child (`isolated`): coopcache seeds
+    # its own generator the same, so their rows are exact too.
+    "lecar": lambda p: lcs_c.LeCaR_init(p),
+    "lhd": lambda p: lcs_c.LHD_init(p),
 }
 
 # Policies told each request's next reference (request number, or INT64_MAX

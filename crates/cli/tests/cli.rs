@@ -213,7 +213,10 @@ fn csv_rows_and_intervals_match_the_whole_runs() {
     let out = coopcache(&format!("{base} --report-interval 250"));
     assert!(out.status.success(), "{}", stderr(&out));
     let table = stdout(&out);
-    assert!(table.contains("requests read") && table.contains("Mreq/s"), "{table}");
+    assert!(
+        table.contains("requests read") && table.contains("Mreq/s"),
+        "{table}"
+    );
 
     fails_with(
         &format!("{base} --report-interval 0"),

@@ -172,3 +172,17 @@ fn qdlp_matches_libcachesim_exactly() {
 fn mq_matches_libcachesim_exactly() {
     check(&[PolicyKind::Mq]);
 }
+
+/// LeCaR, as libCacheSim's `LeCaR`: its draws are libCacheSim's (the same
+/// generator from the same seed, each run on a fresh thread there).
+#[test]
+fn lecar_matches_libcachesim_exactly() {
+    check(&[PolicyKind::LeCaR]);
+}
+
+/// LHD, as libCacheSim's `LHD`: its draws and its `f32` model are
+/// libCacheSim's.
+#[test]
+fn lhd_matches_libcachesim_exactly() {
+    check(&[PolicyKind::Lhd]);
+}

@@ -1,8 +1,9 @@
 //! Choosing a policy by name, and building it behind static dispatch.
 
 use super::{
-    Arc, Belady, BlockKey, Capacity, Clock, ClockPro, Fifo, Gdsf, Hyperbolic, Lfu, Lfuda, Lirs,
-    Lru, Mq, Policy, Qdlp, Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, WTinyLfu, Weight,
+    Arc, Belady, BlockKey, Capacity, Clock, ClockPro, Fifo, Gdsf, Hyperbolic, LeCaR, Lfu, Lfuda,
+    Lhd, Lirs, Lru, Mq, Policy, Qdlp, Random, S3Fifo, S3FifoV1, Sieve, Slru, TwoQ, Unit, WTinyLfu,
+    Weight,
 };
 use crate::error::CapacityError;
 use std::fmt;
@@ -52,6 +53,10 @@ pub enum PolicyKind {
     Mq,
     /// [`ClockPro`]: block caches only.
     ClockPro,
+    /// [`LeCaR`], drawing libCacheSim's numbers.
+    LeCaR,
+    /// [`Lhd`], drawing libCacheSim's numbers.
+    Lhd,
 }
 
 /// Something to do with a freshly built policy, whatever its type.
@@ -97,7 +102,7 @@ impl<K: BlockKey, V: PolicyVisitor<K>> PolicyFactory<K> for BuildOne<V> {
 
 impl PolicyKind {
     /// Every policy, in the order tables list them.
-    pub const ALL: [PolicyKind; 20] = [
+    pub const ALL: [PolicyKind; 22] = [
         PolicyKind::Lru,
         PolicyKind::Fifo,
         PolicyKind::Clock,
@@ -118,6 +123,8 @@ impl PolicyKind {
         PolicyKind::Qdlp,
         PolicyKind::Mq,
         PolicyKind::ClockPro,
+        PolicyKind::LeCaR,
+        PolicyKind::Lhd,
     ];
 
     /// The name `FromStr` accepts and reports print.
@@ -143,6 +150,8 @@ impl PolicyKind {
             PolicyKind::Qdlp => "qdlp",
             PolicyKind::Mq => "mq",
             PolicyKind::ClockPro => "clockpro",
+            PolicyKind::LeCaR => "lecar",
+            PolicyKind::Lhd => "lhd",
         }
     }
 
@@ -216,6 +225,8 @@ impl PolicyKind {
             PolicyKind::Qdlp => factory.make(Qdlp::<K, W>::with_weights),
             PolicyKind::Mq => factory.make(Mq::<K, W>::with_weights),
             PolicyKind::ClockPro => factory.make(ClockPro::<K, W>::with_weights),
+            PolicyKind::LeCaR => factory.make(LeCaR::<K, W>::with_weights),
+            PolicyKind::Lhd => factory.make(Lhd::<K, W>::with_weights),
         }
     }
 }
