@@ -227,12 +227,7 @@ impl CoopArgs {
     pub(crate) fn config(&self, sim: &SimArgs, input: &Input) -> Result<ClusterConfig> {
         let (nodes, block_size) = (input.nodes, input.block_size);
         let (client_cache, manager_cache) = self.cache_sizes(input.web);
-        let [policy] = sim.policy[..] else {
-            bail!(
-                "with --algorithms give one --policy for the nodes' local caches, not {}",
-                sim.policy.len()
-            );
-        };
+        let policy = crate::policies::bare_policy(&sim.policy.0)?;
         let node_capacity = client_cache.blocks(block_size)?;
         Ok(ClusterConfig {
             nodes,

@@ -3,9 +3,10 @@
 //! every other policy replayed at each size, all sizes in parallel.
 
 use crate::plot::{Series, Style, xy};
+use crate::policies::{AdmissionList, PolicyList};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use coopcache_core::{Capacity, PolicyKind};
+use coopcache_core::{Capacity, PolicyKind, PolicySpec};
 use coopcache_sim::mrc::{CurveUnit, LruCurve, Shards};
 use coopcache_sim::replay::{RunSpec, replay_sized};
 use coopcache_sim::size::parse_bytes;
@@ -26,10 +27,16 @@ pub struct CurveArgs {
     #[arg(long, value_name = "SPEC")]
     pub(crate) csv: Option<CsvSpec>,
 
-    /// Local policies, comma-separated: LRU from one stack-distance pass, the others replayed
-    /// at every size [default: lru].
-    #[arg(short, long, value_delimiter = ',')]
-    pub(crate) policy: Vec<PolicyKind>,
+    /// Local policies, comma-separated, each optionally with knobs (`s3fifo(small=0.2)`, see
+    /// Policy knobs below): LRU from one stack-distance pass, the others replayed at every
+    /// size [default: lru].
+    #[arg(short, long)]
+    pub(crate) policy: Option<PolicyList>,
+
+    /// Admission policies crossed with --policy: none, bloom, size(below=N), adaptsize (see
+    /// Admission below); each replayed at every size.
+    #[arg(long)]
+    pub(crate) admission: Option<AdmissionList>,
 
     /// Cache sizes: a comma-separated list of sizes (`1000`, `64MiB`, `10%` of the working
     /// set) and ranges `FROM..TO:N` (N evenly spaced points; `:Nlog` spaced evenly on a
@@ -207,7 +214,7 @@ pub fn run(trace: &Path, args: &CurveArgs, json: bool, plot: Option<&Path>) -> R
         .collect();
     sizes.dedup();
     let mut rows = Vec::new();
-    let row = |policy: PolicyKind, method, size: u64, misses, mr, bmr| Row {
+    let row = |policy: PolicySpec, method, size: u64, misses, mr, bmr| Row {
         trace: label.clone(),
         policy: policy.to_string(),
         method,
@@ -219,16 +226,18 @@ pub fn run(trace: &Path, args: &CurveArgs, json: bool, plot: Option<&Path>) -> R
         miss_ratio: mr,
         byte_miss_ratio: bmr,
     };
-    let policies = if args.policy.is_empty() {
-        vec![PolicyKind::Lru]
-    } else {
-        args.policy.clone()
+    let policies = match &args.policy {
+        Some(list) if !list.0.is_empty() => list.0.clone(),
+        _ => vec![PolicyKind::Lru.into()],
     };
-    let replayed: Vec<PolicyKind> = policies
-        .iter()
-        .copied()
-        .filter(|&p| p != PolicyKind::Lru)
-        .collect();
+    let policies = match &args.admission {
+        Some(admissions) => admissions.cross(&policies),
+        None => policies,
+    };
+    // Plain LRU comes from the stack-distance pass; LRU with knobs or
+    // admission must be replayed like any other policy.
+    let stack = PolicySpec::from(PolicyKind::Lru);
+    let replayed: Vec<PolicySpec> = policies.iter().copied().filter(|&p| p != stack).collect();
     let specs: Vec<RunSpec> = replayed
         .iter()
         .flat_map(|&policy| {
@@ -248,7 +257,7 @@ pub fn run(trace: &Path, args: &CurveArgs, json: bool, plot: Option<&Path>) -> R
             .with_context(|| format!("replaying {label}"))?
     };
     for &policy in &policies {
-        if policy == PolicyKind::Lru {
+        if policy == stack {
             let method = if shards.is_some() { "shards" } else { "stack" };
             for &s in &sizes {
                 let p = curve.point(s);
@@ -311,7 +320,7 @@ fn unit(points: &[SizePoint], sized: bool) -> Result<CurveUnit> {
 
 /// What the table does not say: zero-size requests left out, and where the
 /// one-pass byte curve is not LRU exactly.
-fn notes(curve: &LruCurve, sizes: &[u64], policies: &[PolicyKind]) {
+fn notes(curve: &LruCurve, sizes: &[u64], policies: &[PolicySpec]) {
     if curve.skipped() > 0 {
         eprintln!(
             "note: {} of size 0 left out of the byte caches (as libCacheSim's readers do)",
@@ -319,7 +328,7 @@ fn notes(curve: &LruCurve, sizes: &[u64], policies: &[PolicyKind]) {
         );
     }
     let from = curve.exact_from();
-    if policies.contains(&PolicyKind::Lru) && sizes.iter().any(|&s| s < from) {
+    if policies.contains(&PolicyKind::Lru.into()) && sizes.iter().any(|&s| s < from) {
         eprintln!(
             "note: below {from} bytes (the largest object) the one-pass LRU curve empties the cache where LRU refuses an object larger than itself: it may count more misses there (from {from} up it is LRU's curve exactly where each object keeps one size)"
         );
@@ -398,8 +407,11 @@ impl CurveArgs {
         if self.csv.is_some() {
             given.push("--csv");
         }
-        if !self.policy.is_empty() {
+        if self.policy.is_some() {
             given.push("--policy");
+        }
+        if self.admission.is_some() {
+            given.push("--admission");
         }
         if self.cache_size.is_some() {
             given.push("--cache-size");
