@@ -53,6 +53,55 @@ POLICIES = {
     "lhd": lambda p: lcs_c.LHD_init(p),
 }
 
+# Non-default knobs: coopcache's spec (knobs separated by `;`, as the
+# golden files' columns are comma-separated) -> libCacheSim's parameters.
+KNOBBED = {
+    "s3fifo(small=0.2;ghost=0.5)": ("S3FIFOv0_init", "small-size-ratio=0.2,ghost-size-ratio=0.5"),
+    "s3fifo(small=0.05;move=1)": ("S3FIFOv0_init", "small-size-ratio=0.05,move-to-main-threshold=1"),
+    "s3fifo-v1(small=0.2;ghost=0.5)": ("S3FIFO_init", "small-size-ratio=0.2,ghost-size-ratio=0.5"),
+    "s3fifo-v1(move=3)": ("S3FIFO_init", "move-to-main-threshold=3"),
+    "2q(ain=0.1;aout=1)": ("TwoQ_init", "Ain-size-ratio=0.1,Aout-size-ratio=1"),
+    "2q(ain=0.4;aout=0.25)": ("TwoQ_init", "Ain-size-ratio=0.4,Aout-size-ratio=0.25"),
+    "slru(segments=2)": ("SLRU_init", "n-seg=2"),
+    "slru(segments=8)": ("SLRU_init", "n-seg=8"),
+    "clock(bits=2)": ("Clock_init", "n-bit-counter=2"),
+    "clock(bits=3;init=1)": ("Clock_init", "n-bit-counter=3,init-freq=1"),
+    "wtinylfu(window=0.1)": ("WTinyLFU_init", "window-size=0.1"),
+    "wtinylfu(window=0.2)": ("WTinyLFU_init", "window-size=0.2"),
+}
+for _name, (_init, _params) in KNOBBED.items():
+    POLICIES[_name] = (lambda init, params: lambda p: getattr(lcs_c, init)(p, params))(_init, _params)
+
+# (coopcache policy, libCacheSim constructor, admissioners) of the
+# admission rows.
+ADMITTED = [
+    ("lru", "LRU_init", ["bloom"]),
+    ("arc", "ARC_init", ["bloom"]),
+    ("s3fifo", "S3FIFOv0_init", ["bloom"]),
+]
+
+# Admission: coopcache's spec `policy+admission` -> libCacheSim's policy
+# with the admissioner of that name set on it (as its `-a` option does).
+ADMISSIONERS = {
+    "bloom": lambda: lcs_c.create_bloomfilter_admissioner(None),
+    "size(below=64KiB)": lambda: lcs_c.create_size_admissioner("size=65536"),
+    "size(below=1MiB)": lambda: lcs_c.create_size_admissioner("size=1048576"),
+    "adaptsize": lambda: lcs_c.create_adaptsize_admissioner(None),
+}
+
+
+def admitted(init, admissioner):
+    def make(p):
+        cache = getattr(lcs_c, init)(p)
+        cache.admissioner = ADMISSIONERS[admissioner]()
+        return cache
+    return make
+
+
+for _name, _init, _admissioners in ADMITTED:
+    for _a in _admissioners:
+        POLICIES[f"{_name}+{_a}"] = admitted(_init, _a)
+
 # Policies told each request's next reference (request number, or INT64_MAX
 # for never).
 NEEDS_FUTURE = {"belady"}

@@ -224,12 +224,7 @@ impl CoopArgs {
 
     /// The cluster configuration for `input`.
     pub(crate) fn config(&self, sim: &SimArgs, input: &Input) -> Result<ClusterConfig> {
-        let [policy] = sim.policy[..] else {
-            bail!(
-                "with --algorithms give one --policy for the nodes' local caches, not {}",
-                sim.policy.len()
-            );
-        };
+        let policy = crate::policies::bare_policy(&sim.policy.0)?;
         Ok(self
             .options()
             .config(input.nodes, input.block_size, input.web, policy)?)

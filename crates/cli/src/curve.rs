@@ -4,9 +4,10 @@
 
 use crate::output::Output;
 use crate::plot::{Series, Style, xy};
+use crate::policies::{AdmissionList, PolicyList};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use coopcache_core::PolicyKind;
+use coopcache_core::{PolicyKind, PolicySpec};
 use coopcache_sim::mrc::{
     CurveRow as Row, CurveSpec, CurveUnit, DEFAULT_SIZES, LruCurve, Shards, curves, parse_sizes,
 };
@@ -26,10 +27,16 @@ pub struct CurveArgs {
     #[arg(long, value_name = "SPEC")]
     pub(crate) csv: Option<CsvSpec>,
 
-    /// Local policies, comma-separated: LRU from one stack-distance pass, the others replayed
-    /// at every size [default: lru].
-    #[arg(short, long, value_delimiter = ',')]
-    pub(crate) policy: Vec<PolicyKind>,
+    /// Local policies, comma-separated, each optionally with knobs (`s3fifo(small=0.2)`, see
+    /// Policy knobs below): LRU from one stack-distance pass, the others replayed at every
+    /// size [default: lru].
+    #[arg(short, long)]
+    pub(crate) policy: Option<PolicyList>,
+
+    /// Admission policies crossed with --policy: none, bloom, size(below=N), adaptsize (see
+    /// Admission below); each replayed at every size.
+    #[arg(long)]
+    pub(crate) admission: Option<AdmissionList>,
 
     /// Cache sizes: a comma-separated list of sizes (`1000`, `64MiB`, `10%` of the working
     /// set) and ranges `FROM..TO:N` (N evenly spaced points; `:Nlog` spaced evenly on a
@@ -63,10 +70,13 @@ pub fn run(trace: &Path, args: &CurveArgs, output: Output, plot: Option<&Path>) 
     };
     let open = || trace::open(trace, format, &opts).map(|s| s.requests);
     let label = coopcache_sim::local::trace_label(&[trace.to_path_buf()]);
-    let policies = if args.policy.is_empty() {
-        vec![PolicyKind::Lru]
-    } else {
-        args.policy.clone()
+    let policies = match &args.policy {
+        Some(list) if !list.0.is_empty() => list.0.clone(),
+        _ => vec![PolicyKind::Lru.into()],
+    };
+    let policies = match &args.admission {
+        Some(admissions) => admissions.cross(&policies),
+        None => policies,
     };
     let spec = CurveSpec {
         policies,
@@ -89,7 +99,7 @@ pub fn run(trace: &Path, args: &CurveArgs, output: Output, plot: Option<&Path>) 
 
 /// What the table does not say: zero-size requests left out, and where the
 /// one-pass byte curve is not LRU exactly.
-fn notes(curve: &LruCurve, sizes: &[u64], policies: &[PolicyKind]) {
+fn notes(curve: &LruCurve, sizes: &[u64], policies: &[PolicySpec]) {
     if curve.skipped() > 0 {
         eprintln!(
             "note: {} of size 0 left out of the byte caches (as libCacheSim's readers do)",
@@ -97,7 +107,7 @@ fn notes(curve: &LruCurve, sizes: &[u64], policies: &[PolicyKind]) {
         );
     }
     let from = curve.exact_from();
-    if policies.contains(&PolicyKind::Lru) && sizes.iter().any(|&s| s < from) {
+    if policies.contains(&PolicyKind::Lru.into()) && sizes.iter().any(|&s| s < from) {
         eprintln!(
             "note: below {from} bytes (the largest object) the one-pass LRU curve empties the cache where LRU refuses an object larger than itself: it may count more misses there (from {from} up it is LRU's curve exactly where each object keeps one size)"
         );
@@ -176,8 +186,11 @@ impl CurveArgs {
         if self.csv.is_some() {
             given.push("--csv");
         }
-        if !self.policy.is_empty() {
+        if self.policy.is_some() {
             given.push("--policy");
+        }
+        if self.admission.is_some() {
+            given.push("--admission");
         }
         if self.cache_size.is_some() {
             given.push("--cache-size");

@@ -16,6 +16,7 @@ mod mrc;
 mod node;
 mod output;
 mod plot;
+mod policies;
 mod progress;
 mod sim;
 mod sweep;

@@ -18,7 +18,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::path::PathBuf;
 
-const AFTER_HELP: &str = "\
+const AFTER_HELP: &str = concat!(
+    "\
 Two tools, chosen by --format:
   with --format   TRACE is a block or object trace (as `coopcache sim` reads); the curves of
                   local policies (--policy, default lru) at --cache-size; LRU from one exact
@@ -47,6 +48,9 @@ Trace (CSV with a header naming columns, any order):
   file, type (inode|directory|datafile|executable), size (file bytes),
   offset, length, op (read|write), client; the last four optional
 
+",
+    crate::policies::knobs_help!(),
+    "
 Examples:
   coopcache sim mrc w106.trace.xz --format be32 --policy lru,arc,s3fifo --cache-size 1%..100%:20 --plot w106.png
   coopcache sim mrc tencent-photo-sample.csv.bz2 --format csv --csv sep=space,id=2,size=5,ids=hash --cache-size 1MiB..1GiB:20log
@@ -55,7 +59,9 @@ Examples:
   coopcache sim mrc --configs 'unix;variable;64K/128 ID, x/8K General' --plot figures
   coopcache sim mrc --workload-params requests=2000000,size_sample=tencent-photo-sample.csv.bz2
   coopcache sim mrc requests.csv --sizes 1M,4M,16M --json
-";
+  coopcache sim mrc w106.trace.xz --format be32 --policy 's3fifo(small=0.2),s3fifo' --cache-size 1%..50%:10
+"
+);
 
 /// Options of `coopcache sim mrc`.
 #[derive(Args)]

@@ -1,10 +1,10 @@
 //! `coopcache sim`: replay traces through local replacement policies.
 
 use crate::output::{self, Output};
+use crate::policies::{AdmissionList, PolicyList, knobs_help};
 use crate::progress::Progress;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use coopcache_core::PolicyKind;
 use coopcache_sim::local::{self, IntervalRow, SimRow, Sizing};
 use coopcache_sim::replay::replay_every;
 use coopcache_sim::size::{CacheSize, parse_bytes};
@@ -13,7 +13,8 @@ use coopcache_sim::trace::{
 };
 use std::path::PathBuf;
 
-const AFTER_HELP: &str = "\
+const AFTER_HELP: &str = concat!(
+    "\
 Formats:
   lirs     one integer id per line, `*` lines skipped (LIRS traces)
   lis      `start count ...` per line, each block of the run one request (ARC traces)
@@ -48,6 +49,9 @@ Ops (csv op= column, msr, tencent):
   cached or referenced as on a read) and counted as writes, not as read hits
   or misses; deletes drop the object from the cache and are counted apart.
 
+",
+    knobs_help!(),
+    "
 Examples:
   coopcache sim --workload sprite-like --algorithms base,greedy,central,nchance,best --plot figures
   coopcache sim tencent.csv.bz2 --format tencent --algorithms base,nchance --client-cache 1MiB --json
@@ -59,7 +63,9 @@ Examples:
   coopcache sim cs.trace.gz ps.trace.gz --format lirs --compose round-robin --cache-size 1000
   coopcache sim trace.csv --format csv --csv id=2,header=yes --cache-size 64MiB --block-size 4KiB --json
   coopcache sim tencent-photo-sample.csv.bz2 --format csv --csv sep=space,id=2,size=5,ids=hash --cache-size 100MiB
-";
+  coopcache sim w106.trace.xz --format be32 --policy 's3fifo(small=0.2,ghost=0.5),2q(ain=0.3)' --cache-size 2750
+"
+);
 
 /// Options of `coopcache sim`.
 #[derive(Args)]
@@ -74,10 +80,16 @@ pub struct SimArgs {
     #[arg(short, long)]
     pub(crate) format: Option<TraceFormat>,
 
-    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q, lirs, lfu, lfuda, gdsf, hyperbolic, wtinylfu, qdlp, mq, clockpro, slru, random, belady (opt: the bound, reads the trace whole first)
-    /// (with --algorithms: the nodes' local policy).
-    #[arg(short, long, value_delimiter = ',', default_value = "lru")]
-    pub(crate) policy: Vec<PolicyKind>,
+    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q, lirs, lfu, lfuda, gdsf, hyperbolic, wtinylfu, qdlp, mq, clockpro, lecar, lhd, slru, random, belady (opt: the bound, reads the trace whole first),
+    /// each optionally with knobs, `s3fifo(small=0.2,ghost=0.5)` (see Policy knobs below)
+    /// (with --algorithms: the nodes' local policy, a bare name).
+    #[arg(short, long, default_value = "lru")]
+    pub(crate) policy: PolicyList,
+
+    /// Admission policies crossed with --policy, comma-separated: none, bloom, size(below=N),
+    /// adaptsize (see Admission below); each run is labelled `lru+bloom`.
+    #[arg(long, default_value = "none")]
+    pub(crate) admission: AdmissionList,
 
     /// Cache sizes, comma-separated: objects (`2750`) or bytes with a unit (`16MiB`; a byte cache
     /// where the trace has object sizes, see Cache sizes below).
@@ -201,6 +213,12 @@ pub fn run(mut args: SimArgs) -> Result<()> {
     if args.format.is_none() {
         args.format = named_format(&args.traces);
     }
+    let cooperative = !args.coop.class_policy.is_empty() || args.coop.algorithms.is_some();
+    if cooperative && args.admission.any() {
+        bail!(
+            "--admission applies to local-policy replays; a cooperative run's nodes cache every block they fetch"
+        );
+    }
     if !args.coop.class_policy.is_empty() {
         args.cooperative_output()?;
         return crate::classes::run(&args);
@@ -227,7 +245,8 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         bail!("give --cache-size: blocks (`2750`) or bytes with a unit (`16MiB`), comma-separated");
     }
     let sizing = sizing(&args)?;
-    let specs = local::run_specs(&args.policy, &args.cache_size, sizing, args.block_size())?;
+    let policies = args.admission.cross(&args.policy.0);
+    let specs = local::run_specs(&policies, &args.cache_size, sizing, args.block_size())?;
     let (requests, progress) = open_traces(&args)?;
     let label = local::trace_label(&args.traces);
     let mut intervals = Vec::new();

@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod attr;
 pub mod consistency;
 pub mod coop;
@@ -27,4 +28,4 @@ pub mod protocol;
 mod queue;
 
 pub use error::CapacityError;
-pub use policy::{BlockKey, Capacity, Lookup, Policy, PolicyKind, access};
+pub use policy::{BlockKey, Capacity, Lookup, Policy, PolicyKind, PolicySpec, access};

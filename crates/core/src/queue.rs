@@ -27,6 +27,13 @@ impl ListTag for bool {
     }
 }
 
+/// A counter on a single list (CLOCK's n-bit reference counter).
+impl ListTag for u8 {
+    fn list(self) -> usize {
+        0
+    }
+}
+
 /// `N` lists over one slab, with an index from key to node; `W` is how
 /// nodes store their sizes.
 #[derive(Clone, Debug)]

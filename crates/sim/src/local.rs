@@ -7,7 +7,7 @@ use crate::error::OptionError;
 use crate::replay::{RunResult, RunSpec, Tally};
 use crate::size::CacheSize;
 use crate::trace::{ReadOptions, TraceFormat};
-use coopcache_core::{Capacity, PolicyKind};
+use coopcache_core::{Capacity, PolicySpec};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -56,7 +56,7 @@ impl Sizing {
 /// has sizes and the size has a unit, else a cache of blocks of
 /// `block_size` bytes.
 pub fn run_specs(
-    policies: &[PolicyKind],
+    policies: &[PolicySpec],
     sizes: &[CacheSize],
     sizing: Sizing,
     block_size: u64,
@@ -236,6 +236,7 @@ pub fn trace_label(paths: &[PathBuf]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coopcache_core::PolicyKind;
     use std::time::Duration;
 
     #[test]
@@ -264,10 +265,16 @@ mod tests {
     #[test]
     fn sizes_with_a_unit_are_bytes_only_where_requests_have_sizes() {
         let sizes = [CacheSize::Bytes(1 << 20), CacheSize::Blocks(10)];
-        let specs = run_specs(&[PolicyKind::Lru], &sizes, Sizing::Objects, 4096).unwrap();
+        let specs = run_specs(&[PolicyKind::Lru.into()], &sizes, Sizing::Objects, 4096).unwrap();
         let caps: Vec<Capacity> = specs.iter().map(|s| s.capacity).collect();
         assert_eq!(caps, [Capacity::Bytes(1 << 20), Capacity::Blocks(10)]);
-        let specs = run_specs(&[PolicyKind::Lru], &sizes, Sizing::Blocks(4096), 4096).unwrap();
+        let specs = run_specs(
+            &[PolicyKind::Lru.into()],
+            &sizes,
+            Sizing::Blocks(4096),
+            4096,
+        )
+        .unwrap();
         let caps: Vec<Capacity> = specs.iter().map(|s| s.capacity).collect();
         assert_eq!(caps, [Capacity::Blocks(256), Capacity::Blocks(10)]);
     }
@@ -276,7 +283,7 @@ mod tests {
     fn a_block_row_counts_each_request_as_one_block_of_bytes() {
         let result = RunResult {
             spec: RunSpec {
-                policy: PolicyKind::Lru,
+                policy: PolicyKind::Lru.into(),
                 capacity: Capacity::Blocks(100),
             },
             tally: Tally {

@@ -10,8 +10,10 @@ use crate::chunks::{CHUNK, Chunk, for_each_chunk_cut};
 use crate::error::TraceError;
 use crate::trace::{Op, Request, Requests};
 use coopcache_core::CapacityError;
+use coopcache_core::admission::{Admission, AdmissionSpec, NoAdmission};
 use coopcache_core::policy::{
-    BLOCK, Belady, Capacity, Policy, PolicyKind, PolicyVisitor, Unit, access, next_uses,
+    BLOCK, Belady, Capacity, Policy, PolicySpec, PolicyVisitor, Unit, access, access_admitted,
+    next_uses,
 };
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -25,8 +27,8 @@ use std::time::{Duration, Instant};
 /// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunSpec {
-    /// The replacement policy.
-    pub policy: PolicyKind,
+    /// The replacement policy and its knobs.
+    pub policy: PolicySpec,
     /// Capacity in blocks or bytes.
     pub capacity: Capacity,
 }
@@ -184,20 +186,28 @@ trait Run: Send {
     fn result(&self) -> RunResult;
 }
 
-struct PolicyRun<P> {
+struct PolicyRun<P, A> {
     policy: P,
+    /// [`NoAdmission`] (compiled away) unless the spec names one.
+    admission: A,
     spec: RunSpec,
     tally: Tally,
     elapsed: Duration,
-    /// [`replay_bytes`] or [`replay_blocks`], chosen once: each loop is its
-    /// own function with one call of [`access`], so the policy inlines.
-    request_loop: fn(&mut P, &Items, &mut Tally),
+    /// [`replay_bytes`] or [`replay_blocks`] (behind `admission`), chosen
+    /// once: each loop is its own function with one call of [`access`], so
+    /// the policy inlines.
+    request_loop: fn(&mut P, &mut A, &Items, &mut Tally),
 }
 
-impl<P: Policy<u64> + Send> Run for PolicyRun<P> {
+impl<P: Policy<u64> + Send, A: Admission<u64> + Send> Run for PolicyRun<P, A> {
     fn feed(&mut self, items: &Items) {
         let start = Instant::now();
-        (self.request_loop)(&mut self.policy, items, &mut self.tally);
+        (self.request_loop)(
+            &mut self.policy,
+            &mut self.admission,
+            items,
+            &mut self.tally,
+        );
         self.elapsed += start.elapsed();
     }
 
@@ -220,6 +230,16 @@ impl<P: Policy<u64> + Send> Run for PolicyRun<P> {
 /// are counted as writes, not as read hits or misses. Deletes drop the
 /// object.
 pub fn replay_bytes<P: Policy<u64>>(policy: &mut P, items: &Items, tally: &mut Tally) {
+    bytes_admitted(policy, &mut NoAdmission, items, tally);
+}
+
+/// [`replay_bytes`] behind `admission` (see [`access_admitted`]).
+pub fn bytes_admitted<P: Policy<u64>, A: Admission<u64>>(
+    policy: &mut P,
+    admission: &mut A,
+    items: &Items,
+    tally: &mut Tally,
+) {
     debug_assert_eq!(
         items.sizes.len(),
         items.ids.len(),
@@ -236,7 +256,7 @@ pub fn replay_bytes<P: Policy<u64>>(policy: &mut P, items: &Items, tally: &mut T
             t.skipped += 1;
             continue;
         }
-        let hit = access(policy, id, size, |_| {});
+        let hit = access_admitted(policy, admission, id, size, |_| {});
         if op == Op::Write {
             t.writes += 1;
         } else {
@@ -256,19 +276,29 @@ pub fn replay_bytes<P: Policy<u64>>(policy: &mut P, items: &Items, tally: &mut T
 /// also count their bytes. Allocation-free once the cache is full. Reads,
 /// writes and deletes as in [`replay_bytes`].
 pub fn replay_blocks<P: Policy<u64>>(policy: &mut P, items: &Items, tally: &mut Tally) {
+    blocks_admitted(policy, &mut NoAdmission, items, tally);
+}
+
+/// [`replay_blocks`] behind `admission` (see [`access_admitted`]).
+pub fn blocks_admitted<P: Policy<u64>, A: Admission<u64>>(
+    policy: &mut P,
+    admission: &mut A,
+    items: &Items,
+    tally: &mut Tally,
+) {
     let mut t = *tally;
     if items.sizes.is_empty() {
         for (&id, &op) in items.ids.iter().zip(&items.ops) {
             match op {
                 Op::Read => {
                     t.requests += 1;
-                    if !access(policy, id, BLOCK, |_| {}) {
+                    if !access_admitted(policy, admission, id, BLOCK, |_| {}) {
                         t.misses += 1;
                     }
                 }
                 Op::Write => {
                     t.writes += 1;
-                    access(policy, id, BLOCK, |_| {});
+                    access_admitted(policy, admission, id, BLOCK, |_| {});
                 }
                 Op::Delete => {
                     t.deletes += 1;
@@ -283,7 +313,7 @@ pub fn replay_blocks<P: Policy<u64>>(policy: &mut P, items: &Items, tally: &mut 
                 policy.remove(id);
                 continue;
             }
-            let hit = access(policy, id, BLOCK, |_| {});
+            let hit = access_admitted(policy, admission, id, BLOCK, |_| {});
             if op == Op::Write {
                 t.writes += 1;
             } else {
@@ -320,12 +350,26 @@ impl PolicyVisitor<u64> for BoxRun {
     type Output = Box<dyn Run>;
 
     fn visit<P: Policy<u64> + Send + 'static>(self, policy: P) -> Box<dyn Run> {
+        match self.0.policy.admission() {
+            AdmissionSpec::None => self.boxed(policy, NoAdmission),
+            admission => self.boxed(policy, admission.build::<u64>()),
+        }
+    }
+}
+
+impl BoxRun {
+    fn boxed<P, A>(self, policy: P, admission: A) -> Box<dyn Run>
+    where
+        P: Policy<u64> + Send + 'static,
+        A: Admission<u64> + Send + 'static,
+    {
         let request_loop = match self.0.capacity {
-            Capacity::Bytes(_) => replay_bytes::<P>,
-            Capacity::Blocks(_) => replay_blocks::<P>,
+            Capacity::Bytes(_) => bytes_admitted::<P, A>,
+            Capacity::Blocks(_) => blocks_admitted::<P, A>,
         };
         Box::new(PolicyRun {
             policy,
+            admission,
             spec: self.0,
             tally: Tally::default(),
             elapsed: Duration::ZERO,
@@ -389,7 +433,7 @@ pub fn replay_every(
             .iter()
             .any(|s| matches!(s.capacity, Capacity::Bytes(_)));
     let every = every.map(|n| n.max(1));
-    if specs.iter().any(|s| s.policy.needs_future()) {
+    if specs.iter().any(|s| s.policy.kind().needs_future()) {
         return replay_with_future(requests, specs, sized, every, on_chunk, on_interval);
     }
     let runs = specs
@@ -428,7 +472,7 @@ fn replay_with_future(
     let mut byte_future = None;
     let mut runs = Vec::with_capacity(specs.len());
     for &spec in specs {
-        let run = match (spec.policy.needs_future(), spec.capacity) {
+        let run = match (spec.policy.kind().needs_future(), spec.capacity) {
             (false, capacity) => spec.policy.build(capacity, BoxRun(spec))?,
             (true, capacity @ Capacity::Blocks(_)) => {
                 let future = block_future
@@ -502,6 +546,7 @@ mod tests {
     use super::*;
     use crate::chunks::CHUNK;
     use crate::trace::Request;
+    use coopcache_core::PolicyKind;
 
     fn ids(ids: impl IntoIterator<Item = u64>) -> Requests {
         let requests: Vec<_> = ids
@@ -523,11 +568,11 @@ mod tests {
         let trace = (0..3 * CHUNK as u64).map(|i| i % 3);
         let specs = [
             RunSpec {
-                policy: PolicyKind::Lru,
+                policy: PolicyKind::Lru.into(),
                 capacity: Capacity::Blocks(2),
             },
             RunSpec {
-                policy: PolicyKind::Lru,
+                policy: PolicyKind::Lru.into(),
                 capacity: Capacity::Blocks(3),
             },
         ];
@@ -544,7 +589,7 @@ mod tests {
         let total = 2 * CHUNK as u64 + 5;
         let trace = (0..total).map(|i| i % 3);
         let specs = [3, 2].map(|blocks| RunSpec {
-            policy: PolicyKind::Lru,
+            policy: PolicyKind::Lru.into(),
             capacity: Capacity::Blocks(blocks),
         });
         let mut seen: Vec<(u64, [Tally; 2])> = Vec::new();
@@ -602,7 +647,7 @@ mod tests {
             (5, 0, Op::Read),
         ];
         let spec = [RunSpec {
-            policy: PolicyKind::Lru,
+            policy: PolicyKind::Lru.into(),
             capacity: Capacity::Bytes(100),
         }];
         let r = replay(sized(&trace), &spec, |_| {}).unwrap()[0];
@@ -621,7 +666,7 @@ mod tests {
             (1, 10, Op::Read),
         ];
         let spec = [RunSpec {
-            policy: PolicyKind::Lru,
+            policy: PolicyKind::Lru.into(),
             capacity: Capacity::Bytes(100),
         }];
         let t = replay(sized(&trace), &spec, |_| {}).unwrap()[0].tally;
@@ -643,7 +688,7 @@ mod tests {
             .into_iter(),
         );
         let spec = [RunSpec {
-            policy: PolicyKind::Fifo,
+            policy: PolicyKind::Fifo.into(),
             capacity: Capacity::Blocks(4),
         }];
         assert!(matches!(
@@ -655,7 +700,7 @@ mod tests {
     #[test]
     fn a_capacity_error_is_reported_before_reading() {
         let spec = [RunSpec {
-            policy: PolicyKind::Lru,
+            policy: PolicyKind::Lru.into(),
             capacity: Capacity::Blocks(0),
         }];
         assert!(matches!(

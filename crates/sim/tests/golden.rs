@@ -11,7 +11,7 @@
 
 mod common;
 
-use coopcache_core::{Capacity, PolicyKind};
+use coopcache_core::{Capacity, PolicyKind, PolicySpec};
 use coopcache_sim::replay::{RunSpec, replay};
 use coopcache_sim::trace::{self, ReadOptions, TraceFormat};
 use std::collections::BTreeMap;
@@ -59,7 +59,7 @@ fn golden_rows(dir: &std::path::Path) -> BTreeMap<String, Vec<Row>> {
         assert_eq!(f.len(), 5, "golden line {line}");
         rows.entry(f[0].to_string()).or_default().push(Row {
             spec: RunSpec {
-                policy: f[1].parse().unwrap(),
+                policy: policy_spec(f[1]),
                 capacity: Capacity::Blocks(f[2].parse().unwrap()),
             },
             requests: f[3].parse().unwrap(),
@@ -69,15 +69,25 @@ fn golden_rows(dir: &std::path::Path) -> BTreeMap<String, Vec<Row>> {
     rows
 }
 
-fn check(policies: &[PolicyKind]) {
+/// A golden file's policy column: a spec whose knob list separates its
+/// knobs with `;` (the file's columns are comma-separated).
+fn policy_spec(column: &str) -> PolicySpec {
+    column.replace(';', ",").parse().unwrap()
+}
+
+/// Checks the rows of policies of `kinds` at their default knobs.
+fn check(kinds: &[PolicyKind]) {
+    check_rows(|p| p.is_default() && kinds.contains(&p.kind()), kinds);
+}
+
+/// Checks the rows whose policy `wanted` selects (`what` names them).
+fn check_rows(wanted: impl Fn(&PolicySpec) -> bool, what: impl std::fmt::Debug) {
+    let policies = what;
     let Some(dir) = traces_dir() else { return };
     let mut checked = 0;
     let mut wrong = Vec::new();
     for (name, rows) in golden_rows(&dir) {
-        let rows: Vec<&Row> = rows
-            .iter()
-            .filter(|r| policies.contains(&r.spec.policy))
-            .collect();
+        let rows: Vec<&Row> = rows.iter().filter(|r| wanted(&r.spec.policy)).collect();
         let (file, format) = trace_file(&name);
         let stream = trace::open(&dir.join(file), format, &ReadOptions::default()).unwrap();
         let specs: Vec<RunSpec> = rows.iter().map(|r| r.spec).collect();
@@ -185,4 +195,25 @@ fn lecar_matches_libcachesim_exactly() {
 #[test]
 fn lhd_matches_libcachesim_exactly() {
     check(&[PolicyKind::Lhd]);
+}
+
+/// Non-default knobs, as libCacheSim's parameters of the same policies
+/// (`scripts/golden-blocks.py` writes them with `;` between knobs).
+#[test]
+fn knobbed_policies_match_libcachesim_exactly() {
+    check_rows(
+        |p| !p.knobs_default() && p.admission().is_none(),
+        "knobbed policies",
+    );
+}
+
+/// Second-hit (libCacheSim's `bloomfilter`) and size-threshold admission in
+/// front of the policies, as libCacheSim's admissioners.
+#[test]
+fn bloom_and_size_admission_match_libcachesim_exactly() {
+    use coopcache_core::admission::AdmissionSpec;
+    check_rows(
+        |p| matches!(p.admission(), AdmissionSpec::Bloom | AdmissionSpec::Size(_)),
+        "bloom and size admission",
+    );
 }

@@ -10,7 +10,7 @@
 
 mod common;
 
-use coopcache_core::{Capacity, PolicyKind};
+use coopcache_core::{Capacity, PolicyKind, PolicySpec};
 use coopcache_sim::replay::{RunSpec, Tally, replay};
 use coopcache_sim::trace::{self, ReadOptions, Request, TraceFormat};
 use std::collections::BTreeMap;
@@ -53,7 +53,7 @@ fn golden_rows() -> BTreeMap<String, Vec<Row>> {
         let n = |i: usize| f[i].parse::<u64>().unwrap();
         rows.entry(f[0].to_string()).or_default().push(Row {
             spec: RunSpec {
-                policy: f[1].parse().unwrap(),
+                policy: policy_spec(f[1]),
                 capacity: Capacity::Bytes(n(2)),
             },
             tally: Tally {
@@ -75,16 +75,19 @@ fn csv_options(map: &str) -> ReadOptions {
     }
 }
 
-/// Replays `name`'s golden rows of `policies` and returns a line per row
-/// that differs, and how many rows were checked.
-fn differences(dir: &Path, policies: &[PolicyKind]) -> (Vec<String>, usize) {
+/// A golden file's policy column: a spec whose knob list separates its
+/// knobs with `;` (the file's columns are comma-separated).
+fn policy_spec(column: &str) -> PolicySpec {
+    column.replace(';', ",").parse().unwrap()
+}
+
+/// Replays the golden rows whose policy `wanted` selects and returns a
+/// line per row that differs, and how many rows were checked.
+fn differences(dir: &Path, wanted: impl Fn(&PolicySpec) -> bool) -> (Vec<String>, usize) {
     let mut wrong = Vec::new();
     let mut checked = 0;
     for (name, rows) in golden_rows() {
-        let rows: Vec<&Row> = rows
-            .iter()
-            .filter(|r| policies.contains(&r.spec.policy))
-            .collect();
+        let rows: Vec<&Row> = rows.iter().filter(|r| wanted(&r.spec.policy)).collect();
         let (file, map) = trace_file(&name);
         let stream = trace::open(&dir.join(file), TraceFormat::Csv, &csv_options(map)).unwrap();
         let specs: Vec<RunSpec> = rows.iter().map(|r| r.spec).collect();
@@ -106,9 +109,16 @@ fn differences(dir: &Path, policies: &[PolicyKind]) -> (Vec<String>, usize) {
     (wrong, checked)
 }
 
-fn check(policies: &[PolicyKind]) {
+/// Checks the rows of policies of `kinds` at their default knobs.
+fn check(kinds: &[PolicyKind]) {
+    check_rows(|p| p.is_default() && kinds.contains(&p.kind()), kinds);
+}
+
+/// Checks the rows whose policy `wanted` selects (`what` names them).
+fn check_rows(wanted: impl Fn(&PolicySpec) -> bool, what: impl std::fmt::Debug) {
+    let policies = what;
     let Some(dir) = traces_dir() else { return };
-    let (wrong, checked) = differences(&dir, policies);
+    let (wrong, checked) = differences(&dir, wanted);
     assert!(
         wrong.is_empty(),
         "{} of {checked} rows differ:\n{}",
@@ -189,6 +199,16 @@ fn mq_matches_libcachesim_in_bytes_exactly() {
     check(&[PolicyKind::Mq]);
 }
 
+/// Non-default knobs in bytes, as libCacheSim's parameters of the same
+/// policies (`scripts/golden-sizes.py` writes them with `;` between knobs).
+#[test]
+fn knobbed_policies_match_libcachesim_in_bytes_exactly() {
+    check_rows(
+        |p| !p.knobs_default() && p.admission().is_none(),
+        "knobbed policies",
+    );
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).
@@ -198,7 +218,7 @@ fn tencent_photo_lru_at_100_mib_is_libcachesims() {
     let (file, map) = trace_file("tencent-photo");
     let stream = trace::open(&dir.join(file), TraceFormat::Csv, &csv_options(map)).unwrap();
     let spec = [RunSpec {
-        policy: PolicyKind::Lru,
+        policy: PolicyKind::Lru.into(),
         capacity: Capacity::Bytes(100 << 20),
     }];
     let r = replay(stream.requests, &spec, |_| {}).unwrap()[0];
@@ -236,4 +256,15 @@ fn oracle_general_sizes_reach_the_cache() {
         };
         assert_eq!(got, row.tally, "{} {}", row.spec.policy, row.spec.capacity);
     }
+}
+
+/// Second-hit (libCacheSim's `bloomfilter`) and size-threshold admission in
+/// front of the policies, as libCacheSim's admissioners.
+#[test]
+fn bloom_and_size_admission_match_libcachesim_in_bytes_exactly() {
+    use coopcache_core::admission::AdmissionSpec;
+    check_rows(
+        |p| matches!(p.admission(), AdmissionSpec::Bloom | AdmissionSpec::Size(_)),
+        "bloom and size admission",
+    );
 }

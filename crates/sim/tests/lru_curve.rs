@@ -58,7 +58,7 @@ fn replayed(requests: &[Request], capacities: &[Capacity], sized: bool) -> Vec<(
     let specs: Vec<RunSpec> = capacities
         .iter()
         .map(|&capacity| RunSpec {
-            policy: PolicyKind::Lru,
+            policy: PolicyKind::Lru.into(),
             capacity,
         })
         .collect();
@@ -191,7 +191,7 @@ fn objects_that_change_size_move_the_byte_curve_slightly() {
     let specs: Vec<RunSpec> = capacities
         .iter()
         .map(|&capacity| RunSpec {
-            policy: PolicyKind::Lru,
+            policy: PolicyKind::Lru.into(),
             capacity,
         })
         .collect();

@@ -114,7 +114,7 @@ fn readers_hold_constant_memory_over_millions_of_requests() {
 fn replay_holds_memory_to_its_caches_and_a_few_chunks() {
     let _serial = SERIAL.lock().unwrap();
     let spec = [RunSpec {
-        policy: PolicyKind::Lru,
+        policy: PolicyKind::Lru.into(),
         capacity: coopcache_core::Capacity::Blocks(1000),
     }];
     let short = peak_growth(|| {

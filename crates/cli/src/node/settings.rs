@@ -139,6 +139,17 @@ fn duration(
 }
 
 fn policy(name: &str) -> Result<PolicyKind> {
+    // A knobbed or admitted spec (`s3fifo(small=0.2)`, `lru+bloom`) is
+    // refused, not run with its knobs ignored: a node builds its cache by
+    // kind.
+    if let Ok(spec) = name.parse::<coopcache_core::PolicySpec>()
+        && !spec.is_default()
+    {
+        bail!(
+            "policy `{name}`: a node takes a bare policy name (`{}`), not knobs or admission; those apply to `coopcache sim` replays",
+            spec.kind()
+        );
+    }
     let policy = name.parse::<PolicyKind>().map_err(|_| {
         let live: Vec<&str> = PolicyKind::ALL
             .into_iter()

@@ -1,5 +1,6 @@
 //! CLOCK: FIFO with one reference bit (second chance).
 
+use super::knobs::{Knob, KnobUnit, Knobs};
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
@@ -13,14 +14,68 @@ use crate::queue::IndexedQueue;
 /// why operating systems page with it. Like LRU it suits recency and
 /// thrashes on loops larger than the cache.
 ///
-/// Same as libCacheSim's `Clock` with its default `n-bit-counter=1`. The
-/// queue is a list rather than a ring with a hand, which is the same order
+/// Same as libCacheSim's `Clock`, whose knobs it has ([`ClockParams`]):
+/// with `clock(bits=2)` a hit counts up to 3 and each pass of the hand
+/// takes one off, as libCacheSim's `n-bit-counter=2`. The queue is a list rather than a ring with a hand, which is the same order
 /// (moving a block to the head is the hand passing it) and lets any block
 /// be removed.
 #[derive(Clone, Debug)]
 pub struct Clock<K, W = u32> {
-    queue: IndexedQueue<K, bool, W>,
+    /// Each block's counter: 0 or 1 with one bit.
+    queue: IndexedQueue<K, u8, W>,
+    /// The counter's largest value, `2^bits - 1`.
+    max_freq: u8,
+    /// The counter of a block inserted.
+    init_freq: u8,
     capacity: usize,
+}
+
+/// CLOCK's knobs, libCacheSim's `Clock` parameters (`clock(bits=1,init=0)`
+/// are the defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockParams {
+    /// Bits of each block's reference counter (`n-bit-counter`).
+    pub bits: u8,
+    /// The counter a new block starts with (`init-freq`).
+    pub init: u8,
+}
+
+impl Default for ClockParams {
+    fn default() -> Self {
+        ClockParams { bits: 1, init: 0 }
+    }
+}
+
+impl Knobs for ClockParams {
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            name: "bits",
+            libcachesim: "n-bit-counter",
+            min: 1.0,
+            max: 7.0,
+            unit: KnobUnit::Integer,
+            help: "bits of each block's reference counter",
+        },
+        Knob {
+            name: "init",
+            libcachesim: "init-freq",
+            min: 0.0,
+            max: 127.0,
+            unit: KnobUnit::Integer,
+            help: "the counter a new block starts with",
+        },
+    ];
+
+    fn get(&self, i: usize) -> f64 {
+        f64::from([self.bits, self.init][i])
+    }
+
+    fn set(&mut self, i: usize, value: f64) {
+        match i {
+            0 => self.bits = value as u8,
+            _ => self.init = value as u8,
+        }
+    }
 }
 
 impl<K: BlockKey> Clock<K> {
@@ -37,15 +92,26 @@ impl<K: BlockKey, W: Weight> Clock<K, W> {
     /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
     /// hold no size at all.
     pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_params(capacity, ClockParams::default())
+    }
+
+    /// An empty CLOCK cache of `capacity` with `params`, storing sizes as
+    /// `W`.
+    pub fn with_params(
+        capacity: impl Into<Capacity>,
+        params: ClockParams,
+    ) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("clock", capacity, 1)?;
         Ok(Clock {
             queue: IndexedQueue::with_capacity(capacity.objects_hint()),
+            max_freq: ((1u16 << params.bits.min(7)) - 1) as u8,
+            init_freq: params.init,
             capacity: units,
         })
     }
 
-    fn referenced(&self, idx: Idx) -> bool {
+    fn freq(&self, idx: Idx) -> u8 {
         self.queue.slab.meta(idx)
     }
 }
@@ -78,22 +144,26 @@ impl<K: BlockKey, W: Weight> Policy<K> for Clock<K, W> {
     fn lookup(&mut self, key: K) -> Lookup<()> {
         match self.queue.find(key) {
             Some(idx) => {
-                *self.queue.slab.meta_mut(idx) = true;
+                let freq = self.queue.slab.meta_mut(idx);
+                if *freq < self.max_freq {
+                    *freq += 1;
+                }
                 Lookup::Hit
             }
             None => Lookup::Miss(()),
         }
     }
 
-    /// The oldest block without its bit; if every bit is set, the sweep
-    /// clears them all and comes back to the oldest block.
+    /// The oldest block among those with the smallest counter: each pass
+    /// of the sweep takes one off every counter, so that block reaches 0
+    /// first (with one bit: the oldest block without its bit, or the
+    /// oldest block if every bit is set).
     fn victim(&self, _: &(), _: u32) -> Option<K> {
-        let slab = &self.queue.slab;
+        let least = self.queue.iter_from_tail(0).map(|i| self.freq(i)).min()?;
         self.queue
             .iter_from_tail(0)
-            .find(|&idx| !self.referenced(idx))
-            .map(|idx| slab.key(idx))
-            .or_else(|| self.queue.tail_key(0))
+            .find(|&idx| self.freq(idx) == least)
+            .map(|idx| self.queue.slab.key(idx))
     }
 
     #[inline]
@@ -103,17 +173,17 @@ impl<K: BlockKey, W: Weight> Policy<K> for Clock<K, W> {
             if tail == NIL {
                 return None;
             }
-            if !self.referenced(tail) {
+            if self.freq(tail) == 0 {
                 return Some(self.queue.forget(tail));
             }
-            *self.queue.slab.meta_mut(tail) = false;
+            *self.queue.slab.meta_mut(tail) -= 1;
             self.queue.move_to_head(tail);
         }
     }
 
     #[inline]
     fn insert(&mut self, key: K, size: u32, _: ()) {
-        self.queue.push(key, size, false);
+        self.queue.push(key, size, self.init_freq);
     }
 
     fn remove(&mut self, key: K) -> bool {

@@ -87,6 +87,14 @@ impl<K: BlockKey, W: Weight> Hyperbolic<K, W> {
         Self::with_seed(capacity, RANDOM_SEED)
     }
 
+    /// An empty hyperbolic cache of `capacity` drawing from `params.seed`.
+    pub fn with_params(
+        capacity: impl Into<Capacity>,
+        params: super::RandomParams,
+    ) -> Result<Self, CapacityError> {
+        Self::with_seed(capacity, params.seed)
+    }
+
     /// libCacheSim's score: references per request cached, scaled.
     #[inline]
     fn score(&self, idx: Idx) -> f64 {

@@ -41,6 +41,7 @@ mod fifo;
 mod gdsf;
 mod hyperbolic;
 mod kind;
+pub mod knobs;
 mod lecar;
 mod lehmer;
 mod lfu;
@@ -57,12 +58,13 @@ mod s3fifo;
 mod s3fifo_v1;
 mod sieve;
 mod slru;
+mod spec;
 mod two_q;
 mod wtinylfu;
 
 pub use arc::{Arc, ArcMiss};
 pub use belady::{Belady, NEVER, next_uses};
-pub use clock::Clock;
+pub use clock::{Clock, ClockParams};
 pub use clockpro::{ClockPro, ClockProMiss, ClockProParams};
 pub use fifo::Fifo;
 pub use gdsf::{Gdsf, GdsfMiss};
@@ -78,16 +80,18 @@ pub use lru::Lru;
 pub use mq::{MQ_MAX_QUEUES, Mq, MqParams};
 pub use param_error::ParamError;
 pub use qdlp::{Qdlp, QdlpParams};
-pub use random::{RANDOM_SEED, Random, splitmix64};
-pub use s3fifo::S3Fifo;
+pub use random::{RANDOM_SEED, Random, RandomParams, splitmix64};
+pub use s3fifo::{S3Fifo, S3FifoParams};
 pub use s3fifo_v1::S3FifoV1;
 pub use sieve::Sieve;
-pub use slru::Slru;
-pub use two_q::TwoQ;
-pub use wtinylfu::{WTINYLFU_WINDOW, WTinyLfu};
+pub use slru::{Slru, SlruParams};
+pub use spec::{PolicyParams, PolicySpec, SpecError, split_top_level};
+pub use two_q::{TwoQ, TwoQParams};
+pub use wtinylfu::{WTINYLFU_WINDOW, WTinyLfu, WTinyLfuParams};
 
 pub use crate::list::{Unit, Weight};
 
+use crate::admission::{Admission, NoAdmission};
 use crate::error::CapacityError;
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -247,12 +251,31 @@ pub fn access<K: BlockKey, P: Policy<K>>(
     policy: &mut P,
     key: K,
     size: u32,
+    on_evict: impl FnMut(K),
+) -> bool {
+    access_admitted(policy, &mut NoAdmission, key, size, on_evict)
+}
+
+/// [`access`] behind an admission policy, as libCacheSim's
+/// `cache_get_base` with an admissioner: after the lookup the admission
+/// policy sees the request ([`Admission::update`], hit or miss); on a miss
+/// it is asked first ([`Admission::admit`]) and the policy's own
+/// [`admits`](Policy::admits) only if it agrees. With [`NoAdmission`] both
+/// calls compile away: this is [`access`].
+#[inline]
+pub fn access_admitted<K: BlockKey, P: Policy<K>, A: Admission<K>>(
+    policy: &mut P,
+    admission: &mut A,
+    key: K,
+    size: u32,
     mut on_evict: impl FnMut(K),
 ) -> bool {
-    match policy.lookup(key) {
+    let lookup = policy.lookup(key);
+    admission.update(key, size, policy.capacity() as u64);
+    match lookup {
         Lookup::Hit => true,
         Lookup::Miss(miss) => {
-            if policy.admits(size, &miss) {
+            if admission.admit(key, size) && policy.admits(size, &miss) {
                 while policy.needs_room(&miss, size) {
                     if let Some(victim) = policy.evict(&miss, size) {
                         on_evict(victim);

@@ -1,5 +1,6 @@
 //! Random: evict a block chosen uniformly at random.
 
+use super::knobs::{Knob, KnobUnit, Knobs};
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::index::Index;
@@ -31,6 +32,45 @@ pub struct Random<K, W = u32> {
     /// SplitMix64 state.
     state: u64,
     capacity: usize,
+}
+
+/// The seed knob of the randomised policies ([`Random`],
+/// [`Hyperbolic`](super::Hyperbolic)): not a
+/// libCacheSim parameter (its generator is global), so `random(seed=7)`
+/// replays another draw of the same policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RandomParams {
+    /// The generator's seed.
+    pub seed: u64,
+}
+
+impl Default for RandomParams {
+    fn default() -> Self {
+        RandomParams { seed: RANDOM_SEED }
+    }
+}
+
+/// The `seed` knob: whole numbers up to 2^53, exact in the `f64` a knob
+/// carries.
+pub(super) const SEED_KNOB: Knob = Knob {
+    name: "seed",
+    libcachesim: "none, coopcache's own",
+    min: 0.0,
+    max: (1u64 << 53) as f64,
+    unit: KnobUnit::Integer,
+    help: "the seed of the policy's random draws",
+};
+
+impl Knobs for RandomParams {
+    const KNOBS: &'static [Knob] = &[SEED_KNOB];
+
+    fn get(&self, _: usize) -> f64 {
+        self.seed as f64
+    }
+
+    fn set(&mut self, _: usize, value: f64) {
+        self.seed = value as u64;
+    }
 }
 
 impl<K: BlockKey> Random<K> {
@@ -70,6 +110,14 @@ impl<K: BlockKey, W: Weight> Random<K, W> {
     /// An empty random cache of `capacity` drawing from [`RANDOM_SEED`].
     pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
         Self::with_seed(capacity, RANDOM_SEED)
+    }
+
+    /// An empty random cache of `capacity` drawing from `params.seed`.
+    pub fn with_params(
+        capacity: impl Into<Capacity>,
+        params: RandomParams,
+    ) -> Result<Self, CapacityError> {
+        Self::with_seed(capacity, params.seed)
     }
 
     /// The place in `dense` of the next victim, without drawing.

@@ -1,5 +1,6 @@
 //! S3-FIFO: a small probationary FIFO, a main FIFO and a ghost FIFO.
 
+use super::knobs::{Knob, KnobUnit, Knobs, min_units};
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
@@ -54,11 +55,74 @@ pub struct S3Fifo<K, W = u32> {
     small_capacity: usize,
     main_capacity: usize,
     ghost_capacity: usize,
+    /// Hits in the small queue that earn a move to main.
+    move_to_main: u8,
     capacity: usize,
 }
 
-/// Hits in the small queue that earn a move to main.
-const MOVE_TO_MAIN_THRESHOLD: u8 = 2;
+/// S3-FIFO's knobs, libCacheSim's `S3FIFOv0` and `S3FIFO` parameters
+/// (`s3fifo(small=0.1,ghost=0.9,move=2)` are the defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct S3FifoParams {
+    /// The small queue's share of the cache (`small-size-ratio`).
+    pub small: f64,
+    /// The ghost queue's size, as a share of the cache (`ghost-size-ratio`).
+    pub ghost: f64,
+    /// Hits in the small queue that earn a move to main
+    /// (`move-to-main-threshold`).
+    pub move_to_main: u8,
+}
+
+impl Default for S3FifoParams {
+    fn default() -> Self {
+        S3FifoParams {
+            small: 0.10,
+            ghost: 0.90,
+            move_to_main: 2,
+        }
+    }
+}
+
+impl Knobs for S3FifoParams {
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            name: "small",
+            libcachesim: "small-size-ratio",
+            min: 0.001,
+            max: 0.999,
+            unit: KnobUnit::Real,
+            help: "the small FIFO's share of the cache",
+        },
+        Knob {
+            name: "ghost",
+            libcachesim: "ghost-size-ratio",
+            min: 0.0,
+            max: 10.0,
+            unit: KnobUnit::Real,
+            help: "the ghost FIFO's size as a share of the cache",
+        },
+        Knob {
+            name: "move",
+            libcachesim: "move-to-main-threshold",
+            min: 1.0,
+            max: 100.0,
+            unit: KnobUnit::Integer,
+            help: "hits in the small FIFO that move a block to main",
+        },
+    ];
+
+    fn get(&self, i: usize) -> f64 {
+        [self.small, self.ghost, f64::from(self.move_to_main)][i]
+    }
+
+    fn set(&mut self, i: usize, value: f64) {
+        match i {
+            0 => self.small = value,
+            1 => self.ghost = value,
+            _ => self.move_to_main = value as u8,
+        }
+    }
+}
 
 impl<K: BlockKey> S3Fifo<K> {
     /// An empty S3-FIFO cache of `capacity` blocks or bytes (at least 10,
@@ -76,17 +140,30 @@ impl<K: BlockKey, W: Weight> S3Fifo<K, W> {
     /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
     /// hold no size at all.
     pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_params(capacity, S3FifoParams::default())
+    }
+
+    /// An empty S3-FIFO cache of `capacity` with `params`, storing sizes
+    /// as `W`; the capacity must give the small queue a block (10 with the
+    /// default 10%).
+    pub fn with_params(
+        capacity: impl Into<Capacity>,
+        params: S3FifoParams,
+    ) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
-        let units = check_capacity("s3fifo", capacity, 10)?;
+        let units = check_capacity("s3fifo", capacity, min_units(params.small))?;
         // The same float truncation as libCacheSim, so sizes match exactly.
-        let small_capacity = (units as f64 * 0.10) as usize;
-        let ghost_capacity = (units as f64 * 0.90) as usize;
+        let small_capacity = (units as f64 * params.small) as usize;
+        let ghost_capacity = (units as f64 * params.ghost) as usize;
         let hint = capacity.objects_hint();
         Ok(S3Fifo {
-            queues: IndexedLists::with_capacity(hint + (hint as f64 * 0.90) as usize),
+            queues: IndexedLists::with_capacity(
+                hint + (hint as f64 * params.ghost.min(1.0)) as usize,
+            ),
             small_capacity,
             main_capacity: units - small_capacity,
             ghost_capacity,
+            move_to_main: params.move_to_main,
             capacity: units,
         })
     }
@@ -161,7 +238,7 @@ impl<K: BlockKey, W: Weight> S3Fifo<K, W> {
             if tail == NIL {
                 return None;
             }
-            if self.queues.meta(tail).freq >= MOVE_TO_MAIN_THRESHOLD {
+            if self.queues.meta(tail).freq >= self.move_to_main {
                 self.queues.relocate(
                     tail,
                     Entry {
@@ -250,7 +327,7 @@ impl<K: BlockKey, W: Weight> Policy<K> for S3Fifo<K, W> {
                 .map(|i| q.key(i))
         } else {
             q.iter_from_tail(Queue::Small as usize)
-                .find(|&i| freq(i) < MOVE_TO_MAIN_THRESHOLD)
+                .find(|&i| freq(i) < self.move_to_main)
                 .map(|i| q.key(i))
         }
     }

@@ -1,6 +1,6 @@
 //! S3-FIFO v1: S3-FIFO whose new blocks fill main while the cache warms.
 
-use super::{BlockKey, Capacity, Lookup, Policy, S3Fifo, Weight};
+use super::{BlockKey, Capacity, Lookup, Policy, S3Fifo, S3FifoParams, Weight};
 use crate::error::CapacityError;
 
 /// libCacheSim's current `S3FIFO` (Yang et al., "FIFO queues are all you
@@ -33,8 +33,17 @@ impl<K: BlockKey, W: Weight> S3FifoV1<K, W> {
     /// An empty S3-FIFO v1 cache of `capacity` blocks or bytes (at least
     /// 10), storing sizes as `W`.
     pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_params(capacity, S3FifoParams::default())
+    }
+
+    /// An empty S3-FIFO v1 cache of `capacity` with `params` (the same
+    /// knobs as [`S3Fifo`], libCacheSim's `S3FIFO` parameters).
+    pub fn with_params(
+        capacity: impl Into<Capacity>,
+        params: S3FifoParams,
+    ) -> Result<Self, CapacityError> {
         Ok(S3FifoV1 {
-            inner: S3Fifo::with_weights(capacity)?,
+            inner: S3Fifo::with_params(capacity, params)?,
             has_evicted: false,
         })
     }

@@ -1,12 +1,46 @@
 //! SLRU: segmented LRU, four LRU segments a block climbs one hit at a time.
 
+use super::knobs::{Knob, KnobUnit, Knobs};
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::NIL;
 use crate::queue::{IndexedLists, ListTag};
 
-/// Segments, as libCacheSim's default.
-const SEGMENTS: usize = 4;
+/// Most segments [`SlruParams`] allows: the lists are allocated for them.
+const MAX_SEGMENTS: usize = 16;
+
+/// SLRU's knob, libCacheSim's `SLRU` parameter (`slru(segments=4)` is the
+/// default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlruParams {
+    /// LRU segments, each an equal share of the cache (`n-seg`).
+    pub segments: u8,
+}
+
+impl Default for SlruParams {
+    fn default() -> Self {
+        SlruParams { segments: 4 }
+    }
+}
+
+impl Knobs for SlruParams {
+    const KNOBS: &'static [Knob] = &[Knob {
+        name: "segments",
+        libcachesim: "n-seg",
+        min: 1.0,
+        max: MAX_SEGMENTS as f64,
+        unit: KnobUnit::Integer,
+        help: "LRU segments, each an equal share of the cache",
+    }];
+
+    fn get(&self, _: usize) -> f64 {
+        f64::from(self.segments)
+    }
+
+    fn set(&mut self, _: usize, value: f64) {
+        self.segments = value as u8;
+    }
+}
 
 /// The segment a node is on: 0 the lowest (probationary), 3 the highest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +76,9 @@ impl ListTag for Segment {
 /// ([`PolicyKind::drops_on_hit`](super::PolicyKind::drops_on_hit)).
 #[derive(Clone, Debug)]
 pub struct Slru<K, W = u32> {
-    segments: IndexedLists<K, Segment, SEGMENTS, W>,
+    segments: IndexedLists<K, Segment, MAX_SEGMENTS, W>,
+    /// Segments in use.
+    n_seg: usize,
     /// Most each segment holds, in the cache's unit.
     segment_capacity: u64,
     capacity: usize,
@@ -60,11 +96,22 @@ impl<K: BlockKey, W: Weight> Slru<K, W> {
     /// An empty SLRU cache of `capacity` blocks or bytes (at least 4),
     /// storing sizes as `W`.
     pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_params(capacity, SlruParams::default())
+    }
+
+    /// An empty SLRU cache of `capacity` with `params` (at least a block
+    /// per segment), storing sizes as `W`.
+    pub fn with_params(
+        capacity: impl Into<Capacity>,
+        params: SlruParams,
+    ) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
-        let units = check_capacity("slru", capacity, SEGMENTS)?;
+        let n_seg = usize::from(params.segments).clamp(1, MAX_SEGMENTS);
+        let units = check_capacity("slru", capacity, n_seg)?;
         Ok(Slru {
             segments: IndexedLists::with_capacity(capacity.objects_hint()),
-            segment_capacity: (units / SEGMENTS) as u64,
+            n_seg,
+            segment_capacity: (units / n_seg) as u64,
             capacity: units,
         })
     }
@@ -90,7 +137,7 @@ impl<K: BlockKey, W: Weight> Slru<K, W> {
 
     /// The lowest segment holding a block.
     fn lowest(&self) -> Option<usize> {
-        (0..SEGMENTS).find(|&s| self.segments.list(s).tail() != NIL)
+        (0..self.n_seg).find(|&s| self.segments.list(s).tail() != NIL)
     }
 }
 
@@ -106,11 +153,11 @@ impl<K: BlockKey, W: Weight> Policy<K> for Slru<K, W> {
     }
 
     fn len(&self) -> usize {
-        (0..SEGMENTS).map(|s| self.segments.list(s).len()).sum()
+        (0..self.n_seg).map(|s| self.segments.list(s).len()).sum()
     }
 
     fn used(&self) -> usize {
-        (0..SEGMENTS).map(|s| self.size_of(s)).sum::<u64>() as usize
+        (0..self.n_seg).map(|s| self.size_of(s)).sum::<u64>() as usize
     }
 
     /// Objects must fit a segment.
@@ -128,7 +175,7 @@ impl<K: BlockKey, W: Weight> Policy<K> for Slru<K, W> {
             return Lookup::Miss(());
         };
         let s = self.segments.meta(idx).list();
-        if s == SEGMENTS - 1 {
+        if s == self.n_seg - 1 {
             self.segments.move_to_head(idx);
         } else {
             self.segments.relocate(idx, Segment(s as u8 + 1));
@@ -150,7 +197,7 @@ impl<K: BlockKey, W: Weight> Policy<K> for Slru<K, W> {
 
     /// Into the lowest segment with room, else the lowest.
     fn insert(&mut self, key: K, size: u32, _: ()) {
-        let s = (0..SEGMENTS)
+        let s = (0..self.n_seg)
             .find(|&s| self.size_of(s) + u64::from(size) <= self.segment_capacity)
             .unwrap_or(0);
         self.segments.push(key, size, Segment(s as u8));
@@ -169,7 +216,7 @@ impl<K: BlockKey, W: Weight> Policy<K> for Slru<K, W> {
 
     /// The lowest segment from its least recent block, then the next up.
     fn iter_oldest_first(&self) -> impl Iterator<Item = K> + '_ {
-        (0..SEGMENTS)
+        (0..self.n_seg)
             .flat_map(|s| self.segments.iter_from_tail(s))
             .map(|i| self.segments.key(i))
     }

@@ -1,5 +1,6 @@
 //! 2Q: a FIFO for first references, an LRU for blocks seen again.
 
+use super::knobs::{Knob, KnobUnit, Knobs, min_units};
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::NIL;
@@ -44,6 +45,57 @@ pub struct TwoQ<K, W = u32> {
     capacity: usize,
 }
 
+/// 2Q's knobs, libCacheSim's `TwoQ` parameters (`2q(ain=0.25,aout=0.5)`
+/// are the defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TwoQParams {
+    /// `A1in`'s share of the cache (`Ain-size-ratio`).
+    pub ain: f64,
+    /// `A1out`'s size as a share of the cache (`Aout-size-ratio`).
+    pub aout: f64,
+}
+
+impl Default for TwoQParams {
+    fn default() -> Self {
+        TwoQParams {
+            ain: 0.25,
+            aout: 0.5,
+        }
+    }
+}
+
+impl Knobs for TwoQParams {
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            name: "ain",
+            libcachesim: "ain-size-ratio",
+            min: 0.001,
+            max: 0.999,
+            unit: KnobUnit::Real,
+            help: "the A1in FIFO's share of the cache",
+        },
+        Knob {
+            name: "aout",
+            libcachesim: "aout-size-ratio",
+            min: 0.0,
+            max: 10.0,
+            unit: KnobUnit::Real,
+            help: "the A1out ghost FIFO's size as a share of the cache",
+        },
+    ];
+
+    fn get(&self, i: usize) -> f64 {
+        [self.ain, self.aout][i]
+    }
+
+    fn set(&mut self, i: usize, value: f64) {
+        match i {
+            0 => self.ain = value,
+            _ => self.aout = value,
+        }
+    }
+}
+
 impl<K: BlockKey> TwoQ<K> {
     /// An empty 2Q cache of `capacity` blocks or bytes (at least 4, so
     /// `A1in` has a block).
@@ -60,14 +112,25 @@ impl<K: BlockKey, W: Weight> TwoQ<K, W> {
     /// builds) for any cache, [`Unit`](super::Unit) for a block cache, whose nodes then
     /// hold no size at all.
     pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_params(capacity, TwoQParams::default())
+    }
+
+    /// An empty 2Q cache of `capacity` with `params`, storing sizes as
+    /// `W`; the capacity must give `A1in` a block (4 with the default 25%).
+    pub fn with_params(
+        capacity: impl Into<Capacity>,
+        params: TwoQParams,
+    ) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
-        let units = check_capacity("2q", capacity, 4)?;
+        let units = check_capacity("2q", capacity, min_units(params.ain))?;
         // The same float truncation as libCacheSim, so sizes match exactly.
-        let in_capacity = (units as f64 * 0.25) as usize;
-        let out_capacity = (units as f64 * 0.5) as usize;
+        let in_capacity = (units as f64 * params.ain) as usize;
+        let out_capacity = (units as f64 * params.aout) as usize;
         let hint = capacity.objects_hint();
         Ok(TwoQ {
-            queues: IndexedLists::with_capacity(hint + hint / 2),
+            queues: IndexedLists::with_capacity(
+                hint + (hint as f64 * params.aout.min(1.0)) as usize,
+            ),
             in_capacity,
             out_capacity,
             main_capacity: units - in_capacity,

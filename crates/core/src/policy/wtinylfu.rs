@@ -1,6 +1,7 @@
 //! W-TinyLFU: a small LRU window in front of a segmented LRU, with a
 //! frequency sketch deciding which of their victims stays.
 
+use super::knobs::{Knob, KnobUnit, Knobs};
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
@@ -172,6 +173,41 @@ pub struct WTinyLfu<K, W = u32> {
     capacity: usize,
 }
 
+/// W-TinyLFU's knob, libCacheSim's `WTinyLFU` parameter
+/// (`wtinylfu(window=0.01)` is the default; its main cache is always SLRU).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WTinyLfuParams {
+    /// The window LRU's share of the cache (`window-size`).
+    pub window: f64,
+}
+
+impl Default for WTinyLfuParams {
+    fn default() -> Self {
+        WTinyLfuParams {
+            window: WTINYLFU_WINDOW,
+        }
+    }
+}
+
+impl Knobs for WTinyLfuParams {
+    const KNOBS: &'static [Knob] = &[Knob {
+        name: "window",
+        libcachesim: "window-size",
+        min: 0.0,
+        max: 0.999,
+        unit: KnobUnit::Real,
+        help: "the window LRU's share of the cache",
+    }];
+
+    fn get(&self, _: usize) -> f64 {
+        self.window
+    }
+
+    fn set(&mut self, _: usize, value: f64) {
+        self.window = value;
+    }
+}
+
 impl<K: BlockKey> WTinyLfu<K> {
     /// An empty W-TinyLFU cache of `capacity` blocks or bytes (at least 1).
     pub fn new(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
@@ -183,11 +219,20 @@ impl<K: BlockKey, W: Weight> WTinyLfu<K, W> {
     /// An empty W-TinyLFU cache of `capacity` blocks or bytes (at least 1),
     /// storing sizes as `W`.
     pub fn with_weights(capacity: impl Into<Capacity>) -> Result<Self, CapacityError> {
+        Self::with_params(capacity, WTinyLfuParams::default())
+    }
+
+    /// An empty W-TinyLFU cache of `capacity` with `params` (at least 1),
+    /// storing sizes as `W`.
+    pub fn with_params(
+        capacity: impl Into<Capacity>,
+        params: WTinyLfuParams,
+    ) -> Result<Self, CapacityError> {
         let capacity = capacity.into();
         let units = check_capacity("wtinylfu", capacity, 1)?;
         // libCacheSim: `cache_size *= window_size` on an integer, then the
         // main cache gets the rest, split 1:4 by `(double)1 / 5 * size`.
-        let window = (units as f64 * WTINYLFU_WINDOW) as u64;
+        let window = (units as f64 * params.window) as u64;
         let main = units as u64 - window;
         let segment_capacity = [
             (1.0 / 5.0 * main as f64) as u64,

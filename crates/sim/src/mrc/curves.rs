@@ -8,7 +8,7 @@ use crate::error::TraceError;
 use crate::replay::{ReplayError, RunSpec, replay_sized};
 use crate::size::parse_bytes;
 use crate::trace::Requests;
-use coopcache_core::{Capacity, PolicyKind};
+use coopcache_core::{Capacity, PolicyKind, PolicySpec};
 use serde::Serialize;
 
 /// Why curves could not be computed.
@@ -197,7 +197,7 @@ pub struct CurveRow {
 #[derive(Clone, Debug)]
 pub struct CurveSpec {
     /// Policies, in the order of the rows; LRU from one stack pass.
-    pub policies: Vec<PolicyKind>,
+    pub policies: Vec<PolicySpec>,
     /// Cache sizes as parsed by [`parse_sizes`].
     pub points: Vec<SizePoint>,
     /// Whether the trace's requests carry sizes.
@@ -245,7 +245,7 @@ pub fn curves(
         })
         .collect();
     sizes.dedup();
-    let row = |policy: PolicyKind, method, size: u64, misses, mr, bmr| CurveRow {
+    let row = |policy: PolicySpec, method, size: u64, misses, mr, bmr| CurveRow {
         trace: label.to_string(),
         policy: policy.to_string(),
         method,
@@ -260,7 +260,7 @@ pub fn curves(
     let specs: Vec<RunSpec> = spec
         .policies
         .iter()
-        .filter(|&&p| p != PolicyKind::Lru)
+        .filter(|&&p| !stack_lru(p))
         .flat_map(|&policy| {
             sizes.iter().map(move |&s| RunSpec {
                 policy,
@@ -278,7 +278,7 @@ pub fn curves(
     };
     let mut rows = Vec::new();
     for &policy in &spec.policies {
-        if policy == PolicyKind::Lru {
+        if stack_lru(policy) {
             let method = if spec.shards.is_some() {
                 "shards"
             } else {
@@ -317,6 +317,12 @@ pub fn curves(
         lru,
         sizes,
     })
+}
+
+/// Whether the stack pass gives `policy`'s curve: plain LRU, no knobs or
+/// admission (LRU behind an admission policy is replayed).
+fn stack_lru(policy: PolicySpec) -> bool {
+    policy == PolicySpec::from(PolicyKind::Lru)
 }
 
 #[cfg(test)]

@@ -1,0 +1,101 @@
+//! `--policy` knobs and `--admission` as a user writes them: the knobbed
+//! result, the labels, and every refusal's message.
+
+mod common;
+
+use common::*;
+
+/// `s3fifo(small=0.2,ghost=0.5)` gives libCacheSim's count for
+/// `S3FIFOv0` with `small-size-ratio=0.2,ghost-size-ratio=0.5` (the golden
+/// row), beside a plain `lru` in the same run.
+#[test]
+fn a_knobbed_policy_gives_libcachesims_knobbed_count() {
+    let Some(sprite) = shared_trace("sprite.trace.gz") else {
+        return;
+    };
+    let out = coopcache(&format!(
+        "sim {} --format lirs --policy s3fifo(small=0.2,ghost=0.5),lru --cache-size 1000 --json",
+        sprite.display()
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["policy"], "s3fifo(small=0.2,ghost=0.5)");
+    assert_eq!(rows[0]["misses"], 13635);
+    assert_eq!(rows[1]["policy"], "lru");
+    assert_eq!(rows[1]["misses"], 12544);
+}
+
+/// Knobs at their defaults print as the bare name; `--admission` crosses
+/// the policies and labels each run `policy+admission`.
+#[test]
+fn runs_are_labelled_in_canonical_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = temp_trace(dir.path(), "t", &"1\n2\n3\n1\n".repeat(50));
+    let out = coopcache(&format!(
+        "sim {trace} --format lirs --policy s3fifo(small=0.1),2q(ain=0.5) --admission none,bloom --cache-size 20 --json"
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let labels: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["policy"].to_string())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "\"s3fifo\"",
+            "\"s3fifo+bloom\"",
+            "\"2q(ain=0.5)\"",
+            "\"2q(ain=0.5)+bloom\""
+        ]
+    );
+}
+
+#[test]
+fn bad_knobs_are_refused_naming_policy_knob_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = temp_trace(dir.path(), "t", "1\n");
+    fails_with(
+        &format!("sim {trace} --format lirs --policy s3fifo(tiny=0.2) --cache-size 100"),
+        &[
+            "s3fifo has no knob `tiny`",
+            "small (libCacheSim small-size-ratio)",
+        ],
+    );
+    fails_with(
+        &format!("sim {trace} --format lirs --policy s3fifo(small=2) --cache-size 100"),
+        &["s3fifo: `small=2` is out of range", "from 0.001 to 0.999"],
+    );
+    fails_with(
+        &format!("sim {trace} --format lirs --policy lru(x=1) --cache-size 100"),
+        &["lru has no knob `x`: expected no knobs"],
+    );
+    fails_with(
+        &format!("sim {trace} --format lirs --admission bloomy --cache-size 100"),
+        &[
+            "unknown admission policy `bloomy`",
+            "none, bloom, size, adaptsize",
+        ],
+    );
+    fails_with(
+        &format!("sim {trace} --format lirs --admission size(below=0) --cache-size 100"),
+        &["size: `below=0` is out of range"],
+    );
+}
+
+/// Cooperative runs build their nodes' caches by kind: knobs and admission
+/// are refused rather than ignored.
+#[test]
+fn cooperative_runs_refuse_knobs_and_admission() {
+    fails_with(
+        "sim --workload zipf --workload-params requests=2000 --algorithms base --policy s3fifo(small=0.2)",
+        &["bare policy name (s3fifo), not knobs or admission"],
+    );
+    fails_with(
+        "sim --workload zipf --workload-params requests=2000 --algorithms base --admission bloom",
+        &["--admission applies to local-policy replays"],
+    );
+}
