@@ -73,7 +73,7 @@ pub struct SimArgs {
     #[arg(short, long)]
     pub(crate) format: Option<TraceFormat>,
 
-    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q, lirs, lfu, lfuda, gdsf, hyperbolic, wtinylfu, slru, random, belady (opt: the bound, reads the trace whole first)
+    /// Replacement policies, comma-separated: lru, fifo, clock, sieve, arc, s3fifo, s3fifo-v1, 2q, lirs, lfu, lfuda, gdsf, hyperbolic, wtinylfu, lecar, lhd, slru, random, belady (opt: the bound, reads the trace whole first)
     /// (with --algorithms: the nodes' local policy).
     #[arg(short, long, value_delimiter = ',', default_value = "lru")]
     pub(crate) policy: Vec<PolicyKind>,
