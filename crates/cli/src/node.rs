@@ -34,8 +34,8 @@ pub struct NodeArgs {
     #[arg(long, env = "COOPCACHE_ALGORITHM")]
     algorithm: Option<String>,
     /// Replacement policy of the node's own cache: lru, fifo, clock, sieve,
-    /// arc, s3fifo, s3fifo-v1, 2q, lfu, lfuda, hyperbolic, qdlp, mq, clockpro or random
-    /// [default: lru].
+    /// arc, s3fifo, s3fifo-v1, 2q, lfu, lfuda, hyperbolic, qdlp, mq, clockpro, random, lecar
+    /// or lhd [default: lru].
     #[arg(long, env = "COOPCACHE_POLICY")]
     policy: Option<String>,
     /// Address to accept peers on [default: 127.0.0.1:7170].

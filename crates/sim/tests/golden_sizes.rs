@@ -209,6 +209,19 @@ fn knobbed_policies_match_libcachesim_in_bytes_exactly() {
     );
 }
 
+/// LeCaR, as libCacheSim's `LeCaR` in bytes: its discount is taken over the
+/// size in bytes and each ghost list holds half the bytes, as there.
+#[test]
+fn lecar_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::LeCaR]);
+}
+
+/// LHD, as libCacheSim's `LHD` in bytes: densities divide by the sizes.
+#[test]
+fn lhd_matches_libcachesim_in_bytes_exactly() {
+    check(&[PolicyKind::Lhd]);
+}
+
 /// The figure: LRU at 100 MiB on the Tencent photo sample gives
 /// libCacheSim's object miss ratio 0.9618 and byte miss ratio 0.9281 (not
 /// the cold-miss ratio 0.9469 of a cache counted in 8 KiB blocks).
