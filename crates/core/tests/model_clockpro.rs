@@ -83,7 +83,7 @@ impl Reference {
             }
         }
     }
-    fn to_head(&mut self, k: u64, st: St) {
+    fn move_to_head(&mut self, k: u64, st: St) {
         self.step_off(k);
         let p = self.pos(k).unwrap();
         self.ring.remove(p);
@@ -169,9 +169,9 @@ impl Reference {
             let (_, st, referenced) = self.ring[p];
             if st == St::Hot {
                 if referenced {
-                    self.to_head(h, St::Hot);
+                    self.move_to_head(h, St::Hot);
                 } else {
-                    self.to_head(h, St::Cold);
+                    self.move_to_head(h, St::Cold);
                     demoted = true;
                     break;
                 }
@@ -202,7 +202,7 @@ impl Reference {
         let (_, st, referenced) = self.ring[p];
         if referenced {
             let hot = st.in_test() && self.promotes(h);
-            self.to_head(h, if hot { St::Hot } else { St::ColdTest });
+            self.move_to_head(h, if hot { St::Hot } else { St::ColdTest });
             self.seek_cold();
             return None;
         }
@@ -246,7 +246,7 @@ impl Reference {
             }
         };
         if self.pos(k).is_some() {
-            self.to_head(k, st);
+            self.move_to_head(k, st);
         } else {
             self.ring.push((k, st, false));
         }
@@ -273,12 +273,12 @@ fn next_op(state: &mut u64, step: u64, keys: u64, pattern: u64) -> (u64, bool) {
     let key = match pattern {
         0 => r % keys,
         1 => step % keys,
-        2 if r % 3 == 0 => keys + step,
+        2 if r.is_multiple_of(3) => keys + step,
         2 => r % (keys / 4 + 1),
-        _ if (step / 200) % 2 == 0 => step % keys,
+        _ if (step / 200).is_multiple_of(2) => step % keys,
         _ => r % keys,
     };
-    (key, r % 37 == 0)
+    (key, r.is_multiple_of(37))
 }
 
 #[test]

@@ -166,7 +166,7 @@ impl<K: BlockKey, W: Weight> ClockPro<K, W> {
             min_cold_blocks,
             non_resident_ratio,
         } = params;
-        if !(0.0..1.0).contains(&min_cold_ratio) || !(max_cold_ratio > 0.0 && max_cold_ratio <= 1.0)
+        if !((0.0..1.0).contains(&min_cold_ratio) && max_cold_ratio > 0.0 && max_cold_ratio <= 1.0)
         {
             return Err(bad_param(
                 "clockpro (min_cold_ratio in [0, 1), max_cold_ratio in (0, 1])",
