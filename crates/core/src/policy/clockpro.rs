@@ -104,11 +104,10 @@ impl Default for ClockProParams {
 /// [`remove`](Policy::remove) drops a page without leaving a non-resident
 /// entry or moving `mc`.
 ///
-/// Miss ratios next to LRU and ARC (`coopcache sim --format lirs`):
-///
-/// | trace | size | LRU | ARC | CLOCK-Pro |
-/// |---|---|---|---|---|
-/// | multi2 | 100 | TBD | | |
+/// Miss ratios next to LRU and ARC on the shared LIRS traces are not
+/// recorded yet (`coopcache sim ../shared/traces/multi2.trace.gz --format
+/// lirs --policy lru,arc,clockpro --cache-size 100,500,1000`, and the same
+/// for `2_pools`).
 #[derive(Clone, Debug)]
 pub struct ClockPro<K, W = u32> {
     /// The clock: head is the newest page, the hands move from the tail
