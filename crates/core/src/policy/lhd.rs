@@ -85,7 +85,7 @@ const EXPLORER_BUDGET_FRACTION: f32 = 0.01;
 /// the ages at which the blocks of its class were hit or evicted; a class
 /// groups blocks by the sum of their last two hit ages. The victim is the
 /// block of least density among a few drawn at random and the last few
-/// admitted that looked like victims. The model ([`HitDensity`]) is
+/// admitted that looked like victims. The model (`HitDensity`) is
 /// refitted every 2^20 updates; in between it counts hits and evictions
 /// per age. A small budget of explorers (1% of the cache, one insertion in
 /// 32, until the model settles) is shielded so the model sees long lives.
