@@ -270,14 +270,3 @@ fn oracle_general_sizes_reach_the_cache() {
         assert_eq!(got, row.tally, "{} {}", row.spec.policy, row.spec.capacity);
     }
 }
-
-/// Second-hit (libCacheSim's `bloomfilter`) and size-threshold admission in
-/// front of the policies, as libCacheSim's admissioners.
-#[test]
-fn bloom_and_size_admission_match_libcachesim_in_bytes_exactly() {
-    use coopcache_core::admission::AdmissionSpec;
-    check_rows(
-        |p| matches!(p.admission(), AdmissionSpec::Bloom | AdmissionSpec::Size(_)),
-        "bloom and size admission",
-    );
-}
