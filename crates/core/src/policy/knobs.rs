@@ -196,7 +196,7 @@ impl fmt::Display for Value {
         if unit == KnobUnit::Bytes && v >= 1024.0 {
             let b = v as u64;
             for (shift, name) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
-                if b % (1 << shift) == 0 {
+                if b.is_multiple_of(1 << shift) {
                     return write!(f, "{}{name}", b >> shift);
                 }
             }

@@ -273,14 +273,12 @@ pub fn access_admitted<K: BlockKey, P: Policy<K>, A: Admission<K>>(
             // `can_insert` check their queue first: an object refused there
             // is not shown to the admission policy (a second-hit filter
             // does not record it).
-            let admitted = if A::ACTIVE {
-                if policy.admits_before_admission() {
-                    policy.admits(size, &miss) && admission.admit(key, size)
-                } else {
-                    admission.admit(key, size) && policy.admits(size, &miss)
-                }
+            // Without admission (`A::ACTIVE` false) this is the policy's
+            // check alone.
+            let admitted = if A::ACTIVE && !policy.admits_before_admission() {
+                admission.admit(key, size) && policy.admits(size, &miss)
             } else {
-                policy.admits(size, &miss)
+                policy.admits(size, &miss) && (!A::ACTIVE || admission.admit(key, size))
             };
             if admitted {
                 while policy.needs_room(&miss, size) {
