@@ -206,3 +206,14 @@ fn knobbed_policies_match_libcachesim_exactly() {
         "knobbed policies",
     );
 }
+
+/// Second-hit (libCacheSim's `bloomfilter`) and size-threshold admission in
+/// front of the policies, as libCacheSim's admissioners.
+#[test]
+fn bloom_and_size_admission_match_libcachesim_exactly() {
+    use coopcache_core::admission::AdmissionSpec;
+    check_rows(
+        |p| matches!(p.admission(), AdmissionSpec::Bloom | AdmissionSpec::Size(_)),
+        "bloom and size admission",
+    );
+}

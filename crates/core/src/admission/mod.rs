@@ -23,6 +23,10 @@ use std::fmt;
 
 /// Decides which missed objects a cache takes.
 pub trait Admission<K: BlockKey> {
+    /// Whether this ever refuses: `false` only for [`NoAdmission`], whose
+    /// request loop is then exactly the one without admission.
+    const ACTIVE: bool = true;
+
     /// Every request, hit or miss, after the lookup (libCacheSim's
     /// `update`, called with the cache's capacity): by default nothing.
     #[inline(always)]
@@ -40,6 +44,8 @@ pub trait Admission<K: BlockKey> {
 pub struct NoAdmission;
 
 impl<K: BlockKey> Admission<K> for NoAdmission {
+    const ACTIVE: bool = false;
+
     #[inline(always)]
     fn admit(&mut self, _: K, _: u32) -> bool {
         true

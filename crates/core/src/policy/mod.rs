@@ -202,6 +202,14 @@ pub trait Policy<K: BlockKey> {
         u64::from(size) <= self.capacity() as u64
     }
 
+    /// Whether libCacheSim's `can_insert` of this policy checks its own
+    /// queue limit before asking the cache's admissioner (S3-FIFO, 2Q),
+    /// rather than after (the default, `cache_can_insert_default`): an
+    /// object a queue refuses is then never shown to an admission policy.
+    fn admits_before_admission(&self) -> bool {
+        false
+    }
+
     /// Whether the object of `miss`, of `size`, cannot be inserted before
     /// an eviction: by default, if it would take the cache over capacity.
     fn needs_room(&self, miss: &Self::Miss, size: u32) -> bool {
@@ -275,7 +283,19 @@ pub fn access_admitted<K: BlockKey, P: Policy<K>, A: Admission<K>>(
     match lookup {
         Lookup::Hit => true,
         Lookup::Miss(miss) => {
-            if admission.admit(key, size) && policy.admits(size, &miss) {
+            // libCacheSim asks the admissioner first, then the policy
+            // (`cache_can_insert_default`), but S3-FIFO's and 2Q's
+            // `can_insert` check their queue first: an object refused there
+            // is not shown to the admission policy (a second-hit filter
+            // does not record it).
+            // Without admission (`A::ACTIVE` false) this is the policy's
+            // check alone.
+            let admitted = if A::ACTIVE && !policy.admits_before_admission() {
+                admission.admit(key, size) && policy.admits(size, &miss)
+            } else {
+                policy.admits(size, &miss) && (!A::ACTIVE || admission.admit(key, size))
+            };
+            if admitted {
                 while policy.needs_room(&miss, size) {
                     if let Some(victim) = policy.evict(&miss, size) {
                         on_evict(victim);

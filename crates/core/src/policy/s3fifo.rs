@@ -289,6 +289,12 @@ impl<K: BlockKey, W: Weight> Policy<K> for S3Fifo<K, W> {
         (self.size_of(Queue::Small) + self.size_of(Queue::Main)) as usize
     }
 
+    /// libCacheSim's `can_insert` checks the small queue before the
+    /// admissioner.
+    fn admits_before_admission(&self) -> bool {
+        true
+    }
+
     /// New objects must fit the small queue, ghost hits included.
     fn admits(&self, size: u32, _: &bool) -> bool {
         size as usize <= self.small_capacity

@@ -69,6 +69,12 @@ impl<K: BlockKey, W: Weight> Policy<K> for S3FifoV1<K, W> {
         self.inner.used()
     }
 
+    /// libCacheSim's `can_insert` checks the small queue before the
+    /// admissioner.
+    fn admits_before_admission(&self) -> bool {
+        true
+    }
+
     fn admits(&self, size: u32, miss: &bool) -> bool {
         self.inner.admits(size, miss)
     }

@@ -189,6 +189,12 @@ impl<K: BlockKey, W: Weight> Policy<K> for TwoQ<K, W> {
         (self.size_of(Queue::In) + self.size_of(Queue::Main)) as usize
     }
 
+    /// libCacheSim's `can_insert` checks the small queue before the
+    /// admissioner.
+    fn admits_before_admission(&self) -> bool {
+        true
+    }
+
     /// New objects must fit `A1in`, ghost hits included.
     fn admits(&self, size: u32, _: &bool) -> bool {
         size as usize <= self.in_capacity
