@@ -1,8 +1,8 @@
 //! AdaptSize: size-aware probabilistic admission tuned by a Markov model.
 
 use super::Admission;
-use crate::policy::BlockKey;
 use crate::policy::knobs::{Knob, KnobUnit, Knobs};
+use crate::policy::{BlockKey, LIBCACHESIM_SEED, Lehmer64};
 use hashbrown::HashMap;
 
 /// AdaptSize's knobs, libCacheSim's `adaptsize` parameters
@@ -24,7 +24,7 @@ impl Default for AdaptSizeParams {
         AdaptSizeParams {
             iterations: 15,
             interval: 30_000,
-            seed: LEHMER64_SEED,
+            seed: LIBCACHESIM_SEED,
         }
     }
 }
@@ -71,29 +71,6 @@ impl Knobs for AdaptSizeParams {
             1 => self.interval = value as u64,
             _ => self.seed = value as u64,
         }
-    }
-}
-
-/// libCacheSim's generator state at start.
-const LEHMER64_SEED: u64 = 0xdead_beef;
-
-/// Lehmer's multiplicative generator on 128 bits, libCacheSim's
-/// `next_rand`: the state is multiplied by a constant and its high 64 bits
-/// returned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Lehmer64(u128);
-
-impl Lehmer64 {
-    /// A generator starting at `seed`.
-    pub fn new(seed: u64) -> Self {
-        Lehmer64(u128::from(seed))
-    }
-
-    /// The next number.
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(0xda94_2042_e4dd_58b5);
-        (self.0 >> 64) as u64
     }
 }
 

@@ -13,7 +13,7 @@ mod adaptsize;
 mod bloom;
 mod size;
 
-pub use adaptsize::{AdaptSize, AdaptSizeParams, Lehmer64};
+pub use adaptsize::{AdaptSize, AdaptSizeParams};
 pub use bloom::SecondHit;
 pub use size::{SizeParams, SizeThreshold};
 
