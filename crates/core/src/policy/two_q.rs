@@ -34,7 +34,10 @@ impl ListTag for Queue {
 ///
 /// Same as libCacheSim's `TwoQ` (`Ain-size-ratio=0.25,Aout-size-ratio=0.5`).
 /// In a byte cache the queues are measured in bytes and, as in libCacheSim,
-/// an object larger than `A1in` (25% of the cache) is not admitted.
+/// an object larger than `A1in` (25% of the cache) is not admitted. With
+/// knobs, as libCacheSim's sub-caches: an object larger than all of
+/// `A1out` leaves `A1in` unremembered, and a ghost hit larger than all of
+/// `Am` is not cached (exact on the knobbed golden rows, bytes included).
 #[derive(Clone, Debug)]
 pub struct TwoQ<K, W = u32> {
     /// A1in, A1out and Am, indexed by [`Queue`].
@@ -155,13 +158,30 @@ impl<K: BlockKey, W: Weight> TwoQ<K, W> {
 
     /// Whether an object of `size` coming back from `A1out` must first push
     /// one out of a full `Am`, even though the cache as a whole has room.
+    /// An object larger than `Am` itself pushes nothing out: libCacheSim's
+    /// `Am` refuses it ([`insert`](Policy::insert) drops it), and emptying
+    /// `Am` for it would never make room.
     fn main_needs_room(&self, ghost_hit: bool, size: u32) -> bool {
-        ghost_hit && self.size_of(Queue::Main) + u64::from(size) > self.main_capacity as u64
+        ghost_hit
+            && self.fits_main(size)
+            && self.size_of(Queue::Main) + u64::from(size) > self.main_capacity as u64
     }
 
-    /// Which queue the next eviction for an object of `size` takes from.
+    /// Whether an object of `size` fits `Am` at all (it always does with
+    /// `A1in` at most half the cache, as `admits` holds it to `A1in`).
+    fn fits_main(&self, size: u32) -> bool {
+        size as usize <= self.main_capacity
+    }
+
+    /// Which queue the next eviction for an object of `size` takes from:
+    /// `A1in` when the cache is full and `A1in` over its share, else `Am`,
+    /// else (`Am` empty) `A1in` anyway. That last case needs `A1in` over
+    /// half the cache (a ghost hit too big for what `Am` holds); there
+    /// libCacheSim evicts from its empty `Am` and fails, where taking
+    /// `A1in`'s oldest makes room.
     fn eviction_queue(&self, size: u32) -> Queue {
-        if self.is_full(size) && self.size_of(Queue::In) > self.in_capacity as u64 {
+        let in_over = self.size_of(Queue::In) > self.in_capacity as u64;
+        if (self.is_full(size) && in_over) || self.len_of(Queue::Main) == 0 {
             Queue::In
         } else {
             Queue::Main
@@ -243,8 +263,13 @@ impl<K: BlockKey, W: Weight> Policy<K> for TwoQ<K, W> {
             return Some(self.queues.forget(tail));
         }
         // Leaving A1in: remember the id in A1out, which makes room for the
-        // leaving object's size.
+        // leaving object's size. An object larger than all of A1out (A1out
+        // smaller than A1in) is not remembered and drops no ghost, as
+        // libCacheSim's A1out FIFO refuses it before evicting.
         let leaving = u64::from(self.queues.size(tail));
+        if leaving > self.out_capacity as u64 {
+            return Some(self.queues.forget(tail));
+        }
         while self.size_of(Queue::Out) + leaving > self.out_capacity as u64 {
             let oldest_ghost = self.queues.list(Queue::Out as usize).tail();
             if oldest_ghost == NIL {
@@ -257,6 +282,10 @@ impl<K: BlockKey, W: Weight> Policy<K> for TwoQ<K, W> {
     }
 
     fn insert(&mut self, key: K, size: u32, ghost_hit: bool) {
+        if ghost_hit && !self.fits_main(size) {
+            // libCacheSim's `Am` refuses it: not cached.
+            return;
+        }
         let queue = if ghost_hit { Queue::Main } else { Queue::In };
         self.queues.push(key, size, queue);
     }
