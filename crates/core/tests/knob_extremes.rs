@@ -55,18 +55,18 @@ impl PolicyVisitor<u64> for Replay<'_> {
     fn visit<P: Policy<u64> + Send + 'static>(self, mut policy: P) -> Self::Output {
         for &key in self.keys {
             let size = if self.sized { 1 + (key % 13) as u32 } else { 1 };
-            if let Lookup::Miss(miss) = policy.lookup(key) {
-                if policy.admits(size, &miss) {
-                    let mut steps = 0;
-                    while policy.needs_room(&miss, size) {
-                        steps += 1;
-                        if steps > MAX_EVICTIONS_PER_MISS {
-                            return Err(format!("no room found for {key} (size {size})"));
-                        }
-                        policy.evict(&miss, size);
+            if let Lookup::Miss(miss) = policy.lookup(key)
+                && policy.admits(size, &miss)
+            {
+                let mut steps = 0;
+                while policy.needs_room(&miss, size) {
+                    steps += 1;
+                    if steps > MAX_EVICTIONS_PER_MISS {
+                        return Err(format!("no room found for {key} (size {size})"));
                     }
-                    policy.insert(key, size, miss);
+                    policy.evict(&miss, size);
                 }
+                policy.insert(key, size, miss);
             }
             if policy.used() > policy.capacity() {
                 return Err(format!(
