@@ -76,6 +76,7 @@ fn ratio(metric: PlotMetric, r: &SimRow) -> f64 {
 /// The miss ratio (or byte miss ratio) of each interval at its end, one
 /// line per run (policy and cache size, named as the table names them),
 /// against trace time where the intervals are of time, else requests read.
+/// An interval without reads (only writes, say) has no ratio and no point.
 /// `rows` are run-major, as the table prints them.
 pub fn intervals(path: &Path, label: &str, rows: &[IntervalRow], metric: PlotMetric) -> Result<()> {
     let last_time = rows.iter().filter_map(|r| r.end_time_s).fold(0.0, f64::max);
@@ -94,9 +95,10 @@ pub fn intervals(path: &Path, label: &str, rows: &[IntervalRow], metric: PlotMet
             PlotMetric::MissRatio => r.miss_ratio,
             PlotMetric::ByteMissRatio => r.byte_miss_ratio,
         };
+        let point = (r.requests > 0).then_some((x, y));
         match runs.last_mut() {
-            Some((last, points)) if *last == name => points.push((x, y)),
-            _ => runs.push((name, vec![(x, y)])),
+            Some((last, points)) if *last == name => points.extend(point),
+            _ => runs.push((name, point.into_iter().collect())),
         }
     }
     let series: Vec<Series> = runs

@@ -214,9 +214,11 @@ mod tests {
         Box::new(requests.into_iter())
     }
 
-    /// Each chunk's first and last id (request index) and the end it
-    /// carries.
-    fn chunks(requests: Requests, cut: Cut) -> Vec<(Option<(u64, u64)>, Option<u64>)> {
+    /// A chunk as a test sees it: its first and last id (request index),
+    /// if any, and the interval end it carries.
+    type Seen = (Option<(u64, u64)>, Option<u64>);
+
+    fn chunks(requests: Requests, cut: Cut) -> Vec<Seen> {
         let mut seen = Vec::new();
         for_each_chunk_cut(requests, Some(cut), Vec::new, |c: &Vec<Request>, end| {
             let span = c.first().map(|f| (f.id, c.last().unwrap().id));

@@ -67,7 +67,19 @@ impl fmt::Display for Interval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Interval::Requests(n) => write!(f, "{n}"),
-            Interval::Time(d) => write!(f, "{}s", d.as_secs_f64()),
+            Interval::Time(d) => {
+                // The largest unit that divides it: `1h`, not `3600s`.
+                let ms = d.as_millis();
+                let (per, unit) = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min")]
+                    .into_iter()
+                    .find(|&(per, _)| ms.is_multiple_of(per) && d.subsec_nanos() % 1_000_000 == 0)
+                    .unwrap_or((1_000, "s"));
+                if per == 1_000 {
+                    write!(f, "{}s", d.as_secs_f64())
+                } else {
+                    write!(f, "{}{unit}", ms / per)
+                }
+            }
         }
     }
 }
@@ -134,6 +146,9 @@ mod tests {
             parse("1.5s").unwrap(),
             Interval::Time(Duration::from_millis(1500))
         );
+        assert_eq!(parse("90min").unwrap().to_string(), "90min");
+        assert_eq!(parse("2h").unwrap().to_string(), "2h");
+        assert_eq!(parse("1.5s").unwrap().to_string(), "1.5s");
         for bad in ["0", "0s", "-1h", "1 fortnight", "h", "", "1e400h"] {
             let err = parse(bad).unwrap_err().to_string();
             assert!(err.contains("at least 1") && err.contains("10min"), "{err}");
