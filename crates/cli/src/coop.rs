@@ -80,8 +80,10 @@ pub struct CoopArgs {
     #[arg(long)]
     seed: Option<u64>,
 
-    /// Write PNG charts in the manner of the paper's Figures 4-7 into this directory.
-    #[arg(long, value_name = "DIR")]
+    /// Cooperative runs: write PNG charts in the manner of the paper's Figures 4-7 into this
+    /// directory. Local policies: draw one chart, FILE.png: the miss ratio over time with
+    /// --report-interval, else against cache size (several --cache-size values).
+    #[arg(long, value_name = "DIR|FILE.png")]
     pub(crate) plot: Option<PathBuf>,
 
     /// Size-class policy files (TOML), comma-separated: run N-Chance under each and compare
@@ -256,7 +258,6 @@ impl CoopArgs {
             ("--network-us", self.network_us.is_some()),
             ("--warmup", self.warmup.is_some()),
             ("--seed", self.seed.is_some()),
-            ("--plot", self.plot.is_some()),
             ("--cache-config", self.cache_config.is_some()),
             ("--hardware", self.hardware.is_some()),
         ]

@@ -148,8 +148,32 @@ fn print_table(rows: &[Row], unit: CurveUnit) {
 }
 
 fn draw(path: &Path, label: &str, rows: &[Row], unit: CurveUnit) -> Result<()> {
-    let mut names: Vec<&str> = rows.iter().map(|r| r.policy.as_str()).collect();
-    names.dedup();
+    let points: Vec<(&str, u64, f64)> = rows
+        .iter()
+        .map(|r| {
+            let size = r.cache_size_objects.or(r.cache_size_bytes).unwrap_or(0);
+            (r.policy.as_str(), size, r.miss_ratio)
+        })
+        .collect();
+    draw_curves(path, label, unit, "miss ratio", &points)
+}
+
+/// Draws `(policy, cache size, ratio)` points as one line per policy, in
+/// the order policies first appear, against the cache size in `unit`:
+/// `sim mrc`'s curves, and `sim --plot` over several cache sizes.
+pub(crate) fn draw_curves(
+    path: &Path,
+    label: &str,
+    unit: CurveUnit,
+    y_label: &str,
+    points: &[(&str, u64, f64)],
+) -> Result<()> {
+    let mut names: Vec<&str> = Vec::new();
+    for &(name, _, _) in points {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
     let (x_label, scale) = match unit {
         CurveUnit::Objects => ("cache size (objects)", 1.0),
         CurveUnit::Bytes => ("cache size (MiB)", (1u64 << 20) as f64),
@@ -158,20 +182,18 @@ fn draw(path: &Path, label: &str, rows: &[Row], unit: CurveUnit) -> Result<()> {
         .iter()
         .map(|&name| Series {
             name,
-            points: rows
+            points: points
                 .iter()
-                .filter(|r| r.policy == name)
-                .map(|r| {
-                    let size = r.cache_size_objects.or(r.cache_size_bytes).unwrap_or(0);
-                    (size as f64 / scale, r.miss_ratio)
-                })
+                .filter(|p| p.0 == name)
+                .map(|&(_, size, ratio)| (size as f64 / scale, ratio))
                 .collect(),
         })
         .collect();
+    let title = y_label[..1].to_uppercase() + &y_label[1..];
     xy(
         path,
-        &format!("Miss ratio, {label}"),
-        (x_label, "miss ratio"),
+        &format!("{title}, {label}"),
+        (x_label, y_label),
         &series,
         false,
         Style::Lines,

@@ -19,6 +19,7 @@ mod plot;
 mod policies;
 mod progress;
 mod sim;
+mod sim_plot;
 mod sweep;
 mod table;
 mod trace;

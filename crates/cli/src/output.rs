@@ -26,7 +26,7 @@ fn cache_cell(row: &SimRow, with_unit: bool) -> String {
 }
 
 /// `b` bytes with the largest binary unit that divides it: `100MiB`.
-fn human_bytes(b: u64) -> String {
+pub(crate) fn human_bytes(b: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
         if b >= 1 << shift && b.is_multiple_of(1 << shift) {
             return format!("{}{unit}", b >> shift);
@@ -131,18 +131,21 @@ pub fn print_table(rows: &[SimRow]) {
     crate::table::print(&header, &cells, 2);
 }
 
-/// An aligned table of each run's intervals: the miss ratios over time.
+/// An aligned table of each run's intervals: the miss ratios over time,
+/// with each interval's end in trace time where intervals are of time.
 pub fn print_interval_table(rows: &[IntervalRow]) {
-    let header = [
-        "trace",
-        "policy",
-        "cache",
+    let timed = rows.iter().any(|r| r.end_time_s.is_some());
+    let mut header = vec!["trace", "policy", "cache"];
+    if timed {
+        header.push("end time (s)");
+    }
+    header.extend([
         "requests read",
         "reads",
         "misses",
         "miss ratio",
         "byte miss ratio",
-    ];
+    ]);
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -151,16 +154,18 @@ pub fn print_interval_table(rows: &[IntervalRow]) {
                 (None, Some(b)) => human_bytes(b),
                 (None, None) => String::new(),
             };
-            vec![
-                r.trace.clone(),
-                r.policy.clone(),
-                cache,
+            let mut row = vec![r.trace.clone(), r.policy.clone(), cache];
+            if timed {
+                row.push(r.end_time_s.map_or_else(String::new, |t| format!("{t}")));
+            }
+            row.extend([
                 r.interval_end.to_string(),
                 r.requests.to_string(),
                 r.misses.to_string(),
                 format!("{:.4}", r.miss_ratio),
                 format!("{:.4}", r.byte_miss_ratio),
-            ]
+            ]);
+            row
         })
         .collect();
     crate::table::print(&header, &cells, 2);

@@ -3,8 +3,10 @@
 use crate::output::{self, Output};
 use crate::policies::{AdmissionList, PolicyList, knobs_help};
 use crate::progress::Progress;
+use crate::sim_plot::{self, PlotMetric};
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use coopcache_sim::interval::{Cut, Interval};
 use coopcache_sim::local::{self, IntervalRow, SimRow, Sizing};
 use coopcache_sim::replay::replay_every;
 use coopcache_sim::size::{CacheSize, parse_bytes};
@@ -21,6 +23,7 @@ Formats:
   be32     big-endian u32 ids, no header (CloudPhysics)
   oracle   libCacheSim oracleGeneral: 24-byte records u32 time, u64 id, u32 size, i64 next
   csv      delimited text; map columns with --csv, e.g. id=2,time=1,size=3,op=4,client=5,header=yes
+           (time_unit=s, ms, us or ns: the time column's unit, for --report-interval 1h)
   msr      SNIA MSR Cambridge CSV; host+disk is the client, byte ranges become blocks
   tencent  Tencent block CSV; the volume is the client, sector ranges become blocks
   lcs      libCacheSim lcs: 8 KiB header, records v1-v8 (ops and tenant as client from v2)
@@ -64,6 +67,7 @@ Examples:
   coopcache sim trace.csv --format csv --csv id=2,header=yes --cache-size 64MiB --block-size 4KiB --json
   coopcache sim tencent-photo-sample.csv.bz2 --format csv --csv sep=space,id=2,size=5,ids=hash --cache-size 100MiB
   coopcache sim w106.trace.xz --format be32 --policy 's3fifo(small=0.2,ghost=0.5),2q(ain=0.3)' --cache-size 2750
+  coopcache sim msr-cambridge1-sample.csv --format msr --policy lru,arc --cache-size 100,400 --report-interval 10s --plot msr.png
 "
 );
 
@@ -123,10 +127,16 @@ pub struct SimArgs {
     pub(crate) output: Output,
 
     /// Also report each local run's miss ratios over every N trace requests (reads, writes and
-    /// deletes; the last interval may be shorter): the miss ratio over time. The table shows the
-    /// intervals, then the whole runs; json and csv print the intervals' rows.
-    #[arg(long, value_name = "N", value_parser = parse_interval)]
-    pub(crate) report_interval: Option<u64>,
+    /// deletes; the last interval may be shorter), or over every span of trace time (`30s`,
+    /// `10min`, `1h`, from the first request's timestamp; intervals without requests are left
+    /// out): the miss ratio over time. The table shows the intervals, then the whole runs;
+    /// json and csv print the intervals' rows.
+    #[arg(long, value_name = "N|SPAN", value_parser = parse_interval)]
+    pub(crate) report_interval: Option<Interval>,
+
+    /// What a local run's --plot draws: `miss-ratio` or `byte-miss-ratio` [default: miss-ratio].
+    #[arg(long, value_enum)]
+    pub(crate) plot_metric: Option<PlotMetric>,
 
     /// Worker threads for the runs (default: one per core).
     #[arg(short, long)]
@@ -136,13 +146,9 @@ pub struct SimArgs {
     pub(crate) coop: crate::coop::CoopArgs,
 }
 
-fn parse_interval(text: &str) -> Result<u64, String> {
-    match text.trim().replace('_', "").parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "`{text}`: expected a number of trace requests, at least 1 (e.g. 1000000)"
-        )),
-    }
+fn parse_interval(text: &str) -> Result<Interval, String> {
+    text.parse()
+        .map_err(|e: coopcache_sim::OptionError| e.to_string())
 }
 
 impl SimArgs {
@@ -161,6 +167,11 @@ impl SimArgs {
         if self.report_interval.is_some() {
             bail!(
                 "--report-interval reports local policies' runs over time; this run simulates a cluster (--algorithms or --class-policy)"
+            );
+        }
+        if self.plot_metric.is_some() {
+            bail!(
+                "--plot-metric chooses a local policies' chart; this run simulates a cluster (--algorithms or --class-policy), whose --plot draws the paper's figures"
             );
         }
         Ok(())
@@ -245,6 +256,19 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         bail!("give --cache-size: blocks (`2750`) or bytes with a unit (`16MiB`), comma-separated");
     }
     let sizing = sizing(&args)?;
+    let cut = interval_cut(&args)?;
+    let plot = args
+        .coop
+        .plot
+        .as_deref()
+        .map(crate::curve::plot_file)
+        .transpose()?;
+    if plot.is_some() {
+        sim_plot::check_sizes(args.cache_size.len(), cut.is_some())?;
+    } else if args.plot_metric.is_some() {
+        bail!("--plot-metric chooses what --plot draws: add --plot FILE.png");
+    }
+    let metric = args.plot_metric.unwrap_or_default();
     let policies = args.admission.cross(&args.policy.0);
     let specs = local::run_specs(&policies, &args.cache_size, sizing, args.block_size())?;
     let (requests, progress) = open_traces(&args)?;
@@ -254,7 +278,7 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         requests,
         &specs,
         sizing.sized(),
-        args.report_interval,
+        cut,
         |n| progress.update(n),
         |end, tallies| {
             for (run, (&spec, &tally)) in specs.iter().zip(tallies).enumerate() {
@@ -280,8 +304,13 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         .iter()
         .map(|r| SimRow::new(&label, sizing, r))
         .collect();
-    if args.report_interval.is_none() {
-        return output::print_rows(args.output(), &rows, output::print_table);
+    if cut.is_none() {
+        output::print_rows(args.output(), &rows, output::print_table)?;
+        if let Some(path) = plot {
+            sim_plot::sizes(path, &label, &rows, metric)?;
+            wrote(&args, path);
+        }
+        return Ok(());
     }
     // Run-major, as the summary: each run's intervals in trace order (a
     // stable sort of the interval-major reports).
@@ -291,7 +320,28 @@ pub fn run(mut args: SimArgs) -> Result<()> {
         output::print_interval_table(intervals);
         println!();
         output::print_table(&rows);
-    })
+    })?;
+    if let Some(path) = plot {
+        sim_plot::intervals(path, &label, &intervals, metric)?;
+        wrote(&args, path);
+    }
+    Ok(())
+}
+
+/// Says where the chart went, below a table (json and csv stay rows only).
+fn wrote(args: &SimArgs, path: &std::path::Path) {
+    if args.output() == Output::Table {
+        println!("wrote {}", path.display());
+    }
+}
+
+/// Where `--report-interval` cuts the trace: a span of time needs
+/// timestamps in a known unit, which the format says.
+fn interval_cut(args: &SimArgs) -> Result<Option<Cut>> {
+    let Some(interval) = args.report_interval else {
+        return Ok(None);
+    };
+    Ok(Some(interval.cut(format(args)?, &read_options(args))?))
 }
 
 /// Whether the trace's requests carry object sizes, or are blocks of
@@ -326,12 +376,7 @@ fn read_options(args: &SimArgs) -> ReadOptions {
 /// Opens the trace, or composes several; returns the requests and a
 /// progress display over the files' bytes.
 pub(crate) fn open_traces(args: &SimArgs) -> Result<(Requests, Progress)> {
-    let Some(format) = args.format else {
-        bail!(
-            "give --format for the trace (its name does not say it): one of {}",
-            TraceFormat::names()
-        );
-    };
+    let format = format(args)?;
     if format == TraceFormat::Csv && args.csv.is_none() {
         bail!("--format csv needs --csv to say which column holds the id, e.g. --csv id=1");
     }
@@ -359,6 +404,16 @@ pub(crate) fn open_traces(args: &SimArgs) -> Result<(Requests, Progress)> {
     };
     let sources = streams.into_iter().map(|(s, p)| (s.requests, p)).collect();
     Ok((Box::new(Compose::new(sources, mode, args.ids)), progress))
+}
+
+/// `--format`, or the one the file names said, or an error asking for it.
+fn format(args: &SimArgs) -> Result<TraceFormat> {
+    args.format.with_context(|| {
+        format!(
+            "give --format for the trace (its name does not say it): one of {}",
+            TraceFormat::names()
+        )
+    })
 }
 
 /// The format every trace's file name announces (`.lcs`, `.oracleGeneral`,

@@ -232,6 +232,141 @@ fn csv_rows_and_intervals_match_the_whole_runs() {
     );
 }
 
+/// The csv columns of `--output csv`, and its rows split into cells.
+fn csv_table(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(String::from);
+    let rows = lines.map(|l| l.split(',').map(String::from).collect());
+    (header.collect(), rows.collect())
+}
+
+/// `--report-interval 1min` cuts a timestamped trace at every minute of
+/// trace time from its first request; the minute without requests is left
+/// out, and the last interval ends on its minute though its requests stop
+/// before. Formats without timestamps, or a csv time of no unit, refuse a
+/// span naming what is missing.
+#[test]
+fn intervals_of_trace_time_end_on_each_multiple() {
+    let dir = tempfile::tempdir().unwrap();
+    // Seconds 100-159: three requests; 160-219: two; 220-279: none; 280-339: one.
+    let text = "100,1\n110,2\n159,3\n160,1\n161,2\n300,3\n";
+    let trace = temp_trace(dir.path(), "timed.csv", text);
+    let base = format!("sim {trace} --format csv --csv time=1,id=2,time_unit=s --cache-size 2");
+    let out = coopcache(&format!("{base} --report-interval 1min --output csv"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (header, rows) = csv_table(&stdout(&out));
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let cells = |name: &str| -> Vec<&str> { rows.iter().map(|r| r[col(name)].as_str()).collect() };
+    assert_eq!(cells("end_time_s"), ["60.0", "120.0", "240.0"]);
+    assert_eq!(cells("interval_end"), ["3", "5", "6"]);
+    assert_eq!(cells("requests"), ["3", "2", "1"]);
+    // The table gains an end time column.
+    let out = coopcache(&format!("{base} --report-interval 1min"));
+    assert!(stdout(&out).contains("end time (s)"), "{}", stdout(&out));
+
+    fails_with(
+        &format!("sim {trace} --format csv --csv time=1,id=2 --cache-size 2 --report-interval 1h"),
+        &["--report-interval", "time_unit"],
+    );
+    let lirs = temp_trace(dir.path(), "t.lirs", "1\n2\n1\n");
+    fails_with(
+        &format!("sim {lirs} --format lirs --cache-size 2 --report-interval 1h"),
+        &["--report-interval", "lirs traces have no timestamps"],
+    );
+    fails_with(
+        &format!("{base} --report-interval 1fortnight"),
+        &["--report-interval", "10min"],
+    );
+}
+
+/// The MSR sample's 100 ns clock: about two minutes of trace in intervals
+/// of 30 s, whose reads sum to the whole run's.
+#[test]
+fn msr_sample_reports_every_thirty_seconds() {
+    let Some(msr) = shared_trace("snia/msr-cambridge1-sample.csv") else {
+        return;
+    };
+    let base = format!("sim {} --format msr --cache-size 100", msr.display());
+    let out = coopcache(&format!("{base} --report-interval 30s --output csv"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (header, rows) = csv_table(&stdout(&out));
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let ends: Vec<f64> = rows
+        .iter()
+        .map(|r| r[col("end_time_s")].parse().unwrap())
+        .collect();
+    assert!(ends.len() >= 4, "{ends:?}");
+    assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
+    assert!(ends.iter().all(|e| e % 30.0 == 0.0), "{ends:?}");
+    let reads: u64 = rows
+        .iter()
+        .map(|r| r[col("requests")].parse::<u64>().unwrap())
+        .sum();
+    let out = coopcache(&format!("{base} --output csv"));
+    let (header, whole) = csv_table(&stdout(&out));
+    let requests = header.iter().position(|h| h == "requests").unwrap();
+    assert_eq!(reads, whole[0][requests].parse::<u64>().unwrap());
+}
+
+/// `--plot FILE.png` on a local run: the miss ratio over time with
+/// `--report-interval`, against cache size with several sizes; refused
+/// with one size and no intervals, saying what to add.
+#[test]
+fn local_plots_draw_over_time_or_cache_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "1\n2\n3\n".repeat(100) + &"4\n5\n6\n7\n8\n9\n".repeat(50);
+    let trace = temp_trace(dir.path(), "two-loops.lirs", &text);
+    let base = format!("sim {trace} --format lirs --policy lru,fifo");
+    let is_png = |path: &std::path::Path| {
+        let bytes = std::fs::read(path).unwrap();
+        assert!(
+            bytes.starts_with(b"\x89PNG"),
+            "{} is no PNG",
+            path.display()
+        );
+        assert!(
+            bytes.len() > 5_000,
+            "{}: {} bytes",
+            path.display(),
+            bytes.len()
+        );
+    };
+    let over_time = dir.path().join("over-time.png");
+    let out = coopcache(&format!(
+        "{base} --cache-size 3,6 --report-interval 100 --plot {}",
+        over_time.display()
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("wrote"), "{}", stdout(&out));
+    is_png(&over_time);
+
+    let by_size = dir.path().join("by-size.png");
+    let out = coopcache(&format!(
+        "{base} --cache-size 2,3,6 --plot {} --plot-metric byte-miss-ratio --json",
+        by_size.display()
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("wrote"), "json stays rows only");
+    is_png(&by_size);
+
+    fails_with(
+        &format!("{base} --cache-size 3 --plot {}", by_size.display()),
+        &["--plot", "--cache-size", "--report-interval"],
+    );
+    fails_with(
+        &format!("{base} --cache-size 3,6 --plot figures"),
+        &["--plot figures", "FILE.png"],
+    );
+    fails_with(
+        &format!("{base} --cache-size 3,6 --plot-metric miss-ratio"),
+        &["--plot-metric", "--plot FILE.png"],
+    );
+}
+
 /// A local-policy run refuses the cooperative options it would ignore,
 /// naming the flag, rather than exit 0 unchanged.
 #[test]
@@ -240,7 +375,6 @@ fn local_runs_refuse_cooperative_options() {
     let trace = temp_trace(dir.path(), "t", "1\n2\n1\n");
     for flag in [
         "--warmup 1",
-        "--plot x",
         "--chances 3",
         "--seed 2",
         "--profile dc-2026-s3",

@@ -4,6 +4,8 @@
 //!   decompression, and composition of several traces into one.
 //! - [`replay`]: replays a trace through many caches in parallel with the
 //!   same policy code the daemon runs.
+//! - [`interval`]: reporting intervals of a replay, in requests or in
+//!   trace time.
 //! - [`mrc`]: LRU miss-ratio curves from one stack-distance pass, exact
 //!   or sampled (SHARDS).
 //! - [`stats`]: a trace's statistics (sizes, reuse, popularity) from one
@@ -22,6 +24,7 @@ pub mod convert;
 pub mod coop;
 pub mod error;
 pub mod faults;
+pub mod interval;
 pub mod live;
 pub mod local;
 pub mod mrc;

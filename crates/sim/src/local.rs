@@ -4,7 +4,7 @@
 //! binary, so that every front end reports the same figures.
 
 use crate::error::OptionError;
-use crate::replay::{RunResult, RunSpec, Tally};
+use crate::replay::{IntervalEnd, RunResult, RunSpec, Tally};
 use crate::size::CacheSize;
 use crate::trace::{ReadOptions, TraceFormat};
 use coopcache_core::{Capacity, PolicySpec};
@@ -156,7 +156,7 @@ impl SimRow {
 }
 
 /// One run's figures over one interval of the trace (`coopcache sim
-/// --report-interval N`): the miss ratio over time.
+/// --report-interval N` or `1h`): the miss ratio over time.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct IntervalRow {
     /// The trace's name (see [`trace_label`]).
@@ -170,6 +170,9 @@ pub struct IntervalRow {
     /// Trace requests (reads, writes and deletes) read by the interval's
     /// end.
     pub interval_end: u64,
+    /// For intervals of trace time, the interval's end in seconds after
+    /// the first request's time (see [`IntervalEnd::time_s`]).
+    pub end_time_s: Option<f64>,
     /// Reads in the interval.
     pub requests: u64,
     /// Reads that missed in it.
@@ -189,9 +192,9 @@ pub struct IntervalRow {
 }
 
 impl IntervalRow {
-    /// The row of `spec`'s cache over the interval ending after `end`
-    /// trace requests, in which it counted `tally`.
-    pub fn new(trace: &str, sizing: Sizing, spec: RunSpec, end: u64, tally: Tally) -> Self {
+    /// The row of `spec`'s cache over the interval ending at `end`, in
+    /// which it counted `tally`.
+    pub fn new(trace: &str, sizing: Sizing, spec: RunSpec, end: IntervalEnd, tally: Tally) -> Self {
         let whole = SimRow::new(
             trace,
             sizing,
@@ -206,7 +209,8 @@ impl IntervalRow {
             policy: whole.policy,
             cache_size_objects: whole.cache_size_objects,
             cache_size_bytes: whole.cache_size_bytes,
-            interval_end: end,
+            interval_end: end.requests,
+            end_time_s: end.time_s,
             requests: whole.requests,
             misses: whole.misses,
             miss_ratio: whole.miss_ratio,

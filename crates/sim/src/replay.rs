@@ -8,6 +8,7 @@
 
 use crate::chunks::{CHUNK, Chunk, for_each_chunk_cut};
 use crate::error::TraceError;
+use crate::interval::Cut;
 use crate::trace::{Op, Request, Requests};
 use coopcache_core::CapacityError;
 use coopcache_core::admission::{Admission, AdmissionSpec, NoAdmission};
@@ -415,24 +416,34 @@ pub fn replay_sized(
     replay_every(requests, specs, sized, None, on_chunk, |_, _| {})
 }
 
-/// [`replay_sized`], also reporting every `every` trace requests (reads,
-/// writes and deletes; at least 1): `on_interval` is called with the
-/// requests read so far and each cache's tally over the interval just
-/// ended, in the order of `specs`; the last call covers the rest of the
-/// trace, if any.
+/// Where an interval of a replay ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IntervalEnd {
+    /// Trace requests (reads, writes and deletes) read by its end.
+    pub requests: u64,
+    /// For intervals of trace time, its end in seconds after the first
+    /// request's time: a multiple of the interval, also for the last one
+    /// (which the trace may end before).
+    pub time_s: Option<f64>,
+}
+
+/// [`replay_sized`], also reporting at every interval `every` cuts (every
+/// N trace requests, or every span of trace time): `on_interval` is called
+/// with the interval's end and each cache's tally over the interval, in
+/// the order of `specs`; the last call covers the rest of the trace, if
+/// any. Intervals without requests (gaps in trace time) are not reported.
 pub fn replay_every(
     requests: Requests,
     specs: &[RunSpec],
     sized: bool,
-    every: Option<u64>,
+    every: Option<Cut>,
     on_chunk: impl FnMut(u64),
-    on_interval: impl FnMut(u64, &[Tally]),
+    on_interval: impl FnMut(IntervalEnd, &[Tally]),
 ) -> Result<Vec<RunResult>, ReplayError> {
     let sized = sized
         || specs
             .iter()
             .any(|s| matches!(s.capacity, Capacity::Bytes(_)));
-    let every = every.map(|n| n.max(1));
     if specs.iter().any(|s| s.policy.kind().needs_future()) {
         return replay_with_future(requests, specs, sized, every, on_chunk, on_interval);
     }
@@ -453,9 +464,9 @@ fn replay_with_future(
     requests: Requests,
     specs: &[RunSpec],
     sized: bool,
-    every: Option<u64>,
+    every: Option<Cut>,
     on_chunk: impl FnMut(u64),
-    on_interval: impl FnMut(u64, &[Tally]),
+    on_interval: impl FnMut(IntervalEnd, &[Tally]),
 ) -> Result<Vec<RunResult>, ReplayError> {
     let all = requests.collect::<Result<Vec<Request>, TraceError>>()?;
     let future = |keep: fn(&Request) -> bool| -> std::sync::Arc<[u64]> {
@@ -500,44 +511,55 @@ fn replay_with_future(
 }
 
 /// Feeds every chunk of `requests` to every run, in parallel, cutting
-/// chunks at every multiple of `every` to report the intervals.
+/// chunks where `every` ends an interval to report it.
 fn feed_all(
     requests: Requests,
     mut runs: Vec<Box<dyn Run>>,
     sized: bool,
-    every: Option<u64>,
+    every: Option<Cut>,
     mut on_chunk: impl FnMut(u64),
-    mut on_interval: impl FnMut(u64, &[Tally]),
+    mut on_interval: impl FnMut(IntervalEnd, &[Tally]),
 ) -> Result<Vec<RunResult>, ReplayError> {
     let mut replayed = 0u64;
     // Each run's tally at the last interval's end, then the interval's.
     let mut before = vec![Tally::default(); if every.is_some() { runs.len() } else { 0 }];
     let mut interval = before.clone();
-    let mut report = |runs: &[Box<dyn Run>], replayed: u64| {
+    let mut report = |runs: &[Box<dyn Run>], end: IntervalEnd| {
         for ((run, before), interval) in runs.iter().zip(&mut before).zip(&mut interval) {
             let now = run.result().tally;
             *interval = now.since(before);
             *before = now;
         }
-        on_interval(replayed, &interval);
+        on_interval(end, &interval);
     };
     for_each_chunk_cut(
         requests,
         every,
         || Items::with_capacity(CHUNK, sized),
-        |items: &Items| {
-            runs.par_iter_mut().for_each(|run| run.feed(items));
-            replayed += items.len() as u64;
-            on_chunk(replayed);
-            if every.is_some_and(|n| replayed.is_multiple_of(n)) {
-                report(&runs, replayed);
+        |items: &Items, end| {
+            if items.len() > 0 {
+                runs.par_iter_mut().for_each(|run| run.feed(items));
+                replayed += items.len() as u64;
+                on_chunk(replayed);
+            }
+            if let Some(end) = end {
+                let time_s = match every {
+                    Some(Cut::Time { per_second, .. }) => {
+                        Some(end as f64 / per_second.max(1) as f64)
+                    }
+                    _ => None,
+                };
+                report(
+                    &runs,
+                    IntervalEnd {
+                        requests: replayed,
+                        time_s,
+                    },
+                );
             }
             Ok::<(), ReplayError>(())
         },
     )?;
-    if every.is_some_and(|n| !replayed.is_multiple_of(n)) {
-        report(&runs, replayed);
-    }
     Ok(runs.iter().map(|run| run.result()).collect())
 }
 
@@ -597,9 +619,9 @@ mod tests {
             ids(trace),
             &specs,
             false,
-            Some(1000),
+            Some(Cut::Requests(1000)),
             |_| {},
-            |end, t| seen.push((end, [t[0], t[1]])),
+            |end, t| seen.push((end.requests, [t[0], t[1]])),
         )
         .unwrap();
         let ends: Vec<u64> = seen.iter().map(|s| s.0).collect();
@@ -616,6 +638,55 @@ mod tests {
             let sum: u64 = seen.iter().map(|s| s.1[k].requests).sum();
             assert_eq!(sum, result.tally.requests);
         }
+    }
+
+    #[test]
+    fn intervals_of_trace_time_cut_at_each_multiple_and_skip_empty_ones() {
+        // One request a millisecond for 100 s (so intervals of 7 s are 7,000
+        // requests, crossing the chunks' bounds), then nothing until 10
+        // requests at 130 s: [105 s, 126 s) is empty and not reported, and
+        // the last interval ends at 133 s, though its requests stop at 130.
+        let times = (0..100_000).chain([130_000; 10]);
+        let requests: Vec<_> = times
+            .enumerate()
+            .map(|(i, time)| {
+                Ok(Request {
+                    id: i as u64,
+                    time,
+                    ..Request::default()
+                })
+            })
+            .collect();
+        let spec = [RunSpec {
+            policy: PolicyKind::Lru.into(),
+            capacity: Capacity::Blocks(10),
+        }];
+        let cut = Cut::Time {
+            every: 7_000,
+            per_second: 1_000,
+        };
+        let mut seen: Vec<(IntervalEnd, Tally)> = Vec::new();
+        let results = replay_every(
+            Box::new(requests.into_iter()),
+            &spec,
+            false,
+            Some(cut),
+            |_| {},
+            |end, t| seen.push((end, t[0])),
+        )
+        .unwrap();
+        let ends: Vec<f64> = seen.iter().map(|s| s.0.time_s.unwrap()).collect();
+        let want: Vec<f64> = (1..=15).map(|k| 7.0 * k as f64).chain([133.0]).collect();
+        assert_eq!(ends, want);
+        let reads: Vec<u64> = seen.iter().map(|s| s.1.requests).collect();
+        let mut want = vec![7_000; 14];
+        want.extend([2_000, 10]);
+        assert_eq!(reads, want);
+        assert_eq!(seen[13].0.requests, 98_000);
+        assert_eq!(seen[15].0.requests, 100_010);
+        // Every id is new: every read misses, in every interval.
+        assert!(seen.iter().all(|s| s.1.misses == s.1.requests));
+        assert_eq!(results[0].tally.requests, 100_010);
     }
 
     fn sized(requests: &[(u64, u32, Op)]) -> Requests {

@@ -21,9 +21,12 @@ use std::str::FromStr;
 /// | `header` | `yes` or `no`: skip the first line | `no` |
 /// | `sep` | `comma`, `tab`, `space`, `semicolon` or one character | `comma` |
 /// | `ids` | `int` (unsigned integers) or `hash` (any text, hashed to 64 bits) | `int` |
+/// | `time_unit` | `s`, `ms`, `us` or `ns`: the unit of the time column | none |
 ///
-/// Times are unsigned integers in the trace's unit, or decimal seconds,
-/// which become nanoseconds. Ops read `r`, `read`, `get` or `0` as reads,
+/// Without `time_unit`, times are unsigned integers in the trace's unknown
+/// unit, or decimal seconds, which become nanoseconds: enough to merge
+/// traces by time, not to cut intervals of trace time. With it, times
+/// (integers or decimals) are in that unit and become nanoseconds. Ops read `r`, `read`, `get` or `0` as reads,
 /// `w`, `write`, `set`, `put` or `1` as writes and `d`, `del`, `delete` or
 /// `remove` as deletes. Client labels of any form
 /// are numbered in order of first appearance.
@@ -37,6 +40,8 @@ pub struct CsvSpec {
     header: bool,
     sep: u8,
     hash_ids: bool,
+    /// Nanoseconds per unit of the time column, where `time_unit` says.
+    time_unit: Option<u64>,
 }
 
 impl Default for CsvSpec {
@@ -50,17 +55,32 @@ impl Default for CsvSpec {
             header: false,
             sep: b',',
             hash_ids: false,
+            time_unit: None,
         }
     }
 }
 
 const SPEC_FORM: &str = "comma-separated key=value pairs: id, time, size, op, client = 1-based column; \
-     header = yes|no; sep = comma|tab|space|semicolon|<char>; ids = int|hash";
+     header = yes|no; sep = comma|tab|space|semicolon|<char>; ids = int|hash; time_unit = s|ms|us|ns";
 
 impl CsvSpec {
     /// Whether a column holds each object's size.
     pub fn has_size(&self) -> bool {
         self.size.is_some()
+    }
+
+    /// Ticks of the time column per second (it holds nanoseconds once a
+    /// `time_unit` is given), or why intervals of trace time cannot be cut.
+    pub(crate) fn ticks_per_second(&self) -> Result<u64, String> {
+        match (self.time, self.time_unit) {
+            (None, _) => Err(
+                "a number of requests: this csv trace has no timestamps (add time=N to --csv, with time_unit=s, ms, us or ns)".into(),
+            ),
+            (Some(_), None) => Err(
+                "a number of requests: the csv time column's unit is unknown (add time_unit=s, ms, us or ns to --csv)".into(),
+            ),
+            (Some(_), Some(_)) => Ok(1_000_000_000),
+        }
     }
 }
 
@@ -114,6 +134,15 @@ impl FromStr for CsvSpec {
                         "hash" => true,
                         _ => return Err(bad()),
                     }
+                }
+                "time_unit" => {
+                    spec.time_unit = Some(match value.trim() {
+                        "s" => 1_000_000_000,
+                        "ms" => 1_000_000,
+                        "us" => 1_000,
+                        "ns" => 1,
+                        _ => return Err(bad()),
+                    })
                 }
                 _ => return Err(bad()),
             }
@@ -175,7 +204,7 @@ impl CsvReader {
         };
         if let Some(c) = self.spec.time {
             let text = self.field(c, "time")?;
-            request.time = parse_time(text).ok_or_else(|| {
+            request.time = parse_time(text, self.spec.time_unit).ok_or_else(|| {
                 self.error(format!(
                     "time {} is not a non-negative number",
                     excerpt(text)
@@ -291,12 +320,20 @@ pub(super) fn parse_op(text: &[u8]) -> Option<Op> {
     }
 }
 
-/// An unsigned integer, or decimal seconds converted to nanoseconds.
-fn parse_time(text: &[u8]) -> Option<u64> {
-    match text.iter().position(|&b| b == b'.') {
-        None => parse_u64(text),
+/// A time in nanoseconds: an integer or decimal number of units of `unit`
+/// nanoseconds. Without a unit, an integer as it is, or decimal seconds.
+fn parse_time(text: &[u8], unit: Option<u64>) -> Option<u64> {
+    let Some(unit) = unit else {
+        return match text.contains(&b'.') {
+            false => parse_u64(text),
+            true => parse_time(text, Some(1_000_000_000)),
+        };
+    };
+    // Whole units and billionths of a unit.
+    let (whole, billionths) = match text.iter().position(|&b| b == b'.') {
+        None => (parse_u64(text)?, 0),
         Some(dot) => {
-            let secs = parse_u64(&text[..dot])?;
+            let units = parse_u64(&text[..dot])?;
             let frac = &text[dot + 1..];
             let digits = &frac[..frac.len().min(9)];
             let mut nanos = if digits.is_empty() {
@@ -308,9 +345,12 @@ fn parse_time(text: &[u8]) -> Option<u64> {
                 return None;
             }
             nanos *= 10u64.pow(9 - digits.len() as u32);
-            secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+            (units, nanos)
         }
-    }
+    };
+    whole
+        .checked_mul(unit)?
+        .checked_add(billionths * unit / 1_000_000_000)
 }
 
 /// FNV-1a, 64 bits: stable across runs and machines, unlike a seeded hash.
@@ -346,15 +386,30 @@ mod tests {
 
     #[test]
     fn times_accept_integers_and_decimal_seconds() {
-        assert_eq!(parse_time(b"42"), Some(42));
-        assert_eq!(parse_time(b"1.5"), Some(1_500_000_000));
+        assert_eq!(parse_time(b"42", None), Some(42));
+        assert_eq!(parse_time(b"1.5", None), Some(1_500_000_000));
         assert_eq!(
-            parse_time(b"1456095145.133076000"),
+            parse_time(b"1456095145.133076000", None),
             Some(1_456_095_145_133_076_000)
         );
-        assert_eq!(parse_time(b"1.0000000001"), Some(1_000_000_000));
-        assert_eq!(parse_time(b"1.x"), None);
-        assert_eq!(parse_time(b"-1"), None);
+        assert_eq!(parse_time(b"1.0000000001", None), Some(1_000_000_000));
+        assert_eq!(parse_time(b"1.x", None), None);
+        assert_eq!(parse_time(b"-1", None), None);
+    }
+
+    #[test]
+    fn a_time_unit_makes_every_time_nanoseconds() {
+        let ms = Some(1_000_000);
+        assert_eq!(parse_time(b"42", ms), Some(42_000_000));
+        assert_eq!(parse_time(b"1.5", ms), Some(1_500_000));
+        assert_eq!(parse_time(b"3", Some(1_000_000_000)), Some(3_000_000_000));
+        assert_eq!(parse_time(b"7", Some(1)), Some(7));
+        let spec: CsvSpec = "id=2,time=1,time_unit=us".parse().unwrap();
+        assert_eq!(spec.time_unit, Some(1_000));
+        assert_eq!(spec.ticks_per_second(), Ok(1_000_000_000));
+        let spec: CsvSpec = "id=2,time=1".parse().unwrap();
+        assert!(spec.ticks_per_second().unwrap_err().contains("time_unit"));
+        assert!("time_unit=fortnight".parse::<CsvSpec>().is_err());
     }
 
     #[test]

@@ -125,6 +125,30 @@ impl TraceFormat {
         }
     }
 
+    /// Ticks of this format's clock per second, for intervals of trace
+    /// time; or, for a format without timestamps (where a request's time is
+    /// its position) or of unknown unit, what to give instead. MSR counts
+    /// 100 ns ticks (Windows file time); Tencent, Twitter, oracleGeneral and
+    /// lcs count seconds, as libCacheSim reads them; vscsi's microseconds are
+    /// read as seconds, as libCacheSim does; csv times are nanoseconds once
+    /// its `time_unit` is given.
+    pub fn ticks_per_second(self, opts: &ReadOptions) -> Result<u64, String> {
+        match self {
+            TraceFormat::Msr => Ok(10_000_000),
+            TraceFormat::Tencent
+            | TraceFormat::Twr
+            | TraceFormat::Oracle
+            | TraceFormat::Lcs
+            | TraceFormat::Vscsi => Ok(1),
+            TraceFormat::Csv => opts.csv.clone().unwrap_or_default().ticks_per_second(),
+            TraceFormat::Lirs | TraceFormat::Lis | TraceFormat::Be32 | TraceFormat::Txt => {
+                Err(format!(
+                    "a number of requests: {self} traces have no timestamps, so intervals of trace time cannot be cut (e.g. --report-interval 100000)"
+                ))
+            }
+        }
+    }
+
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
         match self {
