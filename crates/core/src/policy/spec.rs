@@ -363,7 +363,10 @@ mod tests {
         assert_eq!(spec("qdlp(fifo=0.1,bits=2,move=1)").to_string(), "qdlp");
         assert_eq!(spec("lecar(update=1,lru=0.5)").to_string(), "lecar");
         assert_eq!(spec("lhd(samples=32,admissions=8)").to_string(), "lhd");
-        assert_eq!(spec("mq(queues=8,lifetime=10000,ghost=4)").to_string(), "mq");
+        assert_eq!(
+            spec("mq(queues=8,lifetime=10000,ghost=4)").to_string(),
+            "mq"
+        );
     }
 
     #[test]
@@ -379,10 +382,19 @@ mod tests {
             ("random(seed=7)", "random(seed=7)"),
             ("hyperbolic(seed=7)", "hyperbolic(seed=7)"),
             ("qdlp(move=2,fifo=0.2)", "qdlp(fifo=0.2,move=2)"),
-            ("qdlp(ghost-size-ratio=0.5,bits=3)", "qdlp(ghost=0.5,bits=3)"),
+            (
+                "qdlp(ghost-size-ratio=0.5,bits=3)",
+                "qdlp(ghost=0.5,bits=3)",
+            ),
             ("lecar(lru-weight=0.3,update=0)", "lecar(update=0,lru=0.3)"),
-            ("lecar(lr=0.1,discount=0.5,seed=7)", "lecar(lr=0.1,discount=0.5,seed=7)"),
-            ("lhd(admissions=4,samples=64)", "lhd(samples=64,admissions=4)"),
+            (
+                "lecar(lr=0.1,discount=0.5,seed=7)",
+                "lecar(lr=0.1,discount=0.5,seed=7)",
+            ),
+            (
+                "lhd(admissions=4,samples=64)",
+                "lhd(samples=64,admissions=4)",
+            ),
             ("lhd(seed=7)", "lhd(seed=7)"),
             ("mq(n-queue=4,lifetime=1000)", "mq(queues=4,lifetime=1000)"),
             ("mq(Qout-size-ratio=1)", "mq(ghost=1)"),
