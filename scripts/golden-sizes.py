@@ -23,12 +23,11 @@ so they must be coopcache's), and fed request by request to the cache's
 
 import bz2
 import gzip
-import os
-import signal
 import sys
 
 import libcachesim as lcs
-from libcachesim import libcachesim_python as lcs_c
+
+from golden_policies import NEEDS_FUTURE, emit, isolated, next_uses, policies, selection
 
 # name -> (file under the traces folder, separator, header?, id column,
 # size column; columns 1-based, as coopcache's --csv map), cache sizes as
@@ -42,99 +41,30 @@ TRACES = {
     "systor17": ("snia/systor17-traces-sample.csv.gz", ",", True, 5, 6, [0.01, 0.05, 0.2], []),
 }
 
-# coopcache's policy name -> libCacheSim's: coopcache's `s3fifo` is
-# libCacheSim's original S3FIFOv0, not its current S3FIFO.
-POLICIES = {
-    "lru": lambda p: lcs_c.LRU_init(p),
-    "fifo": lambda p: lcs_c.FIFO_init(p),
-    "clock": lambda p: lcs_c.Clock_init(p),
-    "sieve": lambda p: lcs_c.Sieve_init(p),
-    "arc": lambda p: lcs_c.ARC_init(p),
-    "s3fifo": lambda p: lcs_c.S3FIFOv0_init(p),
-    "2q": lambda p: lcs_c.TwoQ_init(p),
-    "lirs": lambda p: lcs_c.LIRS_init(p),
-    "lfu": lambda p: lcs_c.LFU_init(p),
-    "belady": lambda p: lcs_c.Belady_init(p),
-    "slru": lambda p: lcs_c.SLRU_init(p),
-    "s3fifo-v1": lambda p: lcs_c.S3FIFO_init(p),
-    "lfuda": lambda p: lcs_c.LFUDA_init(p),
-    "gdsf": lambda p: lcs_c.GDSF_init(p),
-    "wtinylfu": lambda p: lcs_c.WTinyLFU_init(p),
-    "qdlp": lambda p: lcs_c.QDLP_init(p),
-    "mq": lambda p: lcs_c.MQ_init(p),
-    # LeCaR and LHD draw from libCacheSim's per-thread generator, which
-    # starts at its seed in each forked child (`isolated`): coopcache seeds
-    # its own generator the same, so their rows are exact too.
-    "lecar": lambda p: lcs_c.LeCaR_init(p),
-    "lhd": lambda p: lcs_c.LHD_init(p),
-}
-
-# Non-default knobs: coopcache's spec (knobs separated by `;`, as the
-# golden files' columns are comma-separated) -> libCacheSim's parameters.
-KNOBBED = {
-    "s3fifo(small=0.2;ghost=0.5)": ("S3FIFOv0_init", "small-size-ratio=0.2,ghost-size-ratio=0.5"),
-    "s3fifo(small=0.05;move=1)": ("S3FIFOv0_init", "small-size-ratio=0.05,move-to-main-threshold=1"),
-    "s3fifo-v1(small=0.2;ghost=0.5)": ("S3FIFO_init", "small-size-ratio=0.2,ghost-size-ratio=0.5"),
-    "s3fifo-v1(move=3)": ("S3FIFO_init", "move-to-main-threshold=3"),
-    "2q(ain=0.1;aout=1)": ("TwoQ_init", "Ain-size-ratio=0.1,Aout-size-ratio=1"),
-    "2q(ain=0.4;aout=0.25)": ("TwoQ_init", "Ain-size-ratio=0.4,Aout-size-ratio=0.25"),
-    "slru(segments=2)": ("SLRU_init", "n-seg=2"),
-    "slru(segments=8)": ("SLRU_init", "n-seg=8"),
-    "clock(bits=2)": ("Clock_init", "n-bit-counter=2"),
-    "clock(bits=3;init=1)": ("Clock_init", "n-bit-counter=3,init-freq=1"),
-    "wtinylfu(window=0.1)": ("WTinyLFU_init", "window-size=0.1"),
-    "wtinylfu(window=0.2)": ("WTinyLFU_init", "window-size=0.2"),
-}
-for _name, (_init, _params) in KNOBBED.items():
-    POLICIES[_name] = (lambda init, params: lambda p: getattr(lcs_c, init)(p, params))(_init, _params)
-
-# (coopcache policy, libCacheSim constructor, admissioners) of the
-# admission rows.
-ADMITTED = [
-    ("lru", "LRU_init", ["bloom", "size(below=64KiB)", "size(below=1MiB)", "adaptsize"]),
-    ("fifo", "FIFO_init", ["bloom", "adaptsize"]),
-    ("clock", "Clock_init", ["bloom"]),
-    ("sieve", "Sieve_init", ["bloom"]),
-    ("arc", "ARC_init", ["bloom"]),
-    ("s3fifo", "S3FIFOv0_init", ["bloom", "size(below=64KiB)", "adaptsize"]),
-    ("2q", "TwoQ_init", ["bloom", "size(below=64KiB)"]),
-    ("lirs", "LIRS_init", ["bloom"]),
-    ("slru", "SLRU_init", ["bloom"]),
-    ("s3fifo-v1", "S3FIFO_init", ["bloom"]),
-    ("wtinylfu", "WTinyLFU_init", ["bloom"]),
-    ("lfu", "LFU_init", ["bloom"]),
-    ("gdsf", "GDSF_init", ["bloom"]),
-]
-
-# Admission: coopcache's spec `policy+admission` -> libCacheSim's policy
-# with the admissioner of that name set on it (as its `-a` option does).
-ADMISSIONERS = {
-    "bloom": lambda: lcs_c.create_bloomfilter_admissioner(None),
-    "size(below=64KiB)": lambda: lcs_c.create_size_admissioner("size=65536"),
-    "size(below=1MiB)": lambda: lcs_c.create_size_admissioner("size=1048576"),
-    "adaptsize": lambda: lcs_c.create_adaptsize_admissioner(None),
-}
-
-
-def admitted(init, admissioner):
-    def make(p):
-        cache = getattr(lcs_c, init)(p)
-        cache.admissioner = ADMISSIONERS[admissioner]()
-        return cache
-    return make
-
-
-for _name, _init, _admissioners in ADMITTED:
-    for _a in _admissioners:
-        POLICIES[f"{_name}+{_a}"] = admitted(_init, _a)
+# Every policy at its defaults, every knobbed spec, and these admission
+# rows: (coopcache policy, admissioners).
+POLICIES = policies(
+    ["lru", "fifo", "clock", "sieve", "arc", "s3fifo", "2q", "lirs", "lfu", "belady", "slru", "s3fifo-v1",
+     "lfuda", "gdsf", "wtinylfu", "qdlp", "mq", "lecar", "lhd"],
+    [
+        ("lru", ["bloom", "size(below=64KiB)", "size(below=1MiB)", "adaptsize"]),
+        ("fifo", ["bloom", "adaptsize"]),
+        ("clock", ["bloom"]),
+        ("sieve", ["bloom"]),
+        ("arc", ["bloom"]),
+        ("s3fifo", ["bloom", "size(below=64KiB)", "adaptsize"]),
+        ("2q", ["bloom", "size(below=64KiB)"]),
+        ("lirs", ["bloom"]),
+        ("slru", ["bloom"]),
+        ("s3fifo-v1", ["bloom"]),
+        ("wtinylfu", ["bloom"]),
+        ("lfu", ["bloom"]),
+        ("gdsf", ["bloom"]),
+    ],
+)
 
 # Trace order of the output.
 TRACE_ORDER = list(TRACES)
-
-# Policies told each request's next reference (request number, or INT64_MAX
-# for never), computed over the requests replayed.
-NEEDS_FUTURE = {"belady"}
-NEVER = 2**63 - 1
 
 # A hit keeps the size the object was cached with in coopcache, as in
 # libCacheSim's C policies; libCacheSim's LHD (C++) takes the request's size
@@ -143,15 +73,6 @@ NEVER = 2**63 - 1
 # the size it was cached with. Told the raw sizes, its miss counts differ
 # from these by at most 1.5% (msr at 5% of its working set).
 KEEPS_CACHED_SIZE = {"lhd"}
-
-
-def next_uses(ids):
-    """Each request's next request number for the same id, or NEVER."""
-    nxt, seen = [NEVER] * len(ids), {}
-    for i in range(len(ids) - 1, -1, -1):
-        nxt[i] = seen.get(ids[i], NEVER)
-        seen[ids[i]] = i
-    return nxt
 
 
 def open_text(path):
@@ -211,81 +132,9 @@ def run(policy, cache_size, requests):
     return len(requests), misses, bytes_all, bytes_missed
 
 
-def isolated(fn, *args):
-    """fn(*args) in a forked child, so that a libCacheSim crash (LFUDA
-    dereferences an empty bucket in some byte caches) or a run that does
-    not end (LFUDA scans every key up to its largest, which can be
-    astronomical) loses one row, not the run: the child gets
-    $GOLDEN_TIMEOUT seconds (default 300). Returns the tuple of ints fn
-    returns, or None if the child died."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        signal.alarm(int(os.environ.get("GOLDEN_TIMEOUT", "300")))
-        try:
-            os.write(write_end, ",".join(map(str, fn(*args))).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as f:
-        out = f.read()
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not out:
-        return None
-    return tuple(int(x) for x in out.split(","))
-
-
-def selection(argv, header):
-    """The traces folder, the policies to run and the file to merge into:
-    `TRACES [--only P1,P2 --merge FILE]` replaces only those policies' rows
-    of FILE (kept in the order a full run prints) and leaves the others."""
-    args = [a for a in argv[1:]]
-    only, merge = None, None
-    if "--only" in args:
-        i = args.index("--only")
-        only = args[i + 1].split(",")
-        del args[i:i + 2]
-    if "--merge" in args:
-        i = args.index("--merge")
-        merge = args[i + 1]
-        del args[i:i + 2]
-    unknown = [p for p in only or [] if p not in POLICIES]
-    if unknown:
-        sys.exit(f"unknown policies {unknown}: expected some of {list(POLICIES)}")
-    kept = []
-    if merge:
-        with open(merge) as f:
-            lines = f.read().splitlines()
-        assert lines[0] == header, f"{merge} does not start with {header}"
-        kept = [l for l in lines[1:] if l and (only is None or l.split(",")[1] not in only)]
-    traces = args[0] if args else "../shared/traces"
-    return traces, only or list(POLICIES), merge, kept
-
-
-def emit(header, rows, merge, kept):
-    """Prints `rows`, or writes them merged with `kept` (ordered by trace,
-    then policy, as POLICIES lists them, then size) to `merge`."""
-    if not merge:
-        return
-    order = {p: i for i, p in enumerate(POLICIES)}
-    traces = {}
-    for line in kept + rows:
-        traces.setdefault(line.split(",")[0], None)
-    trace_order = {t: i for i, t in enumerate(TRACE_ORDER + [t for t in traces if t not in TRACE_ORDER])}
-    def key(line):
-        f = line.split(",")
-        return (trace_order[f[0]], order.get(f[1], len(order)), int(f[2]))
-    with open(merge + ".tmp", "w") as out:
-        out.write(header + "\n")
-        for line in sorted(kept + rows, key=key):
-            out.write(line + "\n")
-    os.replace(merge + ".tmp", merge)
-
-
 def main():
     header = "trace,policy,cache_size_bytes,requests,misses,bytes_requested,bytes_missed"
-    traces, policies, merge, kept = selection(sys.argv, header)
+    traces, policies, merge, kept = selection(sys.argv, header, POLICIES)
     if not merge:
         print(header)
     rows = []
@@ -307,7 +156,7 @@ def main():
                 rows.append(row)
                 if not merge:
                     print(row, flush=True)
-    emit(header, rows, merge, kept)
+    emit(header, rows, merge, kept, POLICIES, TRACE_ORDER)
 
 
 if __name__ == "__main__":

@@ -99,3 +99,79 @@ fn cooperative_runs_refuse_knobs_and_admission() {
         &["--admission applies to local-policy replays"],
     );
 }
+
+/// QD-LP's, LeCaR's, LHD's and MQ's knobs run and label their runs in
+/// canonical form (libCacheSim's parameter names accepted too).
+#[test]
+fn qdlp_lecar_lhd_and_mq_take_knobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = temp_trace(dir.path(), "t", &"1\n2\n3\n4\n5\n1\n2\n6\n".repeat(50));
+    let out = coopcache(&format!(
+        "sim {trace} --format lirs --policy qdlp(fifo=0.2),lecar(lru-weight=0.3,update=0),lhd(samples=64),mq(n-queue=4,ghost=1) --cache-size 20 --json"
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let labels: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["policy"].to_string())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "\"qdlp(fifo=0.2)\"",
+            "\"lecar(update=0,lru=0.3)\"",
+            "\"lhd(samples=64)\"",
+            "\"mq(queues=4,ghost=1)\""
+        ]
+    );
+}
+
+/// `qdlp(fifo=0.2,ghost=0.5)` gives libCacheSim's count for `QDLP` with
+/// `fifo-size-ratio=0.2,ghost-size-ratio=0.5` (the golden row).
+#[test]
+fn a_knobbed_qdlp_gives_libcachesims_count() {
+    let Some(sprite) = shared_trace("sprite.trace.gz") else {
+        return;
+    };
+    let out = coopcache(&format!(
+        "sim {} --format lirs --policy qdlp(fifo=0.2,ghost=0.5) --cache-size 1000 --json",
+        sprite.display()
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let row: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(row["policy"], "qdlp(fifo=0.2,ghost=0.5)");
+    assert_eq!(row["misses"], 13365);
+}
+
+#[test]
+fn bad_qdlp_lecar_lhd_and_mq_knobs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = temp_trace(dir.path(), "t", "1\n");
+    fails_with(
+        &format!("sim {trace} --format lirs --policy qdlp(fifo=0.9) --cache-size 100"),
+        &[
+            "qdlp: `fifo=0.9` is out of range",
+            "a number from 0.001 to 0.5",
+        ],
+    );
+    fails_with(
+        &format!("sim {trace} --format lirs --policy lecar(rate=1) --cache-size 100"),
+        &[
+            "lecar has no knob `rate`",
+            "update (libCacheSim update-weight), lru (libCacheSim lru-weight)",
+        ],
+    );
+    fails_with(
+        &format!("sim {trace} --format lirs --policy lhd(samples=0) --cache-size 100"),
+        &[
+            "lhd: `samples=0` is out of range",
+            "a whole number from 1 to 1024",
+        ],
+    );
+    fails_with(
+        &format!("sim {trace} --format lirs --policy mq(queues=100) --cache-size 100"),
+        &[
+            "mq: `queues=100` is out of range",
+            "a whole number from 1 to 64",
+        ],
+    );
+}

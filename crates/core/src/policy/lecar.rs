@@ -1,13 +1,18 @@
 //! LeCaR: an LRU expert and an LFU expert, weighted by regret.
 
+use super::knobs::{Knob, KnobUnit, Knobs};
 use super::lehmer::{LIBCACHESIM_SEED, Lehmer64};
 use super::param_error::ParamError;
+use super::random::SEED_KNOB;
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::index::Index;
 use crate::list::{Idx, List, NIL, Slab};
 
-/// LeCaR's parameters, libCacheSim's defaults by [`Default`].
+/// LeCaR's parameters, libCacheSim's defaults by [`Default`], and its
+/// knobs: `lecar(update=0,lru=0.3)` are libCacheSim's two parameters
+/// (`update-weight=0,lru-weight=0.3`); `lr`, `discount` and `seed` are
+/// values libCacheSim fixes, offered here to explore around the paper's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LeCaRParams {
     /// libCacheSim's `update-weight`: whether ghost hits move the weights
@@ -37,6 +42,65 @@ impl Default for LeCaRParams {
             learning_rate: 0.45,
             discount_base: 0.005,
             seed: LIBCACHESIM_SEED,
+        }
+    }
+}
+
+impl Knobs for LeCaRParams {
+    // Ranges within `check`, so a knobbed build refuses only a capacity.
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            name: "update",
+            libcachesim: "update-weight",
+            min: 0.0,
+            max: 1.0,
+            unit: KnobUnit::Integer,
+            help: "1 lets regrets move the experts' weights, 0 keeps the initial ones",
+        },
+        Knob {
+            name: "lru",
+            libcachesim: "lru-weight",
+            min: 0.0,
+            max: 1.0,
+            unit: KnobUnit::Real,
+            help: "the LRU expert's initial weight (the LFU expert's is 0.5 whatever this is)",
+        },
+        Knob {
+            name: "lr",
+            libcachesim: "none, fixed at 0.45",
+            min: 0.0,
+            max: 100.0,
+            unit: KnobUnit::Real,
+            help: "the learning rate: a regret scales its expert's weight by exp(-lr * discount)",
+        },
+        Knob {
+            name: "discount",
+            libcachesim: "none, fixed at 0.005",
+            min: 1e-6,
+            max: 1.0,
+            unit: KnobUnit::Real,
+            help: "a regret's weight after as many requests as the cache holds",
+        },
+        SEED_KNOB,
+    ];
+
+    fn get(&self, i: usize) -> f64 {
+        [
+            f64::from(u8::from(self.update_weight)),
+            self.lru_weight,
+            self.learning_rate,
+            self.discount_base,
+            self.seed as f64,
+        ][i]
+    }
+
+    fn set(&mut self, i: usize, value: f64) {
+        match i {
+            0 => self.update_weight = value != 0.0,
+            1 => self.lru_weight = value,
+            2 => self.learning_rate = value,
+            3 => self.discount_base = value,
+            _ => self.seed = value as u64,
         }
     }
 }

@@ -1,15 +1,20 @@
 //! LHD: evict the sampled block of least hit density.
 
+use super::knobs::{Knob, KnobUnit, Knobs};
 use super::lehmer::{LIBCACHESIM_SEED, Lehmer64};
 use super::lhd_model::{HitDensity, MAX_AGE};
 use super::param_error::ParamError;
+use super::random::SEED_KNOB;
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, check_capacity};
 use crate::error::CapacityError;
 use crate::index::Index;
 use crate::list::{Idx, List, Slab};
 
 /// LHD's parameters, libCacheSim's by [`Default`] (which it does not let
-/// a user change: `LHD_init` refuses parameters).
+/// a user change: `LHD_init` takes no parameters, and the 0.3.5 wheel
+/// ignores any it is given), and its knobs, `lhd(samples=64,admissions=4)`:
+/// the two constants libCacheSim passes its LHD (`associativity`,
+/// `admissionSamples`) and the seed. No libCacheSim run can check them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LhdParams {
     /// libCacheSim's `associativity` (32): blocks sampled per eviction
@@ -29,6 +34,45 @@ impl Default for LhdParams {
             associativity: 32,
             admissions: 8,
             seed: LIBCACHESIM_SEED,
+        }
+    }
+}
+
+impl Knobs for LhdParams {
+    // Ranges within `check`, and bounded: `admissions` sizes a buffer.
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            name: "samples",
+            libcachesim: "none, associativity fixed at 32",
+            min: 1.0,
+            max: 1024.0,
+            unit: KnobUnit::Integer,
+            help: "blocks sampled per eviction once the model settles (50 refits, 2^20 updates each; 8 before)",
+        },
+        Knob {
+            name: "admissions",
+            libcachesim: "none, admission fixed at 8",
+            min: 1.0,
+            max: 1024.0,
+            unit: KnobUnit::Integer,
+            help: "recently admitted likely victims also considered at each eviction",
+        },
+        SEED_KNOB,
+    ];
+
+    fn get(&self, i: usize) -> f64 {
+        [
+            f64::from(self.associativity),
+            f64::from(self.admissions),
+            self.seed as f64,
+        ][i]
+    }
+
+    fn set(&mut self, i: usize, value: f64) {
+        match i {
+            0 => self.associativity = value as u32,
+            1 => self.admissions = value as u32,
+            _ => self.seed = value as u64,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! MQ: multiple LRU queues by frequency, with expiry demoting idle blocks.
 
+use super::knobs::{Knob, KnobUnit, Knobs};
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, bad_param, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
@@ -27,7 +28,8 @@ impl ListTag for Entry {
 }
 
 /// MQ's parameters, libCacheSim's `MQ` defaults
-/// (`n-queue=8,lifetime=10000,Qout-size-ratio=4.00`).
+/// (`n-queue=8,lifetime=10000,Qout-size-ratio=4.00`), and its knobs, all
+/// three of libCacheSim's: `mq(queues=4,lifetime=1000,ghost=1)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MqParams {
     /// libCacheSim's `n-queue`: how many LRU queues, 1 to
@@ -48,6 +50,53 @@ impl Default for MqParams {
             n_queues: 8,
             lifetime: 10_000,
             qout_size_ratio: 4.0,
+        }
+    }
+}
+
+impl Knobs for MqParams {
+    // Ranges within `with_params`' checks. `ghost=0` keeps no history,
+    // which libCacheSim refuses (it wants `Qout-size-ratio` above 0).
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            name: "queues",
+            libcachesim: "n-queue",
+            min: 1.0,
+            max: MQ_MAX_QUEUES as f64,
+            unit: KnobUnit::Integer,
+            help: "LRU queues, a block referenced f times in queue log2 f",
+        },
+        Knob {
+            name: "lifetime",
+            libcachesim: "lifetime",
+            min: 1.0,
+            max: (1u64 << 53) as f64,
+            unit: KnobUnit::Integer,
+            help: "requests a queue's LRU end may sit unreferenced before it is demoted",
+        },
+        Knob {
+            name: "ghost",
+            libcachesim: "qout-size-ratio",
+            min: 0.0,
+            max: 64.0,
+            unit: KnobUnit::Real,
+            help: "the history Qout's size as a multiple of the cache",
+        },
+    ];
+
+    fn get(&self, i: usize) -> f64 {
+        [
+            self.n_queues as f64,
+            self.lifetime as f64,
+            self.qout_size_ratio,
+        ][i]
+    }
+
+    fn set(&mut self, i: usize, value: f64) {
+        match i {
+            0 => self.n_queues = value as usize,
+            1 => self.lifetime = value as u64,
+            _ => self.qout_size_ratio = value,
         }
     }
 }

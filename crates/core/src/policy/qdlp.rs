@@ -1,5 +1,6 @@
 //! QD-LP: quick demotion through a small FIFO, lazy promotion in a CLOCK.
 
+use super::knobs::{Knob, KnobUnit, Knobs};
 use super::{BlockKey, Capacity, Lookup, Policy, Weight, bad_param, check_capacity};
 use crate::error::CapacityError;
 use crate::list::{Idx, NIL};
@@ -32,7 +33,12 @@ impl ListTag for Entry {
 }
 
 /// QD-LP's parameters, libCacheSim's `QDLP` defaults
-/// (`fifo-size-ratio=0.10,ghost-size-ratio=0.9,main-cache=Clock2,move-to-main-threshold=1`).
+/// (`fifo-size-ratio=0.10,ghost-size-ratio=0.9,main-cache=Clock2,move-to-main-threshold=1`),
+/// and its knobs: `qdlp(fifo=0.2,ghost=0.5,bits=3,move=2)`.
+///
+/// libCacheSim's `main-cache` also takes ARC, LRU, LHD, Sieve, LeCaR and
+/// other policies; only its CLOCKs (`clock`, `Clock2`, `Clock3`: `bits` 1
+/// to 3 here, and up to 8) are modelled, so only they are offered.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QdlpParams {
     /// libCacheSim's `fifo-size-ratio`: the probationary FIFO's share of the
@@ -59,6 +65,63 @@ impl Default for QdlpParams {
             ghost_size_ratio: 0.9,
             main_clock_bits: 2,
             move_to_main_threshold: 1,
+        }
+    }
+}
+
+impl Knobs for QdlpParams {
+    // Ranges within `with_params`' checks, so a knobbed build refuses only
+    // a capacity too small for the FIFO.
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            name: "fifo",
+            libcachesim: "fifo-size-ratio",
+            min: 0.001,
+            max: 0.5,
+            unit: KnobUnit::Real,
+            help: "the probationary FIFO's share of the cache",
+        },
+        Knob {
+            name: "ghost",
+            libcachesim: "ghost-size-ratio",
+            min: 0.0,
+            max: 16.0,
+            unit: KnobUnit::Real,
+            help: "the ghost FIFO's size as a share of the cache",
+        },
+        Knob {
+            name: "bits",
+            libcachesim: "main-cache=Clock<bits>",
+            min: 1.0,
+            max: 8.0,
+            unit: KnobUnit::Integer,
+            help: "bits of the main CLOCK's counter (libCacheSim has 1 to 3)",
+        },
+        Knob {
+            name: "move",
+            libcachesim: "move-to-main-threshold",
+            min: 1.0,
+            max: 100.0,
+            unit: KnobUnit::Integer,
+            help: "hits in the FIFO that move a block to main",
+        },
+    ];
+
+    fn get(&self, i: usize) -> f64 {
+        [
+            self.fifo_size_ratio,
+            self.ghost_size_ratio,
+            f64::from(self.main_clock_bits),
+            f64::from(self.move_to_main_threshold),
+        ][i]
+    }
+
+    fn set(&mut self, i: usize, value: f64) {
+        match i {
+            0 => self.fifo_size_ratio = value,
+            1 => self.ghost_size_ratio = value,
+            2 => self.main_clock_bits = value as u32,
+            _ => self.move_to_main_threshold = value as u32,
         }
     }
 }

@@ -15,9 +15,10 @@
 
 use super::knobs::{Knob, KnobError, Knobs, NoKnobs, parse_knobs, write_knobs};
 use super::{
-    BlockKey, Capacity, Clock, ClockParams, Hyperbolic, PolicyKind, PolicyVisitor, Random,
-    RandomParams, S3Fifo, S3FifoParams, S3FifoV1, Slru, SlruParams, TwoQ, TwoQParams, Unit,
-    UnknownPolicy, WTinyLfu, WTinyLfuParams, Weight,
+    BlockKey, Capacity, Clock, ClockParams, Hyperbolic, LeCaR, LeCaRParams, Lhd, LhdParams, Mq,
+    MqParams, ParamError, PolicyKind, PolicyVisitor, Qdlp, QdlpParams, Random, RandomParams,
+    S3Fifo, S3FifoParams, S3FifoV1, Slru, SlruParams, TwoQ, TwoQParams, Unit, UnknownPolicy,
+    WTinyLfu, WTinyLfuParams, Weight, bad_param,
 };
 use crate::admission::{AdmissionError, AdmissionSpec};
 use crate::error::CapacityError;
@@ -43,6 +44,14 @@ pub enum PolicyParams {
     WTinyLfu(WTinyLfuParams),
     /// The seed of [`Random`] and [`Hyperbolic`].
     Seed(RandomParams),
+    /// [`Qdlp`]'s.
+    Qdlp(QdlpParams),
+    /// [`LeCaR`]'s.
+    LeCaR(LeCaRParams),
+    /// [`Lhd`]'s.
+    Lhd(LhdParams),
+    /// [`Mq`]'s.
+    Mq(MqParams),
 }
 
 impl PolicyParams {
@@ -57,6 +66,10 @@ impl PolicyParams {
             K::Slru => PolicyParams::Slru(SlruParams::default()),
             K::WTinyLfu => PolicyParams::WTinyLfu(WTinyLfuParams::default()),
             K::Random | K::Hyperbolic => PolicyParams::Seed(RandomParams::default()),
+            K::Qdlp => PolicyParams::Qdlp(QdlpParams::default()),
+            K::LeCaR => PolicyParams::LeCaR(LeCaRParams::default()),
+            K::Lhd => PolicyParams::Lhd(LhdParams::default()),
+            K::Mq => PolicyParams::Mq(MqParams::default()),
             _ => PolicyParams::None,
         }
     }
@@ -75,6 +88,10 @@ impl PolicyParams {
             PolicyParams::Slru(_) => PolicyParams::Slru(parse_knobs(name, text)?),
             PolicyParams::WTinyLfu(_) => PolicyParams::WTinyLfu(parse_knobs(name, text)?),
             PolicyParams::Seed(_) => PolicyParams::Seed(parse_knobs(name, text)?),
+            PolicyParams::Qdlp(_) => PolicyParams::Qdlp(parse_knobs(name, text)?),
+            PolicyParams::LeCaR(_) => PolicyParams::LeCaR(parse_knobs(name, text)?),
+            PolicyParams::Lhd(_) => PolicyParams::Lhd(parse_knobs(name, text)?),
+            PolicyParams::Mq(_) => PolicyParams::Mq(parse_knobs(name, text)?),
         })
     }
 
@@ -88,6 +105,10 @@ impl PolicyParams {
             PolicyParams::Slru(p) => write_knobs(p, f),
             PolicyParams::WTinyLfu(p) => write_knobs(p, f),
             PolicyParams::Seed(p) => write_knobs(p, f),
+            PolicyParams::Qdlp(p) => write_knobs(p, f),
+            PolicyParams::LeCaR(p) => write_knobs(p, f),
+            PolicyParams::Lhd(p) => write_knobs(p, f),
+            PolicyParams::Mq(p) => write_knobs(p, f),
         }
     }
 
@@ -101,6 +122,10 @@ impl PolicyParams {
             PolicyParams::Slru(_) => SlruParams::KNOBS,
             PolicyParams::WTinyLfu(_) => WTinyLfuParams::KNOBS,
             PolicyParams::Seed(_) => RandomParams::KNOBS,
+            PolicyParams::Qdlp(_) => QdlpParams::KNOBS,
+            PolicyParams::LeCaR(_) => LeCaRParams::KNOBS,
+            PolicyParams::Lhd(_) => LhdParams::KNOBS,
+            PolicyParams::Mq(_) => MqParams::KNOBS,
         }
     }
 }
@@ -201,8 +226,27 @@ impl PolicySpec {
                 visitor.visit(Hyperbolic::<K, W>::with_params(capacity, p)?)
             }
             (_, P::Seed(p)) => visitor.visit(Random::<K, W>::with_params(capacity, p)?),
+            (_, P::Qdlp(p)) => visitor.visit(Qdlp::<K, W>::with_params(capacity, p)?),
+            (_, P::Mq(p)) => visitor.visit(Mq::<K, W>::with_params(capacity, p)?),
+            (_, P::LeCaR(p)) => visitor.visit(
+                LeCaR::<K, W>::with_params(capacity, p).map_err(|e| capacity_only(e, capacity))?,
+            ),
+            (_, P::Lhd(p)) => visitor.visit(
+                Lhd::<K, W>::with_params(capacity, p).map_err(|e| capacity_only(e, capacity))?,
+            ),
             (_, P::None) => return self.kind.build(capacity, visitor),
         })
+    }
+}
+
+/// A knobbed build's [`ParamError`] as the [`CapacityError`] `build`
+/// returns. Knob ranges lie within each policy's own checks, so only the
+/// capacity is ever refused; a parameter refused all the same is reported
+/// as its policy's bad parameter rather than panicking.
+fn capacity_only(e: ParamError, capacity: Capacity) -> CapacityError {
+    match e {
+        ParamError::Capacity(e) => e,
+        ParamError::OutOfRange { policy, .. } => bad_param(policy, capacity),
     }
 }
 
@@ -316,6 +360,13 @@ mod tests {
         }
         assert_eq!(spec("s3fifo(small=0.1,ghost=0.9)").to_string(), "s3fifo");
         assert_eq!(spec("2q()").to_string(), "2q");
+        assert_eq!(spec("qdlp(fifo=0.1,bits=2,move=1)").to_string(), "qdlp");
+        assert_eq!(spec("lecar(update=1,lru=0.5)").to_string(), "lecar");
+        assert_eq!(spec("lhd(samples=32,admissions=8)").to_string(), "lhd");
+        assert_eq!(
+            spec("mq(queues=8,lifetime=10000,ghost=4)").to_string(),
+            "mq"
+        );
     }
 
     #[test]
@@ -330,6 +381,23 @@ mod tests {
             ("wtinylfu(window=0.05)", "wtinylfu(window=0.05)"),
             ("random(seed=7)", "random(seed=7)"),
             ("hyperbolic(seed=7)", "hyperbolic(seed=7)"),
+            ("qdlp(move=2,fifo=0.2)", "qdlp(fifo=0.2,move=2)"),
+            (
+                "qdlp(ghost-size-ratio=0.5,bits=3)",
+                "qdlp(ghost=0.5,bits=3)",
+            ),
+            ("lecar(lru-weight=0.3,update=0)", "lecar(update=0,lru=0.3)"),
+            (
+                "lecar(lr=0.1,discount=0.5,seed=7)",
+                "lecar(lr=0.1,discount=0.5,seed=7)",
+            ),
+            (
+                "lhd(admissions=4,samples=64)",
+                "lhd(samples=64,admissions=4)",
+            ),
+            ("lhd(seed=7)", "lhd(seed=7)"),
+            ("mq(n-queue=4,lifetime=1000)", "mq(queues=4,lifetime=1000)"),
+            ("mq(Qout-size-ratio=1)", "mq(ghost=1)"),
         ] {
             let s = spec(given);
             assert_eq!(s.to_string(), spec(canonical).to_string(), "{given}");
@@ -368,6 +436,20 @@ mod tests {
         assert!(err.contains("`bits=two`"), "{err}");
         let err = refusal("2q(ain=NaN)");
         assert!(err.contains("`ain=NaN`"), "{err}");
+        let err = refusal("qdlp(fifo=0.6)");
+        assert!(err.contains("qdlp: `fifo=0.6` is out of range"), "{err}");
+        assert!(err.contains("a number from 0.001 to 0.5"), "{err}");
+        let err = refusal("lecar(update=2)");
+        assert!(err.contains("a whole number from 0 to 1"), "{err}");
+        let err = refusal("lhd(samples=0)");
+        assert!(err.contains("a whole number from 1 to 1024"), "{err}");
+        let err = refusal("mq(queues=65)");
+        assert!(err.contains("a whole number from 1 to 64"), "{err}");
+        let err = refusal("mq(main=2)");
+        assert!(
+            err.contains("queues (libCacheSim n-queue), lifetime (libCacheSim lifetime)"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -438,5 +520,16 @@ mod tests {
         // A small queue of 1% needs 100 blocks.
         let err = spec("s3fifo(small=0.01)").build(50, Name).unwrap_err();
         assert_eq!(err.min, 100);
+        for (given, name) in [
+            ("qdlp(fifo=0.5)", "qdlp 4"),
+            ("lecar(update=0,lru=1)", "lecar 4"),
+            ("lhd(samples=4)", "lhd 4"),
+            ("mq(queues=2,ghost=0)", "mq 4"),
+        ] {
+            assert_eq!(spec(given).build(4, Name).unwrap(), name, "{given}");
+        }
+        // A FIFO of 20% needs 5 blocks.
+        let err = spec("qdlp(fifo=0.2)").build(4, Name).unwrap_err();
+        assert_eq!(err.min, 5);
     }
 }
