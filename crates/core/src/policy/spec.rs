@@ -15,9 +15,9 @@
 
 use super::knobs::{Knob, KnobError, Knobs, NoKnobs, parse_knobs, write_knobs};
 use super::{
-    BlockKey, Capacity, Clock, ClockParams, Hyperbolic, PolicyKind, PolicyVisitor, Random,
-    RandomParams, S3Fifo, S3FifoParams, S3FifoV1, Slru, SlruParams, TwoQ, TwoQParams, Unit,
-    UnknownPolicy, WTinyLfu, WTinyLfuParams, Weight,
+    BlockKey, Capacity, Clock, ClockParams, ClockPro, ClockProParams, Hyperbolic, PolicyKind,
+    PolicyVisitor, Random, RandomParams, S3Fifo, S3FifoParams, S3FifoV1, Slru, SlruParams, TwoQ,
+    TwoQParams, Unit, UnknownPolicy, WTinyLfu, WTinyLfuParams, Weight,
 };
 use crate::admission::{AdmissionError, AdmissionSpec};
 use crate::error::CapacityError;
@@ -41,6 +41,8 @@ pub enum PolicyParams {
     Slru(SlruParams),
     /// [`WTinyLfu`]'s.
     WTinyLfu(WTinyLfuParams),
+    /// [`ClockPro`]'s.
+    ClockPro(ClockProParams),
     /// The seed of [`Random`] and [`Hyperbolic`].
     Seed(RandomParams),
 }
@@ -56,6 +58,7 @@ impl PolicyParams {
             K::TwoQ => PolicyParams::TwoQ(TwoQParams::default()),
             K::Slru => PolicyParams::Slru(SlruParams::default()),
             K::WTinyLfu => PolicyParams::WTinyLfu(WTinyLfuParams::default()),
+            K::ClockPro => PolicyParams::ClockPro(ClockProParams::default()),
             K::Random | K::Hyperbolic => PolicyParams::Seed(RandomParams::default()),
             _ => PolicyParams::None,
         }
@@ -74,6 +77,7 @@ impl PolicyParams {
             PolicyParams::TwoQ(_) => PolicyParams::TwoQ(parse_knobs(name, text)?),
             PolicyParams::Slru(_) => PolicyParams::Slru(parse_knobs(name, text)?),
             PolicyParams::WTinyLfu(_) => PolicyParams::WTinyLfu(parse_knobs(name, text)?),
+            PolicyParams::ClockPro(_) => PolicyParams::ClockPro(parse_knobs(name, text)?),
             PolicyParams::Seed(_) => PolicyParams::Seed(parse_knobs(name, text)?),
         })
     }
@@ -87,6 +91,7 @@ impl PolicyParams {
             PolicyParams::TwoQ(p) => write_knobs(p, f),
             PolicyParams::Slru(p) => write_knobs(p, f),
             PolicyParams::WTinyLfu(p) => write_knobs(p, f),
+            PolicyParams::ClockPro(p) => write_knobs(p, f),
             PolicyParams::Seed(p) => write_knobs(p, f),
         }
     }
@@ -100,6 +105,7 @@ impl PolicyParams {
             PolicyParams::TwoQ(_) => TwoQParams::KNOBS,
             PolicyParams::Slru(_) => SlruParams::KNOBS,
             PolicyParams::WTinyLfu(_) => WTinyLfuParams::KNOBS,
+            PolicyParams::ClockPro(_) => ClockProParams::KNOBS,
             PolicyParams::Seed(_) => RandomParams::KNOBS,
         }
     }
@@ -197,6 +203,7 @@ impl PolicySpec {
             (_, P::TwoQ(p)) => visitor.visit(TwoQ::<K, W>::with_params(capacity, p)?),
             (_, P::Slru(p)) => visitor.visit(Slru::<K, W>::with_params(capacity, p)?),
             (_, P::WTinyLfu(p)) => visitor.visit(WTinyLfu::<K, W>::with_params(capacity, p)?),
+            (_, P::ClockPro(p)) => visitor.visit(ClockPro::<K, W>::with_params(capacity, p)?),
             (PolicyKind::Hyperbolic, P::Seed(p)) => {
                 visitor.visit(Hyperbolic::<K, W>::with_params(capacity, p)?)
             }
@@ -330,6 +337,14 @@ mod tests {
             ("wtinylfu(window=0.05)", "wtinylfu(window=0.05)"),
             ("random(seed=7)", "random(seed=7)"),
             ("hyperbolic(seed=7)", "hyperbolic(seed=7)"),
+            (
+                "clock-pro(non-resident-multiplier=2,min_cold=0.1)",
+                "clockpro(min_cold=0.1,non_resident=2)",
+            ),
+            (
+                "clockpro(max_cold=0.5,cold_floor=4)",
+                "clockpro(max_cold=0.5,cold_floor=4)",
+            ),
         ] {
             let s = spec(given);
             assert_eq!(s.to_string(), spec(canonical).to_string(), "{given}");
