@@ -18,6 +18,9 @@ Policy knobs (libCacheSim's parameter in brackets; defaults):
   slru               segments=4 [n-seg]
   clock              bits=1 [n-bit-counter], init=0 [init-freq]
   wtinylfu           window=0.01 [window-size]
+  clockpro           min_cold=0.01, max_cold=0.99, cold_floor=2, non_resident=1 (no libCacheSim
+                     equivalent: Caffeine's percent-min-resident-cold, percent-max-resident-cold,
+                     lower-bound-resident-cold, non-resident-multiplier)
   random, hyperbolic seed=... (coopcache's own: libCacheSim's generator is global)
   e.g. --policy 's3fifo(small=0.2,ghost=0.5),2q(ain=0.3),lru'; a knob left out keeps its default,
   and a run is labelled in the canonical form, defaults omitted (`s3fifo(small=0.2)`).

@@ -175,3 +175,34 @@ fn bad_qdlp_lecar_lhd_and_mq_knobs_are_refused() {
         ],
     );
 }
+
+/// CLOCK-Pro's knobs (Caffeine's settings, as libCacheSim has none) reach
+/// the policy: a wider minimum cold target changes the count on a loop,
+/// the run is labelled canonically, and a minimum above the maximum is
+/// refused naming both.
+#[test]
+fn clockpro_knobs_reach_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (0..40)
+        .flat_map(|_| 0..150)
+        .map(|k| format!("{k}\n"))
+        .collect();
+    let trace = temp_trace(dir.path(), "loop", &lines);
+    let out = coopcache(&format!(
+        "sim {trace} --format lirs --policy clockpro,clock-pro(percent-min-resident-cold=0.5,non_resident=2) --cache-size 100 --json"
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["policy"], "clockpro");
+    assert_eq!(rows[1]["policy"], "clockpro(min_cold=0.5,non_resident=2)");
+    assert_ne!(rows[0]["misses"], rows[1]["misses"]);
+    fails_with(
+        &format!(
+            "sim {trace} --format lirs --policy clockpro(min_cold=0.6,max_cold=0.5) --cache-size 100"
+        ),
+        &["min_cold at most max_cold"],
+    );
+}

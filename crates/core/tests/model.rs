@@ -406,8 +406,7 @@ proptest! {
 
     #[test]
     fn every_policy_keeps_its_invariants_in_bytes(ops in ops(), capacity in 10u64..120) {
-        // CLOCK-Pro counts pages and refuses byte caches.
-        for kind in PolicyKind::ALL.into_iter().filter(|&k| k != PolicyKind::ClockPro) {
+        for kind in PolicyKind::ALL {
             run(kind, Capacity::Bytes(capacity), &ops)
                 .map_err(|e| TestCaseError::fail(format!("{kind} in bytes: {e}")))?;
         }

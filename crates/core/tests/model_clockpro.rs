@@ -1,9 +1,12 @@
 //! CLOCK-Pro against a brute-force reference: the same algorithm on a `Vec`
-//! ring with linear scans, hands held as keys and every count recomputed by
-//! a scan, compared hit for hit, victim for victim and cold target for
-//! cold target on many small seeded traces.
+//! ring with linear scans, hands held as keys and every count and size
+//! recomputed by a scan, compared hit for hit, victim for victim and cold
+//! target for cold target on many small seeded traces: in blocks with the
+//! default and other knobs, and in bytes with random sizes.
 
-use coopcache_core::policy::{ClockPro, Policy, access, splitmix64};
+use coopcache_core::policy::{
+    Capacity, ClockPro, ClockProParams, Policy, Unit, access, splitmix64,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum St {
@@ -26,9 +29,11 @@ impl St {
 }
 
 /// The ring, oldest first: index 0 is the tail, the last entry the head;
-/// hands move towards higher indices and wrap to 0.
+/// hands move towards higher indices and wrap to 0. Entries are (key,
+/// status, reference bit, size); sizes, the capacity and every budget are
+/// in the cache's unit (1 per page in blocks).
 struct Reference {
-    ring: Vec<(u64, St, bool)>,
+    ring: Vec<(u64, St, bool, usize)>,
     hot: Option<u64>,
     cold: Option<u64>,
     test: Option<u64>,
@@ -58,6 +63,22 @@ impl Reference {
         }
     }
 
+    /// The knobs' definition: `mc` between `min_cold` and `max_cold`
+    /// shares of the cache (the floor applying to the minimum, the maximum
+    /// leaving the minimum's room), `non_resident` times the cache of
+    /// non-resident sizes.
+    fn with_params(cap: usize, p: ClockProParams) -> Self {
+        let min = ((cap as f64 * p.min_cold_ratio) as usize).max(p.min_cold_blocks);
+        let max = ((cap as f64 * p.max_cold_ratio) as usize).min(cap - min);
+        Reference {
+            max_nonres: (cap as f64 * p.non_resident_ratio) as usize,
+            target: min,
+            min,
+            max,
+            ..Reference::new(cap)
+        }
+    }
+
     fn pos(&self, k: u64) -> Option<usize> {
         self.ring.iter().position(|e| e.0 == k)
     }
@@ -66,6 +87,9 @@ impl Reference {
     }
     fn count(&self, f: impl Fn(St) -> bool) -> usize {
         self.ring.iter().filter(|e| f(e.1)).count()
+    }
+    fn size(&self, f: impl Fn(St) -> bool) -> usize {
+        self.ring.iter().filter(|e| f(e.1)).map(|e| e.3).sum()
     }
     fn resident(&self) -> usize {
         self.count(St::resident)
@@ -86,33 +110,34 @@ impl Reference {
     fn move_to_head(&mut self, k: u64, st: St) {
         self.step_off(k);
         let p = self.pos(k).unwrap();
-        self.ring.remove(p);
-        self.ring.push((k, st, false));
+        let size = self.ring.remove(p).3;
+        self.ring.push((k, st, false, size));
     }
     fn drop_page(&mut self, k: u64) {
         self.step_off(k);
         let p = self.pos(k).unwrap();
         self.ring.remove(p);
     }
-    fn adjust(&mut self, up: bool) {
+    /// `mc` moves by the size of the page whose test period decided it.
+    fn adjust(&mut self, up: bool, step: usize) {
         let t = if up {
-            self.target + 1
+            self.target + step
         } else {
-            self.target.saturating_sub(1)
+            self.target.saturating_sub(step)
         };
         self.target = t.clamp(self.min, self.max);
     }
     fn end_test(&mut self, k: u64) {
         let p = self.pos(k).unwrap();
-        let (_, st, referenced) = self.ring[p];
+        let (_, st, referenced, size) = self.ring[p];
         match st {
             St::ColdTest => {
                 self.ring[p].1 = St::Cold;
-                self.adjust(referenced);
+                self.adjust(referenced, size);
             }
             St::NonRes => {
                 self.drop_page(k);
-                self.adjust(false);
+                self.adjust(false, size);
             }
             _ => {}
         }
@@ -166,7 +191,7 @@ impl Reference {
         let mut demoted = false;
         while let Some(h) = self.hot.filter(|&h| h != trigger) {
             let p = self.pos(h).unwrap();
-            let (_, st, referenced) = self.ring[p];
+            let (_, st, referenced, _) = self.ring[p];
             if st == St::Hot {
                 if referenced {
                     self.move_to_head(h, St::Hot);
@@ -183,13 +208,18 @@ impl Reference {
         self.seek_hot();
         demoted
     }
-    fn promotes(&mut self, k: u64) -> bool {
+    /// Whether `k`, in test, turns hot at `size`: the hot pages must fit
+    /// `m - mc` with it.
+    fn promotes(&mut self, k: u64, size: usize) -> bool {
         let testing = |r: &Self| r.pos(k).is_some_and(|p| r.ring[p].1.in_test());
         if !testing(self) {
             return false;
         }
-        self.adjust(true);
-        while self.count(|s| s == St::Hot) >= self.cap - self.target {
+        self.adjust(true, size);
+        if size > self.cap - self.target {
+            return false;
+        }
+        while self.size(|s| s == St::Hot) + size > self.cap - self.target {
             if !testing(self) || !self.run_hot(k) {
                 return false;
             }
@@ -199,9 +229,9 @@ impl Reference {
     fn run_cold(&mut self) -> Option<u64> {
         let h = self.cold.unwrap();
         let p = self.pos(h).unwrap();
-        let (_, st, referenced) = self.ring[p];
+        let (_, st, referenced, size) = self.ring[p];
         if referenced {
-            let hot = st.in_test() && self.promotes(h);
+            let hot = st.in_test() && self.promotes(h, size);
             self.move_to_head(h, if hot { St::Hot } else { St::ColdTest });
             self.seek_cold();
             return None;
@@ -212,7 +242,7 @@ impl Reference {
         } else {
             self.drop_page(h);
         }
-        while self.count(|s| s == St::NonRes) > self.max_nonres {
+        while self.size(|s| s == St::NonRes) > self.max_nonres {
             self.seek_test();
             let t = self.test.unwrap();
             self.end_test(t);
@@ -221,37 +251,59 @@ impl Reference {
         self.seek_cold();
         Some(h)
     }
-    /// One request: whether it hit, and the page it replaced.
+    /// One request of a block: whether it hit, and the page it replaced.
     fn access(&mut self, k: u64) -> (bool, Option<u64>) {
+        let (hit, victims) = self.access_sized(k, 1);
+        assert!(victims.len() <= 1);
+        (hit, victims.first().copied())
+    }
+    /// One request of `size`: whether it hit, and the pages replaced to
+    /// make room. A miss that fits the free space is a warm-up page (hot
+    /// while the minimum cold target stays free); one that does not makes
+    /// room and enters as a cold page or a promoted test page.
+    fn access_sized(&mut self, k: u64, size: usize) -> (bool, Vec<u64>) {
         if let Some(p) = self.pos(k).filter(|&p| self.ring[p].1.resident()) {
             self.ring[p].2 = true;
-            return (true, None);
+            return (true, Vec::new());
         }
-        let full = self.resident() == self.cap;
-        let mut victim = None;
-        let st = if !full {
-            if self.cap - self.resident() > self.min {
+        if size > self.cap {
+            return (false, Vec::new());
+        }
+        let free = |r: &Self| r.cap - r.size(St::resident);
+        let mut victims = Vec::new();
+        let st = if free(self) >= size {
+            if free(self) >= self.min + size {
                 St::Hot
             } else {
                 St::ColdTest
             }
         } else {
-            while victim.is_none() {
-                victim = self.run_cold();
+            while free(self) < size {
+                if self.cold.is_none() {
+                    self.demote_oldest_hot();
+                } else if let Some(v) = self.run_cold() {
+                    victims.push(v);
+                }
             }
-            if self.promotes(k) {
+            if self.promotes(k, size) {
                 St::Hot
             } else {
                 St::ColdTest
             }
         };
-        if self.pos(k).is_some() {
-            self.move_to_head(k, st);
-        } else {
-            self.ring.push((k, st, false));
+        if let Some(p) = self.pos(k) {
+            self.step_off(k);
+            self.ring.remove(p);
         }
+        self.ring.push((k, st, false, size));
         self.seek_all();
-        (false, victim)
+        (false, victims)
+    }
+    /// With no resident cold page left, the oldest hot page turns cold.
+    fn demote_oldest_hot(&mut self) {
+        let p = self.ring.iter().position(|e| e.1 == St::Hot).unwrap();
+        self.ring[p].1 = St::Cold;
+        self.seek_all();
     }
     fn remove(&mut self, k: u64) -> bool {
         match self.pos(k) {
@@ -342,4 +394,147 @@ fn clockpro_matches_its_brute_force_reference() {
         }
     }
     assert!(compared > 500_000, "{compared} requests compared");
+}
+
+/// Knobs off their defaults: a wide or narrow cold target, a higher floor,
+/// more or no non-resident pages.
+const OTHER_PARAMS: [ClockProParams; 3] = [
+    ClockProParams {
+        min_cold_ratio: 0.1,
+        max_cold_ratio: 0.5,
+        min_cold_blocks: 3,
+        non_resident_ratio: 2.0,
+    },
+    ClockProParams {
+        min_cold_ratio: 0.25,
+        max_cold_ratio: 0.3,
+        min_cold_blocks: 1,
+        non_resident_ratio: 0.5,
+    },
+    ClockProParams {
+        min_cold_ratio: 0.0,
+        max_cold_ratio: 1.0,
+        min_cold_blocks: 1,
+        non_resident_ratio: 0.0,
+    },
+];
+
+/// One seeded trace through `real` and `model`, checked request by
+/// request; `size_of` gives each request's size (`None`: a removal).
+/// Returns the requests compared.
+fn replay<W: coopcache_core::policy::Weight>(
+    real: &mut ClockPro<u64, W>,
+    model: &mut Reference,
+    keys: u64,
+    pattern: u64,
+    mut state: u64,
+    ctx: &str,
+    mut size_of: impl FnMut(u64, u64, &mut u64) -> usize,
+) -> u64 {
+    let cap = model.cap;
+    let mut compared = 0;
+    for step in 0..600u64 {
+        let (key, remove) = next_op(&mut state, step, keys, pattern);
+        let size = size_of(key, step, &mut state);
+        let ctx = format!("{ctx} step {step} key {key} size {size}");
+        if remove {
+            assert_eq!(real.remove(key), model.remove(key), "remove: {ctx}");
+            continue;
+        }
+        let fits = real.used() + size <= cap;
+        let predicted = (!real.contains(key) && size <= cap && !fits)
+            .then(|| real.victim(&(real.used() == cap), size as u32));
+        let mut evicted = Vec::new();
+        let hit = access(real, key, size as u32, |v| evicted.push(v));
+        let (model_hit, model_victims) = model.access_sized(key, size);
+        assert_eq!(hit, model_hit, "hit: {ctx}");
+        assert_eq!(evicted, model_victims, "victims: {ctx}");
+        if let Some(p) = predicted {
+            assert_eq!(p, model_victims.first().copied(), "victim(): {ctx}");
+        }
+        assert_eq!(real.cold_target(), model.target, "mc: {ctx}");
+        let non_resident = |s| s == St::NonRes;
+        assert_eq!(real.non_resident(), model.count(non_resident), "{ctx}");
+        assert_eq!(
+            real.non_resident_size(),
+            model.size(non_resident),
+            "non-resident size: {ctx}"
+        );
+        assert!(real.non_resident_size() <= model.max_nonres, "{ctx}");
+        assert_eq!(real.len(), model.resident(), "resident: {ctx}");
+        assert_eq!(real.used(), model.size(St::resident), "used: {ctx}");
+        assert!(real.used() <= cap, "over capacity: {ctx}");
+        compared += 1;
+    }
+    for k in 0..keys * 2 {
+        let resident = model.pos(k).is_some_and(|p| model.ring[p].1.resident());
+        assert_eq!(real.contains(k), resident, "contains {k}: {ctx}");
+    }
+    compared
+}
+
+#[test]
+fn clockpro_matches_its_reference_with_other_knobs() {
+    let mut compared = 0u64;
+    for (i, params) in OTHER_PARAMS.into_iter().enumerate() {
+        for seed in 0..24u64 {
+            for cap in [4usize, 7, 16, 31] {
+                let Ok(real) = ClockPro::<u64, Unit>::with_params(Capacity::Blocks(cap), params)
+                else {
+                    continue;
+                };
+                for keys in [cap as u64 * 3 / 2, cap as u64 * 4] {
+                    let mut real = real.clone();
+                    let mut model = Reference::with_params(cap, params);
+                    let state = seed.wrapping_mul(0x9e37_79b9) ^ (cap as u64) << 32 ^ keys;
+                    let ctx = format!("params {i} seed {seed} cap {cap} keys {keys}");
+                    compared += replay(
+                        &mut real,
+                        &mut model,
+                        keys,
+                        seed % 4,
+                        state,
+                        &ctx,
+                        |_, _, _| 1,
+                    );
+                }
+            }
+        }
+    }
+    assert!(compared > 100_000, "{compared} requests compared");
+}
+
+/// Byte caches: each key has a size of its own (1 to a quarter of the
+/// cache), changed now and then and once in a while larger than the cache
+/// (not admitted); several pages may be replaced for one.
+#[test]
+fn clockpro_matches_its_reference_in_bytes() {
+    let mut compared = 0u64;
+    let defaults = [ClockProParams::default()];
+    for (i, params) in defaults.into_iter().chain(OTHER_PARAMS).enumerate() {
+        for seed in 0..32u64 {
+            for cap in [16usize, 40, 100, 250] {
+                for keys in [8u64, 24, 64] {
+                    let mut real =
+                        ClockPro::<u64>::with_params(Capacity::Bytes(cap as u64), params)
+                            .expect("every byte capacity here fits the knobs");
+                    let mut model = Reference::with_params(cap, params);
+                    let state = seed.wrapping_mul(0x9e37_79b9) ^ (cap as u64) << 32 ^ keys;
+                    let ctx = format!("bytes, params {i} seed {seed} cap {cap} keys {keys}");
+                    let size_of = |key: u64, step: u64, state: &mut u64| {
+                        let r = splitmix64(state);
+                        let mut own = key ^ seed << 20;
+                        let own = 1 + splitmix64(&mut own) as usize % (cap / 4);
+                        match r % 64 {
+                            0 => cap + 1 + step as usize % 3,
+                            1..=3 => 1 + r as usize % (cap / 2),
+                            _ => own,
+                        }
+                    };
+                    compared += replay(&mut real, &mut model, keys, seed % 4, state, &ctx, size_of);
+                }
+            }
+        }
+    }
+    assert!(compared > 200_000, "{compared} requests compared");
 }

@@ -51,7 +51,7 @@ pub enum PolicyKind {
     Qdlp,
     /// [`Mq`]
     Mq,
-    /// [`ClockPro`]: block caches only.
+    /// [`ClockPro`]
     ClockPro,
     /// [`LeCaR`], drawing libCacheSim's numbers.
     LeCaR,

@@ -15,10 +15,10 @@
 
 use super::knobs::{Knob, KnobError, Knobs, NoKnobs, parse_knobs, write_knobs};
 use super::{
-    BlockKey, Capacity, Clock, ClockParams, Hyperbolic, LeCaR, LeCaRParams, Lhd, LhdParams, Mq,
-    MqParams, ParamError, PolicyKind, PolicyVisitor, Qdlp, QdlpParams, Random, RandomParams,
-    S3Fifo, S3FifoParams, S3FifoV1, Slru, SlruParams, TwoQ, TwoQParams, Unit, UnknownPolicy,
-    WTinyLfu, WTinyLfuParams, Weight, bad_param,
+    BlockKey, Capacity, Clock, ClockParams, ClockPro, ClockProParams, Hyperbolic, LeCaR,
+    LeCaRParams, Lhd, LhdParams, Mq, MqParams, ParamError, PolicyKind, PolicyVisitor, Qdlp,
+    QdlpParams, Random, RandomParams, S3Fifo, S3FifoParams, S3FifoV1, Slru, SlruParams, TwoQ,
+    TwoQParams, Unit, UnknownPolicy, WTinyLfu, WTinyLfuParams, Weight, bad_param,
 };
 use crate::admission::{AdmissionError, AdmissionSpec};
 use crate::error::CapacityError;
@@ -42,6 +42,8 @@ pub enum PolicyParams {
     Slru(SlruParams),
     /// [`WTinyLfu`]'s.
     WTinyLfu(WTinyLfuParams),
+    /// [`ClockPro`]'s.
+    ClockPro(ClockProParams),
     /// The seed of [`Random`] and [`Hyperbolic`].
     Seed(RandomParams),
     /// [`Qdlp`]'s.
@@ -65,6 +67,7 @@ impl PolicyParams {
             K::TwoQ => PolicyParams::TwoQ(TwoQParams::default()),
             K::Slru => PolicyParams::Slru(SlruParams::default()),
             K::WTinyLfu => PolicyParams::WTinyLfu(WTinyLfuParams::default()),
+            K::ClockPro => PolicyParams::ClockPro(ClockProParams::default()),
             K::Random | K::Hyperbolic => PolicyParams::Seed(RandomParams::default()),
             K::Qdlp => PolicyParams::Qdlp(QdlpParams::default()),
             K::LeCaR => PolicyParams::LeCaR(LeCaRParams::default()),
@@ -87,6 +90,7 @@ impl PolicyParams {
             PolicyParams::TwoQ(_) => PolicyParams::TwoQ(parse_knobs(name, text)?),
             PolicyParams::Slru(_) => PolicyParams::Slru(parse_knobs(name, text)?),
             PolicyParams::WTinyLfu(_) => PolicyParams::WTinyLfu(parse_knobs(name, text)?),
+            PolicyParams::ClockPro(_) => PolicyParams::ClockPro(parse_knobs(name, text)?),
             PolicyParams::Seed(_) => PolicyParams::Seed(parse_knobs(name, text)?),
             PolicyParams::Qdlp(_) => PolicyParams::Qdlp(parse_knobs(name, text)?),
             PolicyParams::LeCaR(_) => PolicyParams::LeCaR(parse_knobs(name, text)?),
@@ -104,6 +108,7 @@ impl PolicyParams {
             PolicyParams::TwoQ(p) => write_knobs(p, f),
             PolicyParams::Slru(p) => write_knobs(p, f),
             PolicyParams::WTinyLfu(p) => write_knobs(p, f),
+            PolicyParams::ClockPro(p) => write_knobs(p, f),
             PolicyParams::Seed(p) => write_knobs(p, f),
             PolicyParams::Qdlp(p) => write_knobs(p, f),
             PolicyParams::LeCaR(p) => write_knobs(p, f),
@@ -121,6 +126,7 @@ impl PolicyParams {
             PolicyParams::TwoQ(_) => TwoQParams::KNOBS,
             PolicyParams::Slru(_) => SlruParams::KNOBS,
             PolicyParams::WTinyLfu(_) => WTinyLfuParams::KNOBS,
+            PolicyParams::ClockPro(_) => ClockProParams::KNOBS,
             PolicyParams::Seed(_) => RandomParams::KNOBS,
             PolicyParams::Qdlp(_) => QdlpParams::KNOBS,
             PolicyParams::LeCaR(_) => LeCaRParams::KNOBS,
@@ -222,6 +228,7 @@ impl PolicySpec {
             (_, P::TwoQ(p)) => visitor.visit(TwoQ::<K, W>::with_params(capacity, p)?),
             (_, P::Slru(p)) => visitor.visit(Slru::<K, W>::with_params(capacity, p)?),
             (_, P::WTinyLfu(p)) => visitor.visit(WTinyLfu::<K, W>::with_params(capacity, p)?),
+            (_, P::ClockPro(p)) => visitor.visit(ClockPro::<K, W>::with_params(capacity, p)?),
             (PolicyKind::Hyperbolic, P::Seed(p)) => {
                 visitor.visit(Hyperbolic::<K, W>::with_params(capacity, p)?)
             }
@@ -398,6 +405,14 @@ mod tests {
             ("lhd(seed=7)", "lhd(seed=7)"),
             ("mq(n-queue=4,lifetime=1000)", "mq(queues=4,lifetime=1000)"),
             ("mq(Qout-size-ratio=1)", "mq(ghost=1)"),
+            (
+                "clock-pro(non-resident-multiplier=2,min_cold=0.1)",
+                "clockpro(min_cold=0.1,non_resident=2)",
+            ),
+            (
+                "clockpro(max_cold=0.5,cold_floor=4)",
+                "clockpro(max_cold=0.5,cold_floor=4)",
+            ),
         ] {
             let s = spec(given);
             assert_eq!(s.to_string(), spec(canonical).to_string(), "{given}");
