@@ -5,6 +5,22 @@ mod common;
 
 use common::*;
 
+/// Runs `coopcache ARGS` (a `--json` run), which must succeed, and returns
+/// its rows.
+fn json_rows(args: &str) -> Vec<serde_json::Value> {
+    let out = coopcache(args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The rows' `policy` labels.
+fn labels(rows: &[serde_json::Value]) -> Vec<&str> {
+    rows.iter().map(|r| r["policy"].as_str().unwrap()).collect()
+}
+
 /// `s3fifo(small=0.2,ghost=0.5)` gives libCacheSim's count for
 /// `S3FIFOv0` with `small-size-ratio=0.2,ghost-size-ratio=0.5` (the golden
 /// row), beside a plain `lru` in the same run.
@@ -13,15 +29,10 @@ fn a_knobbed_policy_gives_libcachesims_knobbed_count() {
     let Some(sprite) = shared_trace("sprite.trace.gz") else {
         return;
     };
-    let out = coopcache(&format!(
+    let rows = json_rows(&format!(
         "sim {} --format lirs --policy s3fifo(small=0.2,ghost=0.5),lru --cache-size 1000 --json",
         sprite.display()
     ));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let rows: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["policy"], "s3fifo(small=0.2,ghost=0.5)");
     assert_eq!(rows[0]["misses"], 13635);
@@ -35,22 +46,12 @@ fn a_knobbed_policy_gives_libcachesims_knobbed_count() {
 fn runs_are_labelled_in_canonical_form() {
     let dir = tempfile::tempdir().unwrap();
     let trace = temp_trace(dir.path(), "t", &"1\n2\n3\n1\n".repeat(50));
-    let out = coopcache(&format!(
+    let rows = json_rows(&format!(
         "sim {trace} --format lirs --policy s3fifo(small=0.1),2q(ain=0.5) --admission none,bloom --cache-size 20 --json"
     ));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let labels: Vec<String> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["policy"].to_string())
-        .collect();
     assert_eq!(
-        labels,
-        [
-            "\"s3fifo\"",
-            "\"s3fifo+bloom\"",
-            "\"2q(ain=0.5)\"",
-            "\"2q(ain=0.5)+bloom\""
-        ]
+        labels(&rows),
+        ["s3fifo", "s3fifo+bloom", "2q(ain=0.5)", "2q(ain=0.5)+bloom"]
     );
 }
 
@@ -106,21 +107,16 @@ fn cooperative_runs_refuse_knobs_and_admission() {
 fn qdlp_lecar_lhd_and_mq_take_knobs() {
     let dir = tempfile::tempdir().unwrap();
     let trace = temp_trace(dir.path(), "t", &"1\n2\n3\n4\n5\n1\n2\n6\n".repeat(50));
-    let out = coopcache(&format!(
+    let rows = json_rows(&format!(
         "sim {trace} --format lirs --policy qdlp(fifo=0.2),lecar(lru-weight=0.3,update=0),lhd(samples=64),mq(n-queue=4,ghost=1) --cache-size 20 --json"
     ));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let labels: Vec<String> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["policy"].to_string())
-        .collect();
     assert_eq!(
-        labels,
+        labels(&rows),
         [
-            "\"qdlp(fifo=0.2)\"",
-            "\"lecar(update=0,lru=0.3)\"",
-            "\"lhd(samples=64)\"",
-            "\"mq(queues=4,ghost=1)\""
+            "qdlp(fifo=0.2)",
+            "lecar(update=0,lru=0.3)",
+            "lhd(samples=64)",
+            "mq(queues=4,ghost=1)"
         ]
     );
 }
@@ -132,12 +128,12 @@ fn a_knobbed_qdlp_gives_libcachesims_count() {
     let Some(sprite) = shared_trace("sprite.trace.gz") else {
         return;
     };
-    let out = coopcache(&format!(
+    let rows = json_rows(&format!(
         "sim {} --format lirs --policy qdlp(fifo=0.2,ghost=0.5) --cache-size 1000 --json",
         sprite.display()
     ));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let row: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
     assert_eq!(row["policy"], "qdlp(fifo=0.2,ghost=0.5)");
     assert_eq!(row["misses"], 13365);
 }
@@ -188,14 +184,9 @@ fn clockpro_knobs_reach_the_policy() {
         .map(|k| format!("{k}\n"))
         .collect();
     let trace = temp_trace(dir.path(), "loop", &lines);
-    let out = coopcache(&format!(
+    let rows = json_rows(&format!(
         "sim {trace} --format lirs --policy clockpro,clock-pro(percent-min-resident-cold=0.5,non_resident=2) --cache-size 100 --json"
     ));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let rows: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(rows[0]["policy"], "clockpro");
     assert_eq!(rows[1]["policy"], "clockpro(min_cold=0.5,non_resident=2)");
     assert_ne!(rows[0]["misses"], rows[1]["misses"]);
