@@ -12,12 +12,15 @@
 //! - [`coop`]: the cooperative caching algorithms (Base, Direct, Greedy,
 //!   Centrally Coordinated, N-Chance, Hash-Distributed, Weighted LRU, Best)
 //!   as node and manager state machines exchanging messages.
+//! - [`c2cfs`]: C2Cfs close-to-open consistency: a file manager's
+//!   `Tcommit` and valid copies, and where an open reads from.
 //! - [`list`]: the slab-backed linked lists the policies are built on.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod admission;
 pub mod attr;
+pub mod c2cfs;
 pub mod consistency;
 pub mod coop;
 pub mod error;
