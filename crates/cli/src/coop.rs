@@ -25,6 +25,18 @@ pub struct CoopArgs {
     #[arg(long, value_delimiter = ',')]
     pub(crate) algorithms: Option<Vec<AlgorithmKind>>,
 
+    /// Close-to-open consistency to compare on a trace with writes, comma-separated: nfs
+    /// (every open asks the origin), c2cfs (C2Cfs shared mode: the file's manager and the
+    /// origin's version), c2cfs-exclusive (the manager alone); reports where reads are served
+    /// and the origin's and managers' work.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "SCHEMES",
+        conflicts_with = "algorithms"
+    )]
+    pub(crate) consistency: Option<Vec<coopcache_sim::c2cfs::Scheme>>,
+
     /// A synthetic multi-client workload instead of a trace: sprite-like, leff, zipf, web.
     #[arg(long)]
     pub(crate) workload: Option<Workload>,

@@ -5,6 +5,7 @@ mod bench;
 mod classes;
 mod cluster;
 mod completions;
+mod consistency;
 mod coop;
 mod curve;
 mod demo;

@@ -224,7 +224,9 @@ pub fn run(mut args: SimArgs) -> Result<()> {
     if args.format.is_none() {
         args.format = named_format(&args.traces);
     }
-    let cooperative = !args.coop.class_policy.is_empty() || args.coop.algorithms.is_some();
+    let cooperative = !args.coop.class_policy.is_empty()
+        || args.coop.algorithms.is_some()
+        || args.coop.consistency.is_some();
     if cooperative && args.admission.any() {
         bail!(
             "--admission applies to local-policy replays; a cooperative run's nodes cache every block they fetch"
@@ -237,6 +239,10 @@ pub fn run(mut args: SimArgs) -> Result<()> {
     if args.coop.algorithms.is_some() {
         args.cooperative_output()?;
         return crate::coop::run(&args);
+    }
+    if args.coop.consistency.is_some() {
+        args.cooperative_output()?;
+        return crate::consistency::run(&args);
     }
     if args.coop.workload.is_some() {
         bail!(

@@ -12,12 +12,15 @@
 //!   pass.
 //! - [`local`]: a local-policy study's runs and rows, as `coopcache sim`
 //!   reports them.
+//! - [`c2cfs`]: traces with writes through close-to-open consistency
+//!   (NFS's, and C2Cfs's in shared and exclusive mode).
 //! - [`live`]: the live protocol (the daemon's own code) simulated over an
 //!   in-order network and a virtual clock.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod attr;
+pub mod c2cfs;
 mod chunks;
 pub mod class_file;
 pub mod convert;
