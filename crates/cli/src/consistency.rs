@@ -14,7 +14,7 @@ struct Row<'a> {
     trace: &'a str,
     consistency: &'static str,
     nodes: u32,
-    node_capacity_blocks: usize,
+    node_cache_bytes: u64,
     #[serde(flatten)]
     stats: ConsistencyStats,
     origin_ops: u64,
@@ -35,7 +35,7 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             ConsistencySim::new(
                 s,
                 config.nodes,
-                config.node_capacity,
+                config.node_capacity as u64 * input.block_size,
                 input.block_size,
                 input.warmup,
             )
@@ -58,7 +58,7 @@ pub fn run(sim: &SimArgs) -> Result<()> {
             trace: &input.label,
             consistency: s.scheme().name(),
             nodes: config.nodes,
-            node_capacity_blocks: config.node_capacity,
+            node_cache_bytes: config.node_capacity as u64 * input.block_size,
             stats: *s.stats(),
             origin_ops: s.stats().origin_ops(),
         })
@@ -66,7 +66,7 @@ pub fn run(sim: &SimArgs) -> Result<()> {
     if sim.json {
         return crate::output::print_json(rows);
     }
-    print_table(&input.label, &config, &rows);
+    print_table(&input.label, &config, input.block_size, &rows);
     Ok(())
 }
 
@@ -79,14 +79,19 @@ fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / f64::from(1 << 20))
 }
 
-fn print_table(label: &str, config: &coopcache_core::coop::ClusterConfig, rows: &[Row]) {
+fn print_table(
+    label: &str,
+    config: &coopcache_core::coop::ClusterConfig,
+    block_size: u64,
+    rows: &[Row],
+) {
     let Some(first) = rows.first() else {
         return;
     };
     println!(
-        "{label}: {} x {} blocks (LRU); {} reads and {} writes measured, each an open and a close\n",
+        "{label}: {} x {} (LRU); {} reads and {} writes measured, each an open and a close\n",
         crate::output::count(config.nodes, "node"),
-        config.node_capacity,
+        crate::output::human_bytes(config.node_capacity as u64 * block_size),
         first.stats.reads,
         first.stats.writes,
     );

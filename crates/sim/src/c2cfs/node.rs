@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use coopcache_core::c2cfs::Tcommit;
-use coopcache_core::policy::{Lru, Unit, access};
+use coopcache_core::policy::{Lru, access};
 use coopcache_core::{Capacity, CapacityError, Policy};
 
 /// A cached object: the origin version it holds, and its `Tlocal` if the
@@ -16,14 +16,14 @@ pub(super) struct Copy {
 
 /// A client: its LRU cache and what each cached object holds.
 pub(super) struct Node {
-    lru: Lru<u64, Unit>,
+    lru: Lru<u64>,
     copies: HashMap<u64, Copy>,
 }
 
 impl Node {
-    pub(super) fn new(capacity: usize) -> Result<Node, CapacityError> {
+    pub(super) fn new(bytes: u64) -> Result<Node, CapacityError> {
         Ok(Node {
-            lru: Lru::with_weights(Capacity::Blocks(capacity))?,
+            lru: Lru::with_weights(Capacity::Bytes(bytes))?,
             copies: HashMap::new(),
         })
     }
@@ -38,14 +38,34 @@ impl Node {
         self.lru.lookup(id);
     }
 
-    /// Caches `copy` of `id`, calling `dropped` for each object evicted to
-    /// make room.
-    pub(super) fn keep(&mut self, id: u64, copy: Copy, mut dropped: impl FnMut(u64)) {
+    /// Caches `copy` of `id`, of `size` bytes, calling `dropped` for each
+    /// object evicted to make room. False if it is larger than the cache
+    /// (then not cached, and any older copy is gone).
+    pub(super) fn keep(
+        &mut self,
+        id: u64,
+        size: u32,
+        copy: Copy,
+        mut dropped: impl FnMut(u64),
+    ) -> bool {
         let copies = &mut self.copies;
-        access(&mut self.lru, id, 1, |victim| {
+        access(&mut self.lru, id, size.max(1), |victim| {
             copies.remove(&victim);
             dropped(victim);
         });
-        copies.insert(id, copy);
+        if self.lru.contains(id) {
+            copies.insert(id, copy);
+            true
+        } else {
+            copies.remove(&id);
+            false
+        }
+    }
+
+    /// Sets the `Tlocal` of the cached copy of `id`.
+    pub(super) fn confirm(&mut self, id: u64, tlocal: Option<Tcommit>) {
+        if let Some(c) = self.copies.get_mut(&id) {
+            c.tlocal = tlocal;
+        }
     }
 }

@@ -133,11 +133,13 @@ pub struct ConsistencySim {
 }
 
 impl ConsistencySim {
-    /// A cluster of `nodes` clients caching `capacity` objects each.
+    /// A cluster of `nodes` clients caching `capacity` bytes each (LRU,
+    /// each object weighing its size, or `block_size` where the trace gives
+    /// none).
     pub fn new(
         scheme: Scheme,
         nodes: u32,
-        capacity: usize,
+        capacity: u64,
         block_size: u64,
         warmup: u64,
     ) -> Result<Self, CapacityError> {
@@ -242,11 +244,17 @@ impl ConsistencySim {
                     self.stats.origin_reads += 1;
                     self.stats.origin_read_bytes += bytes;
                 }
-                let tlocal = opened.and_then(|o| {
+                let copy = Copy {
+                    version: v,
+                    tlocal: None,
+                };
+                if self.keep(node, id, bytes, copy)
+                    && let Some(o) = opened
+                {
                     self.stats.manager_messages += 1;
-                    self.table.holding(id, node, o.tcommit, v)
-                });
-                self.keep(node, id, Copy { version: v, tlocal });
+                    let tlocal = self.table.holding(id, node, o.tcommit, v);
+                    self.nodes[node as usize].confirm(id, tlocal);
+                }
                 v
             }
         };
@@ -277,11 +285,17 @@ impl ConsistencySim {
             let done = self.table.commit(id, node, topen, version);
             done.valid.then_some(done.tcommit)
         });
-        self.keep(node, id, Copy { version, tlocal });
+        let kept = self.keep(node, id, bytes, Copy { version, tlocal });
+        if !kept && tlocal.is_some() {
+            // Too large for the writer's cache: it serves nobody.
+            self.stats.manager_messages += 1;
+            self.table.dropped(id, node);
+        }
     }
 
-    /// Caches `copy` on `node`; each object evicted leaves its valid set.
-    fn keep(&mut self, node: NodeId, id: u64, copy: Copy) {
+    /// Caches `copy` of `bytes` on `node`; each object evicted leaves its
+    /// valid set. False if it did not fit.
+    fn keep(&mut self, node: NodeId, id: u64, bytes: u64, copy: Copy) -> bool {
         let Self {
             nodes,
             table,
@@ -289,12 +303,13 @@ impl ConsistencySim {
             scheme,
             ..
         } = self;
-        nodes[node as usize].keep(id, copy, |dropped| {
+        let size = u32::try_from(bytes).unwrap_or(u32::MAX);
+        nodes[node as usize].keep(id, size, copy, |dropped| {
             if *scheme != Scheme::Nfs {
                 stats.manager_messages += 1;
                 table.dropped(dropped, node);
             }
-        });
+        })
     }
 }
 
@@ -333,7 +348,7 @@ mod tests {
     }
 
     fn replay(scheme: Scheme, requests: &[Request]) -> ConsistencyStats {
-        let mut sim = ConsistencySim::new(scheme, 4, 8, 8192, 0).unwrap();
+        let mut sim = ConsistencySim::new(scheme, 4, 8000, 8192, 0).unwrap();
         for r in requests {
             sim.request(r).unwrap();
         }
@@ -378,7 +393,8 @@ mod tests {
 
     #[test]
     fn an_evicted_copy_leaves_the_valid_set() {
-        // Node 0 caches 8 objects: reading 9 others evicts object 1, so
+        // Node 0 caches 8 objects of 1000 bytes: reading 9 others evicts
+        // object 1, so
         // node 1 must read the origin, not ask node 0.
         let mut trace = vec![req(0, 1, Op::Read)];
         trace.extend((100..109).map(|id| req(0, id, Op::Read)));
@@ -389,8 +405,18 @@ mod tests {
     }
 
     #[test]
+    fn an_object_larger_than_the_writers_cache_is_served_by_the_origin() {
+        let big = |client, op| Request {
+            size: 9000,
+            ..req(client, 3, op)
+        };
+        let s = replay(Scheme::Exclusive, &[big(0, Op::Write), big(1, Op::Read)]);
+        assert_eq!((s.from_peers, s.origin_reads, s.stale_reads), (0, 1, 0));
+    }
+
+    #[test]
     fn a_client_beyond_the_cluster_is_an_error_naming_it() {
-        let mut sim = ConsistencySim::new(Scheme::Nfs, 2, 8, 8192, 0).unwrap();
+        let mut sim = ConsistencySim::new(Scheme::Nfs, 2, 8000, 8192, 0).unwrap();
         let err = sim.request(&req(5, 1, Op::Read)).unwrap_err();
         assert_eq!((err.client, err.nodes, err.request), (5, 2, 1));
     }
