@@ -9,9 +9,10 @@
 //! (see `write.rs`), directories, links, renames, modes and times directly.
 //! S3 and HTTP origins are mounted read-only for now (`EROFS`).
 //!
-//! Not yet (issue 14's next steps): the C2Cfs commit counter and valid-copy
-//! set at the file's manager, so that the next opener fetches a file just
-//! written from the writer's memory rather than the origin; writes to S3;
+//! Not yet (issue 14's next steps): using the core's C2Cfs commit state
+//! (`coopcache_core::c2cfs`) at the file's manager, so that the next opener
+//! fetches a file just written from the writer's memory rather than the
+//! origin; writes to S3;
 //! parallel segment fetch. Hard links are not supported (`ENOTSUP`), nor
 //! extended attributes; files belong to the mounting user.
 //!
