@@ -288,6 +288,60 @@ fn files_written_on_one_mount_are_read_whole_on_another_after_close() {
     assert!(b.terminate().success());
 }
 
+/// Waits until `m` sees `n` members.
+fn wait_members(m: &Mount, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while m.status()["members"].as_array().map_or(0, Vec::len) < n {
+        assert!(
+            Instant::now() < deadline,
+            "{} does not see {n} members",
+            m.status()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_file_written_on_one_mount_is_read_from_the_writers_memory() {
+    let Some(work) = Work::new(&["origin", "a", "b", "c"]) else {
+        return;
+    };
+    let origin = work.join("origin");
+    let dirs = [work.join("a"), work.join("b"), work.join("c")];
+    let a = Mount::start_named(work.path(), &origin, &dirs[0], "a", None);
+    let b = Mount::start_named(work.path(), &origin, &dirs[1], "b", Some(&a));
+    let c = Mount::start_named(work.path(), &origin, &dirs[2], "c", Some(&a));
+    for m in [&a, &b, &c] {
+        wait_members(m, 3);
+    }
+    // Written and closed on a: b reads every block from a peer's memory
+    // and nothing from the origin (C2Cfs: the writer holds the version it
+    // committed); c then reads it from a or b.
+    let data = pattern(2_000_000, 3);
+    std::fs::write(dirs[0].join("w.bin"), &data).unwrap();
+    for (m, dir) in [(&b, &dirs[1]), (&c, &dirs[2])] {
+        let before = m.status();
+        assert_eq!(std::fs::read(dir.join("w.bin")).unwrap(), data);
+        let after = m.status();
+        assert_eq!(
+            reads(&after, "origin"),
+            reads(&before, "origin"),
+            "the origin served the reader: {after}"
+        );
+        assert!(
+            reads(&after, "peer") >= reads(&before, "peer") + 31,
+            "31 blocks of 64 KiB from peers: {after}"
+        );
+    }
+    // Rewritten on c: a's copy is of the old version; a reads the new one
+    // from c, never its own old bytes.
+    let again = pattern(2_000_000, 9);
+    std::fs::write(dirs[2].join("w.bin"), &again).unwrap();
+    let before = a.status();
+    assert_eq!(std::fs::read(dirs[0].join("w.bin")).unwrap(), again);
+    assert_eq!(reads(&a.status(), "origin"), reads(&before, "origin"));
+}
+
 #[test]
 fn an_http_origin_mounts_read_only() {
     let Some(work) = Work::new(&["www", "mnt"]) else {
@@ -457,6 +511,17 @@ fn bench_mount_reads_a_file_in_turn_from_the_origin_once() {
         assert_eq!(r["origin_bytes"], 0, "the others read peers: {r}");
     }
     assert_eq!(staggered[4]["met"], true);
+    let written: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["phase"] == "write-read").collect();
+    assert_eq!(
+        written.len(),
+        5,
+        "a writer, three readers and a total: {rows:?}"
+    );
+    assert_eq!(
+        written[4]["met"], true,
+        "readers read the writer's memory: {rows:?}"
+    );
     assert!(rows.iter().all(|r| r["wrong_bytes"] == 0), "{rows:?}");
     assert!(rows.iter().any(|r| r["phase"] == "throughput"));
 }

@@ -57,6 +57,10 @@ struct ReadAhead {
     fetched_to: AtomicU64,
 }
 
+/// A written file is taken into the writer's memory at its close if it
+/// is at most 1/this of the node's memory.
+const TAKE_IN_SHARE: u64 = 4;
+
 /// Times an open asks again for a version replaced while it was read.
 const OPEN_RETRIES: usize = 4;
 
@@ -224,7 +228,33 @@ impl CoopFs {
 
     /// Commits what the writer behind `fh` wrote, if it is one.
     fn commit(&self, fh: FileHandle) -> Result<(), Errno> {
-        self.writer(fh).map_or(Ok(()), |p| self.writers.commit(&p))
+        let Some(p) = self.writer(fh) else {
+            return Ok(());
+        };
+        if self.writers.commit(&p)? {
+            self.take_in(p.path());
+        }
+        Ok(())
+    }
+
+    /// After a commit of `path`: the writer's node takes the new version
+    /// into its memory before the close returns, so the next opener on any
+    /// node is forwarded to it instead of reading the origin (C2Cfs: the
+    /// writer's copy is the valid one). Files larger than a quarter of the
+    /// node's memory are left to the origin rather than flush the cache.
+    /// A failure costs the next readers an origin read, nothing else.
+    fn take_in(&self, path: Arc<str>) {
+        let node = self.node.clone();
+        let done = self.rt.block_on(async move {
+            let version = node.stat_fresh(&path).await?;
+            if version.size > node.cache_bytes() / TAKE_IN_SHARE {
+                return Ok(());
+            }
+            node.take_in(path, version).await
+        });
+        if let Err(e) = done {
+            tracing::debug!(error = %e, "the written file was not taken into memory");
+        }
     }
 
     /// The writer behind handle `fh`, if it is one.
@@ -478,7 +508,13 @@ impl Filesystem for CoopFs {
         reply: ReplyEmpty,
     ) {
         match self.handles().remove(&fh.0) {
-            Some(Open::Write { pending, .. }) => done(reply, self.writers.close(&pending)),
+            Some(Open::Write { pending, .. }) => {
+                let closed = self.writers.close(&pending);
+                if closed == Ok(true) {
+                    self.take_in(pending.path());
+                }
+                done(reply, closed.map(drop));
+            }
             _ => reply.ok(),
         }
     }

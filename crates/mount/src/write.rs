@@ -223,8 +223,9 @@ impl Writers {
         Ok(())
     }
 
-    /// Commits what `p`'s writers wrote (a `close`, an `fsync`).
-    pub fn commit(&self, p: &Pending) -> Result<(), Errno> {
+    /// Commits what `p`'s writers wrote (a `close`, an `fsync`); true if
+    /// a new version reached the origin.
+    pub fn commit(&self, p: &Pending) -> Result<bool, Errno> {
         let mut st = p.state();
         if let Some(e) = st.failed.take() {
             st.draft = None;
@@ -233,7 +234,7 @@ impl Writers {
             return Err(e);
         }
         if !st.dirty {
-            return Ok(());
+            return Ok(false);
         }
         let draft = st.draft.take().ok_or(Errno::EIO)?;
         st.dirty = false;
@@ -242,12 +243,12 @@ impl Writers {
             tracing::warn!(path = %p.path(), error = %e, "commit to the origin failed; the writes are lost");
             errno::of_origin(&e)
         })?;
-        Ok(())
+        Ok(true)
     }
 
     /// One writer of `p` is gone (`release`): commits, and forgets `p`
-    /// once it has no writers.
-    pub fn close(&self, p: &Arc<Pending>) -> Result<(), Errno> {
+    /// once it has no writers. True if a new version reached the origin.
+    pub fn close(&self, p: &Arc<Pending>) -> Result<bool, Errno> {
         let committed = self.commit(p);
         let last = {
             let mut st = p.state();
@@ -268,7 +269,7 @@ impl Writers {
     /// into its own directory entry, which is about to move.
     pub fn before_rename(&self, from: &str) -> Result<(), Errno> {
         match self.get(from) {
-            Some(p) => self.commit(&p),
+            Some(p) => self.commit(&p).map(drop),
             None => Ok(()),
         }
     }

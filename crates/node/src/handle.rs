@@ -508,6 +508,37 @@ impl NodeHandle {
         Ok(v)
     }
 
+    /// The version of `path` as the origin has it now, refreshing the
+    /// attribute cache (a writer's own commit must not be hidden from it
+    /// by an entry from before).
+    pub async fn stat_fresh(&self, path: &str) -> Result<Arc<FileVersion>, NodeError> {
+        self.lock_attrs().remove(path);
+        self.stat(path).await
+    }
+
+    /// Bytes of block memory the node caches in.
+    pub fn cache_bytes(&self) -> u64 {
+        self.capacity as u64 * u64::from(self.block_size)
+    }
+
+    /// Reads `path` at `version` whole through the node, keeping nothing
+    /// but what the node caches: a writer's node takes the version it just
+    /// committed into its memory this way (as the first reader of the new
+    /// version it records its digests and is then the holder its manager
+    /// forwards the next readers to), as C2Cfs's writer keeps its copy.
+    pub async fn take_in(
+        self: &Arc<Self>,
+        path: Arc<str>,
+        version: Arc<FileVersion>,
+    ) -> Result<(), NodeError> {
+        let size = version.size;
+        let mut s = std::pin::pin!(self.stream(path, version, 0..size));
+        while let Some(part) = s.next().await {
+            part?;
+        }
+        Ok(())
+    }
+
     fn lock_attrs(
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<String, (Arc<FileVersion>, Instant)>> {
