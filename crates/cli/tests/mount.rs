@@ -340,6 +340,17 @@ fn a_file_written_on_one_mount_is_read_from_the_writers_memory() {
     let before = a.status();
     assert_eq!(std::fs::read(dirs[0].join("w.bin")).unwrap(), again);
     assert_eq!(reads(&a.status(), "origin"), reads(&before, "origin"));
+
+    // The writer killed (-9) after its close, the only node holding the
+    // new version: the next reader still gets the whole file, from the
+    // origin once its peer times out or leaves.
+    let last = pattern(1_500_000, 11);
+    std::fs::write(dirs[0].join("last.bin"), &last).unwrap();
+    drop(a);
+    let started = Instant::now();
+    assert_eq!(std::fs::read(dirs[1].join("last.bin")).unwrap(), last);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(reads(&b.status(), "origin") > 0);
 }
 
 #[test]
