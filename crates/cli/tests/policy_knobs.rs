@@ -192,7 +192,7 @@ fn clockpro_knobs_reach_the_policy() {
     assert_ne!(rows[0]["misses"], rows[1]["misses"]);
     fails_with(
         &format!(
-            "sim {trace} --format lirs --policy clockpro(min_cold=0.6,max_cold=0.5) --cache-size 100"
+            "sim {trace} --format lirs --policy clockpro(min_cold=0.4,max_cold=0.3) --cache-size 100"
         ),
         &["min_cold at most max_cold"],
     );

@@ -89,7 +89,9 @@ impl Knobs for ClockProParams {
             name: "min_cold",
             libcachesim: "percent-min-resident-cold",
             min: 0.0,
-            max: 0.99,
+            // Above a half the hot pages could not have the minimum's room
+            // (the maximum is bounded by it): no cache of any size builds.
+            max: 0.5,
             unit: KnobUnit::Real,
             help: "the cold target's smallest share of the cache, and its start (Caffeine's name)",
         },
