@@ -343,13 +343,18 @@ fn a_file_written_on_one_mount_is_read_from_the_writers_memory() {
 
     // The writer killed (-9) after its close, the only node holding the
     // new version: the next reader still gets the whole file, from the
-    // origin once its peer times out or leaves.
+    // origin once its peer's link breaks (at worst each block's peer
+    // timeout, 5 s at most).
     let last = pattern(1_500_000, 11);
     std::fs::write(dirs[0].join("last.bin"), &last).unwrap();
     drop(a);
     let started = Instant::now();
     assert_eq!(std::fs::read(dirs[1].join("last.bin")).unwrap(), last);
-    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(reads(&b.status(), "origin") > 0);
 }
 
