@@ -61,6 +61,10 @@ struct ReadAhead {
 /// is at most 1/this of the node's memory.
 const TAKE_IN_SHARE: u64 = 4;
 
+/// A written file up to this size is in the writer's memory when its close
+/// returns; a larger one is taken in behind the close.
+const TAKE_IN_BEFORE_CLOSE: u64 = 64 << 20;
+
 /// Times an open asks again for a version replaced while it was read.
 const OPEN_RETRIES: usize = 4;
 
@@ -238,22 +242,36 @@ impl CoopFs {
     }
 
     /// After a commit of `path`: the writer's node takes the new version
-    /// into its memory before the close returns, so the next opener on any
-    /// node is forwarded to it instead of reading the origin (C2Cfs: the
-    /// writer's copy is the valid one). Files larger than a quarter of the
-    /// node's memory are left to the origin rather than flush the cache.
-    /// A failure costs the next readers an origin read, nothing else.
+    /// into its memory, so the next opener on any node is forwarded to it
+    /// instead of reading the origin (C2Cfs: the writer's copy is the valid
+    /// one). Up to [`TAKE_IN_BEFORE_CLOSE`] bytes this is done before the
+    /// close returns, so any later open finds it; a larger file is taken in
+    /// behind the close, which would otherwise wait seconds for it. Files
+    /// larger than a quarter of the node's memory are left to the origin
+    /// rather than flush the cache. A failure costs the next readers an
+    /// origin read, nothing else.
     fn take_in(&self, path: Arc<str>) {
         let node = self.node.clone();
-        let done = self.rt.block_on(async move {
-            let version = node.stat_fresh(&path).await?;
-            if version.size > node.cache_bytes() / TAKE_IN_SHARE {
-                return Ok(());
+        let version = match self.rt.block_on(node.stat_fresh(&path)) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::debug!(error = %e, "the written file was not taken into memory");
+                return;
             }
-            node.take_in(path, version).await
-        });
-        if let Err(e) = done {
-            tracing::debug!(error = %e, "the written file was not taken into memory");
+        };
+        if version.size > node.cache_bytes() / TAKE_IN_SHARE {
+            return;
+        }
+        let behind = version.size > TAKE_IN_BEFORE_CLOSE;
+        let work = async move {
+            if let Err(e) = node.take_in(path, version).await {
+                tracing::debug!(error = %e, "the written file was not taken into memory");
+            }
+        };
+        if behind {
+            self.rt.spawn(work);
+        } else {
+            self.rt.block_on(work);
         }
     }
 
