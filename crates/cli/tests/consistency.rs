@@ -5,18 +5,9 @@ mod common;
 
 use common::*;
 
-fn rows(args: &str) -> Vec<serde_json::Value> {
-    let out = coopcache(args);
-    assert!(out.status.success(), "{args}: {}", stderr(&out));
-    stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn c2cfs_serves_reads_from_peers_that_nfs_reads_from_the_origin() {
-    let rows = rows(
+    let rows = json_rows(
         "sim --workload sprite-like --workload-params requests=70000 --consistency nfs,c2cfs,c2cfs-exclusive --json",
     );
     let names: Vec<&str> = rows

@@ -5,17 +5,6 @@ mod common;
 
 use common::*;
 
-/// Runs `coopcache ARGS` (a `--json` run), which must succeed, and returns
-/// its rows.
-fn json_rows(args: &str) -> Vec<serde_json::Value> {
-    let out = coopcache(args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The rows' `policy` labels.
 fn labels(rows: &[serde_json::Value]) -> Vec<&str> {
     rows.iter().map(|r| r["policy"].as_str().unwrap()).collect()

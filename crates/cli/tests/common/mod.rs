@@ -28,6 +28,17 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs `coopcache` with the words of `args`, which must succeed, and
+/// parses each line it prints as a JSON row (`--json` output).
+pub fn json_rows(args: &str) -> Vec<serde_json::Value> {
+    let out = coopcache(args);
+    assert!(out.status.success(), "{args}: {}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 pub fn shared_trace(name: &str) -> Option<PathBuf> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/traces")

@@ -203,12 +203,12 @@ impl ConsistencySim {
         self.stats.reads += 1;
         let current = self.origin_version(id);
         let mine = self.nodes[node as usize].copy(id);
-        let (got, opened) = if self.scheme == Scheme::Nfs {
+        // Where the open reads from: NFS trusts a copy of the origin's
+        // version; C2Cfs asks the file's manager (and, shared, the origin).
+        let (source, opened) = if self.scheme == Scheme::Nfs {
             self.stats.origin_getattrs += 1;
-            match mine {
-                Some(c) if c.version == current => (None, None),
-                _ => (Some(current), None),
-            }
+            let fresh = mine.is_some_and(|c| c.version == current);
+            (if fresh { Source::Local } else { Source::Origin }, None)
         } else {
             self.stats.manager_messages += 1;
             let opened = self.table.open(id);
@@ -217,21 +217,22 @@ impl ConsistencySim {
                 self.stats.origin_getattrs += 1;
             }
             let tlocal = mine.and_then(|c| c.tlocal);
-            let got = match opened.source(node, tlocal, shared, self.seen as usize) {
-                Source::Local => None,
-                Source::Peer(p) => {
-                    self.stats.from_peers += 1;
-                    self.stats.peer_bytes += bytes;
-                    let theirs = self.nodes[p as usize].copy(id);
-                    Some(theirs.map_or(u64::MAX, |c| c.version))
-                }
-                Source::Origin => {
-                    self.stats.origin_reads += 1;
-                    self.stats.origin_read_bytes += bytes;
-                    Some(current)
-                }
-            };
-            (got, Some(opened))
+            let source = opened.source(node, tlocal, shared, self.seen as usize);
+            (source, Some(opened))
+        };
+        let got = match source {
+            Source::Local => None,
+            Source::Peer(p) => {
+                self.stats.from_peers += 1;
+                self.stats.peer_bytes += bytes;
+                let theirs = self.nodes[p as usize].copy(id);
+                Some(theirs.map_or(u64::MAX, |c| c.version))
+            }
+            Source::Origin => {
+                self.stats.origin_reads += 1;
+                self.stats.origin_read_bytes += bytes;
+                Some(current)
+            }
         };
         let version = match got {
             None => {
@@ -240,10 +241,6 @@ impl ConsistencySim {
                 mine.map_or(u64::MAX, |c| c.version)
             }
             Some(v) => {
-                if self.scheme == Scheme::Nfs {
-                    self.stats.origin_reads += 1;
-                    self.stats.origin_read_bytes += bytes;
-                }
                 let copy = Copy {
                     version: v,
                     tlocal: None,
