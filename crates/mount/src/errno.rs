@@ -25,7 +25,10 @@ pub fn of_origin(e: &OriginError) -> Errno {
         OriginError::Changed { .. } => Errno::ESTALE,
         // The origin directory's own refusal (a full disk, a quota, a
         // read-only file system) is the program's to see, as is.
-        OriginError::Local { source, .. } => {
+        OriginError::CrossDevice { .. } => Errno::EXDEV,
+        // symlink(2)'s answer on a file system without links.
+        OriginError::Unsupported { .. } => Errno::EPERM,
+        OriginError::Local { source, .. } | OriginError::Spool { source, .. } => {
             source.raw_os_error().map_or(Errno::EIO, Errno::from_i32)
         }
         _ => Errno::EIO,

@@ -4,16 +4,17 @@
 //! Names, attributes, directory listings and links come from the origin;
 //! file contents are read through the node exactly as `coopcache cat`
 //! reads them, with close-to-open consistency (each open reads the version
-//! the origin had at that open; see `fs.rs`). A local directory origin can
-//! be written: files are written through to the origin at every close
-//! (see `write.rs`), directories, links, renames, modes and times directly.
-//! S3 and HTTP origins are mounted read-only for now (`EROFS`).
+//! the origin had at that open; see `fs.rs`). A local directory or S3
+//! origin can be written: files are written through to the origin at every
+//! close (see `write.rs`), directories, links, renames, modes and times
+//! directly. S3 keeps no modes, times or links: mode and time changes are
+//! accepted and not kept, links are refused (`EPERM`), and a directory
+//! rename answers `EXDEV` so that `mv` copies it (see
+//! `coopcache_node::origin`). HTTP origins are mounted read-only (`EROFS`).
 //!
 //! Not yet (issue 14's next steps): using the core's C2Cfs commit state
-//! (`coopcache_core::c2cfs`) at the file's manager, so that the next opener
-//! fetches a file just written from the writer's memory rather than the
-//! origin; writes to S3;
-//! parallel segment fetch. Hard links are not supported (`ENOTSUP`), nor
+//! (`coopcache_core::c2cfs`) at the file's manager (an `exclusive` mode
+//! with no origin round trip at open); parallel segment fetch. Hard links are not supported (`ENOTSUP`), nor
 //! extended attributes; files belong to the mounting user.
 //!
 //! A daemon killed without unmounting leaves its mount point dead

@@ -10,7 +10,9 @@
 //! starts a new draft from the committed bytes.
 //!
 //! Dirty data is never held in memory: a draft is a file in the origin's
-//! directory (a temporary one, renamed into place at the commit).
+//! directory (a temporary one, renamed into place at the commit), or for
+//! S3 a spool file on the local disk (`$TMPDIR`, unlinked) put at the
+//! commit.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -219,7 +221,9 @@ impl Writers {
     pub fn truncate_closed(&self, path: &str, len: u64) -> Result<(), Errno> {
         let mut draft = self.draft(path, true, 0o644)?;
         draft.set_len(len).map_err(|e| errno::of_origin(&e))?;
-        draft.commit().map_err(|e| errno::of_origin(&e))?;
+        self.rt
+            .block_on(draft.commit())
+            .map_err(|e| errno::of_origin(&e))?;
         Ok(())
     }
 
@@ -239,7 +243,7 @@ impl Writers {
         let draft = st.draft.take().ok_or(Errno::EIO)?;
         st.dirty = false;
         tracing::debug!(path = %p.path(), "commit");
-        draft.commit().map_err(|e| {
+        self.rt.block_on(draft.commit()).map_err(|e| {
             tracing::warn!(path = %p.path(), error = %e, "commit to the origin failed; the writes are lost");
             errno::of_origin(&e)
         })?;

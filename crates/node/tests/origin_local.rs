@@ -337,7 +337,7 @@ async fn a_draft_replaces_its_file_whole_at_commit_and_vanishes_if_dropped() {
         b"old contents"
     );
     let before = origin.stat("f").await.expect("stat");
-    let version = draft.commit().expect("commit");
+    let version = draft.commit().await.expect("commit");
     assert_eq!(
         std::fs::read(root.path().join("f")).unwrap(),
         b"NEW contents"
@@ -371,8 +371,8 @@ async fn concurrent_drafts_of_one_file_merge_their_writes_as_nfs_does() {
     let mut two = origin.draft("f", true, 0o644).await.expect("draft");
     one.write_at(0, b"AAAA").expect("write");
     two.write_at(10, b"CCCC").expect("write");
-    one.commit().expect("commit");
-    two.commit().expect("commit");
+    one.commit().await.expect("commit");
+    two.commit().await.expect("commit");
     assert_eq!(
         std::fs::read(root.path().join("f")).unwrap(),
         b"AAAA bbbb CCCC",
@@ -381,12 +381,12 @@ async fn concurrent_drafts_of_one_file_merge_their_writes_as_nfs_does() {
     // A truncating writer replaces the file whole.
     let mut three = origin.draft("f", false, 0o644).await.expect("draft");
     three.write_at(0, b"new").expect("write");
-    three.commit().expect("commit");
+    three.commit().await.expect("commit");
     assert_eq!(std::fs::read(root.path().join("f")).unwrap(), b"new");
     // A length set in the open is the file's length.
     let mut four = origin.draft("f", true, 0o644).await.expect("draft");
     four.set_len(2).expect("truncate");
-    four.commit().expect("commit");
+    four.commit().await.expect("commit");
     assert_eq!(std::fs::read(root.path().join("f")).unwrap(), b"ne");
     let names: Vec<_> = std::fs::read_dir(root.path())
         .expect("list")

@@ -1,13 +1,20 @@
 //! Changing the origin, for the mount: drafts of files (written whole and
-//! renamed into place at close), directories, links, removals, renames,
-//! modes and times. Only a local directory can be changed so far; S3 and
-//! HTTP answer [`OriginError::ReadOnly`].
+//! put in place at close), directories, links, removals, renames, modes
+//! and times. A local directory is changed in place (`local/write.rs`), an
+//! S3 bucket through `object_store` (`object_write.rs`,
+//! `object_change.rs`); HTTP answers [`OriginError::ReadOnly`].
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::local::{Draft, LocalDir};
-use super::{Origin, OriginError, Store, check_path};
-use std::sync::Arc;
+use object_store::ObjectStore;
+use object_store::path::Path;
+
+use super::backend::Backend;
+use super::draft::Draft;
+use super::local::LocalDir;
+use super::object_write::ObjectDraft;
+use super::{Origin, OriginError, Store, check_path, object_change, prefixed};
 
 /// A time to set on a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,78 +26,154 @@ pub enum SetTime {
     At(SystemTime),
 }
 
+/// Where a change of one path goes.
+enum Target {
+    Local(Arc<LocalDir>),
+    Object {
+        store: Arc<dyn ObjectStore>,
+        /// The origin's key prefix.
+        prefix: Path,
+        /// The path's key.
+        key: Path,
+    },
+}
+
 impl Origin {
-    /// Whether the origin can be changed through this crate.
+    /// Whether the origin can be changed through this crate (a local
+    /// directory or S3; not HTTP).
     pub fn writable(&self) -> bool {
-        matches!(self.store, Store::Local(_))
+        match &self.store {
+            Store::Local(_) => true,
+            Store::Object { backend, .. } => *backend == Backend::S3,
+        }
     }
 
-    fn local(&self, path: &str) -> Result<Arc<LocalDir>, OriginError> {
-        check_path(path)?;
+    fn target(&self, path: &str) -> Result<Target, OriginError> {
+        let location = check_path(path)?;
         match &self.store {
-            Store::Local(dir) => Ok(dir.clone()),
+            Store::Local(dir) => Ok(Target::Local(dir.clone())),
+            Store::Object {
+                store,
+                prefix,
+                backend: Backend::S3,
+            } => Ok(Target::Object {
+                store: store.clone(),
+                prefix: prefix.clone(),
+                key: prefixed(prefix, location),
+            }),
             Store::Object { .. } => Err(OriginError::ReadOnly {
                 origin: self.description.clone(),
             }),
         }
     }
 
-    /// Runs a change of `path` on the blocking pool.
-    async fn change<T: Send + 'static>(
-        &self,
+    /// Runs a change of `path` in a local directory on the blocking pool.
+    async fn local_change<T: Send + 'static>(
         path: &str,
+        dir: Arc<LocalDir>,
         f: impl FnOnce(&LocalDir) -> Result<T, OriginError> + Send + 'static,
     ) -> Result<T, OriginError> {
-        let dir = self.local(path)?;
         super::blocking(path.to_owned(), move || f(&dir)).await
     }
 
     /// Starts writing `path` (see [`Draft`]): a copy of its bytes if
-    /// `keep`, else empty; `mode` for a new file.
+    /// `keep`, else empty; `mode` for a new file (a local directory's).
     pub async fn draft(&self, path: &str, keep: bool, mode: u32) -> Result<Draft, OriginError> {
         let p = path.to_owned();
-        self.change(path, move |d| d.draft(&p, keep, mode)).await
+        match self.target(path)? {
+            Target::Local(dir) => {
+                let draft = Self::local_change(path, dir, move |d| d.draft(&p, keep, mode)).await;
+                draft.map(Draft::from)
+            }
+            Target::Object { store, key, .. } => {
+                self.pause().await;
+                let draft = ObjectDraft::open(store, key, path, keep).await;
+                draft.map(Draft::from)
+            }
+        }
     }
 
     /// Creates directory `path`.
     pub async fn mkdir(&self, path: &str, mode: u32) -> Result<(), OriginError> {
         let p = path.to_owned();
-        self.change(path, move |d| d.mkdir(&p, mode)).await
+        match self.target(path)? {
+            Target::Local(dir) => Self::local_change(path, dir, move |d| d.mkdir(&p, mode)).await,
+            Target::Object { store, key, .. } => {
+                object_change::mkdir(store.as_ref(), &key, path).await
+            }
+        }
     }
 
     /// Removes the file or link at `path`.
     pub async fn unlink(&self, path: &str) -> Result<(), OriginError> {
         let p = path.to_owned();
-        self.change(path, move |d| d.unlink(&p)).await
+        match self.target(path)? {
+            Target::Local(dir) => Self::local_change(path, dir, move |d| d.unlink(&p)).await,
+            Target::Object { store, prefix, key } => {
+                object_change::unlink(store.as_ref(), &prefix, &key, path).await
+            }
+        }
     }
 
     /// Removes the empty directory at `path`.
     pub async fn rmdir(&self, path: &str) -> Result<(), OriginError> {
         let p = path.to_owned();
-        self.change(path, move |d| d.rmdir(&p)).await
+        match self.target(path)? {
+            Target::Local(dir) => Self::local_change(path, dir, move |d| d.rmdir(&p)).await,
+            Target::Object { store, prefix, key } => {
+                object_change::rmdir(store.as_ref(), &prefix, &key, path).await
+            }
+        }
     }
 
     /// Renames `from` to `to`, replacing `to` unless `no_replace`.
     pub async fn rename(&self, from: &str, to: &str, no_replace: bool) -> Result<(), OriginError> {
-        check_path(to)?;
+        let to_target = self.target(to)?;
         let (f, t) = (from.to_owned(), to.to_owned());
-        self.change(from, move |d| d.rename(&f, &t, no_replace))
-            .await
+        match (self.target(from)?, to_target) {
+            (Target::Local(dir), _) => {
+                Self::local_change(from, dir, move |d| d.rename(&f, &t, no_replace)).await
+            }
+            (Target::Object { store, prefix, key }, Target::Object { key: to_key, .. }) => {
+                let (origin, store) = (self.description.as_str(), store.as_ref());
+                let (from, to) = ((&key, from), (&to_key, to));
+                object_change::rename(store, &prefix, from, to, no_replace, origin).await
+            }
+            (Target::Object { .. }, Target::Local(_)) => Err(OriginError::ReadOnly {
+                origin: self.description.clone(),
+            }),
+        }
     }
 
-    /// Creates a symbolic link at `path` holding `target`.
+    /// Creates a symbolic link at `path` holding `target` (S3 has none:
+    /// [`OriginError::Unsupported`]).
     pub async fn symlink(&self, target: &str, path: &str) -> Result<(), OriginError> {
         let (t, p) = (target.to_owned(), path.to_owned());
-        self.change(path, move |d| d.symlink(&t, &p)).await
+        match self.target(path)? {
+            Target::Local(dir) => Self::local_change(path, dir, move |d| d.symlink(&t, &p)).await,
+            Target::Object { .. } => Err(OriginError::Unsupported {
+                origin: self.description.clone(),
+                what: "symbolic links".into(),
+            }),
+        }
     }
 
-    /// Sets the permission bits of `path`.
+    /// Sets the permission bits of `path` (S3 keeps none: accepted, not
+    /// kept, as `rclone mount` does).
     pub async fn set_mode(&self, path: &str, mode: u32) -> Result<(), OriginError> {
         let p = path.to_owned();
-        self.change(path, move |d| d.set_mode(&p, mode)).await
+        match self.target(path)? {
+            Target::Local(dir) => {
+                Self::local_change(path, dir, move |d| d.set_mode(&p, mode)).await
+            }
+            Target::Object { store, key, .. } => {
+                object_change::exists(store.as_ref(), &key, path).await
+            }
+        }
     }
 
-    /// Sets the access and modification times of `path` (`None`: unchanged).
+    /// Sets the access and modification times of `path` (`None`:
+    /// unchanged; S3 keeps its own: accepted, not kept).
     pub async fn set_times(
         &self,
         path: &str,
@@ -98,7 +181,13 @@ impl Origin {
         mtime: Option<SetTime>,
     ) -> Result<(), OriginError> {
         let p = path.to_owned();
-        self.change(path, move |d| d.set_times(&p, atime, mtime))
-            .await
+        match self.target(path)? {
+            Target::Local(dir) => {
+                Self::local_change(path, dir, move |d| d.set_times(&p, atime, mtime)).await
+            }
+            Target::Object { store, key, .. } => {
+                object_change::exists(store.as_ref(), &key, path).await
+            }
+        }
     }
 }

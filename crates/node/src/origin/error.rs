@@ -102,6 +102,35 @@ pub enum OriginError {
         #[source]
         source: std::io::Error,
     },
+    /// The local spool file holding a draft for an object store failed
+    /// (a full disk, say) on `path`.
+    #[error("the local spool of the writes to {path} failed: {source}")]
+    Spool {
+        /// The path as the caller gave it.
+        path: String,
+        /// What the kernel said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The origin cannot do this change in one step (an object store
+    /// renaming a directory); a program falls back to copying, as across
+    /// file systems.
+    #[error("the origin {origin} cannot rename the directory {path} in one step")]
+    CrossDevice {
+        /// The origin's description.
+        origin: String,
+        /// The path as the caller gave it.
+        path: String,
+    },
+    /// The origin has no such thing (an object store has no symbolic
+    /// links).
+    #[error("the origin {origin} cannot hold {what}")]
+    Unsupported {
+        /// The origin's description.
+        origin: String,
+        /// What it cannot hold.
+        what: String,
+    },
     /// The store gave neither an ETag nor a `Last-Modified` for the file,
     /// so a change to it could never be detected; refused unless the origin
     /// is declared immutable (`--origin-immutable`).
@@ -112,7 +141,7 @@ pub enum OriginError {
         /// The path as the caller gave it.
         path: String,
     },
-    /// The origin cannot be written (S3 and HTTP, for now).
+    /// The origin cannot be written (HTTP).
     #[error("the origin {origin} is read-only here")]
     ReadOnly {
         /// The origin's description.
@@ -190,6 +219,8 @@ impl OriginError {
             object_store::Error::NotFound { .. } => OriginError::NotFound { path },
             object_store::Error::Precondition { .. } => OriginError::Changed { path },
             object_store::Error::PermissionDenied { .. } => OriginError::PermissionDenied { path },
+            // A conditional put (`If-None-Match: *`) found the object.
+            object_store::Error::AlreadyExists { .. } => OriginError::Exists { path },
             source => OriginError::Io { path, source },
         }
     }

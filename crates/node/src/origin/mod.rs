@@ -16,11 +16,15 @@
 
 mod backend;
 mod change;
+mod draft;
 mod error;
 mod local;
+mod object_change;
+mod object_write;
 mod path;
 mod spec;
 pub mod tree;
+mod written;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -32,8 +36,8 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 
 pub use change::SetTime;
+pub use draft::Draft;
 pub use error::OriginError;
-pub use local::Draft;
 pub use path::check_path;
 pub use spec::{ACCEPTED_FORMS, OriginSpec};
 pub use tree::{DirEntry, Entry, EntryKind};

@@ -61,9 +61,10 @@ pub fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// Whether `name` is a part a checked path may hold.
+/// Whether `name` is a part a checked path may hold (and not the marker
+/// object that keeps an empty S3 directory).
 fn listable(name: &str) -> bool {
-    check_path(name).is_ok()
+    check_path(name).is_ok() && name != super::object_write::DIR_MARKER
 }
 
 impl Origin {
@@ -86,6 +87,9 @@ impl Origin {
             } => {
                 if path.is_empty() {
                     return Ok(dir_entry());
+                }
+                if path.rsplit('/').next() == Some(super::object_write::DIR_MARKER) {
+                    return Err(OriginError::NotFound { path: path.into() });
                 }
                 let key = prefixed(prefix, check_path(path)?);
                 match store.head(&key).await {

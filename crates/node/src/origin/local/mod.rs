@@ -41,7 +41,7 @@ use rustix::io::Errno;
 use super::{DirEntry, Entry, EntryKind, FileVersion, OriginError};
 
 mod write;
-pub use write::Draft;
+pub(crate) use write::Draft;
 
 /// How paths are resolved beneath the root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,6 +29,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 
 use super::{LocalDir, io_error, statx, version_of};
+use crate::origin::written::Written;
 use crate::origin::{FileVersion, OriginError, SetTime};
 use std::collections::hash_map::RandomState;
 use std::sync::OnceLock;
@@ -47,7 +48,7 @@ pub(crate) fn is_draft(name: &str) -> bool {
 /// directory until [`Draft::commit`] renames it over the target. Dropped
 /// uncommitted, the temporary file is removed.
 #[derive(Debug)]
-pub struct Draft {
+pub(crate) struct Draft {
     file: File,
     dir: OwnedFd,
     temp: String,
@@ -56,31 +57,10 @@ pub struct Draft {
     committed: bool,
     /// The temporary file a rebase wrote, while it is not yet renamed.
     rebased_temp: Option<String>,
-    /// The draft is the whole new file (created, or truncated at open).
-    whole: bool,
-    /// Ranges this open wrote, sorted and merged (unless `whole`).
-    extents: Vec<(u64, u64)>,
-    /// The open set the length: the draft's length is the file's.
-    sized: bool,
+    /// What this open wrote (or that it replaces the file whole).
+    written: Written,
     /// Times the open set, to carry over at the commit.
     times: Option<(Option<SetTime>, Option<SetTime>)>,
-}
-
-/// Written ranges a draft records; past this it becomes a whole-file
-/// replacement (its base copy plus all its writes), like a draft that
-/// truncated.
-const MAX_EXTENTS: usize = 1024;
-
-/// Adds `start..end` to sorted, merged `extents`.
-fn add_extent(extents: &mut Vec<(u64, u64)>, start: u64, end: u64) {
-    let at = extents.partition_point(|&(_, e)| e < start);
-    let mut merged = (start, end);
-    let mut gone = at;
-    while gone < extents.len() && extents[gone].0 <= merged.1 {
-        merged = (merged.0.min(extents[gone].0), merged.1.max(extents[gone].1));
-        gone += 1;
-    }
-    extents.splice(at..gone, std::iter::once(merged));
 }
 
 /// An exclusive `flock` of a directory, released when dropped.
@@ -151,9 +131,7 @@ impl LocalDir {
             path: path.to_owned(),
             committed: false,
             rebased_temp: None,
-            whole: !keep || existing.is_none(),
-            extents: Vec::new(),
-            sized: false,
+            written: Written::new(!keep || existing.is_none()),
             times: None,
         };
         if keep && let Some(mut from) = existing {
@@ -245,57 +223,41 @@ impl LocalDir {
 
 impl Draft {
     /// Writes `data` at `offset`.
-    pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
+    pub(crate) fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
         self.file
             .write_all_at(data, offset)
             .map_err(|e| io_error(&self.path, e))?;
-        if !self.whole && !data.is_empty() {
-            add_extent(&mut self.extents, offset, offset + data.len() as u64);
-            if self.extents.len() > MAX_EXTENTS {
-                self.whole = true;
-                self.extents = Vec::new();
-            }
-        }
+        self.written.wrote(offset, data.len());
         Ok(())
     }
 
-    /// Reads up to `len` bytes at `offset` (fewer at the end).
-    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>, OriginError> {
-        let mut buf = vec![0; len];
-        let mut got = 0;
-        while got < len {
-            match self.file.read_at(&mut buf[got..], offset + got as u64) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io_error(&self.path, e)),
-            }
-        }
-        buf.truncate(got);
-        Ok(buf)
+    /// The temporary file holding the draft's bytes.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The path as the caller gave it.
+    pub(crate) fn path(&self) -> &str {
+        &self.path
     }
 
     /// Sets the length (truncates or extends with zeros).
-    pub fn set_len(&mut self, len: u64) -> Result<(), OriginError> {
+    pub(crate) fn set_len(&mut self, len: u64) -> Result<(), OriginError> {
         self.file
             .set_len(len)
             .map_err(|e| io_error(&self.path, e))?;
-        self.sized = true;
-        for e in &mut self.extents {
-            e.1 = e.1.min(len);
-        }
-        self.extents.retain(|e| e.0 < e.1);
+        self.written.truncated(len);
         Ok(())
     }
 
     /// Sets the permission bits the file will have.
-    pub fn set_mode(&self, mode: u32) -> Result<(), OriginError> {
+    pub(crate) fn set_mode(&self, mode: u32) -> Result<(), OriginError> {
         rustix::fs::fchmod(&self.file, Mode::from_raw_mode(mode & 0o7777))
             .map_err(|e| io_error(&self.path, e.into()))
     }
 
     /// Sets the times the file will have (the rename keeps them).
-    pub fn set_times(
+    pub(crate) fn set_times(
         &mut self,
         atime: Option<SetTime>,
         mtime: Option<SetTime>,
@@ -306,37 +268,16 @@ impl Draft {
         Ok(())
     }
 
-    /// The current length.
-    pub fn len(&self) -> Result<u64, OriginError> {
-        Ok(self.metadata()?.len())
-    }
-
-    /// When the draft was last written (what a new file's writers report
-    /// as its modification time before the commit).
-    pub fn modified(&self) -> Result<SystemTime, OriginError> {
-        self.metadata()?
-            .modified()
-            .map_err(|e| io_error(&self.path, e))
-    }
-
-    fn metadata(&self) -> Result<std::fs::Metadata, OriginError> {
-        self.file.metadata().map_err(|e| io_error(&self.path, e))
-    }
-
-    /// Whether nothing is written yet.
-    pub fn is_empty(&self) -> Result<bool, OriginError> {
-        Ok(self.len()? == 0)
-    }
-
     /// Makes the draft the file (see the module's doc): flushed to disk,
     /// renamed over the target, the directory flushed. Returns the new
     /// version.
-    pub fn commit(mut self) -> Result<FileVersion, OriginError> {
+    pub(crate) fn commit(mut self) -> Result<FileVersion, OriginError> {
         let path = self.path.clone();
         let fail = |e: io::Error| io_error(&path, e);
         let dir = self.dir.try_clone().map_err(fail)?;
         let lock = DirLock::exclusive(&dir).map_err(fail)?;
-        let (file, temp) = if self.whole {
+        let whole = self.written.whole();
+        let (file, temp) = if whole {
             (self.file.try_clone().map_err(fail)?, self.temp.clone())
         } else {
             let file = self.rebase().map_err(fail)?;
@@ -345,7 +286,7 @@ impl Draft {
         file.sync_all().map_err(fail)?;
         rustix::fs::renameat(&dir, temp.as_str(), &dir, self.name.as_str())
             .map_err(|e| fail(e.into()))?;
-        if self.whole {
+        if whole {
             self.committed = true;
         } else {
             self.rebased_temp = None;
@@ -375,19 +316,7 @@ impl Draft {
             Err(Errno::NOENT) => {}
             Err(e) => return Err(e.into()),
         }
-        let mut buf = vec![0u8; 1 << 20];
-        for &(start, end) in &self.extents {
-            let mut at = start;
-            while at < end {
-                let n = ((end - at) as usize).min(buf.len());
-                self.file.read_exact_at(&mut buf[..n], at)?;
-                out.write_all_at(&buf[..n], at)?;
-                at += n as u64;
-            }
-        }
-        if self.sized {
-            out.set_len(self.file.metadata()?.len())?;
-        }
+        self.written.lay_over(&self.file, &out)?;
         if let Some((atime, mtime)) = self.times {
             let times = timestamps(atime, mtime);
             rustix::fs::futimens(&out, &times)?;
@@ -469,26 +398,5 @@ fn timespec(t: Option<SetTime>) -> Timespec {
             // Before 1970: not settable here; left as it is.
             Err(_) => omit(rustix::fs::UTIME_OMIT),
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::add_extent;
-
-    #[test]
-    fn extents_stay_sorted_and_merged() {
-        let mut e = Vec::new();
-        add_extent(&mut e, 10, 20);
-        add_extent(&mut e, 30, 40);
-        add_extent(&mut e, 0, 5);
-        assert_eq!(e, [(0, 5), (10, 20), (30, 40)]);
-        add_extent(&mut e, 18, 31);
-        assert_eq!(e, [(0, 5), (10, 40)]);
-        add_extent(&mut e, 5, 10);
-        assert_eq!(e, [(0, 40)]);
-        add_extent(&mut e, 50, 60);
-        add_extent(&mut e, 45, 50);
-        assert_eq!(e, [(0, 40), (45, 60)]);
     }
 }

@@ -1,0 +1,145 @@
+//! A file being written through the mount, whatever the origin: a
+//! temporary file beside its target in a local directory
+//! (`local/write.rs`), a spool file put at the commit for S3
+//! (`object_write.rs`). Both record the ranges their open wrote and merge
+//! them over the file as it is at the commit.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::time::SystemTime;
+
+use super::object_write::ObjectDraft;
+use super::{FileVersion, OriginError, SetTime, local};
+
+/// A file being written: nothing of it is visible to others until
+/// [`Draft::commit`]; dropped uncommitted, it leaves the file as it was.
+#[derive(Debug)]
+pub struct Draft(Kind);
+
+#[derive(Debug)]
+enum Kind {
+    Local(local::Draft),
+    Object(ObjectDraft),
+}
+
+impl From<local::Draft> for Draft {
+    fn from(d: local::Draft) -> Draft {
+        Draft(Kind::Local(d))
+    }
+}
+
+impl From<ObjectDraft> for Draft {
+    fn from(d: ObjectDraft) -> Draft {
+        Draft(Kind::Object(d))
+    }
+}
+
+impl Draft {
+    /// The file holding the draft's bytes.
+    fn file(&self) -> &File {
+        match &self.0 {
+            Kind::Local(d) => d.file(),
+            Kind::Object(d) => d.file(),
+        }
+    }
+
+    /// An I/O failure of the draft's file, as the kind of draft reports it.
+    fn io(&self, e: io::Error) -> OriginError {
+        match &self.0 {
+            Kind::Local(d) => OriginError::Local {
+                path: d.path().into(),
+                source: e,
+            },
+            Kind::Object(d) => OriginError::Spool {
+                path: d.path().into(),
+                source: e,
+            },
+        }
+    }
+
+    /// Writes `data` at `offset`.
+    pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
+        match &mut self.0 {
+            Kind::Local(d) => d.write_at(offset, data),
+            Kind::Object(d) => d.write_at(offset, data),
+        }
+    }
+
+    /// Reads up to `len` bytes at `offset` (fewer at the end).
+    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>, OriginError> {
+        let mut buf = vec![0; len];
+        let mut got = 0;
+        while got < len {
+            match self.file().read_at(&mut buf[got..], offset + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io(e)),
+            }
+        }
+        buf.truncate(got);
+        Ok(buf)
+    }
+
+    /// Sets the length (truncates or extends with zeros).
+    pub fn set_len(&mut self, len: u64) -> Result<(), OriginError> {
+        match &mut self.0 {
+            Kind::Local(d) => d.set_len(len),
+            Kind::Object(d) => d.set_len(len),
+        }
+    }
+
+    /// Sets the permission bits the file will have (an object store keeps
+    /// none: accepted and not kept).
+    pub fn set_mode(&self, mode: u32) -> Result<(), OriginError> {
+        match &self.0 {
+            Kind::Local(d) => d.set_mode(mode),
+            Kind::Object(_) => Ok(()),
+        }
+    }
+
+    /// Sets the times the file will have (an object store sets its own at
+    /// the put: accepted and not kept).
+    pub fn set_times(
+        &mut self,
+        atime: Option<SetTime>,
+        mtime: Option<SetTime>,
+    ) -> Result<(), OriginError> {
+        match &mut self.0 {
+            Kind::Local(d) => d.set_times(atime, mtime),
+            Kind::Object(_) => Ok(()),
+        }
+    }
+
+    /// The current length.
+    pub fn len(&self) -> Result<u64, OriginError> {
+        let meta = self.file().metadata().map_err(|e| self.io(e))?;
+        Ok(meta.len())
+    }
+
+    /// Whether nothing is written yet.
+    pub fn is_empty(&self) -> Result<bool, OriginError> {
+        Ok(self.len()? == 0)
+    }
+
+    /// When the draft was last written (what a new file's writers report
+    /// as its modification time before the commit).
+    pub fn modified(&self) -> Result<SystemTime, OriginError> {
+        let meta = self.file().metadata().map_err(|e| self.io(e))?;
+        meta.modified().map_err(|e| self.io(e))
+    }
+
+    /// Makes the draft the file, merged over what others committed since
+    /// it began (see `local/write.rs` and `object_write.rs`), and returns
+    /// the new version.
+    pub async fn commit(self) -> Result<FileVersion, OriginError> {
+        match self.0 {
+            Kind::Local(d) => {
+                let path = d.path().to_owned();
+                super::blocking(path, move || d.commit()).await
+            }
+            Kind::Object(d) => d.commit().await,
+        }
+    }
+}
