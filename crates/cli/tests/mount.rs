@@ -288,19 +288,6 @@ fn files_written_on_one_mount_are_read_whole_on_another_after_close() {
     assert!(b.terminate().success());
 }
 
-/// Waits until `m` sees `n` members.
-fn wait_members(m: &Mount, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while m.status()["members"].as_array().map_or(0, Vec::len) < n {
-        assert!(
-            Instant::now() < deadline,
-            "{} does not see {n} members",
-            m.status()
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_file_written_on_one_mount_is_read_from_the_writers_memory() {
     let Some(work) = Work::new(&["origin", "a", "b", "c"]) else {

@@ -122,6 +122,19 @@ impl Mount {
         name: &str,
         join: Option<&Mount>,
     ) -> Mount {
+        Mount::start_env(work, origin, dir, name, join, &[])
+    }
+
+    /// [`Mount::start_named`] with `env` set for the daemon (an S3
+    /// origin's endpoint and keys).
+    pub fn start_env(
+        work: &Path,
+        origin: &Path,
+        dir: &Path,
+        name: &str,
+        join: Option<&Mount>,
+        env: &[(String, String)],
+    ) -> Mount {
         let http = format!("127.0.0.1:{}", free_port());
         let listen = format!("127.0.0.1:{}", free_port());
         let log = work.join(format!("mount-{name}-{}.log", free_port()));
@@ -141,6 +154,7 @@ impl Mount {
         if let Some(seed) = join {
             command.args(["--join", &seed.listen]);
         }
+        command.envs(env.iter().map(|(k, v)| (k, v)));
         let child = super::common::spawn_logging(&mut command, &log);
         let mut m = Mount {
             child,
@@ -202,6 +216,19 @@ impl Drop for Mount {
         if mounted(&self.dir) {
             let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
         }
+    }
+}
+
+/// Waits until `m` sees `n` members.
+pub fn wait_members(m: &Mount, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while m.status()["members"].as_array().map_or(0, Vec::len) < n {
+        assert!(
+            Instant::now() < deadline,
+            "{} does not see {n} members",
+            m.status()
+        );
+        thread::sleep(Duration::from_millis(20));
     }
 }
 

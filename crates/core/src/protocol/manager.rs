@@ -17,12 +17,24 @@ const MAX_AWAITING_PER_BLOCK: usize = 64;
 /// Most forwards remembered per block.
 const MAX_FORWARDS_PER_BLOCK: usize = 16;
 
-/// A node allowed to record a block's digest, until `deadline`.
+/// A node allowed to record a block's digest.
+///
+/// Until `deadline` readers forwarded to it wait for its record. Past it
+/// the grant *lapses*: they are answered without one, but the node may
+/// still record until a second deadline (or until another reader is
+/// granted the block). A granted reader's origin read can queue behind
+/// its others (a read-ahead of a whole file), and a record refused for
+/// coming late left the block unrecorded, so every later reader went to
+/// the origin too.
 #[derive(Clone, Copy, Debug)]
 struct Grant {
     node: NodeId,
     deadline: u64,
+    lapsed: bool,
 }
+
+/// How many grant timeouts a lapsed grant still accepts its record.
+const LAPSED_GRANT_TIMEOUTS: u64 = 10;
 
 /// A forward sent to `holder` for `reader`, remembered until `deadline`.
 #[derive(Clone, Copy, Debug)]
@@ -115,9 +127,15 @@ impl<K> Default for Slice<K> {
 }
 
 impl<K: ProtocolKey> Slice<K> {
-    /// Whether `node` may record `block` now.
+    /// Whether `node` may record `block` now (its grant may have lapsed).
     pub(super) fn granted(&self, block: K, node: NodeId) -> bool {
         self.grants.get(&block).is_some_and(|g| g.node == node)
+    }
+
+    /// Whether `block`'s record is expected soon: granted, not lapsed.
+    fn grant_live(&self, block: K) -> Option<NodeId> {
+        let g = self.grants.get(&block)?;
+        (!g.lapsed).then_some(g.node)
     }
 
     /// Whether a read of `block` was forwarded to `holder`.
@@ -311,7 +329,7 @@ where
     /// granted reader is about to send arrives.
     pub(super) fn manager_hash_of(&mut self, asker: NodeId, block: K, _now: u64) {
         let recorded = self.slice.record(block);
-        if recorded.is_none() && self.slice.grants.contains_key(&block) {
+        if recorded.is_none() && self.slice.grant_live(block).is_some() {
             let waiting = self.slice.awaiting.entry(block).or_default();
             if waiting.len() < MAX_AWAITING_PER_BLOCK {
                 return waiting.push(Awaiting::HashOf { asker });
@@ -350,17 +368,25 @@ where
     }
 
     /// A grant's deadline passed: if unused, it lapses and whoever waited
-    /// for its record is answered without one.
+    /// for its record is answered without one; at its second deadline a
+    /// lapsed grant is forgotten.
     pub(super) fn grant_deadline(&mut self, block: K, now: u64) {
-        let lapsed = self
-            .slice
-            .grants
-            .get(&block)
-            .is_some_and(|g| g.deadline <= now);
-        if lapsed {
-            self.slice.grants.remove(&block);
-            self.answer_awaiting(block);
+        let keep = LAPSED_GRANT_TIMEOUTS * self.grant_timeout();
+        let Some(g) = self.slice.grants.get_mut(&block) else {
+            return;
+        };
+        if g.deadline > now {
+            return;
         }
+        if g.lapsed {
+            self.slice.grants.remove(&block);
+            return;
+        }
+        g.lapsed = true;
+        g.deadline = now + keep;
+        let deadline = g.deadline;
+        self.timers.arm(deadline, Timer::Grant(block));
+        self.answer_awaiting(block);
     }
 
     /// The manager machine forwards `reader`'s read of `block` to
@@ -389,7 +415,7 @@ where
                 };
                 self.send(reader, expect);
             }
-            None if self.slice.granted(block, holder) => {
+            None if self.slice.grant_live(block) == Some(holder) => {
                 let waiting = self.slice.awaiting.entry(block).or_default();
                 if waiting.len() >= MAX_AWAITING_PER_BLOCK {
                     return self.manager_fetch(block, reader, now);
@@ -433,8 +459,11 @@ where
         }
         // One grant per block at a time, and no more grants than the
         // directory tracks blocks (beyond, readers read without recording).
-        let record = !self.slice.grants.contains_key(&block)
-            && self.slice.grants.len() < self.cfg.max_directory;
+        // A lapsed grant gives way to the new reader.
+        let record = match self.slice.grants.get(&block) {
+            Some(g) => g.lapsed,
+            None => self.slice.grants.len() < self.cfg.max_directory,
+        };
         if record {
             let deadline = now + self.grant_timeout();
             self.slice.grants.insert(
@@ -442,6 +471,7 @@ where
                 super::manager::Grant {
                     node: reader,
                     deadline,
+                    lapsed: false,
                 },
             );
             self.timers.arm(deadline, Timer::Grant(block));

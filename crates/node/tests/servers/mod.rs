@@ -18,7 +18,24 @@ use object_store::ObjectStore;
 pub struct Server {
     pub child: Child,
     pub addr: SocketAddr,
-    _dir: tempfile::TempDir,
+    /// The server's data and log (taken back by [`Server::stop`]).
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    /// Kills the server and gives back its directory (to start it again
+    /// on the same data: see [`minio_in`]).
+    pub fn stop(mut self) -> tempfile::TempDir {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.dir.take().expect("a running server has its directory")
+    }
+
+    fn log(&self) -> String {
+        let dir = self.dir.as_ref().map(|d| d.path().join("server.log"));
+        dir.and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+    }
 }
 
 impl Drop for Server {
@@ -75,13 +92,12 @@ pub fn start(mut command: Command, addr: SocketAddr, path: &str, dir: tempfile::
     let mut server = Server {
         child,
         addr,
-        _dir: dir,
+        dir: Some(dir),
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     while http_status(addr, path) != Some(200) {
         if let Ok(Some(status)) = server.child.try_wait() {
-            let log = std::fs::read_to_string(server._dir.path().join("server.log"));
-            panic!("server exited with {status}: {}", log.unwrap_or_default());
+            panic!("server exited with {status}: {}", server.log());
         }
         assert!(
             Instant::now() < deadline,
@@ -99,6 +115,12 @@ pub const S3_SECRET: &str = "coopcache-test-secret";
 pub const BUCKET: &str = "origin-test";
 
 pub fn start_minio() -> Option<Server> {
+    let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
+    minio_in(tempfile::tempdir().expect("tempdir"), addr)
+}
+
+/// MinIO on `addr` with its data in `dir` (made if new, kept if not).
+pub fn minio_in(dir: tempfile::TempDir, addr: SocketAddr) -> Option<Server> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
@@ -107,11 +129,9 @@ pub fn start_minio() -> Option<Server> {
         .unwrap_or(home.join("go"));
     let extra = [gopath.join("bin").join("minio")];
     let minio = find_binary("minio", "COOPCACHE_MINIO", &extra)?;
-    let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     // A top-level directory of the data dir is a bucket to MinIO.
     std::fs::create_dir_all(data.join(BUCKET)).expect("bucket dir");
-    let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     let console: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     let mut command = Command::new(minio);
     command
@@ -124,6 +144,15 @@ pub fn start_minio() -> Option<Server> {
         .env("MINIO_UPDATE", "off")
         .env("MINIO_CI_CD", "1");
     Some(start(command, addr, "/minio/health/ready", dir))
+}
+
+/// The environment that points `object_store` (and so a `coopcache`
+/// process) at MinIO on `addr`.
+pub fn s3_env(addr: SocketAddr) -> Vec<(String, String)> {
+    s3_options(addr)
+        .into_iter()
+        .map(|(k, v)| (format!("AWS_{}", k.to_uppercase()), v))
+        .collect()
 }
 
 pub fn s3_options(addr: SocketAddr) -> Vec<(&'static str, String)> {
