@@ -45,8 +45,9 @@ pub struct MountBenchArgs {
     /// Seed of the files' bytes (and of the dataset readers' orders).
     #[arg(long, default_value_t = 1)]
     pub(super) seed: u64,
-    /// Phases to run, in this order: staggered, write-read, throughput,
-    /// dataset (the last compares with rclone and s3fs over MinIO).
+    /// Phases to run: staggered, write-read, throughput (in the order
+    /// given), dataset (last: coopcache against rclone and s3fs over
+    /// MinIO; needs MinIO and the tools of --systems).
     #[arg(
         long,
         value_delimiter = ',',
@@ -369,7 +370,7 @@ pub(super) fn summary(
 }
 
 /// Reads `path` whole in 1 MiB calls; bytes, seconds, wrong bytes.
-pub(super) fn read_file(path: &Path, want: &[u8]) -> Result<(u64, f64, u64)> {
+fn read_file(path: &Path, want: &[u8]) -> Result<(u64, f64, u64)> {
     let t = Instant::now();
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut got = Vec::with_capacity(want.len());

@@ -21,7 +21,7 @@
 //! median epoch after the first no slower than each baseline's.
 
 use super::common::{Counters, median, rng, wrong_bytes};
-use super::mount::{MountBenchArgs, Row, read_file, summary};
+use super::mount::{MountBenchArgs, Row, summary};
 use super::s3_servers::{FuseProcess, Minio, S3Endpoint, find_minio, find_tool};
 use crate::live::parse_size;
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
@@ -33,6 +33,7 @@ use object_store::ObjectStore;
 use object_store::path::Path as Key;
 use rand::Rng;
 use rand::seq::SliceRandom;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -145,23 +146,29 @@ pub fn plan(args: &MountBenchArgs) -> Result<Plan> {
 pub async fn bench(args: &MountBenchArgs, plan: &Plan, dir: &Path) -> Result<Vec<Row>> {
     std::fs::create_dir_all(dir)?;
     let d = &args.dataset;
-    let started;
-    let mut minio_pid = None;
-    let endpoint = match (&d.minio, &plan.minio) {
-        (Some(url), _) => S3Endpoint {
-            url: url.trim_end_matches('/').to_owned(),
-            user: d.minio_user.clone(),
-            password: d.minio_password.clone(),
-            bucket: d.bucket.clone(),
-        },
-        (None, Some(exe)) => {
-            let (user, password) = (&d.minio_user, &d.minio_password);
-            started = Minio::start(exe, &dir.join("minio"), user, password, &d.bucket).await?;
-            minio_pid = started.pid();
-            started.endpoint.clone()
-        }
-        (None, None) => unreachable!("plan() finds minio when --minio is not given"),
+    let mut endpoint = S3Endpoint {
+        url: d
+            .minio
+            .as_deref()
+            .unwrap_or_default()
+            .trim_end_matches('/')
+            .to_owned(),
+        user: d.minio_user.clone(),
+        password: d.minio_password.clone(),
+        bucket: d.bucket.clone(),
     };
+    let started = match &plan.minio {
+        Some(exe) => Some(Minio::start(exe, &dir.join("minio"), &endpoint).await?),
+        None => None,
+    };
+    if let Some(minio) = &started {
+        endpoint = minio.endpoint.clone();
+    }
+    let origin = OriginServer {
+        endpoint,
+        pid: started.as_ref().and_then(Minio::pid),
+    };
+    let endpoint = &origin.endpoint;
     let store = endpoint.store()?;
     eprintln!(
         "dataset: {} files of {} KiB into {}/{}/{PREFIX} ...",
@@ -171,7 +178,9 @@ pub async fn bench(args: &MountBenchArgs, plan: &Plan, dir: &Path) -> Result<Vec
         endpoint.bucket
     );
     let data = upload(&store, d.dataset_files, plan.file_size, args.seed).await?;
-    let outcome = systems(args, plan, dir, (&endpoint, minio_pid), &store, &data).await;
+    // The upload's dirty pages are written back before any system runs.
+    rustix::fs::sync();
+    let outcome = systems(args, plan, dir, &origin, &store, &data).await;
     if d.minio.is_some() {
         remove(&store, data.len()).await;
     }
@@ -182,23 +191,34 @@ async fn systems(
     args: &MountBenchArgs,
     plan: &Plan,
     dir: &Path,
-    (endpoint, minio): (&S3Endpoint, Option<u32>),
+    origin: &OriginServer,
     store: &object_store::aws::AmazonS3,
     data: &[Vec<u8>],
 ) -> Result<Vec<Row>> {
-    check_metric(endpoint, store, &data[0]).await?;
+    check_metric(&origin.endpoint, store, &data[0]).await?;
     let mut rows = Vec::new();
     let mut runs = Vec::new();
     for &system in &args.dataset.systems {
         eprintln!("dataset: {} ...", system.name());
         let at = dir.join(system.name());
         std::fs::create_dir_all(&at)?;
-        let run = run_system(args, plan, system, &at, (endpoint, minio), data).await?;
+        let run = run_system(args, plan, system, &at, origin, data).await?;
+        // The next system starts from the same state: no caches of this
+        // one on disk, none of its dirty pages left to write back.
+        std::fs::remove_dir_all(&at)?;
+        rustix::fs::sync();
         rows.extend(run.rows(system));
         runs.push((system, run));
     }
     rows.extend(targets(&runs));
     Ok(rows)
+}
+
+/// The origin every system reads, and MinIO's process if this phase
+/// started it (its CPU time is counted).
+struct OriginServer {
+    endpoint: S3Endpoint,
+    pid: Option<u32>,
 }
 
 /// The name of file `i` under the prefix.
@@ -438,27 +458,20 @@ async fn run_system(
     plan: &Plan,
     system: System,
     dir: &Path,
-    (endpoint, minio): (&S3Endpoint, Option<u32>),
+    origin: &OriginServer,
     data: &[Vec<u8>],
 ) -> Result<Run> {
+    let endpoint = &origin.endpoint;
     let before = endpoint.sent_bytes().await?;
     let mounts = match system {
         System::Coopcache => mount_coopcache(args, plan, dir, endpoint).await?,
-        System::Rclone | System::S3fs => {
-            let (plan, dir, endpoint) = (plan, dir.to_owned(), endpoint.clone());
-            let n = args.mounts as usize;
-            let procs = tokio::task::block_in_place(|| {
-                (0..n)
-                    .map(|i| mount_baseline(system, plan, &dir, &endpoint, i))
-                    .collect::<Result<Vec<_>>>()
-            })?;
-            Mounts::Fuse(procs)
-        }
+        System::Rclone => Mounts::Fuse(mount_baseline(args, plan, rclone, dir, endpoint)?),
+        System::S3fs => Mounts::Fuse(mount_baseline(args, plan, s3fs, dir, endpoint)?),
     };
     let mut epochs = Vec::new();
     let mut failed = None;
     for node in 0..args.mounts as usize {
-        match epoch(&mounts, node, (endpoint, minio), data, args.seed).await {
+        match epoch(&mounts, node, origin, data, args.seed).await {
             Ok(e) => epochs.push(e),
             Err(e) => {
                 failed = Some(e);
@@ -481,35 +494,38 @@ async fn run_system(
 async fn epoch(
     mounts: &Mounts,
     node: usize,
-    (endpoint, minio): (&S3Endpoint, Option<u32>),
+    origin: &OriginServer,
     data: &[Vec<u8>],
     seed: u64,
 ) -> Result<Epoch> {
     let mut order: Vec<usize> = (0..data.len()).collect();
     order.shuffle(&mut rng(seed, 2000 + node as u64));
     let counters = mounts.counters().await?;
-    let sent = endpoint.sent_bytes().await?;
+    let sent = origin.endpoint.sent_bytes().await?;
     let dir = mounts.dir(node);
     let pids: Vec<Option<u32>> = std::iter::once(None)
-        .chain(mounts.pids().into_iter().chain(minio).map(Some))
+        .chain(mounts.pids().into_iter().chain(origin.pid).map(Some))
         .collect();
     let cpu = || pids.iter().map(|&p| cpu_seconds(p)).sum::<f64>();
     let cpu_before = cpu();
-    let started = Instant::now();
     // The file calls block: off the runtime's workers, which serve
     // coopcache's mounts.
-    let (bytes, wrong) = tokio::task::block_in_place(|| -> Result<(u64, u64)> {
-        let (mut bytes, mut wrong) = (0, 0);
+    let (bytes, seconds, wrong) = tokio::task::block_in_place(|| -> Result<(u64, f64, u64)> {
+        let (mut bytes, mut seconds, mut wrong) = (0, 0.0, 0);
+        let mut got = Vec::new();
         for &i in &order {
-            let (n, _, w) = read_file(&dir.join(file_name(i)), &data[i])?;
-            bytes += n;
-            wrong += w;
+            let started = Instant::now();
+            read_whole(&dir.join(file_name(i)), &mut got)?;
+            seconds += started.elapsed().as_secs_f64();
+            bytes += got.len() as u64;
+            if got != data[i] {
+                wrong += wrong_bytes(&got, &data[i]);
+            }
         }
-        Ok((bytes, wrong))
+        Ok((bytes, seconds, wrong))
     })?;
-    let seconds = started.elapsed().as_secs_f64();
     let cpu_seconds = cpu() - cpu_before;
-    let origin_bytes = endpoint.sent_bytes().await?.saturating_sub(sent);
+    let origin_bytes = origin.endpoint.sent_bytes().await?.saturating_sub(sent);
     let levels = match (counters, mounts.counters().await?) {
         (Some(before), Some(after)) => Some(after.since(&before)),
         _ => None,
@@ -522,6 +538,25 @@ async fn epoch(
         cpu_seconds,
         levels,
     })
+}
+
+/// Reads `path` whole into `got` in 1 MiB calls, as a data loader
+/// would; `got` keeps its memory from file to file, so the reader pays no
+/// page faults the systems do not cause.
+fn read_whole(path: &Path, got: &mut Vec<u8>) -> Result<()> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    got.clear();
+    loop {
+        let len = got.len();
+        got.resize(len + (1 << 20), 0);
+        let n = f
+            .read(&mut got[len..])
+            .with_context(|| format!("reading {}", path.display()))?;
+        got.truncate(len + n);
+        if n == 0 {
+            return Ok(());
+        }
+    }
 }
 
 /// CPU seconds (user and system) process `pid`, or this one, has used
@@ -569,24 +604,32 @@ async fn mount_coopcache(
     Ok(mounts)
 }
 
-/// Mount `i` of rclone or s3fs, with a cache directory of its own.
+/// The command that mounts the dataset on a directory with a cache
+/// directory of its own: [`rclone`] or [`s3fs`].
+type MountCommand = fn(&Plan, &Path, &S3Endpoint, &Path, &Path) -> Result<Command>;
+
+/// One mount a node of rclone or s3fs (`command`), each with a cache
+/// directory of its own.
 fn mount_baseline(
-    system: System,
+    args: &MountBenchArgs,
     plan: &Plan,
+    command: MountCommand,
     dir: &Path,
     endpoint: &S3Endpoint,
-    i: usize,
-) -> Result<FuseProcess> {
-    let at = dir.join(format!("mnt{i}"));
-    let cache = dir.join(format!("cache{i}"));
-    std::fs::create_dir_all(&at)?;
-    std::fs::create_dir_all(&cache)?;
-    let cmd = match system {
-        System::Rclone => rclone(plan, dir, endpoint, &at, &cache)?,
-        System::S3fs => s3fs(plan, dir, endpoint, &at, &cache)?,
-        System::Coopcache => unreachable!("coopcache is mounted in this process"),
-    };
-    FuseProcess::start(cmd, &at, &dir.join(format!("mount{i}.log")))
+) -> Result<Vec<FuseProcess>> {
+    // Mounting waits for the process: off the runtime's workers.
+    tokio::task::block_in_place(|| {
+        (0..args.mounts as usize)
+            .map(|i| {
+                let at = dir.join(format!("mnt{i}"));
+                let cache = dir.join(format!("cache{i}"));
+                std::fs::create_dir_all(&at)?;
+                std::fs::create_dir_all(&cache)?;
+                let cmd = command(plan, dir, endpoint, &at, &cache)?;
+                FuseProcess::start(cmd, &at, &dir.join(format!("mount{i}.log")))
+            })
+            .collect()
+    })
 }
 
 /// `rclone mount` of the dataset on `at` with a full VFS cache of

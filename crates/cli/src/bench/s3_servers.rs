@@ -126,27 +126,18 @@ pub struct Minio {
 }
 
 impl Minio {
-    /// Starts `exe` over `dir/data` with one empty bucket, signed in to
-    /// as `user` with `password`, and waits until it is ready.
-    pub async fn start(
-        exe: &Path,
-        dir: &Path,
-        user: &str,
-        password: &str,
-        bucket: &str,
-    ) -> Result<Minio> {
+    /// Starts `exe` over `dir/data` on a free port, with `like`'s user,
+    /// password and bucket (empty), and waits until it is ready.
+    pub async fn start(exe: &Path, dir: &Path, like: &S3Endpoint) -> Result<Minio> {
         let data = dir.join("data");
         // A top-level directory of an empty data directory is a bucket.
-        std::fs::create_dir_all(data.join(bucket))?;
+        std::fs::create_dir_all(data.join(&like.bucket))?;
         let (port, console) = (free_port()?, free_port()?);
         let endpoint = S3Endpoint {
             url: format!("http://127.0.0.1:{port}"),
-            user: user.into(),
-            password: password.into(),
-            bucket: bucket.into(),
+            ..like.clone()
         };
         let log = std::fs::File::create(dir.join("minio.log"))?;
-        // MinIO refuses a secret key under 8 characters: said by its log.
         let mut cmd = tokio::process::Command::new(exe);
         cmd.args([
             "server",
