@@ -400,8 +400,9 @@ fn targets(runs: &[(System, Run)]) -> Vec<Row> {
     rows
 }
 
-/// The mounts of one system, one per node; dropping them unmounts them
-/// (and stops the cluster or the processes serving them).
+/// The mounts of one system, one per node. [`Mounts::stop`] unmounts
+/// them and stops what serves them; dropping them (on an error) unmounts
+/// them too, and the cluster's nodes stop with the runtime.
 enum Mounts {
     Coopcache {
         nodes: Vec<Arc<NodeHandle>>,
