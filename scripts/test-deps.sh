@@ -11,6 +11,8 @@
 #   - iproute2: network namespaces for the partition test (needs root);
 #   - fuse3, rsync, fio, git: the mount tests and the programs they run on
 #     the mount;
+#   - rclone, s3fs: the FUSE mounts `bench mount --phases dataset` compares
+#     coopcache with (crates/cli/tests/bench_dataset.rs);
 #   - prometheus: promtool checks /metrics;
 #   - systemd: systemd-analyze verifies deploy/coopcache.service (a fresh
 #     Debian has none; installing it starts nothing);
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/.."
 scripts/test-servers.sh install
 
 # command:package pairs; a package is installed only if its command is missing.
-wanted="ip:iproute2 fusermount3:fuse3 rsync:rsync fio:fio git:git promtool:prometheus systemd-analyze:systemd chromium:chromium"
+wanted="ip:iproute2 fusermount3:fuse3 rsync:rsync fio:fio git:git rclone:rclone s3fs:s3fs promtool:prometheus systemd-analyze:systemd chromium:chromium"
 missing=""
 for p in $wanted; do
     command -v "${p%%:*}" >/dev/null || missing="$missing ${p##*:}"

@@ -1,6 +1,7 @@
 //! A cluster of nodes in this process on 127.0.0.1, for `demo` and the
-//! benchmarks: certificates under one CA, one origin directory with an
-//! emulated per-request delay, nodes joined through the first.
+//! benchmarks: certificates under one CA, one origin (a directory, or any
+//! origin spec with its options, such as an S3 bucket) with an emulated
+//! per-request delay, nodes joined through the first.
 
 use anyhow::{Context, Result, bail};
 use coopcache_core::coop::AlgorithmKind;
@@ -17,8 +18,12 @@ pub struct LoopbackSpec {
     pub keys: PathBuf,
     /// Node names, one per node (their certificates).
     pub names: Vec<String>,
-    /// The origin directory.
-    pub origin: PathBuf,
+    /// The origin, as `coopcache node --origin` takes it: a directory
+    /// (what [`LoopbackSpec::new`] sets), `s3://BUCKET/PREFIX`, ...
+    pub origin: String,
+    /// The origin's options ([`Origin::open_with`]): for S3 the endpoint
+    /// and credentials, which override the `AWS_*` environment.
+    pub origin_options: Vec<(String, String)>,
     /// Emulated latency of every origin request.
     pub origin_delay: Duration,
     /// Algorithm.
@@ -39,8 +44,13 @@ pub struct LoopbackSpec {
 }
 
 impl LoopbackSpec {
-    /// A spec for `nodes` nodes with certificates created in `dir/keys`.
+    /// A spec for `nodes` nodes with certificates created in `dir/keys`,
+    /// over the origin directory `origin`.
     pub fn new(dir: &Path, nodes: u32, origin: PathBuf) -> Result<Self> {
+        let origin = origin
+            .into_os_string()
+            .into_string()
+            .map_err(|o| anyhow::anyhow!("origin path {o:?} is not UTF-8"))?;
         let keys = dir.join("keys");
         let names: Vec<String> = (0..nodes).map(|i| format!("node-{i}")).collect();
         init_cluster(&keys, &names, 1)?;
@@ -48,6 +58,7 @@ impl LoopbackSpec {
             keys,
             names,
             origin,
+            origin_options: Vec::new(),
             origin_delay: Duration::ZERO,
             algorithm: AlgorithmKind::NChance,
             block_size: 64 << 10,
@@ -70,8 +81,12 @@ fn memory_for(cache: u64, block_size: u32, private: bool) -> u64 {
 /// Node `i`'s options: its certificate, `cache` bytes of blocks, joined
 /// through `seed` if given.
 fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> Result<NodeOptions> {
-    let origin = Origin::open(spec.origin.to_str().context("origin path is not UTF-8")?)?
-        .with_delay(spec.origin_delay);
+    let options: Vec<(&str, &str)> = spec
+        .origin_options
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let origin = Origin::open_with(&spec.origin, &options)?.with_delay(spec.origin_delay);
     let identity = Identity::load(&spec.keys, &spec.names[i])?;
     let mut opts = NodeOptions::new(i as u32, identity, "127.0.0.1:0".parse()?, origin);
     opts.algorithm = spec.algorithm;

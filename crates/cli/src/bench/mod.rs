@@ -19,9 +19,11 @@ mod latency;
 mod latency_report;
 mod measure;
 mod mount;
+mod mount_dataset;
 mod netcache;
 mod replay;
 mod rss;
+mod s3_servers;
 mod staggered;
 mod stream;
 mod switch;
@@ -62,7 +64,9 @@ pub enum BenchCmd {
     Rss(rss::RssArgs),
     /// C2Cfs's experiments through real FUSE mounts, one per node: a file
     /// read in turn, a file written then read, and read throughput from a
-    /// peer's memory beside the local page cache.
+    /// peer's memory beside the local page cache; and (`--phases
+    /// dataset`) training epochs over a MinIO bucket through coopcache,
+    /// rclone and s3fs.
     Mount(mount::MountBenchArgs),
 }
 

@@ -10,10 +10,14 @@
 //!   through a mount, beside the same file read from the local page cache
 //!   without FUSE (the issue compares with a FUSE passthrough, which this
 //!   does not build: the page-cache read is an upper bound of it).
+//! - `dataset` (not run unless asked for: it needs MinIO, rclone and
+//!   s3fs): training nodes' epochs over an S3 bucket through coopcache,
+//!   `rclone mount` and `s3fs`, in `mount_dataset.rs`.
 //!
 //! Needs root (or fusermount3) and /dev/fuse, like `coopcache mount`.
 
 use super::common::{Bar, Counters, in_tempdir, rng, write_origin_file, wrong_bytes};
+use super::mount_dataset::{self, DatasetArgs};
 use crate::live::{parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use anyhow::{Context, Result, bail};
@@ -34,36 +38,68 @@ pub struct MountBenchArgs {
     write_size: u64,
     /// Mounts (nodes).
     #[arg(long, default_value_t = 4)]
-    mounts: u32,
+    pub(super) mounts: u32,
     /// Emulated latency of every origin request.
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     origin_delay: Duration,
-    /// Seed of the files' bytes.
+    /// Seed of the files' bytes (and of the dataset readers' orders).
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(super) seed: u64,
+    /// Phases to run: staggered, write-read, throughput (in the order
+    /// given), dataset (last: coopcache against rclone and s3fs over
+    /// MinIO; needs MinIO and the tools of --systems).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "staggered,write-read,throughput"
+    )]
+    phases: Vec<Phase>,
+    #[command(flatten)]
+    pub(super) dataset: DatasetArgs,
     /// JSON lines instead of a table.
     #[arg(long)]
     json: bool,
 }
 
+/// A phase of `bench mount`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Mounts read one file in turn.
+    Staggered,
+    /// One mount writes a file, the others read it.
+    WriteRead,
+    /// One file from a peer's memory, beside the page cache.
+    Throughput,
+    /// Epochs over a dataset in MinIO through coopcache, rclone and s3fs.
+    Dataset,
+}
+
 /// One step of the benchmark.
 #[derive(serde::Serialize)]
-struct Row {
-    bench: &'static str,
-    phase: &'static str,
-    step: String,
-    bytes: u64,
-    seconds: f64,
-    mb_per_s: f64,
-    /// Origin bytes read by the whole cluster during this step.
-    origin_bytes: u64,
-    peer_blocks: u64,
-    local_blocks: u64,
-    origin_blocks: u64,
-    wrong_bytes: u64,
+pub(super) struct Row {
+    pub bench: &'static str,
+    pub phase: &'static str,
+    /// The system read (`dataset` only: coopcache, rclone, s3fs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<&'static str>,
+    pub step: String,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub mb_per_s: f64,
+    /// Origin bytes read by the whole cluster during this step (in the
+    /// dataset phase: bytes the origin sent, by its own count).
+    pub origin_bytes: u64,
+    pub peer_blocks: u64,
+    pub local_blocks: u64,
+    pub origin_blocks: u64,
+    pub wrong_bytes: u64,
+    /// CPU seconds the step cost this process, the FUSE servers and the
+    /// origin (`dataset` only; MinIO's only if the phase started it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
     /// The target this row is judged by, and whether it is met.
-    target: Option<String>,
-    met: Option<bool>,
+    pub target: Option<String>,
+    pub met: Option<bool>,
 }
 
 const MB: f64 = 1e6;
@@ -72,7 +108,27 @@ pub fn run(args: MountBenchArgs) -> Result<()> {
     if args.mounts < 2 || args.file_size == 0 || args.write_size == 0 {
         bail!("--mounts must be at least 2, --file-size and --write-size at least 1 byte");
     }
-    let rows = in_tempdir("coopcache-bench-mount-", |dir| bench(&args, dir))?;
+    if args.phases.is_empty() {
+        bail!("--phases needs at least one of staggered, write-read, throughput, dataset");
+    }
+    let dataset = args.phases.contains(&Phase::Dataset);
+    let dataset_plan = if dataset {
+        Some(mount_dataset::plan(&args)?)
+    } else {
+        None
+    };
+    let classic = args.phases.iter().any(|p| *p != Phase::Dataset);
+    let a = &args;
+    let rows = in_tempdir("coopcache-bench-mount-", |dir| async move {
+        let mut rows = Vec::new();
+        if classic {
+            rows.extend(bench(a, dir.join("classic")).await?);
+        }
+        if let Some(plan) = dataset_plan {
+            rows.extend(mount_dataset::bench(a, &plan, &dir.join("dataset")).await?);
+        }
+        Ok(rows)
+    })?;
     if args.json {
         crate::output::print_json(&rows)?;
     } else {
@@ -86,6 +142,7 @@ pub fn run(args: MountBenchArgs) -> Result<()> {
 }
 
 async fn bench(args: &MountBenchArgs, dir: PathBuf) -> Result<Vec<Row>> {
+    std::fs::create_dir_all(&dir)?;
     let origin = dir.join("origin");
     let file = write_origin_file(
         &origin,
@@ -127,9 +184,33 @@ async fn phases(
     held: &[u8],
 ) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
-    let bar = Bar::new(u64::from(args.mounts) * 2 + 3, "steps");
+    let steps = |p: &Phase| match p {
+        Phase::Staggered | Phase::WriteRead => u64::from(args.mounts),
+        Phase::Throughput => 2,
+        Phase::Dataset => 0,
+    };
+    let bar = Bar::new(args.phases.iter().map(steps).sum(), "steps");
+    for phase in &args.phases {
+        match phase {
+            Phase::Staggered => staggered(args, nodes, mounts, file, &bar, &mut rows).await?,
+            Phase::WriteRead => write_read(args, nodes, mounts, &bar, &mut rows).await?,
+            Phase::Throughput => throughput(nodes, mounts, origin, held, &bar, &mut rows).await?,
+            Phase::Dataset => {}
+        }
+    }
+    drop(bar);
+    Ok(rows)
+}
 
-    // Staggered: each mount reads the file after the one before.
+/// Each mount reads the file after the one before.
+async fn staggered(
+    args: &MountBenchArgs,
+    nodes: &[Arc<NodeHandle>],
+    mounts: &[Mounted],
+    file: &[u8],
+    bar: &Bar,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
     let mut total = 0;
     for (i, m) in mounts.iter().enumerate() {
         let row = step(nodes, "staggered", format!("reader {}", i + 1), || {
@@ -149,8 +230,17 @@ async fn phases(
         "<= 1.01",
         ratio <= 1.01,
     ));
+    Ok(())
+}
 
-    // Write then read: mount 0 writes and closes, the others read.
+/// Mount 0 writes and closes a file, the others read it.
+async fn write_read(
+    args: &MountBenchArgs,
+    nodes: &[Arc<NodeHandle>],
+    mounts: &[Mounted],
+    bar: &Bar,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
     let written: Vec<u8> = (0..args.write_size).map(|i| (i * 31 % 251) as u8).collect();
     let target = mounts[0].dir().join("written.bin");
     let w = written.clone();
@@ -181,8 +271,19 @@ async fn phases(
         "0",
         readers_origin == 0,
     ));
+    Ok(())
+}
 
-    // Throughput: `held.bin` in node 1's memory, read through mount 0.
+/// `held.bin` in node 1's memory, read through mount 0, beside the page
+/// cache.
+async fn throughput(
+    nodes: &[Arc<NodeHandle>],
+    mounts: &[Mounted],
+    origin: &Path,
+    held: &[u8],
+    bar: &Bar,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
     read_file(&mounts[1].dir().join("held.bin"), held)?;
     let through = step(nodes, "throughput", "mount, from a peer".into(), || {
         read_file(&mounts[0].dir().join("held.bin"), held)
@@ -207,8 +308,7 @@ async fn phases(
         ">= 0.70 (of a FUSE passthrough)",
         share >= 0.70,
     ));
-    drop(bar);
-    Ok(rows)
+    Ok(())
 }
 
 /// Runs `f` (a blocking file operation giving bytes, seconds and wrong
@@ -226,6 +326,7 @@ async fn step(
     Ok(Row {
         bench: "mount",
         phase,
+        system: None,
         step,
         bytes,
         seconds,
@@ -235,12 +336,13 @@ async fn step(
         local_blocks: d.at("local"),
         origin_blocks: d.at("origin"),
         wrong_bytes: wrong,
+        cpu_seconds: None,
         target: None,
         met: None,
     })
 }
 
-fn summary(
+pub(super) fn summary(
     phase: &'static str,
     step: &str,
     bytes: u64,
@@ -251,6 +353,7 @@ fn summary(
     Row {
         bench: "mount",
         phase,
+        system: None,
         step: format!("{step}: {value:.3}"),
         bytes,
         seconds: 0.0,
@@ -260,6 +363,7 @@ fn summary(
         local_blocks: 0,
         origin_blocks: 0,
         wrong_bytes: 0,
+        cpu_seconds: None,
         target: Some(target.into()),
         met: Some(met),
     }
@@ -284,16 +388,17 @@ fn read_file(path: &Path, want: &[u8]) -> Result<(u64, f64, u64)> {
 
 fn table(rows: &[Row]) {
     println!(
-        "{:<11} {:<34} {:>9} {:>8} {:>9} {:>12} {:>6} {:>6} {:>6}  target",
-        "phase", "step", "MiB", "seconds", "MB/s", "origin MiB", "peer", "local", "origin"
+        "{:<11} {:<42} {:>9} {:>8} {:>9} {:>12} {:>6} {:>6} {:>6} {:>6}  target",
+        "phase", "step", "MiB", "seconds", "MB/s", "origin MiB", "peer", "local", "origin", "cpu s"
     );
     for r in rows {
         let target = match (&r.target, r.met) {
             (Some(t), Some(met)) => format!("{t} {}", if met { "met" } else { "MISSED" }),
             _ => String::new(),
         };
+        let cpu = r.cpu_seconds.map_or(String::new(), |c| format!("{c:.1}"));
         println!(
-            "{:<11} {:<34} {:>9.1} {:>8.3} {:>9.0} {:>12.2} {:>6} {:>6} {:>6}  {target}",
+            "{:<11} {:<42} {:>9.1} {:>8.3} {:>9.0} {:>12.2} {:>6} {:>6} {:>6} {cpu:>6}  {target}",
             r.phase,
             r.step,
             r.bytes as f64 / 1048576.0,
