@@ -249,7 +249,8 @@ impl CoopFs {
     /// behind the close, which would otherwise wait seconds for it. Files
     /// larger than a quarter of the node's memory are left to the origin
     /// rather than flush the cache. A failure costs the next readers an
-    /// origin read, nothing else.
+    /// origin read, nothing else. On S3 the node reads the version from
+    /// the spool the commit put, not back from the store.
     fn take_in(&self, path: Arc<str>) {
         let node = self.node.clone();
         let version = match self.rt.block_on(node.stat_fresh(&path)) {
@@ -260,13 +261,17 @@ impl CoopFs {
             }
         };
         if version.size > node.cache_bytes() / TAKE_IN_SHARE {
+            node.origin().forget_copy(&path, &version);
             return;
         }
         let behind = version.size > TAKE_IN_BEFORE_CLOSE;
         let work = async move {
-            if let Err(e) = node.take_in(path, version).await {
+            if let Err(e) = node.take_in(path.clone(), version.clone()).await {
                 tracing::debug!(error = %e, "the written file was not taken into memory");
             }
+            // Read from the writer's copy of an S3 put, if the origin kept
+            // one (`coopcache_node::origin`); now in memory, it can go.
+            node.origin().forget_copy(&path, &version);
         };
         if behind {
             self.rt.spawn(work);

@@ -261,3 +261,43 @@ async fn paths_outside_the_prefix_are_refused_for_writes() {
         .await;
     assert!(outside.is_empty());
 }
+
+/// The version a commit put is read from the writer's copy, without the
+/// store, until the writer forgets it (its node has it in memory then);
+/// another version of the same path is never served from it.
+#[tokio::test]
+async fn a_committed_version_is_read_from_the_writers_copy_until_forgotten() {
+    let Some(s) = s3("c") else { return };
+    let data = pattern(300_000, 7);
+    let mut draft = s.origin.draft("f", false, 0o644).await.expect("draft");
+    draft.write_at(0, &data).expect("write");
+    let version = draft.commit().await.expect("commit");
+    let stat = s.origin.stat("f").await.expect("stat");
+    assert_eq!(
+        stat.version, version.version,
+        "a stat finds the copy's version"
+    );
+    let mut older = version.clone();
+    older.version = "\"another\"".into();
+
+    let S3 {
+        _server,
+        store: _,
+        origin,
+    } = s;
+    drop(_server.stop()); // S3 gone: only the copy can answer
+    let got = origin
+        .read("f", &version, 1000..201_000)
+        .await
+        .expect("from the copy");
+    assert_same(&got, &data[1000..201_000], "the copy");
+    assert!(
+        origin.read("f", &older, 0..10).await.is_err(),
+        "another version"
+    );
+    origin.forget_copy("f", &version);
+    assert!(
+        origin.read("f", &version, 0..10).await.is_err(),
+        "forgotten"
+    );
+}

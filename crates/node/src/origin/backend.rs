@@ -57,6 +57,7 @@ pub(super) fn open_local(
         description: format!("local directory {}", root.display()),
         delay: None,
         immutable: false,
+        copies: Arc::default(),
     })
 }
 
@@ -89,6 +90,7 @@ pub(super) fn open_s3(
         description,
         delay: None,
         immutable: false,
+        copies: Arc::default(),
     })
 }
 
@@ -116,6 +118,7 @@ pub(super) fn open_http(
         description: url.to_owned(),
         delay: None,
         immutable: false,
+        copies: Arc::default(),
     })
 }
 

@@ -87,7 +87,8 @@ impl Origin {
             }
             Target::Object { store, key, .. } => {
                 self.pause().await;
-                let draft = ObjectDraft::open(store, key, path, keep).await;
+                let copies = self.copies.clone();
+                let draft = ObjectDraft::open(store, key, path, keep, copies).await;
                 draft.map(Draft::from)
             }
         }

@@ -16,6 +16,7 @@
 
 mod backend;
 mod change;
+mod copies;
 mod draft;
 mod error;
 mod local;
@@ -123,6 +124,8 @@ pub struct Origin {
     delay: Option<Duration>,
     /// Files never change: a store without validators is served anyway.
     immutable: bool,
+    /// Versions this origin was just given, with their bytes.
+    copies: Arc<copies::Copies>,
 }
 
 /// What an origin reads from.
@@ -232,6 +235,10 @@ impl Origin {
         if range.is_empty() {
             return Ok(Bytes::new());
         }
+        if let Some(copy) = self.copies.get(path, &version.version) {
+            let p = path.to_owned();
+            return blocking(p.clone(), move || read_copy(&p, &copy, range)).await;
+        }
         self.pause().await;
         let (store, location) = match &self.store {
             Store::Local(dir) => {
@@ -261,6 +268,13 @@ impl Origin {
             });
         }
         Ok(bytes)
+    }
+
+    /// Forgets the writer's copy of `path` at `version`, if one is kept
+    /// (see `origin/copies.rs`): its version is read from the store from
+    /// now on.
+    pub fn forget_copy(&self, path: &str, version: &FileVersion) {
+        self.copies.forget(path, &version.version);
     }
 
     /// Probes the origin once, so that an unreachable or misconfigured
@@ -348,6 +362,18 @@ fn prefixed(prefix: &Path, relative: Path) -> Path {
         return relative;
     }
     prefix.parts().chain(relative.parts()).collect()
+}
+
+/// Reads `range` of a writer's copy of a version of `path`.
+fn read_copy(path: &str, copy: &std::fs::File, range: Range<u64>) -> Result<Bytes, OriginError> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; (range.end - range.start) as usize];
+    copy.read_exact_at(&mut buf, range.start)
+        .map_err(|source| OriginError::Spool {
+            path: path.into(),
+            source,
+        })?;
+    Ok(Bytes::from(buf))
 }
 
 /// Runs a local directory call on the blocking pool.

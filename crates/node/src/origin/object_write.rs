@@ -40,6 +40,7 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion, WriteMultipart};
 
+use super::copies::Copies;
 use super::written::Written;
 use super::{FileVersion, OriginError};
 
@@ -72,6 +73,8 @@ pub(crate) struct ObjectDraft {
     /// ETag of the object the spool copied, if it existed.
     base: Option<String>,
     written: Written,
+    /// Where the committed bytes are kept for the writer's take-in.
+    copies: Arc<Copies>,
 }
 
 fn spool_error(path: &str, source: io::Error) -> OriginError {
@@ -123,6 +126,7 @@ impl ObjectDraft {
         key: Path,
         path: &str,
         keep: bool,
+        copies: Arc<Copies>,
     ) -> Result<ObjectDraft, OriginError> {
         let exists = match store.head(&key).await {
             Ok(_) => true,
@@ -146,6 +150,7 @@ impl ObjectDraft {
             spool,
             base,
             written: Written::new(!keep || !exists),
+            copies,
         })
     }
 
@@ -189,7 +194,14 @@ impl ObjectDraft {
             };
             let body = merged.as_ref().unwrap_or(&self.spool);
             match self.upload(body, mode).await {
-                Ok(version) => return Ok(version),
+                Ok(version) => {
+                    // What was put is kept for the writer's take-in.
+                    let body = merged.map_or_else(|| self.spool.try_clone(), Ok);
+                    if let Ok(body) = body {
+                        self.copies.keep(&self.path, &version.version, body);
+                    }
+                    return Ok(version);
+                }
                 // Another commit came between the merge and the put.
                 Err(OriginError::Changed { .. } | OriginError::Exists { .. }) => continue,
                 Err(e) => return Err(e),
