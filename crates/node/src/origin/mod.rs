@@ -2,10 +2,12 @@
 //! server disk), reached through `object_store`.
 //!
 //! An origin is a local directory, an S3 (or S3-compatible) bucket prefix or
-//! an HTTP(S) URL prefix. The cache only ever reads it: [`Origin::stat`]
-//! gives a file's size and [`FileVersion`], and [`Origin::read`] reads a
-//! byte range of exactly that version, so a block cached under one version
-//! is never mixed with bytes of another.
+//! an HTTP(S) URL prefix. The cache reads it: [`Origin::stat`] gives a
+//! file's size and [`FileVersion`], and [`Origin::read`] reads a byte range
+//! of exactly that version, so a block cached under one version is never
+//! mixed with bytes of another. The mount also writes a directory or an S3
+//! origin (`change.rs`: drafts put in place whole at a close); HTTP is
+//! read-only.
 //!
 //! Paths from users go through [`check_path`] first; they can never name
 //! anything outside the origin's root or prefix. A local directory is read
