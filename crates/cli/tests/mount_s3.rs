@@ -16,9 +16,6 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::Instant;
 
-const EIO: i32 = 5;
-const EPERM: i32 = 1;
-
 #[test]
 fn an_s3_origin_mounts_writable_and_readers_fetch_from_the_writer() {
     let Some(work) = Work::new(&["a", "b"]) else {
@@ -68,7 +65,10 @@ fn an_s3_origin_mounts_writable_and_readers_fetch_from_the_writer() {
         errno_of(std::fs::remove_dir(da.join("d"))),
         Some(libc_errno::ENOTEMPTY)
     );
-    assert_eq!(errno_of(symlink("f.bin", da.join("d/l"))), Some(EPERM));
+    assert_eq!(
+        errno_of(symlink("f.bin", da.join("d/l"))),
+        Some(libc_errno::EPERM)
+    );
     std::fs::rename(da.join("d/f.bin"), da.join("d/g.bin")).unwrap();
     sh(&format!(
         "mv {0}/d {0}/e && cp -r {0}/e {0}/c",
@@ -104,7 +104,7 @@ fn an_s3_origin_that_goes_away_during_a_write_fails_it_with_eio() {
     let data = minio.stop();
     let started = Instant::now();
     let err = f.sync_all().expect_err("S3 is gone: the commit fails");
-    assert_eq!(err.raw_os_error(), Some(EIO), "{err}");
+    assert_eq!(err.raw_os_error(), Some(libc_errno::EIO), "{err}");
     drop(f);
     eprintln!("the failed commit took {:?}", started.elapsed());
 

@@ -21,18 +21,24 @@ fn grants(c: &LiveCluster<u64>, node: usize) -> usize {
         .len
 }
 
-#[test]
-fn a_record_after_the_grant_lapsed_is_still_accepted() {
+/// Two Greedy nodes and a block node 1 manages.
+fn two_nodes() -> (LiveCluster<u64>, u64) {
     let shape = LiveShape {
         capacity: 16,
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
     };
-    let mut c = LiveCluster::new(AlgorithmKind::Greedy, 2, &shape, BLOCK_SIZE).unwrap();
+    let c = LiveCluster::new(AlgorithmKind::Greedy, 2, &shape, BLOCK_SIZE).unwrap();
     let b = (1000u64..)
         .find(|&b| manager_of(b, &[0, 1]) == Some(1))
         .unwrap();
+    (c, b)
+}
+
+#[test]
+fn a_record_after_the_grant_lapsed_is_still_accepted() {
+    let (mut c, b) = two_nodes();
 
     // Node 0 asks node 1, is told to read the origin and record; its
     // origin read is in flight while time passes beyond the grant.
@@ -56,16 +62,7 @@ fn a_record_after_the_grant_lapsed_is_still_accepted() {
 
 #[test]
 fn a_lapsed_grant_is_forgotten_at_its_second_deadline() {
-    let shape = LiveShape {
-        capacity: 16,
-        policy: PolicyKind::Lru,
-        chances: 2,
-        seed: 1,
-    };
-    let mut c = LiveCluster::new(AlgorithmKind::Greedy, 2, &shape, BLOCK_SIZE).unwrap();
-    let b = (1000u64..)
-        .find(|&b| manager_of(b, &[0, 1]) == Some(1))
-        .unwrap();
+    let (mut c, b) = two_nodes();
     c.start_read(0, b);
     assert!(c.step() && c.step(), "Read, then FetchOrigin");
     let timeout = c.nodes()[1].peer_timeout();

@@ -257,6 +257,8 @@ pub fn errno_of(r: std::io::Result<impl Sized>) -> Option<i32> {
 
 /// The errno values these tests expect (Linux).
 pub mod libc_errno {
+    pub const EPERM: i32 = 1;
+    pub const EIO: i32 = 5;
     pub const ENOENT: i32 = 2;
     pub const EEXIST: i32 = 17;
     pub const ENOTDIR: i32 = 20;

@@ -31,6 +31,16 @@ async fn find(store: &dyn ObjectStore, key: &Path, path: &str) -> Result<Found, 
     }
 }
 
+/// What is at `key` must be a file: a directory or nothing is refused as
+/// `unlink(2)` refuses it.
+async fn require_file(store: &dyn ObjectStore, key: &Path, path: &str) -> Result<(), OriginError> {
+    match find(store, key, path).await? {
+        Found::File => Ok(()),
+        Found::Dir => Err(OriginError::IsADirectory { path: path.into() }),
+        Found::Nothing => Err(OriginError::NotFound { path: path.into() }),
+    }
+}
+
 fn marker(key: &Path) -> Path {
     key.child(DIR_MARKER)
 }
@@ -83,11 +93,7 @@ pub(super) async fn unlink(
     key: &Path,
     path: &str,
 ) -> Result<(), OriginError> {
-    match find(store, key, path).await? {
-        Found::File => {}
-        Found::Dir => return Err(OriginError::IsADirectory { path: path.into() }),
-        Found::Nothing => return Err(OriginError::NotFound { path: path.into() }),
-    }
+    require_file(store, key, path).await?;
     store
         .delete(key)
         .await
