@@ -14,8 +14,12 @@
 //!
 //! Not yet (issue 14's next steps): using the core's C2Cfs commit state
 //! (`coopcache_core::c2cfs`) at the file's manager (an `exclusive` mode
-//! with no origin round trip at open); parallel segment fetch. Hard links are not supported (`ENOTSUP`), nor
-//! extended attributes; files belong to the mounting user.
+//! with no origin round trip at open). Hard links are not supported
+//! (`ENOTSUP`), nor extended attributes; files belong to the mounting user.
+//!
+//! A reader of a file several peers hold takes its blocks from all of them
+//! (C2Cfs's parallel segment fetch: the block's manager picks the holder,
+//! `coopcache_core::coop::Holders::stripe_except`).
 //!
 //! A daemon killed without unmounting leaves its mount point dead
 //! ("Transport endpoint is not connected"); [`mount`] detaches such a mount

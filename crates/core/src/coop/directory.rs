@@ -3,6 +3,7 @@
 use super::NodeId;
 use crate::policy::BlockKey;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 /// The nodes caching one block. Most blocks have one holder and few have
 /// more than two, so up to two live inline and more spill to the heap.
@@ -45,9 +46,30 @@ impl Holders {
         matches!(self, Holders::None)
     }
 
-    /// A holder other than `not`, preferring the first recorded.
-    pub fn any_except(&self, not: NodeId) -> Option<NodeId> {
-        self.iter().find(|&n| n != not)
+    /// The holder other than `not` that serves `block`, or `None` if no
+    /// other node caches it.
+    ///
+    /// C2Cfs's parallel segment fetch (section 4.3): the holders split a
+    /// file between them, so a reader with many blocks in flight takes them
+    /// from every holder at once. The paper cuts the file into one
+    /// contiguous segment per holder; here the split is a fixed hash of the
+    /// block over the holders, because a sequential reader has only its
+    /// read-ahead window in flight and a contiguous split would put the
+    /// whole window on one holder at a time. The same block goes to the same
+    /// holder while the holders are unchanged (its recency stays in one
+    /// cache), and the manager needs neither the file's size nor the
+    /// block's position.
+    pub fn stripe_except<K: BlockKey>(&self, block: &K, not: NodeId) -> Option<NodeId> {
+        // A fixed seed, unlike the hash partition's: the two choices are
+        // independent.
+        const SEED: u64 = 0x7374_7269_7065_7321;
+        let others = self.len() - usize::from(self.contains(not));
+        if others == 0 {
+            return None;
+        }
+        let hash = foldhash::fast::FixedState::with_seed(SEED).hash_one(block);
+        let pick = ((u128::from(hash) * others as u128) >> 64) as usize;
+        self.iter().filter(|&n| n != not).nth(pick)
     }
 
     /// The holders, in the order they were recorded.
@@ -204,11 +226,29 @@ mod tests {
         d.remove(1, 3);
         d.remove(1, 9);
         assert_eq!(*d.holders(1), Holders::Two(5, 7));
-        assert_eq!(d.holders(1).any_except(5), Some(7));
+        assert_eq!(d.holders(1).stripe_except(&1u64, 5), Some(7));
+        assert_eq!(Holders::One(5).stripe_except(&1u64, 5), None);
         d.remove(1, 5);
         assert_eq!(*d.holders(1), Holders::One(7));
         d.remove(1, 7);
         assert!(d.is_empty());
         assert_eq!(d.take(1), Holders::None);
+    }
+
+    #[test]
+    fn holders_share_a_files_blocks_and_never_name_the_reader() {
+        let holders = Holders::Many(Box::new(vec![3, 5, 7, 9]));
+        let mut served = HashMap::new();
+        for block in 0..4000u64 {
+            let h = holders.stripe_except(&block, 7).unwrap();
+            assert_ne!(h, 7, "the reader is never its own holder");
+            assert_eq!(holders.stripe_except(&block, 7), Some(h), "stable");
+            *served.entry(h).or_insert(0u32) += 1;
+        }
+        // Three holders, 4,000 blocks: each takes about a third.
+        for h in [3, 5, 9] {
+            let n = served[&h];
+            assert!((1100..1570).contains(&n), "holder {h} served {n}");
+        }
     }
 }

@@ -141,7 +141,7 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
             return;
         }
         let holder = if self.mode.forward && self.classes.policy(&block).cooperative {
-            self.directory.holders(block).any_except(reader)
+            self.directory.holders(block).stripe_except(&block, reader)
         } else {
             None
         };
