@@ -177,8 +177,11 @@ pub struct Status {
     pub budget_bytes: u64,
     /// Block reads by level: local, manager, peer, origin.
     pub reads: BTreeMap<String, u64>,
-    /// Origin reads and bytes.
+    /// Block reads sent to the origin.
     pub origin_reads: u64,
+    /// Requests to the origin that carried them.
+    #[serde(default)]
+    pub origin_requests: u64,
     /// Bytes from the origin.
     pub origin_bytes: u64,
     /// Blocks from peers that failed verification.
@@ -281,6 +284,9 @@ pub struct Driver {
     received: BTreeMap<NodeId, u64>,
     /// The protocol's counters as last copied into `metrics`.
     synced: Synced,
+    /// Origin reads the protocol asked for, not sent yet (see
+    /// `origin_reads`): at most what the events of one drain ask for.
+    origin_queue: Vec<BlockId>,
 }
 
 /// Protocol counters already added to the metrics.
@@ -333,6 +339,7 @@ impl Driver {
             sent: BTreeMap::new(),
             received: BTreeMap::new(),
             synced: Synced::default(),
+            origin_queue: Vec::new(),
         }
     }
 
@@ -344,6 +351,7 @@ impl Driver {
         tokio::pin!(timer);
         let mut armed = None;
         loop {
+            self.send_origin_reads();
             // The protocol's next deadline rarely moves (most reads finish
             // long before theirs): re-arm only when it does.
             let due = self.protocol.poll_timeout();
@@ -355,7 +363,17 @@ impl Driver {
             armed = due;
             tokio::select! {
                 ev = events.recv() => match ev {
-                    Some(ev) => self.on_event(ev),
+                    Some(ev) => {
+                        self.on_event(ev);
+                        // The events already waiting too, so that the
+                        // origin reads they ask for go out together.
+                        for _ in 1..origin_reads::DRAIN {
+                            match events.try_recv() {
+                                Ok(ev) => self.on_event(ev),
+                                Err(_) => break,
+                            }
+                        }
+                    }
                     None => break,
                 },
                 _ = &mut timer, if due.is_some() => {
@@ -511,29 +529,6 @@ impl Driver {
         ok
     }
 
-    /// Reads `block` from the origin on its own task, which also hashes
-    /// the bytes (off this task's serial path).
-    fn read_origin(&mut self, block: BlockId) {
-        let Some(w) = self.waiting.get(&block) else {
-            return;
-        };
-        let (path, version) = (w.path.clone(), w.version.clone());
-        let origin = self.origin.clone();
-        let events = self.events.clone();
-        let bs = u64::from(self.cfg.block_size);
-        let start = u64::from(block.index) * bs;
-        let end = (start + bs).min(version.size);
-        self.metrics.origin_reads.inc();
-        tokio::spawn(async move {
-            let result = origin
-                .read(&path, &version, start..end)
-                .await
-                .map(Block::new)
-                .map_err(Arc::new);
-            let _ = events.send(Event::OriginDone { block, result }).await;
-        });
-    }
-
     /// Hands a finished read to everyone waiting for it.
     fn complete(&mut self, block: BlockId, result: Result<Served<Block>, ReadFailure>) {
         let Some(w) = self.waiting.remove(&block) else {
@@ -580,6 +575,7 @@ impl Driver {
 
 mod integrity;
 mod members;
+mod origin_reads;
 mod status;
 
 #[cfg(test)]

@@ -42,8 +42,11 @@ pub struct Metrics {
     reads_by_level: std::sync::OnceLock<[Counter; 4]>,
     /// Block reads that failed (origin error).
     pub read_errors: Counter,
-    /// Reads sent to the origin.
+    /// Block reads sent to the origin.
     pub origin_reads: Counter,
+    /// Requests to the origin that carried them (a run of consecutive
+    /// blocks goes in one).
+    pub origin_requests: Counter,
     /// Bytes read from the origin.
     pub origin_bytes: Counter,
     /// Blocks from peers whose hash did not match the manager's record.
@@ -112,12 +115,17 @@ impl Metrics {
             "Peer messages refused because the sender's role does not allow them",
             self.protocol_violations.clone(),
         );
-        let counters: [(&str, &str, &Counter); 8] = [
+        let counters: [(&str, &str, &Counter); 9] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",
                 "Reads sent to the origin",
                 &self.origin_reads,
+            ),
+            (
+                "origin_requests",
+                "Requests to the origin (a run of consecutive blocks goes in one)",
+                &self.origin_requests,
             ),
             (
                 "origin_bytes",

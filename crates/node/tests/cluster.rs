@@ -223,3 +223,29 @@ async fn every_open_sees_a_file_replaced_at_the_origin() {
         }
     }
 }
+
+/// A sequential read's window of origin reads goes in a few requests of
+/// consecutive blocks, not one request per block, and every byte is
+/// right. (On one thread, the stream asks for its whole window before the
+/// driver runs, so the batch is the same every run.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_sequential_read_fetches_runs_of_blocks_in_one_request() {
+    let shape = Shape {
+        nodes: 1,
+        ..Shape::default()
+    };
+    let files = [("big.bin", 4 << 20)];
+    let c = cluster(shape, &files).await;
+    let node = &c.nodes[0];
+    let got = node.read("big.bin", None).await.unwrap();
+    assert!(got[..] == contents(1, 4 << 20)[..], "wrong bytes");
+    let s = node.status().await.unwrap();
+    assert_eq!(s.origin_reads, 64, "every block once");
+    assert_eq!(s.origin_bytes, 4 << 20);
+    // At most 16 blocks (1 MiB) per request.
+    assert!(
+        (4..=16).contains(&s.origin_requests),
+        "{} requests for 64 blocks",
+        s.origin_requests
+    );
+}

@@ -45,6 +45,7 @@ impl Driver {
                 .map(|&l| (crate::metrics::level_name(l).to_string(), m.reads_at(l)))
                 .collect(),
             origin_reads: m.origin_reads.get(),
+            origin_requests: m.origin_requests.get(),
             origin_bytes: m.origin_bytes.get(),
             integrity_failures: stats.integrity_failures,
             protocol_violations: stats.violations_total(),
