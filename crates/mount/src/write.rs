@@ -250,21 +250,29 @@ impl Writers {
         Ok(true)
     }
 
-    /// One writer of `p` is gone (`release`): commits, and forgets `p`
-    /// once it has no writers. True if a new version reached the origin.
+    /// One writer of `p` is gone (`release`). Its `close` committed its
+    /// writes already (`flush`), so what is left uncommitted belongs to
+    /// the handles still open: the kernel sends `release` after `close`
+    /// has returned, often after the same program's next open of the file
+    /// shared `p`, and committing here published that open's writes before
+    /// its own close (the randomized histories caught it: a read saw the
+    /// bytes of an open that had not begun to close). So only the last
+    /// handle commits, what no `flush` carried, and `p` is forgotten.
+    /// True if a new version reached the origin.
     pub fn close(&self, p: &Arc<Pending>) -> Result<bool, Errno> {
-        let committed = self.commit(p);
         let last = {
             let mut st = p.state();
             st.handles = st.handles.saturating_sub(1);
             st.handles == 0
         };
-        if last {
-            let mut map = self.map();
-            let path = p.path();
-            if map.get(&path).is_some_and(|q| Arc::ptr_eq(q, p)) {
-                map.remove(&path);
-            }
+        if !last {
+            return Ok(false);
+        }
+        let committed = self.commit(p);
+        let mut map = self.map();
+        let path = p.path();
+        if map.get(&path).is_some_and(|q| Arc::ptr_eq(q, p)) {
+            map.remove(&path);
         }
         committed
     }
