@@ -5,9 +5,13 @@
 //! commits what was written so far, so once `close` returns any node's next
 //! open sees it; between closes other nodes see the previous version whole.
 //! Writers of one path on this node share one draft (each sees the others'
-//! writes at once, as processes sharing a file on a local disk do);
-//! read-only opens read committed versions only. A write after a commit
-//! starts a new draft from the committed bytes.
+//! writes at once, as processes sharing a file on a local disk do), so a
+//! `close` commits the writes of every handle of the path open here, as
+//! an NFS client's close flushes the file's dirty pages. `release`, which
+//! the kernel sends after `close` has returned, commits only as the last
+//! handle (see [`Writers::close`]). Read-only opens read committed
+//! versions only. A write after a commit starts a new draft from the
+//! committed bytes.
 //!
 //! Dirty data is never held in memory: a draft is a file in the origin's
 //! directory (a temporary one, renamed into place at the commit), or for
