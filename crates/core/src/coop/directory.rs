@@ -3,7 +3,6 @@
 use super::NodeId;
 use crate::policy::BlockKey;
 use std::collections::HashMap;
-use std::hash::BuildHasher;
 
 /// The nodes caching one block. Most blocks have one holder and few have
 /// more than two, so up to two live inline and more spill to the heap.
@@ -67,8 +66,7 @@ impl Holders {
         if others == 0 {
             return None;
         }
-        let hash = foldhash::fast::FixedState::with_seed(SEED).hash_one(block);
-        let pick = ((u128::from(hash) * others as u128) >> 64) as usize;
+        let pick = super::hash::fixed_pick(SEED, block, others as u64) as usize;
         self.iter().filter(|&n| n != not).nth(pick)
     }
 

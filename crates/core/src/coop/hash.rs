@@ -11,8 +11,14 @@ use std::hash::BuildHasher;
 pub fn hash_owner<K: BlockKey>(block: &K, nodes: u32) -> NodeId {
     // A fixed seed: the mapping must be the same in every process.
     const SEED: u64 = 0x636f_6f70_6361_6368;
-    let hash = foldhash::fast::FixedState::with_seed(SEED).hash_one(block);
-    ((u128::from(hash) * u128::from(nodes.max(1))) >> 64) as NodeId
+    fixed_pick(SEED, block, u64::from(nodes.max(1))) as NodeId
+}
+
+/// One of `0..n` for `block`, the same in every process for one `seed`
+/// (a fixed hash scaled to the range, without a modulo's bias).
+pub(crate) fn fixed_pick<K: BlockKey>(seed: u64, block: &K, n: u64) -> u64 {
+    let hash = foldhash::fast::FixedState::with_seed(seed).hash_one(block);
+    ((u128::from(hash) * u128::from(n)) >> 64) as u64
 }
 
 /// Who holds which partition: every node of `0..nodes` (the simulator), or
