@@ -526,5 +526,31 @@ fn bench_mount_reads_a_file_in_turn_from_the_origin_once() {
         "readers read the writer's memory: {rows:?}"
     );
     assert!(rows.iter().all(|r| r["wrong_bytes"] == 0), "{rows:?}");
-    assert!(rows.iter().any(|r| r["phase"] == "throughput"));
+    // Throughput: three mounts read the file from peers' memory, each
+    // beside the FUSE passthrough, then the holder's own mount.
+    let through: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["phase"] == "throughput").collect();
+    let named = |prefix: &str| -> Vec<&serde_json::Value> {
+        through
+            .iter()
+            .copied()
+            .filter(|r| r["step"].as_str().unwrap().starts_with(prefix))
+            .collect()
+    };
+    let from_peers = named("mount 0,")
+        .into_iter()
+        .chain(named("mount 2,"))
+        .chain(named("mount 3,"));
+    for r in from_peers {
+        assert_eq!(r["origin_bytes"], 0, "{r}");
+        assert_eq!(r["peer_blocks"], 64, "every block from a peer: {r}");
+    }
+    assert_eq!(named("FUSE passthrough").len(), 3, "{through:?}");
+    let own = named("mount 1,");
+    assert_eq!(own.len(), 1, "{through:?}");
+    assert_eq!(own[0]["peer_blocks"], 0, "the holder reads its own memory");
+    // Its pages were dropped from the kernel's cache: the reads reached
+    // the node.
+    assert!(own[0]["local_blocks"].as_u64().unwrap() >= 64, "{own:?}");
+    assert!(named("mount / FUSE passthrough").len() == 1, "{through:?}");
 }

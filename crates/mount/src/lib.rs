@@ -28,6 +28,7 @@
 mod errno;
 mod fs;
 mod inodes;
+mod passthrough;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -39,6 +40,7 @@ use fuser::{BackgroundSession, Config, MountOption, SessionACL};
 
 pub use fs::{CoopFs, MAX_HANDLES};
 pub use inodes::MAX_INODES;
+pub use passthrough::mount_passthrough;
 
 /// How to mount.
 #[derive(Clone, Debug)]
@@ -156,20 +158,13 @@ pub fn mount(
             });
         }
     }
-    let mut config = Config::default();
-    config.mount_options = vec![
-        MountOption::FSName("coopcache".into()),
-        MountOption::Subtype("coopcache".into()),
-        MountOption::DefaultPermissions,
-        MountOption::NoDev,
-        MountOption::NoSuid,
-    ];
+    let mut config = fuse_config("coopcache");
+    config
+        .mount_options
+        .push(MountOption::Subtype("coopcache".into()));
     if opts.allow_other {
         config.acl = SessionACL::All;
     }
-    // Metadata calls wait on the origin on the FUSE thread that asked:
-    // several threads keep one slow lookup from stalling the rest.
-    config.n_threads = Some(4);
     if !node.origin().writable() {
         config.mount_options.push(MountOption::RO);
     }
@@ -182,6 +177,23 @@ pub fn mount(
         session,
         dir: dir.into(),
     })
+}
+
+/// The FUSE configuration every mount of this crate starts from (the
+/// bench's passthrough too, so that it differs from coopcache's mount only
+/// in what it does per call).
+fn fuse_config(fs_name: &str) -> Config {
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName(fs_name.into()),
+        MountOption::DefaultPermissions,
+        MountOption::NoDev,
+        MountOption::NoSuid,
+    ];
+    // Metadata calls wait on the origin on the FUSE thread that asked:
+    // several threads keep one slow lookup from stalling the rest.
+    config.n_threads = Some(4);
+    config
 }
 
 /// Detaches a dead FUSE mount left on `dir` by a daemon that died without

@@ -562,7 +562,7 @@ fn read_whole(path: &Path, got: &mut Vec<u8>) -> Result<()> {
 
 /// CPU seconds (user and system) process `pid`, or this one, has used
 /// (`utime` and `stime` of /proc/PID/stat); 0 for a process gone.
-fn cpu_seconds(pid: Option<u32>) -> f64 {
+pub(super) fn cpu_seconds(pid: Option<u32>) -> f64 {
     let path = pid.map_or("/proc/self/stat".into(), |p| format!("/proc/{p}/stat"));
     let stat = std::fs::read_to_string(path).unwrap_or_default();
     // The command name, in parentheses, may hold spaces: fields count
