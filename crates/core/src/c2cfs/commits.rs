@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::ValidCopies;
 use crate::coop::NodeId;
 use crate::error::CapacityError;
-use crate::policy::{BlockKey, Lru, Unit, access};
+use crate::policy::{BlockKey, Lru, Policy, Unit, access};
 
 /// A file's commit timestamp (C2Cfs's `Tcommit`): which committed version
 /// a copy holds. A copy is valid when the `Tlocal` its node recorded equals
@@ -48,7 +48,7 @@ pub struct Committed {
     pub valid: bool,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Entry<V> {
     tcommit: Tcommit,
     version: Option<V>,
@@ -65,7 +65,7 @@ pub struct CommitTable<F: BlockKey, V> {
     order: Lru<F, Unit>,
 }
 
-impl<F: BlockKey, V: Copy + Eq> CommitTable<F, V> {
+impl<F: BlockKey, V: Clone + Eq> CommitTable<F, V> {
     /// An empty table of at most `capacity` files (at least 1), issuing
     /// timestamps of `epoch`.
     pub fn new(epoch: u64, capacity: usize) -> Result<Self, CapacityError> {
@@ -119,7 +119,7 @@ impl<F: BlockKey, V: Copy + Eq> CommitTable<F, V> {
         let e = self.entry(file);
         Opened {
             tcommit: e.tcommit,
-            version: e.version,
+            version: e.version.clone(),
             valid: e.valid,
         }
     }
@@ -143,8 +143,8 @@ impl<F: BlockKey, V: Copy + Eq> CommitTable<F, V> {
         if e.tcommit != tlocal {
             return None;
         }
-        match e.version {
-            Some(v) if v != version => {
+        match &e.version {
+            Some(v) if *v != version => {
                 let tcommit = self.fresh();
                 let e = self.files.get_mut(&file)?;
                 *e = Entry {
@@ -195,6 +195,69 @@ impl<F: BlockKey, V: Copy + Eq> CommitTable<F, V> {
             tcommit,
             valid: alone,
         }
+    }
+
+    /// A commit whose writer holds no `Topen` (it removed the path or
+    /// renamed another file over it): it counts as racing, so the valid
+    /// set empties and the version is forgotten, and `Tcommit` moves on.
+    pub fn commit_without_open(&mut self, file: F) -> Committed {
+        let tcommit = self.fresh();
+        let e = self.entry(file);
+        e.tcommit = tcommit;
+        e.version = None;
+        e.valid = ValidCopies::default();
+        Committed {
+            tcommit,
+            valid: false,
+        }
+    }
+
+    /// Records `version`, which the origin has now, into `file`'s entry if
+    /// it knows none, keeping its `Tcommit` (a manager's first look at the
+    /// origin for a file). Returns the entry's open answer afterwards, or
+    /// `None` if `file` has no entry.
+    ///
+    /// A version already known stays: only a commit replaces it, and the
+    /// caller must only record a look at the origin taken after the latest
+    /// commit the entry holds.
+    pub fn record(&mut self, file: F, version: V) -> Option<Opened<V>> {
+        let e = self.files.get_mut(&file)?;
+        if e.version.is_none() {
+            e.version = Some(version);
+        }
+        Some(self.open(file))
+    }
+
+    /// Whether `file` has an entry.
+    pub fn contains(&self, file: F) -> bool {
+        self.files.contains_key(&file)
+    }
+
+    /// `file`'s open answer without making an entry or touching its
+    /// recency; `None` if it has no entry.
+    pub fn peek(&self, file: F) -> Option<Opened<V>> {
+        self.files.get(&file).map(|e| Opened {
+            tcommit: e.tcommit,
+            version: e.version.clone(),
+            valid: e.valid,
+        })
+    }
+
+    /// Drops `file`'s entry: the next open starts a new one, with a fresh
+    /// `Tcommit` that matches no copy held so far.
+    pub fn forget(&mut self, file: F) {
+        if self.files.remove(&file).is_some() {
+            self.order.remove(file);
+        }
+    }
+
+    /// Drops every entry, keeping the counter, so no `Tcommit` value is
+    /// ever issued twice.
+    pub fn clear(&mut self) {
+        for file in self.files.keys() {
+            self.order.remove(*file);
+        }
+        self.files.clear();
     }
 
     /// `node` left the cluster: it holds nothing any more.
@@ -284,6 +347,38 @@ mod tests {
         for f in 0..10 {
             assert_ne!(successor.open(f).tcommit, w.tcommit);
         }
+    }
+
+    #[test]
+    fn record_fills_only_an_unknown_version_and_forget_clear_renew_tcommit() {
+        let mut t = Table::new(1, 16).unwrap();
+        assert_eq!(t.record(1, 5), None, "no entry");
+        let first = t.open(1).tcommit;
+        let o = t.record(1, 5).unwrap();
+        assert_eq!((o.tcommit, o.version), (first, Some(5)));
+        assert_eq!(t.record(1, 4).unwrap().version, Some(5), "known stays");
+        t.forget(1);
+        assert!(!t.contains(1));
+        let again = t.open(1);
+        assert_ne!(again.tcommit, first);
+        assert_eq!(again.version, None);
+        t.open(2);
+        t.clear();
+        assert!(t.is_empty());
+        assert!(t.open(1).tcommit > again.tcommit, "the counter survives");
+        // A commit without Topen races: no valid copy, no version.
+        t.record(1, 7);
+        let c = t.commit_without_open(1);
+        assert!(!c.valid);
+        assert_eq!(t.peek(1).unwrap().version, None);
+        // Entries forgotten leave the recency order too: capacity 1 holds
+        // a new file after a forget without dropping it.
+        let mut one = Table::new(1, 1).unwrap();
+        one.open(1);
+        one.forget(1);
+        one.open(2);
+        one.open(2);
+        assert!(one.contains(2));
     }
 
     #[test]

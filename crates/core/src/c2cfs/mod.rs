@@ -28,6 +28,7 @@
 //!   a writer outside the cluster changed the file if they differ.
 
 mod commits;
+pub mod live;
 mod source;
 mod valid;
 

@@ -1,0 +1,246 @@
+//! The manager's side: opens answered from the table or after a stat,
+//! commits applied in arrival order with the origin's own version, and
+//! forgets.
+
+use super::{Action, CommitMsg, CommitProtocol, MAX_PATH, MAX_STATS, MAX_WAITERS, path_key};
+use crate::c2cfs::Tcommit;
+use crate::coop::NodeId;
+use crate::protocol::manager_of;
+use std::sync::Arc;
+
+/// A request waiting on a file's stat.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Waiter {
+    from: NodeId,
+    nonce: u64,
+    /// `None` for an open, `Some(topen)` for a commit.
+    commit: Option<Option<Tcommit>>,
+}
+
+/// A file's stat in flight, and who waits on it.
+#[derive(Debug)]
+pub(super) struct Stat {
+    path: Arc<str>,
+    /// Requests that arrived before the stat in flight was issued: its
+    /// answer is theirs, in arrival order.
+    asked: Vec<Waiter>,
+    /// Requests that arrived since: they take the next stat.
+    next: Vec<Waiter>,
+    /// A `Forget` or a membership change came while the stat was in
+    /// flight: it may predate a commit recorded elsewhere, so its answer
+    /// records nothing.
+    tainted: bool,
+}
+
+impl<V: Clone + Eq> CommitProtocol<V> {
+    /// Whether this node answers requests for `key` now: it manages the
+    /// file in its own view, and that view has been stable long enough.
+    fn answers(&self, key: u64, now: u64) -> bool {
+        now >= self.stable_at && manager_of(key, &self.live) == Some(self.me)
+    }
+
+    /// An open (`commit: None`) or a commit (`Some(topen)`) from `from`.
+    pub(super) fn on_request(
+        &mut self,
+        from: NodeId,
+        nonce: u64,
+        path: Arc<str>,
+        commit: Option<Option<Tcommit>>,
+        now: u64,
+    ) {
+        if !self.is_member(from) {
+            return self.violation(from, "an open or commit from a non-member");
+        }
+        if path.len() > MAX_PATH {
+            return self.violation(from, "a path longer than MAX_PATH bytes");
+        }
+        let key = path_key(&path);
+        let waiter = Waiter {
+            from,
+            nonce,
+            commit,
+        };
+        if !self.answers(key, now) {
+            return self.answer_none(waiter);
+        }
+        if commit.is_none() && self.answer_from_table(waiter, key) {
+            return;
+        }
+        let full = self.stats.len() >= MAX_STATS;
+        match self.stats.get_mut(&key) {
+            Some(s) if *s.path != *path || s.asked.len() + s.next.len() >= MAX_WAITERS => {
+                self.answer_none(waiter);
+            }
+            Some(s) => s.next.push(waiter),
+            None if full => self.answer_none(waiter),
+            None => {
+                let stat = Stat {
+                    path: path.clone(),
+                    asked: vec![waiter],
+                    next: Vec::new(),
+                    tainted: false,
+                };
+                self.stats.insert(key, stat);
+                self.issue_stat(path);
+            }
+        }
+    }
+
+    /// Answers an open from the table if it knows the file's version.
+    fn answer_from_table(&mut self, w: Waiter, key: u64) -> bool {
+        if self.table.peek(key).and_then(|o| o.version).is_none() {
+            return false;
+        }
+        let o = self.table.open(key);
+        let Some(version) = o.version else {
+            return false;
+        };
+        self.counters.opens_from_table += 1;
+        let answer = Some((o.tcommit, version));
+        self.send(
+            w.from,
+            CommitMsg::Opened {
+                nonce: w.nonce,
+                answer,
+            },
+        );
+        true
+    }
+
+    fn issue_stat(&mut self, path: Arc<str>) {
+        self.counters.stats += 1;
+        self.actions.push_back(Action::Stat { path });
+    }
+
+    fn answer_none(&mut self, w: Waiter) {
+        self.counters.answered_none += 1;
+        let msg = match w.commit {
+            None => CommitMsg::Opened {
+                nonce: w.nonce,
+                answer: None,
+            },
+            Some(_) => CommitMsg::Committed {
+                nonce: w.nonce,
+                answer: None,
+            },
+        };
+        self.send(w.from, msg);
+    }
+
+    /// The origin answered the stat of `path`: its waiters get the answer,
+    /// and those that came since take a new stat.
+    pub(super) fn stat_done(&mut self, path: &str, result: Result<V, ()>) {
+        let key = path_key(path);
+        let Some(s) = self.stats.get_mut(&key) else {
+            return;
+        };
+        if *s.path != *path {
+            return;
+        }
+        let asked = std::mem::take(&mut s.asked);
+        let tainted = std::mem::replace(&mut s.tainted, false);
+        if s.next.is_empty() {
+            self.stats.remove(&key);
+        } else {
+            s.asked = std::mem::take(&mut s.next);
+            let path = s.path.clone();
+            self.issue_stat(path);
+        }
+        match result {
+            _ if tainted => {
+                self.table.forget(key);
+                asked.into_iter().for_each(|w| self.answer_none(w));
+            }
+            Err(()) => self.stat_failed(key, asked),
+            Ok(version) => {
+                for w in asked {
+                    self.apply(key, w, &version);
+                }
+            }
+        }
+    }
+
+    /// One waiter of a stat that found `version`, in arrival order.
+    fn apply(&mut self, key: u64, w: Waiter, version: &V) {
+        let msg = match w.commit {
+            None => {
+                // No commit was applied since the stat was issued (they
+                // wait for their own stats), so the origin's version is
+                // at least as new as anything the entry stands for.
+                self.table.open(key);
+                let o = self.table.record(key, version.clone());
+                let answer = o.map(|o| (o.tcommit, o.version.unwrap_or_else(|| version.clone())));
+                CommitMsg::Opened {
+                    nonce: w.nonce,
+                    answer,
+                }
+            }
+            Some(topen) => {
+                self.counters.commits += 1;
+                let done = match topen {
+                    Some(topen) => self.table.commit(key, w.from, topen, version.clone()),
+                    None => self.table.commit_without_open(key),
+                };
+                CommitMsg::Committed {
+                    nonce: w.nonce,
+                    answer: Some(done),
+                }
+            }
+        };
+        self.send(w.from, msg);
+    }
+
+    /// The stat failed (the file is gone, or the origin is down): the entry
+    /// goes, opens go to the origin themselves. A commit is recorded as
+    /// the entry's removal (the next open stats the origin), which is what
+    /// a removal's commit asks for; its writer's copy is not valid.
+    fn stat_failed(&mut self, key: u64, asked: Vec<super::manager::Waiter>) {
+        for w in asked {
+            match w.commit {
+                None => self.answer_none(w),
+                Some(_) => {
+                    self.counters.commits += 1;
+                    let done = self.table.commit_without_open(key);
+                    let answer = Some(done);
+                    self.send(
+                        w.from,
+                        CommitMsg::Committed {
+                            nonce: w.nonce,
+                            answer,
+                        },
+                    );
+                }
+            }
+        }
+        self.table.forget(key);
+    }
+
+    /// A writer's `Forget`: drop any entry for the path, and keep a stat in
+    /// flight from recording (it may predate the write).
+    pub(super) fn on_forget(&mut self, from: NodeId, nonce: u64, path: Arc<str>) {
+        if !self.is_member(from) {
+            return self.violation(from, "a forget from a non-member");
+        }
+        if path.len() > MAX_PATH {
+            return self.violation(from, "a path longer than MAX_PATH bytes");
+        }
+        let key = path_key(&path);
+        self.table.forget(key);
+        if let Some(s) = self.stats.get_mut(&key) {
+            s.tainted = true;
+        }
+        self.send(from, CommitMsg::Forgot { nonce });
+    }
+
+    /// A membership change: every waiter is answered `None`, and stats in
+    /// flight record nothing.
+    pub(super) fn drop_stat_waiters(&mut self) {
+        let mut dropped = Vec::new();
+        for s in self.stats.values_mut() {
+            s.tainted = true;
+            dropped.append(&mut s.asked);
+            dropped.append(&mut s.next);
+        }
+        dropped.into_iter().for_each(|w| self.answer_none(w));
+    }
+}

@@ -1,0 +1,299 @@
+//! The machine driven by hand: one to four nodes, a fake origin.
+
+use super::harness::{Cluster, STABLE, TIMEOUT, path_managed_by};
+use super::{Action, CommitMsg, MAX_PATH, MAX_PENDING, MAX_WAITERS};
+use crate::c2cfs::Tcommit;
+use std::sync::Arc;
+
+#[test]
+fn a_single_node_stats_once_then_answers_opens_from_its_table() {
+    let mut c = Cluster::new(&[1]);
+    let f: Arc<str> = "/a".into();
+    c.write(&f);
+    let (topen, v) = c.opened(1, &f).unwrap();
+    assert_eq!((v, c.stats_by(1)), (1, 1));
+    assert_eq!(c.opened(1, &f), Some((topen, 1)));
+    assert_eq!(c.stats_by(1), 1, "the second open used the table");
+    assert_eq!(c.node(1).counters().opens_from_table, 1);
+    c.write(&f);
+    let done = c.committed(1, &f, Some(topen)).unwrap();
+    assert!(done.valid);
+    assert_eq!(c.stats_by(1), 2, "the commit asked the origin");
+    assert_eq!(c.opened(1, &f), Some((done.tcommit, 2)));
+    assert_eq!(c.stats_by(1), 2);
+    assert!(c.wire.is_empty() && c.violations.is_empty());
+    assert_eq!(c.opened(1, &"".into()), None, "no such file at the origin");
+}
+
+#[test]
+fn a_reader_sees_a_remote_writers_commit_through_the_manager() {
+    let mut c = Cluster::new(&[1, 2, 3]);
+    let f = path_managed_by(&[(&[1, 2, 3], 3)]);
+    c.write(&f);
+    let (topen, _) = c.opened(1, &f).unwrap();
+    let v = c.write(&f);
+    let done = c.committed(1, &f, Some(topen)).unwrap();
+    assert!(done.valid, "no other close came between");
+    assert_eq!(c.opened(2, &f), Some((done.tcommit, v)));
+    assert_eq!((c.stats_by(1), c.stats_by(2), c.stats_by(3)), (0, 0, 2));
+    assert_eq!(c.node(3).counters().opens_from_table, 1);
+    // Two writers whose opens both precede both closes.
+    let (t1, _) = c.opened(1, &f).unwrap();
+    let (t2, _) = c.opened(2, &f).unwrap();
+    c.write(&f);
+    assert!(c.committed(1, &f, Some(t1)).unwrap().valid);
+    let last = c.write(&f);
+    assert!(!c.committed(2, &f, Some(t2)).unwrap().valid);
+    assert_eq!(
+        c.opened(2, &f).unwrap().1,
+        last,
+        "a racing commit stats again"
+    );
+}
+
+#[test]
+fn a_commit_arriving_during_a_stat_waits_for_the_next_one() {
+    let mut c = Cluster::new(&[1]);
+    c.auto_stat = false;
+    let f: Arc<str> = "/s".into();
+    c.write(&f);
+    // An entry with a Tcommit but no version (a racing commit left it).
+    let req = c.commit(1, &f, None);
+    c.answer_stat(0, Ok(1));
+    let t1 = c.committed[&req].unwrap().tcommit;
+    // An open stats (S1); before S1's answer the writer writes version 2
+    // and commits with the Tcommit an open would have found.
+    let open = c.open(1, &f);
+    let v2 = c.write(&f);
+    let commit = c.commit(1, &f, Some(t1));
+    assert_eq!(c.stats.len(), 1, "one stat in flight per file");
+    c.answer_stat(0, Ok(1));
+    assert_eq!(c.opened[&open], Some((t1, 1)));
+    assert!(!c.committed.contains_key(&commit), "S1 predates the commit");
+    c.answer_stat(0, Ok(v2));
+    let done = c.committed[&commit].unwrap();
+    assert!(done.valid);
+    assert_eq!(c.opened(1, &f), Some((done.tcommit, v2)));
+    assert!(c.stats.is_empty(), "answered from the table");
+}
+
+#[test]
+fn requests_from_a_non_member_are_refused_and_change_nothing() {
+    let mut c = Cluster::new(&[1, 2]);
+    let f = path_managed_by(&[(&[1, 2], 2)]);
+    c.write(&f);
+    let (t, v) = c.opened(1, &f).unwrap();
+    let stats = c.stats_by(2);
+    // A Commit names no version: the manager's own stat decides it. From
+    // an outsider it does nothing at all.
+    let (commit, path) = (Some(t), f.clone());
+    for msg in [
+        CommitMsg::Commit {
+            nonce: 1,
+            path,
+            topen: commit,
+        },
+        CommitMsg::Open {
+            nonce: 2,
+            path: f.clone(),
+        },
+        CommitMsg::Forget {
+            nonce: 3,
+            path: f.clone(),
+        },
+    ] {
+        c.node(2).handle_message(9, msg, STABLE);
+    }
+    c.collect();
+    assert_eq!(c.violations.len(), 3);
+    assert!(
+        c.violations
+            .iter()
+            .all(|&(at, from, _)| (at, from) == (2, 9))
+    );
+    assert!(c.wire.is_empty() && c.stats.is_empty());
+    assert_eq!(c.opened(1, &f), Some((t, v)), "the entry is unchanged");
+    assert_eq!(c.stats_by(2), stats);
+}
+
+#[test]
+fn answers_count_only_from_the_node_asked_and_late_ones_are_dropped() {
+    let mut c = Cluster::new(&[1, 2, 3]);
+    let f = path_managed_by(&[(&[1, 2, 3], 3)]);
+    c.write(&f);
+    let req = c.open(1, &f);
+    assert!(c.opened.contains_key(&req));
+    // Hold the next open's message to its manager.
+    let req = {
+        let r = 100;
+        c.node(1).handle_open(r, f.clone(), STABLE);
+        c.collect();
+        r
+    };
+    let (_, to, msg) = c.wire.pop_front().unwrap();
+    let CommitMsg::Open { nonce, .. } = msg else {
+        panic!("an open")
+    };
+    assert_eq!(to, 3);
+    let forged = CommitMsg::Opened {
+        nonce,
+        answer: Some((
+            Tcommit {
+                epoch: 2,
+                serial: 1,
+            },
+            99,
+        )),
+    };
+    c.node(1).handle_message(2, forged, STABLE);
+    c.collect();
+    assert_eq!(
+        c.violations,
+        [(1, 2, "an answer from a node that was not asked")]
+    );
+    assert!(!c.opened.contains_key(&req));
+    c.advance(STABLE + TIMEOUT);
+    assert_eq!(c.opened[&req], None, "timed out");
+    assert_eq!(c.node(1).counters().timeouts, 1);
+    // The manager's answer comes after the timeout: dropped, counted.
+    c.node(3)
+        .handle_message(1, CommitMsg::Open { nonce, path: f }, STABLE + TIMEOUT);
+    c.collect();
+    c.run();
+    assert_eq!(c.node(1).counters().late_answers, 1);
+    assert_eq!((c.opened.len(), c.violations.len()), (2, 1));
+}
+
+#[test]
+fn a_membership_change_clears_the_table_and_answers_none_until_stable() {
+    let mut c = Cluster::new(&[1, 2, 3]);
+    let f = path_managed_by(&[(&[1, 2, 3], 3), (&[1, 3], 3)]);
+    c.write(&f);
+    c.opened(1, &f).unwrap();
+    c.opened(1, &f).unwrap();
+    assert_eq!((c.stats_by(3), c.node(3).table_len()), (1, 1));
+    let at = c.now;
+    for n in [1, 3] {
+        c.node(n).set_members(&[1, 3], at);
+    }
+    assert_eq!(c.node(3).table_len(), 0);
+    assert_eq!(c.opened(1, &f), None);
+    c.write(&f);
+    assert_eq!(c.committed(1, &f, None), None, "not recorded");
+    assert_eq!(c.node(3).counters().answered_none, 2);
+    c.advance(at + STABLE);
+    let v = c.origin[&f];
+    assert_eq!(c.opened(1, &f).unwrap().1, v);
+    assert_eq!(c.stats_by(3), 2, "a fresh stat");
+}
+
+#[test]
+fn a_timed_out_open_completes_none() {
+    let mut c = Cluster::new(&[1, 2]);
+    let f = path_managed_by(&[(&[1, 2], 2)]);
+    c.auto_stat = false;
+    let req = c.open(1, &f);
+    assert!(!c.opened.contains_key(&req), "the stat is not answered");
+    assert_eq!(c.node(1).poll_timeout(), Some(STABLE + TIMEOUT));
+    c.advance(STABLE + TIMEOUT - 1);
+    assert!(!c.opened.contains_key(&req));
+    c.advance(STABLE + TIMEOUT);
+    assert_eq!(c.opened[&req], None);
+}
+
+#[test]
+fn a_commit_answered_none_makes_every_member_forget_the_file() {
+    // Node 4 joined; in its view and the writer's it manages the file,
+    // which node 3 holds an entry for.
+    let mut c = Cluster::new(&[1, 2, 3, 4]);
+    let f = path_managed_by(&[(&[1, 2, 3], 3), (&[1, 2, 3, 4], 4)]);
+    for n in [2, 3] {
+        c.node(n).set_members(&[1, 2, 3], 0);
+    }
+    c.advance(STABLE);
+    c.write(&f);
+    let (t, _) = c.opened(2, &f).unwrap();
+    assert_eq!(c.stats_by(3), 1);
+    let now = c.now;
+    c.node(4).set_members(&[1, 4], now);
+    c.node(4).set_members(&[1, 2, 3, 4], now);
+    c.write(&f);
+    assert_eq!(c.committed(1, &f, Some(t)), None, "4 is not yet stable");
+    assert_eq!(c.node(1).counters().forgets, 1);
+    // Node 3 dropped its entry: its next open asks the origin.
+    let v = c.origin[&f];
+    assert_eq!(c.opened(2, &f).unwrap().1, v);
+    assert_eq!(c.stats_by(3), 2);
+}
+
+#[test]
+fn a_timed_out_commit_broadcasts_forget_and_completes_none() {
+    let mut c = Cluster::new(&[1, 2, 3]);
+    let f = path_managed_by(&[(&[1, 2, 3], 3)]);
+    c.write(&f);
+    let (t, _) = c.opened(2, &f).unwrap();
+    let req = 7;
+    c.node(1).handle_commit(req, f.clone(), Some(t), STABLE);
+    c.collect();
+    c.wire.clear(); // the commit is lost
+    c.advance(STABLE + TIMEOUT);
+    let forgets = c
+        .wire
+        .iter()
+        .filter(|m| matches!(m.2, CommitMsg::Forget { .. }));
+    assert_eq!(forgets.count(), 2, "to each other member");
+    c.run();
+    assert_eq!(c.committed[&req], None);
+    assert_eq!(c.node(3).table_len(), 0);
+}
+
+#[test]
+fn bounds_refuse_at_once() {
+    let mut c = Cluster::new(&[1, 2]);
+    let f = path_managed_by(&[(&[1, 2], 2)]);
+    for req in 0..=MAX_PENDING as u64 {
+        c.node(1).handle_open(req, f.clone(), STABLE);
+    }
+    c.collect();
+    assert_eq!(c.opened.len(), 1);
+    assert_eq!(c.opened[&(MAX_PENDING as u64)], None);
+    // A manager keeps at most MAX_WAITERS requests on one file's stats.
+    c.wire.clear();
+    c.auto_stat = false;
+    for nonce in 0..=MAX_WAITERS as u64 {
+        let msg = CommitMsg::Open {
+            nonce,
+            path: f.clone(),
+        };
+        c.node(2).handle_message(1, msg, STABLE);
+    }
+    c.collect();
+    assert_eq!(c.stats.len(), 1);
+    let none = CommitMsg::Opened {
+        nonce: MAX_WAITERS as u64,
+        answer: None,
+    };
+    assert_eq!(c.wire.iter().map(|m| &m.2).collect::<Vec<_>>(), [&none]);
+    // A path over MAX_PATH bytes: a violation from a peer, refused at
+    // once for this node's own user.
+    let long: Arc<str> = "x".repeat(MAX_PATH + 1).into();
+    c.node(2).handle_message(
+        1,
+        CommitMsg::Open {
+            nonce: 0,
+            path: long.clone(),
+        },
+        STABLE,
+    );
+    c.node(2).handle_commit(5, long, None, STABLE);
+    let actions: Vec<_> = std::iter::from_fn(|| c.node(2).poll()).collect();
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    assert!(matches!(actions[0], Action::Violation { from: 1, .. }));
+    assert_eq!(
+        actions[1],
+        Action::Committed {
+            req: 5,
+            answer: None
+        }
+    );
+}
