@@ -16,9 +16,17 @@ pub const RESERVE: u64 =
     RUNTIME_BYTES + STREAM_BYTES + PEER_OUT_BYTES + PEER_IN_BYTES + GATEWAY_BYTES;
 
 /// The runtime's own heap: tokio's tasks and queues, TLS sessions, the
-/// directory and hash records of the files this node manages, metrics
-/// (an idle node holds about 1.3 MiB of live heap).
+/// directory and hash records of the files this node manages, the C2Cfs
+/// commit table ([`COMMIT_FILES`]), metrics (an idle node holds about
+/// 1.3 MiB of live heap).
 pub const RUNTIME_BYTES: u64 = 4 << 20;
+
+/// Files in a manager's C2Cfs commit table (`exclusive` mode): each entry
+/// (a version string of tens of bytes, `Tcommit`, valid copies, its LRU
+/// place) takes about 200 bytes, so the table stays under 1 MiB, within
+/// [`RUNTIME_BYTES`]. A file dropped from it costs its next open one
+/// origin stat.
+pub const COMMIT_FILES: usize = 4096;
 
 /// Heap a gateway connection holds outside the cache: hyper's 8 KiB read
 /// and 8 KiB write buffers and its task.

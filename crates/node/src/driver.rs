@@ -13,6 +13,7 @@ use crate::membership::Swim;
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError};
 use bytes::Bytes;
+use coopcache_core::c2cfs::live::CommitProtocol;
 use coopcache_core::coop::{Level, NodeId};
 use coopcache_core::protocol::{Action, NodeProtocol, PeerMsg, ReadFailure, Served};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -46,6 +47,9 @@ pub enum ReadError {
 
 /// A reader's reply: the block's bytes and the level that served them.
 pub type Reply = oneshot::Sender<Result<(Bytes, Level), ReadError>>;
+
+use commits::CommitWaiter;
+pub use commits::{CommitEvent, OpenAnswer};
 
 /// What the driver reacts to.
 pub enum Event {
@@ -111,6 +115,8 @@ pub enum Event {
     /// The node is stopping: tell every member, close every link (each
     /// writes what it holds, then ends its TLS session), then answer.
     Leave(oneshot::Sender<()>),
+    /// C2Cfs `exclusive` mode: an open, a commit, a stat's answer.
+    Commits(CommitEvent),
 }
 
 /// A member as `status` shows it.
@@ -182,6 +188,10 @@ pub struct Status {
     /// Requests to the origin that carried them.
     #[serde(default)]
     pub origin_requests: u64,
+    /// Questions to the origin for a file's version (an open in `shared`
+    /// mode, a manager's stat in `exclusive` mode).
+    #[serde(default)]
+    pub origin_stats: u64,
     /// Bytes from the origin.
     pub origin_bytes: u64,
     /// Blocks from peers that failed verification.
@@ -287,6 +297,12 @@ pub struct Driver {
     /// Origin reads the protocol asked for, not sent yet (see
     /// `origin_reads`): at most what the events of one drain ask for.
     origin_queue: Vec<BlockId>,
+    /// C2Cfs `exclusive` mode: this node's share of the files' commit
+    /// state, and its own opens and commits (`commits.rs`).
+    commits: CommitProtocol<FileVersion>,
+    /// Callers waiting on `commits`, by request id.
+    commit_waiters: HashMap<u64, CommitWaiter>,
+    next_commit_req: u64,
 }
 
 /// Protocol counters already added to the metrics.
@@ -299,9 +315,11 @@ struct Synced {
 
 impl Driver {
     /// A driver for `protocol`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         cfg: DriverConfig,
         protocol: NodeProtocol<BlockId, Block>,
+        commits: CommitProtocol<FileVersion>,
         clock: Clock,
         origin: Arc<Origin>,
         metrics: Arc<Metrics>,
@@ -340,6 +358,9 @@ impl Driver {
             received: BTreeMap::new(),
             synced: Synced::default(),
             origin_queue: Vec::new(),
+            commits,
+            commit_waiters: HashMap::new(),
+            next_commit_req: 0,
         }
     }
 
@@ -354,7 +375,10 @@ impl Driver {
             self.send_origin_reads();
             // The protocol's next deadline rarely moves (most reads finish
             // long before theirs): re-arm only when it does.
-            let due = self.protocol.poll_timeout();
+            let due = match (self.protocol.poll_timeout(), self.commits.poll_timeout()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             if due != armed
                 && let Some(us) = due
             {
@@ -379,6 +403,7 @@ impl Driver {
                 _ = &mut timer, if due.is_some() => {
                     let now = self.clock.micros();
                     self.protocol.handle_timeout(now);
+                    self.commits.handle_timeout(now);
                     self.apply();
                 }
                 _ = tick.tick() => {
@@ -450,6 +475,7 @@ impl Driver {
                 self.leave();
                 let _ = done.send(());
             }
+            Event::Commits(ev) => self.on_commit_event(ev),
         }
         self.apply();
     }
@@ -490,6 +516,7 @@ impl Driver {
                 }
             }
         }
+        self.apply_commits();
     }
 
     /// Sends a protocol message to `to`.
@@ -573,6 +600,7 @@ impl Driver {
     }
 }
 
+mod commits;
 mod integrity;
 mod members;
 mod origin_reads;

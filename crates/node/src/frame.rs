@@ -5,13 +5,17 @@
 //! allocated, decoding never panics on any input, and encoding covers
 //! every message the core can send.
 
+mod commit;
+
+use crate::origin::FileVersion;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use coopcache_core::c2cfs::live::CommitMsg;
 use coopcache_core::coop::NodeId;
 use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 5;
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -66,6 +70,9 @@ pub enum Wire {
     /// A message of the core's protocol; block contents are bytes (the
     /// receiver computes their digest itself).
     Peer(PeerMsg<BlockId, Bytes>),
+    /// A message of the core's C2Cfs `exclusive`-mode machine: opens and
+    /// commits asked of a file's manager, and their answers.
+    Commit(CommitMsg<FileVersion>),
 }
 
 impl Wire {
@@ -200,6 +207,7 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
         }
         Wire::Leaving => buf.put_u8(KIND_LEAVING),
         Wire::Peer(msg) => put_peer(buf, msg),
+        Wire::Commit(msg) => commit::put(buf, msg),
     }
     let len = (buf.len() - start - HEADER) as u32;
     buf[start..start + HEADER].copy_from_slice(&len.to_be_bytes());
@@ -335,6 +343,7 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
             Wire::Gossip(data)
         }
         KIND_LEAVING => Wire::Leaving,
+        kind if commit::kind_name(kind).is_some() => Wire::Commit(r.commit(kind)?),
         kind => Wire::Peer(r.peer(kind)?),
     };
     if r.buf.has_remaining() {
@@ -370,7 +379,7 @@ fn kind_name(kind: u8) -> Option<&'static str> {
         K_PLACE => "place",
         K_PING => "ping",
         K_PONG => "pong",
-        _ => return None,
+        kind => return commit::kind_name(kind),
     })
 }
 
@@ -722,6 +731,42 @@ mod tests {
         for msg in msgs {
             roundtrip(Wire::Peer(msg));
         }
+        let commits = commit::tests::every_commit_msg();
+        assert_eq!(commits.len(), 10);
+        for msg in commits {
+            roundtrip(Wire::Commit(msg));
+        }
+    }
+
+    #[test]
+    fn over_long_paths_and_versions_are_refused() {
+        use coopcache_core::c2cfs::Tcommit;
+        use coopcache_core::c2cfs::live::MAX_PATH;
+        let decoded = |msg| {
+            let mut buf = BytesMut::new();
+            encode(&Wire::Commit(msg), &mut buf);
+            decode(buf.freeze().slice(HEADER..))
+        };
+        let path: std::sync::Arc<str> = "p".repeat(MAX_PATH).into();
+        let open = |path| CommitMsg::Open { nonce: 1, path };
+        assert!(decoded(open(path)).is_ok());
+        let err = decoded(open("p".repeat(MAX_PATH + 1).into())).unwrap_err();
+        assert!(err.to_string().contains("path of 4097 bytes"), "{err}");
+        let version = FileVersion {
+            size: 1,
+            version: "v".repeat(commit::MAX_VERSION + 1),
+            modified: None,
+        };
+        let t = Tcommit {
+            epoch: 1,
+            serial: 1,
+        };
+        let opened = CommitMsg::Opened {
+            nonce: 1,
+            answer: Some((t, version)),
+        };
+        let err = decoded(opened).unwrap_err();
+        assert!(err.to_string().contains("version of 1025 bytes"), "{err}");
     }
 
     #[test]

@@ -5,12 +5,14 @@ use crate::block::{BlockId, file_id, private_file_id};
 use crate::budget::{Budget, BudgetError};
 use crate::clock::Clock;
 use crate::discovery;
-use crate::driver::{Driver, DriverConfig, Event, ReadError, Status};
+use crate::driver::{CommitEvent, Driver, DriverConfig, Event, ReadError, Status};
 use crate::link::{LinkCtx, accept_loop};
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError, check_path};
 use crate::tls::Identity;
 use bytes::{Bytes, BytesMut};
+use coopcache_core::c2cfs::live::{CommitConfig, CommitProtocol};
+use coopcache_core::c2cfs::{Committed, Tcommit};
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::{NodeProtocol, ProtocolConfig};
@@ -129,6 +131,11 @@ pub struct NodeOptions {
     /// Glob patterns (`secrets/**`, `*.key`) of privacy-critical paths,
     /// never unified.
     pub critical: Vec<String>,
+    /// C2Cfs `exclusive` mode: how long after a membership change the
+    /// files' managers answer no open from their commit tables (opens
+    /// read the origin's version meanwhile), for every member's view of
+    /// the members to agree again (`coopcache_core::c2cfs::live`).
+    pub commit_stable: Duration,
 }
 
 impl NodeOptions {
@@ -156,9 +163,14 @@ impl NodeOptions {
             private: false,
             unify: None,
             critical: Vec::new(),
+            commit_stable: Duration::from_secs(5),
         }
     }
 }
+
+/// How long an `exclusive`-mode open or commit waits on the file's
+/// manager before the node asks the origin itself.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Why a node could not start or serve.
 #[derive(Debug, thiserror::Error)]
@@ -382,6 +394,22 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         };
         protocol.set_private(Box::new(sealer), crate::budget::parked_notes(capacity));
     }
+    let commits = CommitProtocol::new(
+        opts.id,
+        crate::clock::unix_micros(),
+        CommitConfig {
+            capacity: crate::budget::COMMIT_FILES,
+            // A manager's answer may wait on one origin stat; past this,
+            // the open asks the origin itself (always safe).
+            timeout_us: COMMIT_TIMEOUT.as_micros() as u64,
+            stable_us: opts
+                .commit_stable
+                .as_micros()
+                .try_into()
+                .unwrap_or(u64::MAX),
+        },
+    )
+    .map_err(|e| NodeError::Config(e.to_string()))?;
     let origin = Arc::new(opts.origin);
     let driver = Driver::new(
         DriverConfig {
@@ -392,6 +420,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
             budget: opts.memory,
         },
         protocol,
+        commits,
         clock,
         origin.clone(),
         metrics.clone(),
@@ -499,6 +528,7 @@ impl NodeHandle {
         {
             return Ok(v.clone());
         }
+        self.metrics.origin_stats.inc();
         let v = Arc::new(self.origin.stat(path).await?);
         let mut attrs = self.lock_attrs();
         if attrs.len() >= MAX_ATTRS {
@@ -506,6 +536,49 @@ impl NodeHandle {
         }
         attrs.insert(path.to_string(), (v.clone(), crate::clock::now()));
         Ok(v)
+    }
+
+    /// C2Cfs `exclusive` mode (every write goes through the cluster): the
+    /// version an open of `path` reads, as the file's manager knows it
+    /// from the last commit, with no origin round trip; and the file's
+    /// `Tcommit` (the open's `Topen`). When the manager cannot say (no
+    /// entry it could fill, a membership change, no answer in time) the
+    /// origin's own version, with no `Topen`: always safe, since every
+    /// write reaches the origin before its commit.
+    pub async fn open_exclusive(
+        &self,
+        path: &str,
+    ) -> Result<(Option<Tcommit>, Arc<FileVersion>), NodeError> {
+        check_path(path)?;
+        let (reply, answer) = oneshot::channel();
+        let ev = CommitEvent::Open {
+            path: Arc::from(path),
+            reply,
+        };
+        if self.events.send(Event::Commits(ev)).await.is_ok()
+            && let Ok(Some((tcommit, version))) = answer.await
+        {
+            return Ok((Some(tcommit), Arc::new(version)));
+        }
+        Ok((None, self.stat_fresh(path).await?))
+    }
+
+    /// C2Cfs `exclusive` mode: `path` changed at the origin through this
+    /// node (a close wrote it through, it was removed, or a file was
+    /// renamed over it; `topen` is the `Tcommit` the writer's open found,
+    /// `None` for the others). Returns once the file's manager recorded
+    /// the origin's new version, as it asked the origin itself, or once
+    /// every member was told to forget the file: an open that begins
+    /// after this returns reads the new version. `None` if not recorded.
+    pub async fn commit_exclusive(&self, path: &str, topen: Option<Tcommit>) -> Option<Committed> {
+        let (reply, answer) = oneshot::channel();
+        let ev = CommitEvent::Commit {
+            path: Arc::from(path),
+            topen,
+            reply,
+        };
+        self.events.send(Event::Commits(ev)).await.ok()?;
+        answer.await.ok().flatten()
     }
 
     /// The version of `path` as the origin has it now, refreshing the

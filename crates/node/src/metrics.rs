@@ -49,6 +49,8 @@ pub struct Metrics {
     pub origin_requests: Counter,
     /// Bytes read from the origin.
     pub origin_bytes: Counter,
+    /// Questions to the origin for a file's version.
+    pub origin_stats: Counter,
     /// Blocks from peers whose hash did not match the manager's record.
     pub integrity_failures: Counter,
     /// Messages refused because their sender's role does not allow them,
@@ -115,7 +117,7 @@ impl Metrics {
             "Peer messages refused because the sender's role does not allow them",
             self.protocol_violations.clone(),
         );
-        let counters: [(&str, &str, &Counter); 9] = [
+        let counters: [(&str, &str, &Counter); 10] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",
@@ -131,6 +133,11 @@ impl Metrics {
                 "origin_bytes",
                 "Bytes read from the origin",
                 &self.origin_bytes,
+            ),
+            (
+                "origin_stats",
+                "Questions to the origin for a file's version",
+                &self.origin_stats,
             ),
             (
                 "integrity_failures",

@@ -249,3 +249,68 @@ async fn a_sequential_read_fetches_runs_of_blocks_in_one_request() {
         s.origin_requests
     );
 }
+
+/// C2Cfs `exclusive` mode: an open learns the file's version from its
+/// manager, which asked the origin once; later opens on every node cost no
+/// origin stat. A close that wrote the file through commits, the manager
+/// asks the origin itself, and the next open on another node reads the new
+/// version, still without a stat of its own. A writer outside the cluster
+/// is not seen (the mode's premise); `shared` mode's open is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exclusive_opens_read_the_managers_version_without_asking_the_origin() {
+    let c = cluster_with(Shape::default(), &[("a.bin", 200_000)], |o| {
+        o.attr_ttl = std::time::Duration::ZERO;
+        o.commit_stable = std::time::Duration::ZERO;
+    })
+    .await;
+    let stats = || async {
+        let mut n = 0;
+        for node in &c.nodes {
+            n += node.status().await.unwrap().origin_stats;
+        }
+        n
+    };
+    let (topen, v0) = c.nodes[0].open_exclusive("a.bin").await.unwrap();
+    let topen = topen.expect("the manager answered");
+    assert_eq!(stats().await, 1, "the manager asked the origin once");
+    for node in &c.nodes[1..] {
+        let (t, v) = node.open_exclusive("a.bin").await.unwrap();
+        assert_eq!((t, &v), (Some(topen), &v0));
+    }
+    assert_eq!(
+        stats().await,
+        1,
+        "later opens came from the manager's table"
+    );
+
+    // Node 0 writes the file through to the origin, then commits.
+    let path = c.origin_dir.join("a.bin");
+    let new = contents(7, 150_000);
+    std::fs::write(path.with_extension("tmp"), &new).unwrap();
+    std::fs::rename(path.with_extension("tmp"), &path).unwrap();
+    let done = c.nodes[0].commit_exclusive("a.bin", Some(topen)).await;
+    let done = done.expect("recorded");
+    assert!(done.valid, "no other close came between");
+    assert!(done.tcommit > topen);
+    assert_eq!(stats().await, 2, "the manager asked the origin, once");
+    let (t, v1) = c.nodes[2].open_exclusive("a.bin").await.unwrap();
+    assert_eq!(t, Some(done.tcommit));
+    assert_ne!(v1, v0);
+    assert_eq!(
+        stats().await,
+        2,
+        "the open after the close asked no one but the manager"
+    );
+    let got = c.nodes[2]
+        .read_version("a.bin".into(), v1.clone(), 0..v1.size)
+        .await
+        .unwrap();
+    assert!(got[..] == new[..], "the committed bytes");
+
+    // An outside writer: exclusive opens keep the last commit's version.
+    std::fs::write(path.with_extension("tmp"), contents(8, 1000)).unwrap();
+    std::fs::rename(path.with_extension("tmp"), &path).unwrap();
+    let (_, v) = c.nodes[1].open_exclusive("a.bin").await.unwrap();
+    assert_eq!(v, v1);
+    assert_ne!(c.nodes[1].stat("a.bin").await.unwrap(), v1);
+}

@@ -93,6 +93,7 @@ impl Driver {
             .collect();
         let now = self.clock.micros();
         self.protocol.set_members(&live, now);
+        self.commits.set_members(&live, now);
         self.metrics.members.set(live.len() as i64);
         self.apply();
     }
@@ -218,6 +219,7 @@ impl Driver {
         match wire {
             Wire::Gossip(data) => self.on_gossip(from, &data),
             Wire::Leaving => self.member_left(from),
+            Wire::Commit(msg) => self.on_commit_msg(from, msg),
             Wire::Members(list) => {
                 for (id, listen) in list {
                     if id != self.cfg.id

@@ -44,7 +44,9 @@ pub(super) fn driver(dir: &std::path::Path) -> Driver {
         block_size: 64 << 10,
         budget: 64 << 20,
     };
-    Driver::new(cfg, protocol, clock, origin, metrics, ctx, events)
+    let commits =
+        coopcache_core::c2cfs::live::CommitProtocol::new(0, 1, Default::default()).unwrap();
+    Driver::new(cfg, protocol, commits, clock, origin, metrics, ctx, events)
 }
 
 /// Dials the peer and reports its link up, as `run_link` would.

@@ -57,7 +57,8 @@ impl Driver {
             unified_blocks: stats.unified,
             unified_hosted: stats.unified_hosted,
             foreign_blocks: u64::from(own.foreign),
-            quiet: self.protocol.is_quiet(),
+            quiet: self.protocol.is_quiet() && self.commits.is_quiet(),
+            origin_stats: m.origin_stats.get(),
             sent: self.sent.clone(),
             received: self.received.clone(),
         }

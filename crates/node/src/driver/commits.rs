@@ -1,0 +1,130 @@
+//! The driver's side of C2Cfs `exclusive` mode: it feeds the core's
+//! [`CommitProtocol`] with this node's opens and commits, the peers'
+//! commit messages, membership and the clock, and carries out what it
+//! asks for: frames to peers, origin stats (each on a task of its own, its
+//! answer back as an event), answers to the callers waiting. Which version
+//! an open reads, whom to ask and whom to believe is the core's.
+
+use super::*;
+use coopcache_core::c2cfs::live::{Action as CommitAction, CommitMsg};
+use coopcache_core::c2cfs::{Committed, Tcommit};
+
+/// What an exclusive open learns: the file's `Tcommit` (the open's
+/// `Topen`) and the version to read; `None` when the manager could not say
+/// (the caller asks the origin itself).
+pub type OpenAnswer = Option<(Tcommit, FileVersion)>;
+
+/// A caller of the commit machine, waiting for its answer.
+pub enum CommitWaiter {
+    /// An open.
+    Open(oneshot::Sender<OpenAnswer>),
+    /// A commit (a close after writes, a removal, a rename).
+    Commit(oneshot::Sender<Option<Committed>>),
+}
+
+/// What the driver hears about C2Cfs `exclusive` mode.
+pub enum CommitEvent {
+    /// This node opens `path`.
+    Open {
+        /// The file.
+        path: Arc<str>,
+        /// Where the answer goes.
+        reply: oneshot::Sender<OpenAnswer>,
+    },
+    /// This node wrote `path` through to the origin (or removed it, or
+    /// renamed a file over it, with `topen: None`).
+    Commit {
+        /// The file.
+        path: Arc<str>,
+        /// The `Tcommit` its open found.
+        topen: Option<Tcommit>,
+        /// Where the answer goes.
+        reply: oneshot::Sender<Option<Committed>>,
+    },
+    /// The origin answered a stat the machine asked for.
+    Stat {
+        /// The file.
+        path: Arc<str>,
+        /// Its version, or `Err` if it is gone or the origin failed.
+        result: Result<FileVersion, ()>,
+    },
+}
+
+impl Driver {
+    pub(super) fn on_commit_event(&mut self, ev: CommitEvent) {
+        let now = self.clock.micros();
+        match ev {
+            CommitEvent::Open { path, reply } => {
+                let req = self.commit_waiter(CommitWaiter::Open(reply));
+                self.commits.handle_open(req, path, now);
+            }
+            CommitEvent::Commit { path, topen, reply } => {
+                let req = self.commit_waiter(CommitWaiter::Commit(reply));
+                self.commits.handle_commit(req, path, topen, now);
+            }
+            CommitEvent::Stat { path, result } => self.commits.handle_stat(&path, result, now),
+        }
+    }
+
+    /// A peer's commit message.
+    pub(super) fn on_commit_msg(&mut self, from: NodeId, msg: CommitMsg<FileVersion>) {
+        *self.received.entry(from).or_default() += 1;
+        let now = self.clock.micros();
+        self.commits.handle_message(from, msg, now);
+    }
+
+    /// Files `waiter` under a fresh request id. The machine answers every
+    /// request (at once when over its own bound), so the table holds at
+    /// most its requests in flight.
+    fn commit_waiter(&mut self, waiter: CommitWaiter) -> u64 {
+        self.next_commit_req += 1;
+        self.commit_waiters.insert(self.next_commit_req, waiter);
+        self.next_commit_req
+    }
+
+    /// Carries out what the commit machine decided.
+    pub(super) fn apply_commits(&mut self) {
+        while let Some(action) = self.commits.poll() {
+            match action {
+                CommitAction::Send { to, msg } => {
+                    if self.send(to, Wire::Commit(msg)) {
+                        *self.sent.entry(to).or_default() += 1;
+                    }
+                }
+                CommitAction::Stat { path } => self.stat_origin(path),
+                CommitAction::Opened { req, answer } => {
+                    if let Some(CommitWaiter::Open(reply)) = self.commit_waiters.remove(&req) {
+                        let _ = reply.send(answer);
+                    }
+                }
+                CommitAction::Committed { req, answer } => {
+                    if let Some(CommitWaiter::Commit(reply)) = self.commit_waiters.remove(&req) {
+                        let _ = reply.send(answer);
+                    }
+                }
+                CommitAction::Violation { from, why } => {
+                    let name = self.member_name(from);
+                    tracing::warn!(peer = %name, id = from, "refused a peer's commit message: {why}");
+                    self.metrics.violation(name, 1);
+                }
+            }
+        }
+    }
+
+    /// Asks the origin for `path`'s version on a task of its own; the
+    /// answer comes back as [`CommitEvent::Stat`]. The machine keeps at
+    /// most one stat per file and a bounded number of files in flight.
+    fn stat_origin(&mut self, path: Arc<str>) {
+        self.metrics.origin_stats.inc();
+        let origin = self.origin.clone();
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let result = origin.stat(&path).await.map_err(|e| {
+                tracing::debug!(%path, error = %e, "a manager's stat failed");
+            });
+            let _ = events
+                .send(Event::Commits(CommitEvent::Stat { path, result }))
+                .await;
+        });
+    }
+}
