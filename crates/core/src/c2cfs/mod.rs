@@ -14,6 +14,10 @@
 //! close came between the writer's open (`Topen`) and its close, else
 //! empty, exactly as the paper says.
 //!
+//! [`live`] runs this between the nodes of a live cluster in `exclusive`
+//! mode: each node manages the files rendezvous hashing gives it, and asks
+//! the origin for versions itself rather than trusting a peer's.
+//!
 //! Two things the paper leaves to its central server and we cannot:
 //!
 //! - **Soft state.** A manager keeps a bounded table and may drop a file's

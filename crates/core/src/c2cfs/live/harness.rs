@@ -15,7 +15,6 @@ pub(super) struct PendingStat {
     pub node: NodeId,
     pub path: Arc<str>,
     /// The origin's version when it was issued.
-    #[allow(dead_code)]
     pub issued_at: Option<u64>,
 }
 

@@ -43,6 +43,15 @@
 //! may answer opens with the older version until its entry is dropped: a
 //! close-to-open violation bounded by how long two views stay wrong.
 //!
+//! **Timeouts.** A commit that times out also broadcasts `Forget`, but a
+//! timeout proves nothing: if the manager's `Forget` times out too (it is
+//! down, or the link is slow), the close completes `None` while the manager
+//! may still answer opens from an entry older than the write, until it
+//! drops that entry (a membership change, the table's LRU, a later commit).
+//! A [`Action::Committed`] with `None` therefore means close-to-open is
+//! not assured for that close; the driver should count it and may report
+//! it to the writer.
+//!
 //! **Keys.** A file is named by [`path_key`], a fixed 64-bit hash of its
 //! path. Two paths with the same key share a table entry; among honest
 //! paths that takes about 2^32 files. A member could craft a colliding
@@ -67,6 +76,8 @@ mod manager;
 mod msg;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_random;
 
 pub use msg::{Action, CommitCounters, CommitMsg};
 
@@ -269,6 +280,12 @@ impl<V: Clone + Eq> CommitProtocol<V> {
             self.expire(nonce, now);
         }
         self.settle(now);
+    }
+
+    /// Drops `path`'s entry, as a `Forget` would.
+    #[cfg(test)]
+    fn forget_for_test(&mut self, path: &str) {
+        self.table.forget(path_key(path));
     }
 
     fn is_member(&self, node: NodeId) -> bool {

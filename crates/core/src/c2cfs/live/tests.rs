@@ -297,3 +297,41 @@ fn bounds_refuse_at_once() {
         }
     );
 }
+
+#[test]
+fn a_stat_in_flight_during_a_forget_or_a_membership_change_records_nothing() {
+    // As in the test above: node 4 is unstable and answers the writer's
+    // commit None; meanwhile node 3 has a stat in flight for the file.
+    let mut c = Cluster::new(&[1, 2, 3, 4]);
+    let f = path_managed_by(&[(&[1, 2, 3], 3), (&[1, 2, 3, 4], 4)]);
+    for n in [2, 3] {
+        c.node(n).set_members(&[1, 2, 3], 0);
+    }
+    c.advance(STABLE);
+    c.auto_stat = false;
+    let old = c.write(&f);
+    let first = c.open(2, &f);
+    let now = c.now;
+    c.node(4).set_members(&[1, 4], now);
+    c.node(4).set_members(&[1, 2, 3, 4], now);
+    let new = c.write(&f);
+    let commit = c.commit(1, &f, None);
+    assert_eq!(c.committed[&commit], None, "forgotten everywhere");
+    // The stat was issued before the write: its answer must not stay.
+    c.answer_stat(0, Ok(old));
+    c.run();
+    assert_eq!(c.opened[&first], None);
+    let second = c.open(2, &f);
+    c.answer_stat(0, Ok(new));
+    c.run();
+    assert_eq!(c.opened[&second].unwrap().1, new);
+    // A membership change answers a stat's waiters at once.
+    c.node(3).forget_for_test(&f);
+    let third = c.open(2, &f);
+    let now = c.now;
+    c.node(3).set_members(&[1, 2, 3, 4], now);
+    c.run();
+    assert_eq!(c.opened[&third], None);
+    c.answer_stat(0, Ok(new));
+    assert_eq!(c.node(3).table_len(), 0, "the late stat recorded nothing");
+}
