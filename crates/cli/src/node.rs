@@ -136,6 +136,12 @@ pub struct NodeArgs {
     /// still apply).
     #[arg(long, env = "COOPCACHE_MOUNT_ALLOW_OTHER")]
     mount_allow_other: bool,
+    /// How the mount's opens learn a file's version: `shared` (writers
+    /// outside the cluster may exist: every open asks the origin) or
+    /// `exclusive` (every write goes through the cluster's mounts: an open
+    /// asks the file's manager, no origin round trip) [default: shared].
+    #[arg(long, env = "COOPCACHE_CONSISTENCY")]
+    consistency: Option<coopcache_mount::Consistency>,
     /// Log JSON lines instead of text.
     #[arg(long, env = "COOPCACHE_LOG_JSON")]
     log_json: bool,
@@ -285,6 +291,7 @@ fn serve(s: Settings) -> Result<()> {
         attr_ttl,
         mount,
         mount_allow_other,
+        consistency,
         ..
     } = s;
     let gateway_opts = s.gateway;
@@ -315,6 +322,7 @@ fn serve(s: Settings) -> Result<()> {
                 let opts = coopcache_mount::MountOptions {
                     attr_ttl: attr_ttl.max(Duration::from_secs(1)),
                     allow_other: mount_allow_other,
+                    consistency,
                 };
                 let rt = tokio::runtime::Handle::current();
                 let m = coopcache_mount::mount(dir, node.clone(), rt, &opts)?;

@@ -345,6 +345,88 @@ fn a_file_written_on_one_mount_is_read_from_the_writers_memory() {
     assert!(reads(&b.status(), "origin") > 0);
 }
 
+/// `exclusive` mode (C2Cfs's setting): opens ask the file's manager, not
+/// the origin, and every change through a mount reaches the manager
+/// before it returns: a close, a rename over the file, a truncation of a
+/// closed file. A directory rename answers `EXDEV`.
+#[test]
+fn exclusive_mounts_see_every_change_made_through_a_mount() {
+    let Some(work) = Work::new(&["origin", "a", "b", "c"]) else {
+        return;
+    };
+    let origin = work.join("origin");
+    let dirs = [work.join("a"), work.join("b"), work.join("c")];
+    let env = [("COOPCACHE_CONSISTENCY".to_string(), "exclusive".to_string())];
+    let start =
+        |i: usize, name, join| Mount::start_env(work.path(), &origin, &dirs[i], name, join, &env);
+    let a = start(0, "a", None);
+    let b = start(1, "b", Some(&a));
+    let c = start(2, "c", Some(&a));
+    for m in [&a, &b, &c] {
+        wait_members(m, 3);
+    }
+    // Managers answer from their tables once the members have agreed for
+    // 5 s (coopcache_core::c2cfs::live).
+    std::thread::sleep(Duration::from_secs(6));
+    let stats = || -> u64 {
+        [&a, &b, &c]
+            .iter()
+            .map(|m| m.status()["origin_stats"].as_u64().unwrap())
+            .sum()
+    };
+    let data = pattern(300_000, 5);
+    std::fs::write(dirs[0].join("w.bin"), &data).unwrap();
+    let before = stats();
+    for _ in 0..3 {
+        for dir in &dirs[1..] {
+            assert_eq!(std::fs::read(dir.join("w.bin")).unwrap(), data);
+        }
+    }
+    assert_eq!(
+        stats(),
+        before,
+        "six opens asked the origin for the version"
+    );
+
+    // `mv new w.bin` on c, as editors and rsync replace a file.
+    let renamed = pattern(200_000, 6);
+    std::fs::write(dirs[2].join("new.tmp"), &renamed).unwrap();
+    std::fs::rename(dirs[2].join("new.tmp"), dirs[2].join("w.bin")).unwrap();
+    for dir in &dirs[..2] {
+        assert_eq!(std::fs::read(dir.join("w.bin")).unwrap(), renamed);
+    }
+
+    // Truncated while closed, on b.
+    std::fs::File::options()
+        .write(true)
+        .open(dirs[1].join("w.bin"))
+        .and_then(|f| f.set_len(1000))
+        .unwrap();
+    for dir in [&dirs[0], &dirs[2]] {
+        assert_eq!(std::fs::read(dir.join("w.bin")).unwrap(), renamed[..1000]);
+    }
+
+    // Removed on a: gone everywhere.
+    std::fs::remove_file(dirs[0].join("w.bin")).unwrap();
+    let gone = std::fs::read(dirs[2].join("w.bin")).unwrap_err();
+    assert_eq!(gone.kind(), std::io::ErrorKind::NotFound);
+
+    std::fs::create_dir(dirs[0].join("d")).unwrap();
+    let err = std::fs::rename(dirs[0].join("d"), dirs[0].join("e")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc_errno::EXDEV), "{err}");
+    for m in [&a, &b, &c] {
+        assert_eq!(m.status()["unrecorded_commits"], 0);
+    }
+    let answered: u64 = [&a, &b, &c]
+        .iter()
+        .map(|m| m.status()["manager_opens"].as_u64().unwrap())
+        .sum();
+    assert!(
+        answered >= 6,
+        "{answered} opens answered from managers' tables"
+    );
+}
+
 #[test]
 fn an_http_origin_mounts_read_only() {
     let Some(work) = Work::new(&["www", "mnt"]) else {

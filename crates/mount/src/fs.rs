@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, UNIX_EPOCH};
 
+use coopcache_core::c2cfs::Tcommit;
 use coopcache_node::NodeHandle;
 use coopcache_node::origin::tree::join;
 use coopcache_node::origin::{
@@ -36,6 +37,7 @@ use fuser::{
 };
 use tokio::runtime::Handle;
 
+use crate::Consistency;
 use crate::errno;
 use crate::inodes::Inodes;
 use crate::write::{Pending, Writers};
@@ -102,16 +104,25 @@ pub struct CoopFs {
     attr_ttl: Duration,
     /// Files being written on this node.
     writers: Writers,
+    /// `exclusive` mode: opens ask the file's manager, and every change
+    /// through this mount commits to it.
+    exclusive: bool,
     uid: u32,
     gid: u32,
 }
 
 impl CoopFs {
     /// A file system reading through `node`, whose runtime is `rt`.
-    pub fn new(rt: Handle, node: Arc<NodeHandle>, attr_ttl: Duration) -> CoopFs {
+    pub fn new(
+        rt: Handle,
+        node: Arc<NodeHandle>,
+        attr_ttl: Duration,
+        consistency: Consistency,
+    ) -> CoopFs {
         let writers = Writers::new(rt.clone(), node.origin().clone());
         CoopFs {
             writers,
+            exclusive: consistency == Consistency::Exclusive,
             rt,
             node,
             inodes: Mutex::new(Inodes::default()),
@@ -206,28 +217,61 @@ impl CoopFs {
         reply.entry_with_ttls(&self.ttl_of(attr), &self.attr_ttl, attr, Generation(0));
     }
 
-    /// Close-to-open: the version an open of `path` reads, asked now, and
-    /// its first block fetched in the same breath, so that a small file is
-    /// held whole before a writer elsewhere can replace it. A version
-    /// replaced between the two is asked again (a few times).
-    fn open_version(&self, path: &Arc<str>) -> Result<Arc<FileVersion>, Errno> {
+    /// Close-to-open: the version an open of `path` reads, asked now (of
+    /// the origin, or in `exclusive` mode of the file's manager, with its
+    /// `Tcommit`), and its first block fetched in the same breath, so that
+    /// a small file is held whole before a writer elsewhere can replace
+    /// it. A version replaced between the two is asked again (a few
+    /// times); in `exclusive` mode that means a writer outside the cluster
+    /// changed the file, and the manager is told to ask the origin again.
+    fn open_version(&self, path: &Arc<str>) -> Result<(Option<Tcommit>, Arc<FileVersion>), Errno> {
         let node = self.node.clone();
         let mut tries = 0;
         loop {
             let got = self.rt.block_on(async {
-                let version = node.stat(path).await?;
+                let (topen, version) = match self.exclusive {
+                    true => node.open_exclusive(path).await?,
+                    false => (None, node.stat(path).await?),
+                };
                 if version.size > 0 {
                     node.read_block(path, &version, 0).await?;
                 }
-                Ok::<_, coopcache_node::NodeError>(version)
+                Ok::<_, coopcache_node::NodeError>((topen, version))
             });
             match got {
                 Err(e) if tries < OPEN_RETRIES && errno::of_node(&e) == Errno::ESTALE => {
                     tries += 1;
+                    self.changed(path);
                 }
                 other => return other.map_err(|e| errno::of_node(&e)),
             }
         }
+    }
+
+    /// `exclusive` mode: `path` changed at the origin through this mount
+    /// (removed, renamed, a file renamed over it, truncated or touched
+    /// while closed): its manager asks the origin again before this
+    /// returns, so the next open anywhere reads the change.
+    fn changed(&self, path: &str) {
+        if self.exclusive {
+            self.rt.block_on(self.node.commit_exclusive(path, None));
+        }
+    }
+
+    /// After the writers of `p` committed to the origin: in `exclusive`
+    /// mode the commit goes to the file's manager before the close
+    /// returns (C2Cfs: `Tcommit` moves on, the writer's copy is the valid
+    /// one if no other close came between); then the writer's node takes
+    /// the new version in.
+    fn committed(&self, p: &Pending) {
+        let path = p.path();
+        if self.exclusive {
+            let done = self
+                .rt
+                .block_on(self.node.commit_exclusive(&path, p.topen()));
+            p.set_topen(done.filter(|c| c.valid).map(|c| c.tcommit));
+        }
+        self.take_in(path);
     }
 
     /// Commits what the writer behind `fh` wrote, if it is one.
@@ -236,7 +280,7 @@ impl CoopFs {
             return Ok(());
         };
         if self.writers.commit(&p)? {
-            self.take_in(p.path());
+            self.committed(&p);
         }
         Ok(())
     }
@@ -444,15 +488,25 @@ impl Filesystem for CoopFs {
                 let truncate = flags.0 & libc::O_TRUNC != 0;
                 // A reader-writer reads the version its open saw until it
                 // writes (close-to-open, as any open).
-                let version = match flags.acc_mode() {
-                    OpenAccMode::O_RDWR if !truncate => Some(self.open_version(&path)?),
-                    _ => None,
+                let (topen, version) = match flags.acc_mode() {
+                    OpenAccMode::O_RDWR if !truncate => {
+                        let (topen, version) = self.open_version(&path)?;
+                        (topen, Some(version))
+                    }
+                    _ if self.exclusive => {
+                        let asked = self.rt.block_on(self.node.ask_manager(&path));
+                        (asked.map(|(t, _)| t), None)
+                    }
+                    _ => (None, None),
                 };
                 let pending = self.writers.open(&path, false, truncate, 0o644)?;
+                if pending.topen().is_none() {
+                    pending.set_topen(topen);
+                }
                 let fh = self.add_handle(Open::Write { pending, version })?;
                 return Ok((fh, FopenFlags::FOPEN_DIRECT_IO));
             }
-            let version = self.open_version(&path)?;
+            let (_, version) = self.open_version(&path)?;
             let keep = self.inodes().opened(ino.0, &version.version);
             let ahead = Arc::new(ReadAhead::default());
             let fh = self.add_handle(Open::File {
@@ -534,7 +588,7 @@ impl Filesystem for CoopFs {
             Some(Open::Write { pending, .. }) => {
                 let closed = self.writers.close(&pending);
                 if closed == Ok(true) {
-                    self.take_in(pending.path());
+                    self.committed(&pending);
                 }
                 done(reply, closed.map(drop));
             }
@@ -639,7 +693,10 @@ impl Filesystem for CoopFs {
             if let Some(len) = size {
                 match &pending {
                     Some(p) => self.writers.truncate(p, len)?,
-                    None => self.writers.truncate_closed(&path, len)?,
+                    None => {
+                        self.writers.truncate_closed(&path, len)?;
+                        self.changed(&path);
+                    }
                 }
             }
             let when = |t: Option<TimeOrNow>| {
@@ -659,6 +716,9 @@ impl Filesystem for CoopFs {
                 }
                 if atime.is_some() || mtime.is_some() {
                     self.origin(|o| o.set_times(&path, atime, mtime))?;
+                }
+                if mode.is_some() || atime.is_some() || mtime.is_some() {
+                    self.changed(&path);
                 }
             }
             self.entry(&path).map(|e| self.attr(ino.0, &e))
@@ -692,6 +752,7 @@ impl Filesystem for CoopFs {
         let result = self.child(parent, name).and_then(|path| {
             self.origin(|o| o.unlink(&path))?;
             self.inodes().unlink(&path);
+            self.changed(&path);
             Ok(())
         });
         done(reply, result);
@@ -722,11 +783,19 @@ impl Filesystem for CoopFs {
             }
             let from = self.child(parent, name)?;
             let to = self.child(newparent, newname)?;
+            // A manager knows files, not directories: in `exclusive` mode
+            // a directory's rename would leave its files' entries under
+            // the old paths, so `mv` is made to copy it file by file.
+            if self.exclusive && self.entry(&from)?.kind == EntryKind::Dir {
+                return Err(Errno::EXDEV);
+            }
             self.writers.before_rename(&from)?;
             let no_replace = flags.contains(RenameFlags::RENAME_NOREPLACE);
             self.origin(|o| o.rename(&from, &to, no_replace))?;
             self.inodes().rename(&from, &to);
             self.writers.renamed(&from, &to);
+            self.changed(&from);
+            self.changed(&to);
             Ok(())
         })();
         done(reply, result);

@@ -12,10 +12,11 @@
 //! rename answers `EXDEV` so that `mv` copies it (see
 //! `coopcache_node::origin`). HTTP origins are mounted read-only (`EROFS`).
 //!
-//! Not yet (issue 14's next steps): using the core's C2Cfs commit state
-//! (`coopcache_core::c2cfs`) at the file's manager (an `exclusive` mode
-//! with no origin round trip at open). Hard links are not supported
-//! (`ENOTSUP`), nor extended attributes; files belong to the mounting user.
+//! In `exclusive` mode ([`Consistency::Exclusive`]) an open asks the
+//! file's manager instead of the origin: the core's C2Cfs commit state
+//! (`coopcache_core::c2cfs::live`), which every close, removal and rename
+//! through a mount updates. Hard links are not supported (`ENOTSUP`), nor
+//! extended attributes; files belong to the mounting user.
 //!
 //! A reader of a file several peers hold takes its blocks from all of them
 //! (C2Cfs's parallel segment fetch: the block's manager picks the holder,
@@ -51,6 +52,37 @@ pub struct MountOptions {
     /// Let users other than the one mounting use the mount (`allow_other`;
     /// the kernel still checks permission bits).
     pub allow_other: bool,
+    /// How an open learns the version it reads.
+    pub consistency: Consistency,
+}
+
+/// How an open learns the version of a file it reads (C2Cfs section 3;
+/// both are close-to-open).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Consistency {
+    /// Writers outside the cluster may exist: every open asks the origin
+    /// for the file's version.
+    #[default]
+    Shared,
+    /// Every write goes through the cluster's mounts: an open asks the
+    /// file's manager (a member, by rendezvous), which knows the version
+    /// of the last close from the origin itself; no origin round trip. A
+    /// writer outside the cluster is not seen until the file next changes
+    /// through a mount. Directory renames answer `EXDEV` (`mv` then copies
+    /// file by file), since a manager knows files, not directories.
+    Exclusive,
+}
+
+impl std::str::FromStr for Consistency {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "shared" => Ok(Consistency::Shared),
+            "exclusive" => Ok(Consistency::Exclusive),
+            _ => Err(format!("`{s}`: expected shared or exclusive")),
+        }
+    }
 }
 
 impl Default for MountOptions {
@@ -58,6 +90,7 @@ impl Default for MountOptions {
         MountOptions {
             attr_ttl: Duration::from_secs(1),
             allow_other: false,
+            consistency: Consistency::Shared,
         }
     }
 }
@@ -168,7 +201,7 @@ pub fn mount(
     if !node.origin().writable() {
         config.mount_options.push(MountOption::RO);
     }
-    let fs = CoopFs::new(rt, node, opts.attr_ttl);
+    let fs = CoopFs::new(rt, node, opts.attr_ttl, opts.consistency);
     let session = fuser::spawn_mount(fs, dir, &config).map_err(|source| MountError::Fuse {
         dir: dir.into(),
         source,

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
+use coopcache_core::c2cfs::Tcommit;
 use coopcache_node::origin::{Draft, Entry, EntryKind, Origin, OriginError, SetTime};
 use fuser::Errno;
 use tokio::runtime::Handle;
@@ -39,6 +40,10 @@ pub struct Pending {
     /// Permission bits for a file the origin does not have yet.
     mode: u16,
     state: Mutex<State>,
+    /// `exclusive` mode: the file's `Tcommit` when its writers' session
+    /// began or last committed with its copy valid (C2Cfs's `Topen`);
+    /// `None` if unknown, which commits as a racing close.
+    topen: Mutex<Option<Tcommit>>,
 }
 
 #[derive(Default)]
@@ -59,6 +64,17 @@ struct State {
 impl Pending {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The session's `Topen` (`exclusive` mode).
+    pub fn topen(&self) -> Option<Tcommit> {
+        *self.topen.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets the session's `Topen`: at its first open, and after each
+    /// commit (the new `Tcommit` if the writer's copy stayed valid).
+    pub fn set_topen(&self, topen: Option<Tcommit>) {
+        *self.topen.lock().unwrap_or_else(|p| p.into_inner()) = topen;
     }
 
     /// The path now (it follows renames).
@@ -126,6 +142,7 @@ impl Writers {
                         path: Mutex::new(path.clone()),
                         mode,
                         state: Mutex::default(),
+                        topen: Mutex::default(),
                     })
                 })
                 .clone()

@@ -35,6 +35,7 @@ pub struct FileConfig {
     pub critical: Option<Vec<String>>,
     pub mount: Option<PathBuf>,
     pub mount_allow_other: Option<bool>,
+    pub consistency: Option<String>,
     pub http_token_file: Option<PathBuf>,
     pub http_allow_anonymous: Option<bool>,
     pub http_header_timeout: Option<String>,

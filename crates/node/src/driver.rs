@@ -192,6 +192,13 @@ pub struct Status {
     /// mode, a manager's stat in `exclusive` mode).
     #[serde(default)]
     pub origin_stats: u64,
+    /// `exclusive` mode: opens this node answered as a manager from its
+    /// commit table, with no origin round trip.
+    #[serde(default)]
+    pub manager_opens: u64,
+    /// `exclusive` mode: this node's commits no manager recorded.
+    #[serde(default)]
+    pub unrecorded_commits: u64,
     /// Bytes from the origin.
     pub origin_bytes: u64,
     /// Blocks from peers that failed verification.
@@ -299,7 +306,7 @@ pub struct Driver {
     origin_queue: Vec<BlockId>,
     /// C2Cfs `exclusive` mode: this node's share of the files' commit
     /// state, and its own opens and commits (`commits.rs`).
-    commits: CommitProtocol<FileVersion>,
+    commits: CommitProtocol<crate::origin::PathVersion>,
     /// Callers waiting on `commits`, by request id.
     commit_waiters: HashMap<u64, CommitWaiter>,
     next_commit_req: u64,
@@ -311,6 +318,7 @@ struct Synced {
     integrity_failures: u64,
     timeouts: u64,
     violations: BTreeMap<NodeId, u64>,
+    manager_opens: u64,
 }
 
 impl Driver {
@@ -319,7 +327,7 @@ impl Driver {
     pub fn new(
         cfg: DriverConfig,
         protocol: NodeProtocol<BlockId, Block>,
-        commits: CommitProtocol<FileVersion>,
+        commits: CommitProtocol<crate::origin::PathVersion>,
         clock: Clock,
         origin: Arc<Origin>,
         metrics: Arc<Metrics>,
@@ -597,6 +605,9 @@ impl Driver {
             }
         }
         m.cached_bytes.set(self.protocol.usage().bytes as i64);
+        let opens = self.commits.counters().opens_from_table;
+        m.manager_opens.inc_by(opens - self.synced.manager_opens);
+        self.synced.manager_opens = opens;
     }
 }
 

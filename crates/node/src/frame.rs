@@ -7,7 +7,7 @@
 
 mod commit;
 
-use crate::origin::FileVersion;
+use crate::origin::PathVersion;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use coopcache_core::c2cfs::live::CommitMsg;
 use coopcache_core::coop::NodeId;
@@ -72,7 +72,7 @@ pub enum Wire {
     Peer(PeerMsg<BlockId, Bytes>),
     /// A message of the core's C2Cfs `exclusive`-mode machine: opens and
     /// commits asked of a file's manager, and their answers.
-    Commit(CommitMsg<FileVersion>),
+    Commit(CommitMsg<PathVersion>),
 }
 
 impl Wire {
@@ -752,10 +752,13 @@ mod tests {
         assert!(decoded(open(path)).is_ok());
         let err = decoded(open("p".repeat(MAX_PATH + 1).into())).unwrap_err();
         assert!(err.to_string().contains("path of 4097 bytes"), "{err}");
-        let version = FileVersion {
-            size: 1,
-            version: "v".repeat(commit::MAX_VERSION + 1),
-            modified: None,
+        let version = PathVersion {
+            path: "p".into(),
+            version: crate::origin::FileVersion {
+                size: 1,
+                version: "v".repeat(commit::MAX_VERSION + 1),
+                modified: None,
+            },
         };
         let t = Tcommit {
             epoch: 1,

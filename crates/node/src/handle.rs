@@ -550,17 +550,31 @@ impl NodeHandle {
         path: &str,
     ) -> Result<(Option<Tcommit>, Arc<FileVersion>), NodeError> {
         check_path(path)?;
+        if let Some((tcommit, version)) = self.ask_manager(path).await {
+            return Ok((Some(tcommit), Arc::new(version)));
+        }
+        Ok((None, self.stat_fresh(path).await?))
+    }
+
+    /// C2Cfs `exclusive` mode: what `path`'s manager says of it (its
+    /// `Tcommit` and version), `None` if it cannot say. A writer's open
+    /// asks this for its `Topen` only.
+    pub async fn ask_manager(&self, path: &str) -> Option<(Tcommit, FileVersion)> {
         let (reply, answer) = oneshot::channel();
         let ev = CommitEvent::Open {
             path: Arc::from(path),
             reply,
         };
-        if self.events.send(Event::Commits(ev)).await.is_ok()
-            && let Ok(Some((tcommit, version))) = answer.await
-        {
-            return Ok((Some(tcommit), Arc::new(version)));
+        self.events.send(Event::Commits(ev)).await.ok()?;
+        let (tcommit, found) = answer.await.ok().flatten()?;
+        // Entries are keyed by a 64-bit hash of the path: another path of
+        // the same hash (crafted by a member, or by chance) must not lend
+        // its version to this one.
+        if *found.path != *path {
+            tracing::warn!(path, other = %found.path, "a manager answered with another path's version");
+            return None;
         }
-        Ok((None, self.stat_fresh(path).await?))
+        Some((tcommit, found.version))
     }
 
     /// C2Cfs `exclusive` mode: `path` changed at the origin through this

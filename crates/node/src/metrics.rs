@@ -51,6 +51,12 @@ pub struct Metrics {
     pub origin_bytes: Counter,
     /// Questions to the origin for a file's version.
     pub origin_stats: Counter,
+    /// `exclusive` mode: opens this node's manager slice answered from its
+    /// commit table, with no origin round trip.
+    pub manager_opens: Counter,
+    /// `exclusive` mode: commits of this node no manager recorded (every
+    /// member was told to forget the file instead, or it timed out).
+    pub unrecorded_commits: Counter,
     /// Blocks from peers whose hash did not match the manager's record.
     pub integrity_failures: Counter,
     /// Messages refused because their sender's role does not allow them,
@@ -117,7 +123,7 @@ impl Metrics {
             "Peer messages refused because the sender's role does not allow them",
             self.protocol_violations.clone(),
         );
-        let counters: [(&str, &str, &Counter); 10] = [
+        let counters: [(&str, &str, &Counter); 12] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",
@@ -138,6 +144,16 @@ impl Metrics {
                 "origin_stats",
                 "Questions to the origin for a file's version",
                 &self.origin_stats,
+            ),
+            (
+                "manager_opens",
+                "Opens a manager answered from its commit table (exclusive mode)",
+                &self.manager_opens,
+            ),
+            (
+                "unrecorded_commits",
+                "Commits no manager recorded (exclusive mode)",
+                &self.unrecorded_commits,
             ),
             (
                 "integrity_failures",

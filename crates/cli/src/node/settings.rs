@@ -69,6 +69,7 @@ pub struct Settings {
     pub chances: u8,
     pub mount: Option<PathBuf>,
     pub mount_allow_other: bool,
+    pub consistency: coopcache_mount::Consistency,
     pub init: bool,
     /// A join token, for a node with no certificate yet.
     pub token: Option<JoinToken>,
@@ -282,6 +283,13 @@ impl Settings {
             chances: args.chances.or(file.chances).unwrap_or(2),
             mount: args.mount.or(file.mount),
             mount_allow_other: args.mount_allow_other || file.mount_allow_other.unwrap_or(false),
+            consistency: match (args.consistency, &file.consistency) {
+                (Some(c), _) => c,
+                (None, Some(c)) => c
+                    .parse()
+                    .map_err(|e| anyhow!("consistency in the config file: {e}"))?,
+                (None, None) => Default::default(),
+            },
             init: args.init || file.init.unwrap_or(false),
             token: args
                 .token
@@ -405,7 +413,11 @@ impl Settings {
                     } else {
                         ""
                     };
-                    format!("{}{other}", m.display())
+                    let mode = match self.consistency {
+                        coopcache_mount::Consistency::Shared => "shared",
+                        coopcache_mount::Consistency::Exclusive => "exclusive",
+                    };
+                    format!("{}{other}, {mode} consistency", m.display())
                 })),
             ),
         ];

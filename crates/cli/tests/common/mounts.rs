@@ -268,6 +268,7 @@ pub mod libc_errno {
     pub const ENOTSUP: i32 = 95;
     pub const ENOSPC: i32 = 28;
     pub const ENOTCONN: i32 = 107;
+    pub const EXDEV: i32 = 18;
 }
 
 /// Runs `script` with `sh -e`, failing the test with its output.

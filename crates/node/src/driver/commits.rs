@@ -6,13 +6,14 @@
 //! an open reads, whom to ask and whom to believe is the core's.
 
 use super::*;
+use crate::origin::PathVersion;
 use coopcache_core::c2cfs::live::{Action as CommitAction, CommitMsg};
 use coopcache_core::c2cfs::{Committed, Tcommit};
 
 /// What an exclusive open learns: the file's `Tcommit` (the open's
 /// `Topen`) and the version to read; `None` when the manager could not say
 /// (the caller asks the origin itself).
-pub type OpenAnswer = Option<(Tcommit, FileVersion)>;
+pub type OpenAnswer = Option<(Tcommit, PathVersion)>;
 
 /// A caller of the commit machine, waiting for its answer.
 pub enum CommitWaiter {
@@ -46,7 +47,7 @@ pub enum CommitEvent {
         /// The file.
         path: Arc<str>,
         /// Its version, or `Err` if it is gone or the origin failed.
-        result: Result<FileVersion, ()>,
+        result: Result<PathVersion, ()>,
     },
 }
 
@@ -67,7 +68,7 @@ impl Driver {
     }
 
     /// A peer's commit message.
-    pub(super) fn on_commit_msg(&mut self, from: NodeId, msg: CommitMsg<FileVersion>) {
+    pub(super) fn on_commit_msg(&mut self, from: NodeId, msg: CommitMsg<PathVersion>) {
         *self.received.entry(from).or_default() += 1;
         let now = self.clock.micros();
         self.commits.handle_message(from, msg, now);
@@ -98,6 +99,12 @@ impl Driver {
                     }
                 }
                 CommitAction::Committed { req, answer } => {
+                    if answer.is_none() {
+                        // Close-to-open then rests on every member having
+                        // forgotten the file (core: c2cfs::live).
+                        self.metrics.unrecorded_commits.inc();
+                        tracing::warn!("a commit was not recorded by the file's manager");
+                    }
                     if let Some(CommitWaiter::Commit(reply)) = self.commit_waiters.remove(&req) {
                         let _ = reply.send(answer);
                     }
@@ -119,9 +126,16 @@ impl Driver {
         let origin = self.origin.clone();
         let events = self.events.clone();
         tokio::spawn(async move {
-            let result = origin.stat(&path).await.map_err(|e| {
-                tracing::debug!(%path, error = %e, "a manager's stat failed");
-            });
+            let result = match origin.stat(&path).await {
+                Ok(version) => Ok(PathVersion {
+                    path: path.clone(),
+                    version,
+                }),
+                Err(e) => {
+                    tracing::debug!(%path, error = %e, "a manager's stat failed");
+                    Err(())
+                }
+            };
             let _ = events
                 .send(Event::Commits(CommitEvent::Stat { path, result }))
                 .await;

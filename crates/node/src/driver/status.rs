@@ -59,6 +59,8 @@ impl Driver {
             foreign_blocks: u64::from(own.foreign),
             quiet: self.protocol.is_quiet() && self.commits.is_quiet(),
             origin_stats: m.origin_stats.get(),
+            manager_opens: m.manager_opens.get(),
+            unrecorded_commits: m.unrecorded_commits.get(),
             sent: self.sent.clone(),
             received: self.received.clone(),
         }

@@ -11,7 +11,7 @@ use coopcache_core::c2cfs::live::{CommitMsg, MAX_PATH};
 use coopcache_core::c2cfs::{Committed, Tcommit};
 
 use super::{FrameError, Reader};
-use crate::origin::FileVersion;
+use crate::origin::{FileVersion, PathVersion};
 
 /// Longest version string a frame carries (ETags are tens of bytes).
 pub const MAX_VERSION: usize = 1024;
@@ -39,7 +39,7 @@ pub(super) fn kind_name(kind: u8) -> Option<&'static str> {
 /// Writes `msg`: its kind and fields. A path or version longer than its
 /// limit is never sent by this node (the core refuses such paths, origins
 /// give short versions); it is written whole and the receiver refuses it.
-pub(super) fn put(buf: &mut BytesMut, msg: &CommitMsg<FileVersion>) {
+pub(super) fn put(buf: &mut BytesMut, msg: &CommitMsg<PathVersion>) {
     match msg {
         CommitMsg::Open { nonce, path } => {
             buf.put_u8(K_OPEN);
@@ -97,7 +97,9 @@ fn put_tcommit(buf: &mut BytesMut, t: &Tcommit) {
     buf.put_u64(t.serial);
 }
 
-fn put_version(buf: &mut BytesMut, v: &FileVersion) {
+fn put_version(buf: &mut BytesMut, v: &PathVersion) {
+    put_long(buf, &v.path);
+    let v = &v.version;
     buf.put_u64(v.size);
     put_long(buf, &v.version);
     match v.modified.and_then(|m| m.duration_since(UNIX_EPOCH).ok()) {
@@ -112,7 +114,7 @@ fn put_version(buf: &mut BytesMut, v: &FileVersion) {
 
 impl Reader {
     /// A commit message of frame kind `kind`.
-    pub(super) fn commit(&mut self, kind: u8) -> Result<CommitMsg<FileVersion>, FrameError> {
+    pub(super) fn commit(&mut self, kind: u8) -> Result<CommitMsg<PathVersion>, FrameError> {
         let nonce = self.u64()?;
         Ok(match kind {
             K_OPEN => CommitMsg::Open {
@@ -175,7 +177,8 @@ impl Reader {
         })
     }
 
-    fn version(&mut self) -> Result<FileVersion, FrameError> {
+    fn version(&mut self) -> Result<PathVersion, FrameError> {
+        let path = self.long_str(MAX_PATH, "path")?;
         let size = self.u64()?;
         let version = self.long_str(MAX_VERSION, "version")?.to_string();
         let modified = if self.flag("modified")? {
@@ -188,10 +191,13 @@ impl Reader {
         } else {
             None::<SystemTime>
         };
-        Ok(FileVersion {
-            size,
-            version,
-            modified,
+        Ok(PathVersion {
+            path,
+            version: FileVersion {
+                size,
+                version,
+                modified,
+            },
         })
     }
 }
@@ -201,17 +207,21 @@ pub(crate) mod tests {
     use super::*;
 
     /// One of every commit message.
-    pub(crate) fn every_commit_msg() -> Vec<CommitMsg<FileVersion>> {
+    pub(crate) fn every_commit_msg() -> Vec<CommitMsg<PathVersion>> {
         let t = Tcommit {
             epoch: 0xfeed,
             serial: 42,
         };
-        let version = FileVersion {
+        let path: Arc<str> = "dir/ä file".into();
+        let file = FileVersion {
             size: 1 << 40,
             version: "\"9b2cf535f27731c974343645a3985328\"".into(),
             modified: Some(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
         };
-        let path: Arc<str> = "dir/ä file".into();
+        let version = PathVersion {
+            path: path.clone(),
+            version: file.clone(),
+        };
         vec![
             CommitMsg::Open {
                 nonce: 1,
@@ -225,9 +235,12 @@ pub(crate) mod tests {
                 nonce: 3,
                 answer: Some((
                     t,
-                    FileVersion {
-                        modified: None,
-                        ..version
+                    PathVersion {
+                        path: path.clone(),
+                        version: FileVersion {
+                            modified: None,
+                            ..file
+                        },
                     },
                 )),
             },

@@ -76,6 +76,18 @@ pub struct FileVersion {
     pub modified: Option<std::time::SystemTime>,
 }
 
+/// A file's version with the path it is the version of: what a file's
+/// manager records and answers in `exclusive` mode, so that an opener can
+/// tell its own file's version from that of another path whose key (a
+/// 64-bit hash) is the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathVersion {
+    /// The path.
+    pub path: Arc<str>,
+    /// Its version.
+    pub version: FileVersion,
+}
+
 /// Prefix of a version string made up from the modification time, for
 /// stores that give no ETag. No ETag form starts with it (strong ETags
 /// are quoted or, for local files, hex).

@@ -181,6 +181,13 @@ impl<V: Clone + Eq> CommitProtocol<V> {
                     Some(topen) => self.table.commit(key, w.from, topen, version.clone()),
                     None => self.table.commit_without_open(key),
                 };
+                // A racing commit leaves no valid copy and, in the table,
+                // no version: commits that raced may have reached the
+                // origin in another order than here. This version is the
+                // origin's own, asked after every commit of the batch
+                // arrived, so it is at least as new as all of them: the
+                // next open need not ask again.
+                self.table.record(key, version.clone());
                 CommitMsg::Committed {
                     nonce: w.nonce,
                     answer: Some(done),
