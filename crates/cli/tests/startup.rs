@@ -203,6 +203,10 @@ fn check_config_refuses_each_bad_value_naming_its_key() {
         ("log_jsn = true", &["log_jsn"]),
         ("listen = \"nowhere\"", &["listen", "nowhere"]),
         ("name = \"a/b\"", &["a/b"]),
+        (
+            "consistency = \"strict\"",
+            &["consistency", "strict", "shared or exclusive"],
+        ),
     ];
     for (line, needles) in cases {
         let config = tmp.path().join("bad.toml");
