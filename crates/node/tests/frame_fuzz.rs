@@ -7,6 +7,8 @@
 //! `proptest-regressions/` for replay.
 
 use bytes::{Bytes, BytesMut};
+use coopcache_core::c2cfs::Tcommit;
+use coopcache_core::c2cfs::live::CommitMsg;
 use coopcache_core::coop::MAX_CHANCES;
 use coopcache_core::protocol::{Digest, PeerMsg, Recorded, Status};
 use coopcache_node::block::BlockId;
@@ -14,7 +16,9 @@ use coopcache_node::frame::{
     self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, Wire, body_len, decode, encode,
 };
 use coopcache_node::link::read_frame;
+use coopcache_node::origin::{FileVersion, PathVersion};
 use proptest::prelude::*;
+use std::time::{Duration, UNIX_EPOCH};
 
 /// Largest block data the roundtrip cases carry.
 const MAX_DATA: usize = 4096;
@@ -97,6 +101,50 @@ fn msg() -> impl Strategy<Value = PeerMsg<BlockId, Bytes>> {
     ]
 }
 
+fn tcommit() -> impl Strategy<Value = Tcommit> {
+    (any::<u64>(), any::<u64>()).prop_map(|(epoch, serial)| Tcommit { epoch, serial })
+}
+
+/// A path or version string: any characters, well within their limits.
+fn long_name() -> impl Strategy<Value = std::sync::Arc<str>> {
+    "\\PC{0,60}".prop_map(std::sync::Arc::from)
+}
+
+fn path_version() -> impl Strategy<Value = PathVersion> {
+    let modified = prop::option::of((0u64..1 << 40, 0u32..1_000_000_000))
+        .prop_map(|t| t.map(|(s, n)| UNIX_EPOCH + Duration::new(s, n)));
+    (long_name(), any::<u64>(), long_name(), modified).prop_map(
+        |(path, size, version, modified)| PathVersion {
+            path,
+            version: FileVersion {
+                size,
+                version: version.to_string(),
+                modified,
+            },
+        },
+    )
+}
+
+fn commit_msg() -> impl Strategy<Value = CommitMsg<PathVersion>> {
+    use CommitMsg::*;
+    prop_oneof![
+        (any::<u64>(), long_name()).prop_map(|(nonce, path)| Open { nonce, path }),
+        (any::<u64>(), prop::option::of((tcommit(), path_version())))
+            .prop_map(|(nonce, answer)| Opened { nonce, answer }),
+        (any::<u64>(), long_name(), prop::option::of(tcommit()))
+            .prop_map(|(nonce, path, topen)| Commit { nonce, path, topen }),
+        (any::<u64>(), prop::option::of((tcommit(), any::<bool>()))).prop_map(|(nonce, answer)| {
+            Committed {
+                nonce,
+                answer: answer
+                    .map(|(tcommit, valid)| coopcache_core::c2cfs::Committed { tcommit, valid }),
+            }
+        }),
+        (any::<u64>(), long_name()).prop_map(|(nonce, path)| Forget { nonce, path }),
+        any::<u64>().prop_map(|nonce| Forgot { nonce }),
+    ]
+}
+
 fn wire() -> impl Strategy<Value = Wire> {
     prop_oneof![
         (any::<u16>(), any::<u32>(), name(), name(), any::<u32>()).prop_map(
@@ -113,6 +161,7 @@ fn wire() -> impl Strategy<Value = Wire> {
             .prop_map(|g| Wire::Gossip(Bytes::from(g))),
         Just(Wire::Leaving),
         msg().prop_map(Wire::Peer),
+        commit_msg().prop_map(Wire::Commit),
     ]
 }
 
@@ -150,7 +199,7 @@ proptest! {
     /// uniformly random ones.
     #[test]
     fn decoding_any_kind_with_arbitrary_body_never_panics(
-        kind in 0u8..64,
+        kind in 0u8..72,
         body in prop::collection::vec(any::<u8>(), 0..120),
     ) {
         let mut b = vec![kind];

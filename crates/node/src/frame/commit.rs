@@ -187,7 +187,10 @@ impl Reader {
             if nanos >= 1_000_000_000 {
                 return Err(self.bad(format!("{nanos} nanoseconds")));
             }
-            UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
+            // A time the system cannot hold is refused, not dropped: a
+            // frame decodes to one value, which encodes to the same bytes.
+            let at = UNIX_EPOCH.checked_add(Duration::new(secs, nanos));
+            Some(at.ok_or_else(|| self.bad(format!("a time {secs} s after 1970")))?)
         } else {
             None::<SystemTime>
         };
