@@ -15,10 +15,16 @@
 //!   made every node serve her bytes, and every other rule): each is
 //!   refused and counted against her (`protocol_violations`), and every
 //!   node goes on serving the origin's bytes.
+//! - `commits`: C2Cfs `exclusive` mode. Mallory's answers to opens,
+//!   commits and forgets sent to another node are refused and counted
+//!   against her; her commits and forgets (a member may send them) cost
+//!   the file's manager a stat of the origin and never set a version; an
+//!   opener refuses her answer that carries another path's version.
 //! - Eve has a certificate from another CA: her handshakes fail both ways,
 //!   none of her frames is processed, and she reads nothing.
 
 mod certificate;
+mod commits;
 #[path = "../common/mod.rs"]
 mod common;
 mod hash;
@@ -28,12 +34,13 @@ mod roles;
 
 use bytes::Bytes;
 use common::*;
+use coopcache_core::c2cfs::live::CommitMsg;
 use coopcache_core::coop::{Level, NodeId};
 use coopcache_core::protocol::{Content, PeerMsg, Recorded};
 use coopcache_node::block::{Block, BlockId, file_id, manager_of};
 use coopcache_node::frame::{PROTOCOL_VERSION, Wire, max_frame};
 use coopcache_node::link::{read_frame, write_frame};
-use coopcache_node::origin::FileVersion;
+use coopcache_node::origin::{FileVersion, PathVersion};
 use coopcache_node::tls::{Identity, SERVER_NAME, init_cluster, issue};
 use mallory::*;
 use rustls_pki_types::pem::PemObject;

@@ -44,6 +44,8 @@ pub(crate) struct Mallory {
     pub(crate) pongs: mpsc::Receiver<u64>,
     /// Every other protocol message the real nodes sent her.
     pub(crate) heard: mpsc::Receiver<(NodeId, PeerMsg<BlockId, Bytes>)>,
+    /// Every C2Cfs `exclusive`-mode message the real nodes sent her.
+    pub(crate) commits: mpsc::Receiver<(NodeId, CommitMsg<PathVersion>)>,
     pub(crate) nonce: u64,
 }
 
@@ -146,10 +148,18 @@ impl Mallory {
         let answered: Arc<Mutex<Vec<(BlockId, Answer)>>> = Arc::default();
         let (pong_tx, pongs) = mpsc::channel(64);
         let (heard_tx, heard) = mpsc::channel(1024);
+        let (commits_tx, commits) = mpsc::channel(1024);
         let (links, table, log) = (out.clone(), answers.clone(), answered.clone());
         tokio::spawn(async move {
             while let Some((from, wire)) = frames.recv().await {
-                let Wire::Peer(msg) = wire else { continue };
+                let msg = match wire {
+                    Wire::Peer(msg) => msg,
+                    Wire::Commit(msg) => {
+                        let _ = commits_tx.try_send((from, msg));
+                        continue;
+                    }
+                    _ => continue,
+                };
                 match msg {
                     // A holder's forward, or a read sent to her as the
                     // block's Hash-Distributed partition owner.
@@ -186,6 +196,7 @@ impl Mallory {
             answered,
             pongs,
             heard,
+            commits,
             nonce: 1 << 60,
         }
     }
@@ -248,6 +259,25 @@ impl Mallory {
         });
         self.send(t.manager, &record).await;
         self.barrier(t.manager).await;
+    }
+
+    /// The next `exclusive`-mode message a real node sends her that
+    /// `want` accepts (others are dropped), within 5 s.
+    pub(crate) async fn next_commit_msg(
+        &mut self,
+        mut want: impl FnMut(NodeId, &CommitMsg<PathVersion>) -> bool,
+    ) -> (NodeId, CommitMsg<PathVersion>) {
+        let wait = async {
+            while let Some((from, msg)) = self.commits.recv().await {
+                if want(from, &msg) {
+                    return (from, msg);
+                }
+            }
+            panic!("Mallory's links closed");
+        };
+        tokio::time::timeout(Duration::from_secs(5), wait)
+            .await
+            .expect("no such commit message came to Mallory")
     }
 }
 
@@ -352,16 +382,36 @@ pub(crate) async fn attacked_cluster_of(
     algorithm: coopcache_core::coop::AlgorithmKind,
     timeout: Duration,
 ) -> (TestCluster, Mallory, Vec<String>) {
+    let shape = Shape {
+        nodes,
+        algorithm,
+        ..Shape::default()
+    };
+    attacked_cluster_shaped(shape, prefix, timeout).await
+}
+
+/// As [`attacked_cluster`], with the cluster's `shape` (its nodes,
+/// algorithm and origin delay; the block size is always [`BLOCK_SIZE`]).
+/// Managers answer `exclusive`-mode opens as soon as Mallory has joined
+/// (`commit_stable` zero).
+pub(crate) async fn attacked_cluster_shaped(
+    shape: Shape,
+    prefix: &str,
+    timeout: Duration,
+) -> (TestCluster, Mallory, Vec<String>) {
+    let nodes = shape.nodes;
     let names: Vec<String> = (0..FILES).map(|i| format!("{prefix}{i}.bin")).collect();
     let len = (BLOCKS_PER_FILE * BLOCK_SIZE) as usize;
     let files: Vec<(&str, usize)> = names.iter().map(|n| (n.as_str(), len)).collect();
     let shape = Shape {
-        nodes,
         block_size: BLOCK_SIZE,
-        algorithm,
-        ..Shape::default()
+        ..shape
     };
-    let c = cluster_with(shape, &files, |o| o.min_timeout = timeout).await;
+    let c = cluster_with(shape, &files, |o| {
+        o.min_timeout = timeout;
+        o.commit_stable = Duration::ZERO;
+    })
+    .await;
     let addrs: Vec<String> = c
         .nodes
         .iter()
