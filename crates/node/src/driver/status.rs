@@ -48,7 +48,7 @@ impl Driver {
             origin_requests: m.origin_requests.get(),
             origin_bytes: m.origin_bytes.get(),
             integrity_failures: stats.integrity_failures,
-            protocol_violations: stats.violations_total(),
+            protocol_violations: stats.violations_total() + self.commits.counters().violations,
             timeouts: stats.timeouts,
             peer_errors: m.peer_errors.get(),
             private: self.protocol.is_private(),

@@ -46,8 +46,7 @@ fn managed_by_a_real_node(c: &TestCluster, names: &[String]) -> (String, NodeId)
         .expect("every file is Mallory's")
 }
 
-/// The violations `node` counted against `peer` (its metric; the status's
-/// `protocol_violations` counts the block protocol's only).
+/// The violations `node` counted against `peer` (its metric, per peer).
 fn violations_by(node: &NodeHandle, peer: &str) -> u64 {
     let key = format!("coopcache_protocol_violations_total{{peer=\"{peer}\"}} ");
     let metrics = node.metrics().encode();
@@ -133,6 +132,7 @@ async fn answers_to_a_request_sent_to_another_node_are_refused() {
         "the honest answer came before Mallory's: the test proves nothing"
     );
     assert_eq!(violations_by(&node, "mallory"), 3);
+    assert_eq!(node.status().await.unwrap().protocol_violations, 3);
     assert_eq!(violations_by(&c.nodes[b as usize], "mallory"), 0);
 }
 
