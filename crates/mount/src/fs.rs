@@ -72,7 +72,7 @@ const OPEN_RETRIES: usize = 4;
 
 /// Bytes one `read` may ask for (the kernel asks for at most `max_read`,
 /// 128 KiB by default; this guards the arithmetic).
-const MAX_READ: u32 = 16 << 20;
+pub(crate) const MAX_READ: u32 = 16 << 20;
 
 /// What an open handle refers to.
 enum Open {

@@ -202,7 +202,16 @@ pub fn mount(
         config.mount_options.push(MountOption::RO);
     }
     let fs = CoopFs::new(rt, node, opts.attr_ttl, opts.consistency);
-    let session = fuser::spawn_mount(fs, dir, &config).map_err(|source| MountError::Fuse {
+    spawn(fs, dir, &config)
+}
+
+/// Serves `fs` on `dir` on FUSE threads of its own.
+fn spawn<F: fuser::Filesystem + Send + Sync + 'static>(
+    fs: F,
+    dir: &Path,
+    config: &Config,
+) -> Result<Mounted, MountError> {
+    let session = fuser::spawn_mount(fs, dir, config).map_err(|source| MountError::Fuse {
         dir: dir.into(),
         source,
     })?;

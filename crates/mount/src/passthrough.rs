@@ -25,13 +25,11 @@ use fuser::{
     MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyEmpty, ReplyEntry, ReplyOpen, Request,
 };
 
+use crate::fs::MAX_READ;
 use crate::{MountError, Mounted};
 
 /// The root directory's inode.
 const ROOT: u64 = 1;
-
-/// Bytes one `read` may ask for (the kernel asks for at most `max_read`).
-const MAX_READ: u32 = 16 << 20;
 
 /// Open files at most.
 const MAX_OPEN: usize = 4096;
@@ -198,12 +196,5 @@ pub fn mount_passthrough(dir: &Path, backing: &Path) -> Result<Mounted, MountErr
         open: Mutex::default(),
         next: AtomicU64::new(1),
     };
-    let session = fuser::spawn_mount(fs, dir, &config).map_err(|source| MountError::Fuse {
-        dir: dir.into(),
-        source,
-    })?;
-    Ok(Mounted {
-        session,
-        dir: dir.into(),
-    })
+    crate::spawn(fs, dir, &config)
 }
