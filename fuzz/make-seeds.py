@@ -15,7 +15,7 @@ def sh(cmd): return subprocess.run(cmd, shell=True, capture_output=True, check=T
 
 # --- frames (docs/PROTOCOL.md; crates/node/src/frame.rs) ---
 def s(x): x = x.encode(); return bytes([len(x)]) + x
-def block(f, i): return struct.pack('>QI', f, i)
+def block(f, i, route=0x0a0b0c0d): return struct.pack('>QII', f, i, route)
 def digest(): return bytes(range(32)) + struct.pack('>I', 65536)
 def hello(name, node=9, version=2, bs=65536, listen='127.0.0.1:7170'):
     return bytes([1]) + b'COOP' + struct.pack('>HI', version, node) + s(name) + s(listen) + struct.pack('>I', bs)

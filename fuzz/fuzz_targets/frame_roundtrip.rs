@@ -52,14 +52,14 @@ enum AnyMsg {
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
-struct B(u64, u32);
+struct B(u64, u32, u32);
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
 struct D([u8; 32], u32);
 
 impl From<B> for BlockId {
-    fn from(B(file, index): B) -> BlockId {
-        BlockId { file, index }
+    fn from(B(file, index, route): B) -> BlockId {
+        BlockId { file, index, route }
     }
 }
 

@@ -248,7 +248,10 @@ fn histories(env: &[(String, String)]) {
         // follow a membership change, which a loaded machine may see:
         // reported, not failed on.
         assert!(from_tables > 0, "no open was answered by a manager");
-        eprintln!("{unrecorded} commits no manager recorded");
+        let (served, timeouts) = (sum("first_served"), sum("timeouts"));
+        eprintln!(
+            "{unrecorded} commits no manager recorded, {served} first blocks served with an open's answer, {timeouts} reads timed out on a peer"
+        );
     }
     assert!(reads > histories, "the histories read something");
     assert!(

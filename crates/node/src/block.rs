@@ -2,14 +2,27 @@
 //! from the path and the origin's version) and carries their bytes.
 
 use bytes::Bytes;
+use coopcache_core::c2cfs::live::path_key;
 pub use coopcache_core::protocol::{BlockId, manager_of};
-use coopcache_core::protocol::{Content, Digest};
+use coopcache_core::protocol::{Content, Digest, route_of};
 
 /// The id of version `version` of the file at `path` (64 bits of a BLAKE3
 /// hash: with a million live file versions, the chance of any collision is
 /// below 10^-7).
 pub fn file_id(path: &str, version: &str) -> u64 {
     id_of(blake3::Hasher::new(), b"coopcache file v1\0", path, version)
+}
+
+/// Block 0 of version `version` of the file at `path` in a shared origin
+/// (its others are `BlockId { index, ..first }`), routed by the path: every
+/// version of a file has the same manager, which in C2Cfs `exclusive` mode
+/// keeps its commit state too (`coopcache_core::c2cfs::live`).
+pub fn first_block(path: &str, version: &str) -> BlockId {
+    BlockId {
+        file: file_id(path, version),
+        index: 0,
+        route: route_of(path_key(path)),
+    }
 }
 
 /// The id of version `version` of the file at `path` in a private origin:
@@ -86,6 +99,16 @@ mod tests {
         assert_eq!(file_id("a/b", "v1"), file_id("a/b", "v1"));
         // The separator keeps ("ab", "c") apart from ("a", "bc").
         assert_ne!(file_id("ab", "c"), file_id("a", "bc"));
+    }
+
+    #[test]
+    fn every_version_of_a_file_has_one_route_that_of_its_commit_manager() {
+        let (a, b) = (first_block("d/f", "v1"), first_block("d/f", "v2"));
+        assert_ne!(a.file, b.file);
+        assert_eq!((a.route, a.index), (b.route, 0));
+        let key = coopcache_core::c2cfs::live::manager_key("d/f");
+        assert_eq!(u64::from(a.route), key);
+        assert_ne!(first_block("d/g", "v1").route, a.route);
     }
 
     #[test]

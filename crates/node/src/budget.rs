@@ -24,7 +24,8 @@ pub const RUNTIME_BYTES: u64 = 4 << 20;
 /// Files in a manager's C2Cfs commit table (`exclusive` mode): each entry
 /// (a version string of tens of bytes, `Tcommit`, valid copies, its LRU
 /// place) takes about 200 bytes, so the table stays under 1 MiB, within
-/// [`RUNTIME_BYTES`]. A file dropped from it costs its next open one
+/// [`RUNTIME_BYTES`]; the opener's side keeps as many `Tlocal` hints
+/// (about 50 bytes each). A file dropped from it costs its next open one
 /// origin stat.
 pub const COMMIT_FILES: usize = 4096;
 

@@ -196,6 +196,10 @@ pub struct Status {
     /// commit table, with no origin round trip.
     #[serde(default)]
     pub manager_opens: u64,
+    /// `exclusive` mode: opens whose first block this node, as their
+    /// manager, served with its answer (one round trip for both).
+    #[serde(default)]
+    pub first_served: u64,
     /// `exclusive` mode: this node's commits no manager recorded.
     #[serde(default)]
     pub unrecorded_commits: u64,
@@ -319,6 +323,7 @@ struct Synced {
     timeouts: u64,
     violations: BTreeMap<NodeId, u64>,
     manager_opens: u64,
+    first_served: u64,
 }
 
 impl Driver {
@@ -488,8 +493,18 @@ impl Driver {
         self.apply();
     }
 
-    /// Carries out what the protocol decided.
+    /// Carries out what the protocol and the commit machine decided.
     pub(super) fn apply(&mut self) {
+        loop {
+            self.apply_protocol();
+            if !self.apply_commits() {
+                return;
+            }
+        }
+    }
+
+    /// Carries out what the protocol decided.
+    fn apply_protocol(&mut self) {
         while let Some(action) = self.protocol.poll() {
             match action {
                 Action::Send { to, msg } => self.send_peer(to, msg),
@@ -524,7 +539,6 @@ impl Driver {
                 }
             }
         }
-        self.apply_commits();
     }
 
     /// Sends a protocol message to `to`.
@@ -605,9 +619,13 @@ impl Driver {
             }
         }
         m.cached_bytes.set(self.protocol.usage().bytes as i64);
-        let opens = self.commits.counters().opens_from_table;
-        m.manager_opens.inc_by(opens - self.synced.manager_opens);
-        self.synced.manager_opens = opens;
+        let c = *self.commits.counters();
+        m.manager_opens
+            .inc_by(c.opens_from_table - self.synced.manager_opens);
+        m.first_served
+            .inc_by(c.first_served - self.synced.first_served);
+        self.synced.manager_opens = c.opens_from_table;
+        self.synced.first_served = c.first_served;
     }
 }
 

@@ -15,7 +15,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 6;
+pub const PROTOCOL_VERSION: u16 = 7;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -398,6 +398,7 @@ fn put_str(buf: &mut BytesMut, s: &str) {
 fn put_block(buf: &mut BytesMut, b: BlockId) {
     buf.put_u64(b.file);
     buf.put_u32(b.index);
+    buf.put_u32(b.route);
 }
 
 fn put_digest(buf: &mut BytesMut, d: &Digest) {
@@ -475,6 +476,7 @@ impl Reader {
         Ok(BlockId {
             file: self.u64()?,
             index: self.u32()?,
+            route: self.u32()?,
         })
     }
 
@@ -715,6 +717,7 @@ mod tests {
         let block = BlockId {
             file: 0x0102_0304_0506_0708,
             index: 77,
+            route: 0x0a0b_0c0d,
         };
         roundtrip(Wire::Hello {
             version: PROTOCOL_VERSION,
@@ -732,7 +735,7 @@ mod tests {
             roundtrip(Wire::Peer(msg));
         }
         let commits = commit::tests::every_commit_msg();
-        assert_eq!(commits.len(), 10);
+        assert_eq!(commits.len(), 12);
         for msg in commits {
             roundtrip(Wire::Commit(msg));
         }
@@ -748,7 +751,11 @@ mod tests {
             decode(buf.freeze().slice(HEADER..))
         };
         let path: std::sync::Arc<str> = "p".repeat(MAX_PATH).into();
-        let open = |path| CommitMsg::Open { nonce: 1, path };
+        let open = |path| CommitMsg::Open {
+            nonce: 1,
+            path,
+            first: None,
+        };
         assert!(decoded(open(path)).is_ok());
         let err = decoded(open("p".repeat(MAX_PATH + 1).into())).unwrap_err();
         assert!(err.to_string().contains("path of 4097 bytes"), "{err}");
@@ -767,6 +774,7 @@ mod tests {
         let opened = CommitMsg::Opened {
             nonce: 1,
             answer: Some((t, version)),
+            served: false,
         };
         let err = decoded(opened).unwrap_err();
         assert!(err.to_string().contains("version of 1025 bytes"), "{err}");

@@ -1,7 +1,7 @@
 //! Starting a node, and the API every access path uses (`coopcache cat`,
 //! the HTTP gateway, the demo, tests): stat a file, read byte ranges.
 
-use crate::block::{BlockId, file_id, private_file_id};
+use crate::block::{BlockId, first_block, private_file_id};
 use crate::budget::{Budget, BudgetError};
 use crate::clock::Clock;
 use crate::discovery;
@@ -407,6 +407,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
                 .as_micros()
                 .try_into()
                 .unwrap_or(u64::MAX),
+            serve_first: protocol.serves_carried_reads(),
         },
     )
     .map_err(|e| NodeError::Config(e.to_string()))?;
@@ -451,16 +452,21 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
 }
 
 impl NodeHandle {
-    /// The id of `path` at `version`: salted with this node's secret if
-    /// its origin is private, and marked unifiable if the node unifies and
-    /// the path is not privacy-critical.
-    fn file_id(&self, path: &str, version: &FileVersion) -> u64 {
+    /// Block 0 of `path` at `version` (its others are `BlockId { index,
+    /// ..first }`): salted with this node's secret if its origin is
+    /// private (and routed by that salted id, so its route tells no one
+    /// the path), and marked unifiable if the node unifies and the path is
+    /// not privacy-critical.
+    fn first_block(&self, path: &str, version: &FileVersion) -> BlockId {
         match &self.private {
             Some(p) => {
                 let unifiable = p.unify && !p.critical.is_match(path);
-                private_file_id(&p.salt, path, &version.version, unifiable)
+                BlockId::new(
+                    private_file_id(&p.salt, path, &version.version, unifiable),
+                    0,
+                )
             }
-            None => file_id(path, &version.version),
+            None => first_block(path, &version.version),
         }
     }
 
@@ -550,7 +556,7 @@ impl NodeHandle {
         path: &str,
     ) -> Result<(Option<Tcommit>, Arc<FileVersion>), NodeError> {
         check_path(path)?;
-        if let Some((tcommit, version)) = self.ask_manager(path).await {
+        if let Some((tcommit, version)) = self.manager_says(path, true).await {
             return Ok((Some(tcommit), Arc::new(version)));
         }
         Ok((None, self.stat_fresh(path).await?))
@@ -558,11 +564,18 @@ impl NodeHandle {
 
     /// C2Cfs `exclusive` mode: what `path`'s manager says of it (its
     /// `Tcommit` and version), `None` if it cannot say. A writer's open
-    /// asks this for its `Topen` only.
+    /// asks this for its `Topen` only (and no block of the file).
     pub async fn ask_manager(&self, path: &str) -> Option<(Tcommit, FileVersion)> {
+        self.manager_says(path, false).await
+    }
+
+    /// [`NodeHandle::ask_manager`]; for an open that `reads`, the manager
+    /// serves the file's first block with its answer (`c2cfs::live`).
+    async fn manager_says(&self, path: &str, reads: bool) -> Option<(Tcommit, FileVersion)> {
         let (reply, answer) = oneshot::channel();
         let ev = CommitEvent::Open {
             path: Arc::from(path),
+            reads,
             reply,
         };
         self.events.send(Event::Commits(ev)).await.ok()?;
@@ -639,8 +652,8 @@ impl NodeHandle {
         version: &Arc<FileVersion>,
         index: u32,
     ) -> Result<(Bytes, Level), NodeError> {
-        let file = self.file_id(path, version);
-        self.read_block_of(path, version, BlockId { file, index })
+        let first = self.first_block(path, version);
+        self.read_block_of(path, version, BlockId { index, ..first })
             .await
     }
 
@@ -692,7 +705,7 @@ impl NodeHandle {
         let end = range.end.min(version.size);
         let start = range.start.min(end);
         let me = self.clone();
-        let file = self.file_id(&path, &version);
+        let first = self.first_block(&path, &version);
         let ahead = read_ahead(self.block_size, self.capacity)
             .min(stream_blocks(self.block_size, self.capacity) / 4)
             .max(1);
@@ -706,7 +719,7 @@ impl NodeHandle {
                         .acquire_owned()
                         .await
                         .map_err(|_| NodeError::Shutdown)?;
-                    let block = BlockId { file, index };
+                    let block = BlockId { index, ..first };
                     let (data, _) = me.read_block_of(&path, &version, block).await?;
                     if data.len() < part.end {
                         return Err(NodeError::Config(format!(

@@ -561,7 +561,7 @@ mod tests {
 
     fn data_frame(index: u32, len: usize) -> Vec<u8> {
         let wire = Wire::Peer(PeerMsg::Data {
-            block: BlockId { file: 1, index },
+            block: BlockId::new(1, index),
             data: Bytes::from(vec![9u8; len]),
         });
         let mut buf = BytesMut::new();

@@ -54,6 +54,9 @@ pub struct Metrics {
     /// `exclusive` mode: opens this node's manager slice answered from its
     /// commit table, with no origin round trip.
     pub manager_opens: Counter,
+    /// `exclusive` mode: opens whose first block this node's manager slice
+    /// served with its answer.
+    pub first_served: Counter,
     /// `exclusive` mode: commits of this node no manager recorded (every
     /// member was told to forget the file instead, or it timed out).
     pub unrecorded_commits: Counter,
@@ -123,7 +126,7 @@ impl Metrics {
             "Peer messages refused because the sender's role does not allow them",
             self.protocol_violations.clone(),
         );
-        let counters: [(&str, &str, &Counter); 12] = [
+        let counters: [(&str, &str, &Counter); 13] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",
@@ -149,6 +152,11 @@ impl Metrics {
                 "manager_opens",
                 "Opens a manager answered from its commit table (exclusive mode)",
                 &self.manager_opens,
+            ),
+            (
+                "first_blocks_served",
+                "Opens whose first block a manager served with its answer (exclusive mode)",
+                &self.first_served,
             ),
             (
                 "unrecorded_commits",

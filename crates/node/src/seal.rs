@@ -217,7 +217,7 @@ mod tests {
     const BS: u32 = 4096;
 
     fn block(file: u64, index: u32) -> BlockId {
-        BlockId { file, index }
+        BlockId::new(file, index)
     }
 
     fn plain(n: u8) -> Block {

@@ -314,3 +314,68 @@ async fn exclusive_opens_read_the_managers_version_without_asking_the_origin() {
     assert_eq!(v, v1);
     assert_ne!(c.nodes[1].stat("a.bin").await.unwrap(), v1);
 }
+
+/// C2Cfs `exclusive` mode, the open in one round trip: the file's manager
+/// (which manages its blocks too) answers the open and serves its first
+/// block in the same breath, so the opener sends the manager one message
+/// (the `Open`) for both, and takes the block from the holder's memory.
+/// Its next open, its copy being the latest, is served nothing and reads
+/// its own memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exclusive_open_is_served_its_first_block_in_the_same_round_trip() {
+    use coopcache_core::c2cfs::live::manager_key;
+    use coopcache_core::coop::Level;
+    use coopcache_node::block::manager_of;
+    let names: Vec<String> = (0..64).map(|i| format!("f{i}.bin")).collect();
+    let name = names
+        .iter()
+        .find(|n| manager_of(manager_key(n), &[0, 1, 2]) == Some(2))
+        .expect("a file node 2 manages")
+        .clone();
+    let shape = Shape {
+        algorithm: AlgorithmKind::Greedy,
+        ..Shape::default()
+    };
+    let c = cluster_with(shape, &[(name.as_str(), 200_000)], |o| {
+        o.commit_stable = std::time::Duration::ZERO;
+    })
+    .await;
+    let want = contents(1, 200_000);
+    c.nodes[0].read(&name, None).await.unwrap();
+    let path: std::sync::Arc<str> = name.as_str().into();
+    let sent_to_manager = || async {
+        c.nodes[1]
+            .status()
+            .await
+            .unwrap()
+            .sent
+            .get(&2)
+            .copied()
+            .unwrap_or(0)
+    };
+
+    let before = sent_to_manager().await;
+    let (topen, version) = c.nodes[1].open_exclusive(&path).await.unwrap();
+    assert!(topen.is_some(), "the manager answered");
+    let (data, level) = c.nodes[1].read_block(&path, &version, 0).await.unwrap();
+    assert!(data[..] == want[..data.len()], "wrong bytes");
+    assert_eq!(level, Level::RemoteNode, "from node 0's memory");
+    assert_eq!(
+        sent_to_manager().await - before,
+        1,
+        "the Open carried the block's read"
+    );
+    assert_eq!(c.nodes[2].status().await.unwrap().first_served, 1);
+
+    let before = sent_to_manager().await;
+    let (_, again) = c.nodes[1].open_exclusive(&path).await.unwrap();
+    assert_eq!(again, version);
+    let (_, level) = c.nodes[1].read_block(&path, &again, 0).await.unwrap();
+    assert_eq!(level, Level::Local);
+    assert_eq!(sent_to_manager().await - before, 1, "the Open alone");
+    assert_eq!(c.nodes[2].status().await.unwrap().first_served, 1);
+    for node in &c.nodes {
+        let s = node.status().await.unwrap();
+        assert_eq!((s.protocol_violations, s.timeouts), (0, 0), "{}", s.name);
+    }
+}

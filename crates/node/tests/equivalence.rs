@@ -22,7 +22,7 @@ use common::*;
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
 use coopcache_node::NodeHandle;
-use coopcache_node::block::{BlockId, file_id};
+use coopcache_node::block::{BlockId, first_block};
 use coopcache_node::budget::{PER_BLOCK_OVERHEAD, RESERVE};
 use coopcache_sim::live::LiveCluster;
 use coopcache_sim::trace::{Op, Request};
@@ -200,8 +200,8 @@ async fn check(kind: AlgorithmKind, want_match: Match) {
             let (name, index) = file_of(r.id);
             let version = &versions[(r.id / BLOCKS_PER_FILE) as usize];
             BlockId {
-                file: file_id(&name, &version.version),
                 index,
+                ..first_block(&name, &version.version)
             }
         })
         .collect();

@@ -8,7 +8,7 @@
 
 use bytes::{Bytes, BytesMut};
 use coopcache_core::c2cfs::Tcommit;
-use coopcache_core::c2cfs::live::CommitMsg;
+use coopcache_core::c2cfs::live::{CommitMsg, FirstBlock};
 use coopcache_core::coop::MAX_CHANCES;
 use coopcache_core::protocol::{Digest, PeerMsg, Recorded, Status};
 use coopcache_node::block::BlockId;
@@ -24,7 +24,11 @@ use std::time::{Duration, UNIX_EPOCH};
 const MAX_DATA: usize = 4096;
 
 fn block() -> impl Strategy<Value = BlockId> {
-    (any::<u64>(), any::<u32>()).prop_map(|(file, index)| BlockId { file, index })
+    (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(file, index, route)| BlockId {
+        file,
+        index,
+        route,
+    })
 }
 
 fn data() -> impl Strategy<Value = Bytes> {
@@ -128,9 +132,26 @@ fn path_version() -> impl Strategy<Value = PathVersion> {
 fn commit_msg() -> impl Strategy<Value = CommitMsg<PathVersion>> {
     use CommitMsg::*;
     prop_oneof![
-        (any::<u64>(), long_name()).prop_map(|(nonce, path)| Open { nonce, path }),
-        (any::<u64>(), prop::option::of((tcommit(), path_version())))
-            .prop_map(|(nonce, answer)| Opened { nonce, answer }),
+        (
+            any::<u64>(),
+            long_name(),
+            prop::option::of(prop::option::of(tcommit()))
+        )
+            .prop_map(|(nonce, path, first)| Open {
+                nonce,
+                path,
+                first: first.map(|tlocal| FirstBlock { tlocal }),
+            }),
+        (
+            any::<u64>(),
+            prop::option::of((tcommit(), path_version())),
+            any::<bool>()
+        )
+            .prop_map(|(nonce, answer, served)| Opened {
+                nonce,
+                answer,
+                served
+            }),
         (any::<u64>(), long_name(), prop::option::of(tcommit()))
             .prop_map(|(nonce, path, topen)| Commit { nonce, path, topen }),
         (any::<u64>(), prop::option::of((tcommit(), any::<bool>()))).prop_map(|(nonce, answer)| {

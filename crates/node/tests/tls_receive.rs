@@ -43,7 +43,7 @@ async fn send(client: std::sync::Arc<rustls::ClientConfig>, addr: std::net::Sock
     while sent < TOTAL {
         buf.clear();
         for _ in 0..4 {
-            let block = BlockId { file: 1, index };
+            let block = BlockId::new(1, index);
             index += 1;
             let msg = PeerMsg::Data {
                 block,

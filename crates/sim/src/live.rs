@@ -283,6 +283,56 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
         Ok(pos.map(|i| self.done.remove(i).2))
     }
 
+    /// Node `reader`'s read of `block`, carried to `manager` inside another
+    /// request (a C2Cfs open, `c2cfs::live`): `manager` serves it as a
+    /// `Read` from `reader`, then `reader` starts it without asking (as it
+    /// does on the open's answer), and the cluster runs until quiet.
+    /// Returns how the read finished (`None` if it did not).
+    pub fn read_served(
+        &mut self,
+        reader: NodeId,
+        manager: NodeId,
+        block: K,
+    ) -> Result<Option<Result<Served<Digest>, ReadFailure>>, NeverQuiet> {
+        self.now += 1;
+        self.nodes[manager as usize].handle_read_for(reader, block, self.now);
+        self.collect(manager);
+        self.nodes[reader as usize].handle_read_asked(block, manager, self.now);
+        self.collect(reader);
+        self.run_until_quiet()?;
+        Ok(self.take_done(reader, block))
+    }
+
+    /// Delivers the oldest message in flight that `pick` chooses (by
+    /// sender, receiver and message), ahead of the others: one link
+    /// overtaking another. False if none is chosen.
+    pub fn deliver_first(
+        &mut self,
+        pick: impl Fn(NodeId, NodeId, &PeerMsg<K, Digest>) -> bool,
+    ) -> bool {
+        let at = self.queue.iter().position(|e| match e {
+            InFlight::Message { from, to, msg } => pick(*from, *to, msg),
+            InFlight::Origin { .. } => false,
+        });
+        match at.and_then(|i| self.queue.remove(i)) {
+            Some(event) => {
+                self.deliver(event);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Node `node`'s protocol, to drive by hand (collected after).
+    pub fn node_mut(&mut self, node: NodeId) -> &mut NodeProtocol<K, Digest> {
+        &mut self.nodes[node as usize]
+    }
+
+    /// Takes what node `node` decided into the queue and the results.
+    pub fn collect_node(&mut self, node: NodeId) {
+        self.collect(node);
+    }
+
     /// Delivers the oldest thing in flight, if any (no timer fires).
     pub fn step(&mut self) -> bool {
         match self.queue.pop_front() {

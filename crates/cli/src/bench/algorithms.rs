@@ -18,7 +18,7 @@ use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use anyhow::{Context, Result, bail};
 use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
-use coopcache_node::block::{BlockId, file_id};
+use coopcache_node::block::{BlockId, first_block};
 use coopcache_node::origin::FileVersion;
 use coopcache_sim::live::LiveCluster;
 use coopcache_sim::trace::{Op, Request};
@@ -317,8 +317,8 @@ async fn run_live(
                 let (file, index) = file_of(r.id);
                 let version = &versions[&file].version;
                 BlockId {
-                    file: file_id(&file_name(file), version),
                     index,
+                    ..first_block(&file_name(file), version)
                 }
             })
             .collect();

@@ -344,7 +344,7 @@ pub(super) fn seal_cost(
         let mut bytes = vec![7u8; block_size as usize];
         bytes[..4].copy_from_slice(&index.to_le_bytes());
         let data = Block::new(bytes.into());
-        let block = BlockId { file, index };
+        let block = BlockId::new(file, index);
         let started = std::time::Instant::now();
         let sealed = sealer.seal(block, &data);
         seal.push(started.elapsed().as_secs_f64() * 1e6);

@@ -8,6 +8,12 @@ use crate::policy::BlockKey;
 pub trait ProtocolKey: BlockKey + Ord {
     /// The file (version) the block belongs to.
     fn file(&self) -> u64;
+
+    /// What the block's manager is chosen by ([`manager_of`]): the same for
+    /// every block of every version of one file, so that one member keeps
+    /// a file's C2Cfs commit state and the directory of its blocks, and an
+    /// open is answered and served in one round trip.
+    fn route(&self) -> u64;
 }
 
 /// A block of one version of one file: the key of every cache and message
@@ -16,19 +22,50 @@ pub trait ProtocolKey: BlockKey + Ord {
 /// `file` names the file *and* its origin version (the daemon hashes the
 /// path with the origin's ETag, or mtime, size and inode), so a copy of an
 /// old version can never be taken for the new one: after a change the
-/// blocks simply have other names.
+/// blocks simply have other names. `route` names the file alone (every
+/// version), and chooses the manager: C2Cfs's manager keeps a file's
+/// `Tcommit` and the nodes holding its latest version together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BlockId {
     /// The file version's id.
     pub file: u64,
     /// The block's index in the file.
     pub index: u32,
+    /// The file's manager key: [`route_of`] of its path's key for a shared
+    /// origin's file, the top half of `file` for an id that names no path
+    /// (a private origin's salted id, a content id).
+    pub route: u32,
+}
+
+impl BlockId {
+    /// Block `index` of the file version `file` routed by `file` itself:
+    /// for ids that name no path (a private origin's, a content id).
+    pub fn new(file: u64, index: u32) -> BlockId {
+        BlockId {
+            file,
+            index,
+            route: (file >> 32) as u32,
+        }
+    }
+}
+
+/// The manager key of a file whose path has the 64-bit key `path_key`
+/// ([`path_key`](crate::c2cfs::live::path_key)): its top half, so a block
+/// id carries it in four bytes. Files sharing a route share a manager,
+/// nothing more.
+pub fn route_of(path_key: u64) -> u32 {
+    (path_key >> 32) as u32
 }
 
 impl ProtocolKey for BlockId {
     #[inline]
     fn file(&self) -> u64 {
         self.file
+    }
+
+    #[inline]
+    fn route(&self) -> u64 {
+        u64::from(self.route)
     }
 }
 
@@ -45,10 +82,16 @@ impl ProtocolKey for u64 {
     fn file(&self) -> u64 {
         *self
     }
+
+    #[inline]
+    fn route(&self) -> u64 {
+        *self
+    }
 }
 
-/// The member that manages `file` (keeps its directory and block
-/// digests): the highest-random-weight (rendezvous) choice among
+/// The member that manages the file of manager key `file` (a block's
+/// [`ProtocolKey::route`]: keeps its directory and block digests, and in
+/// C2Cfs `exclusive` mode its commit state): the highest-random-weight (rendezvous) choice among
 /// `members`, so when a member leaves only its own files move, and every
 /// node agrees without a coordinator. `None` if there are no members.
 pub fn manager_of(file: u64, members: &[NodeId]) -> Option<NodeId> {

@@ -26,6 +26,7 @@
 //! computed where they arrived, the simulator's digests alone.
 
 mod block;
+mod carried;
 mod content;
 mod digest_sealer;
 mod held;
@@ -45,7 +46,8 @@ mod stats;
 mod status;
 mod timers;
 
-pub use block::{BlockId, ProtocolKey, manager_of};
+pub use block::{BlockId, ProtocolKey, manager_of, route_of};
+pub use carried::MAX_STASHED_BYTES;
 pub use content::{Content, Digest, MemStore};
 pub use digest_sealer::DigestSealer;
 pub use integrity::Verdict;

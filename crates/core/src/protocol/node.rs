@@ -225,6 +225,11 @@ pub struct NodeProtocol<K, D> {
     pub(super) told_idle: bool,
     /// The sealer and hash table of a private origin ([`Self::set_private`]).
     pub(super) private: Option<super::private::Private<K, D>>,
+    /// A read whose `Read` its manager has already
+    /// ([`NodeProtocol::handle_read_asked`]): not sent again.
+    pub(super) read_asked: Option<K>,
+    /// Carried reads awaited, and contents that came before them.
+    pub(super) carried: super::carried::Carried<K, D>,
 }
 
 impl<K, D> std::fmt::Debug for NodeProtocol<K, D> {
@@ -288,6 +293,8 @@ where
             last_read: now,
             told_idle: false,
             private: None,
+            read_asked: None,
+            carried: Default::default(),
         }
     }
 
@@ -380,6 +387,46 @@ where
         self.settle(now);
     }
 
+    /// Whether this node can serve, and ask for, a read carried inside
+    /// another request ([`NodeProtocol::handle_read_for`],
+    /// [`NodeProtocol::handle_read_asked`]): not a Direct node (its reads
+    /// go to a host before any manager), nor a private one (no manager
+    /// knows its blocks).
+    pub fn serves_carried_reads(&self) -> bool {
+        self.kind != AlgorithmKind::Direct && self.private.is_none()
+    }
+
+    /// `reader` asked for `block` inside another request its link
+    /// authenticated: a C2Cfs open whose manager (this node) serves the
+    /// file's first block with its answer
+    /// ([`c2cfs::live`](crate::c2cfs::live)). Judged and served exactly
+    /// as a [`PeerMsg::Read`] from `reader`.
+    pub fn handle_read_for(&mut self, reader: NodeId, block: K, now: u64) {
+        self.handle_message(reader, PeerMsg::Read { block }, now);
+    }
+
+    /// This node's user reads `block`, whose read `manager` is serving
+    /// already ([`NodeProtocol::handle_read_for`] there): as
+    /// [`NodeProtocol::handle_read`], but the node's `Read` is not sent
+    /// again. Only if `manager` manages the block in this node's view;
+    /// otherwise the read asks its own manager as usual (and `manager`'s
+    /// answers are refused by the roles).
+    pub fn handle_read_asked(&mut self, block: K, manager: NodeId, now: u64) {
+        if manager != self.me && self.manager_of(block) == manager && self.private.is_none() {
+            self.read_asked = Some(block);
+        }
+        self.last_read = self.last_read.max(now);
+        self.tell_idle(false);
+        self.start_read(block, now);
+        // Contents that came before the read (module `carried`).
+        for (from, data) in self.take_carried(block) {
+            self.read_data(from, block, data, now);
+        }
+        // The machine's Read leaves (or not) as its output is routed.
+        self.settle(now);
+        self.read_asked = None;
+    }
+
     /// The origin read of `block` finished with its contents, or failed.
     pub fn handle_origin_done(&mut self, block: K, result: Result<D, ()>, now: u64) {
         self.origin_done(block, result, now);
@@ -419,7 +466,7 @@ where
 
     /// The block's manager among the live members.
     pub(super) fn manager_of(&self, block: K) -> NodeId {
-        manager_of(block.file(), &self.live).unwrap_or(self.me)
+        manager_of(block.route(), &self.live).unwrap_or(self.me)
     }
 
     /// Queues `msg` for `to`: a peer, or this node itself.

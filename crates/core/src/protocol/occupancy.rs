@@ -25,7 +25,7 @@ impl Occupancy {
 }
 
 /// Tables [`NodeProtocol::occupancy`] reports.
-pub const TABLES: usize = 13;
+pub const TABLES: usize = 15;
 
 impl<K, D> NodeProtocol<K, D>
 where
@@ -41,6 +41,8 @@ where
     pub fn occupancy(&self) -> [Occupancy; TABLES] {
         let cfg = &self.cfg;
         let slice = self.slice.sizes();
+        let (carried, stashed) = self.carried.sizes();
+        let max_carried = super::carried::MAX_EXPECTED;
         let o = |table, len, bound| Occupancy { table, len, bound };
         [
             o("reads in flight", self.reads.len(), cfg.max_reads),
@@ -60,6 +62,8 @@ where
                 2 * cfg.max_directory + 1,
             ),
             o("timers", self.timers.len(), 2 * self.timed_entries() + 1024),
+            o("carried reads awaited", carried, max_carried),
+            o("carried bytes kept", stashed, super::MAX_STASHED_BYTES),
         ]
     }
 }

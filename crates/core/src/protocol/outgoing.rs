@@ -46,9 +46,7 @@ where
         }
         match msg {
             Msg::IsSinglet { block } => self.ask_singlet(block, now),
-            Msg::Read { block, reader, .. } if reader == me => {
-                self.send_to_manager(block, PeerMsg::Read { block })
-            }
+            Msg::Read { block, reader, .. } if reader == me => self.read_to_manager(block),
             // A partition owner passes a read it cannot serve on to the
             // manager; the reader asked the manager itself already, so it
             // only needs telling.
@@ -98,7 +96,7 @@ where
             Msg::Read { block, reader, .. } if reader == me => {
                 self.asked(block, peer);
                 self.send(peer, PeerMsg::PartitionRead { block });
-                self.send_to_manager(block, PeerMsg::Read { block });
+                self.read_to_manager(block);
             }
             // A Direct node asks its host for a block it parked there, and
             // its manager for the digest to check it against.
@@ -120,6 +118,14 @@ where
                 Ok(peer_msg) => self.send(peer, peer_msg),
                 Err(_) => self.stats.not_live += 1,
             },
+        }
+    }
+
+    /// This node's `Read` of `block` to its manager, unless the manager has
+    /// it already (an open carried it: `NodeProtocol::handle_read_asked`).
+    fn read_to_manager(&mut self, block: K) {
+        if self.read_asked.take_if(|b| *b == block).is_none() {
+            self.send_to_manager(block, PeerMsg::Read { block });
         }
     }
 

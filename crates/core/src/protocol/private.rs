@@ -85,10 +85,7 @@ impl HostId for super::BlockId {
     fn from_hash(hash: &[u8; 32]) -> Self {
         let mut index = [0u8; 4];
         index.copy_from_slice(&hash[8..12]);
-        super::BlockId {
-            file: u64::from_hash(hash),
-            index: u32::from_le_bytes(index),
-        }
+        super::BlockId::new(u64::from_hash(hash), u32::from_le_bytes(index))
     }
 }
 
@@ -223,7 +220,7 @@ where
             return true;
         };
         let host = match key {
-            Some(_) => manager_of(id.file(), self.peers.lenders()).unwrap_or(host),
+            Some(_) => manager_of(id.route(), self.peers.lenders()).unwrap_or(host),
             None => host,
         };
         let note = Note {

@@ -288,6 +288,10 @@ where
 
     /// Contents of `block` from `from`.
     pub(super) fn read_data(&mut self, from: NodeId, block: K, data: D, now: u64) {
+        if !self.reads.pending.contains_key(&block) {
+            // Perhaps for a read an open carried, not started yet.
+            return self.stash_carried(from, block, data, now);
+        }
         let Some(p) = self.asking(block) else {
             return;
         };
@@ -507,7 +511,7 @@ where
             .pending
             .iter()
             .filter(|(b, p)| {
-                let asked = super::manager_of(b.file(), old_live);
+                let asked = super::manager_of(b.route(), old_live);
                 p.stage == Stage::Asking
                     && (p.source.is_some_and(|s| lost.contains(&s))
                         || (p.source.is_none() && asked.is_some_and(|m| lost.contains(&m))))

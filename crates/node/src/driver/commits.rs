@@ -2,10 +2,15 @@
 //! [`CommitProtocol`] with this node's opens and commits, the peers'
 //! commit messages, membership and the clock, and carries out what it
 //! asks for: frames to peers, origin stats (each on a task of its own, its
-//! answer back as an event), answers to the callers waiting. Which version
-//! an open reads, whom to ask and whom to believe is the core's.
+//! answer back as an event), answers to the callers waiting, and the
+//! first block of an open handed between the two machines: a manager's
+//! `ServeFirst` becomes the block protocol's `handle_read_for`, an
+//! opener's `ReadFirst` its `handle_read_asked`. Which version an open
+//! reads, whom to ask, whether to serve and whom to believe is the core's;
+//! the driver only names the block (`first_block`).
 
 use super::*;
+use crate::block::first_block;
 use crate::origin::PathVersion;
 use coopcache_core::c2cfs::live::{Action as CommitAction, CommitMsg};
 use coopcache_core::c2cfs::{Committed, Tcommit};
@@ -29,6 +34,9 @@ pub enum CommitEvent {
     Open {
         /// The file.
         path: Arc<str>,
+        /// Whether the open reads (else it only wants its `Topen`, to
+        /// write).
+        reads: bool,
         /// Where the answer goes.
         reply: oneshot::Sender<OpenAnswer>,
     },
@@ -55,9 +63,12 @@ impl Driver {
     pub(super) fn on_commit_event(&mut self, ev: CommitEvent) {
         let now = self.clock.micros();
         match ev {
-            CommitEvent::Open { path, reply } => {
+            CommitEvent::Open { path, reads, reply } => {
                 let req = self.commit_waiter(CommitWaiter::Open(reply));
-                self.commits.handle_open(req, path, now);
+                match reads {
+                    true => self.commits.handle_open(req, path, now),
+                    false => self.commits.handle_open_to_write(req, path, now),
+                }
             }
             CommitEvent::Commit { path, topen, reply } => {
                 let req = self.commit_waiter(CommitWaiter::Commit(reply));
@@ -83,8 +94,10 @@ impl Driver {
         self.next_commit_req
     }
 
-    /// Carries out what the commit machine decided.
-    pub(super) fn apply_commits(&mut self) {
+    /// Carries out what the commit machine decided; true if that gave the
+    /// block protocol something to do (a first block served or read).
+    pub(super) fn apply_commits(&mut self) -> bool {
+        let mut fed = false;
         while let Some(action) = self.commits.poll() {
             match action {
                 CommitAction::Send { to, msg } => {
@@ -116,8 +129,56 @@ impl Driver {
                     tracing::warn!(peer = %name, id = from, "refused a peer's commit message: {why}");
                     self.metrics.violation(name, 1);
                 }
+                CommitAction::AwaitFirst { route } => {
+                    let now = self.clock.micros();
+                    self.protocol.expect_carried(route, now);
+                }
+                CommitAction::ServeFirst {
+                    reader,
+                    path,
+                    version,
+                } => fed |= self.serve_first(reader, &path, &version),
+                CommitAction::ReadFirst {
+                    path,
+                    version,
+                    manager,
+                } => fed |= self.read_first(path, version, manager),
             }
         }
+        fed
+    }
+
+    /// As the file's manager: `reader`'s open carried its read of the
+    /// first block of `version`. Not for a version of another path under
+    /// the same key: the opener refuses that answer, and reads nothing.
+    fn serve_first(&mut self, reader: NodeId, path: &str, version: &PathVersion) -> bool {
+        if *version.path != *path {
+            return false;
+        }
+        let block = first_block(path, &version.version.version);
+        let now = self.clock.micros();
+        self.protocol.handle_read_for(reader, block, now);
+        true
+    }
+
+    /// This node's open of `path` is served the first block of `version`
+    /// by `manager`: its read starts now, before the open's caller hears
+    /// the answer, so the block's answers (on the manager's link, behind
+    /// the `Opened`) find it, and the caller's read of the block joins it.
+    fn read_first(&mut self, path: Arc<str>, version: PathVersion, manager: NodeId) -> bool {
+        if *version.path != *path {
+            return false;
+        }
+        let block = first_block(&path, &version.version.version);
+        self.waiting.entry(block).or_insert_with(|| Waiting {
+            path,
+            version: Arc::new(version.version),
+            replies: Vec::new(),
+            error: None,
+        });
+        let now = self.clock.micros();
+        self.protocol.handle_read_asked(block, manager, now);
+        true
     }
 
     /// Asks the origin for `path`'s version on a task of its own; the

@@ -84,10 +84,10 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
     link(&mut d);
     assert_eq!(d.protocol.members(), [0, PEER]);
     // A block this node manages, read by the peer: the peer holds it.
-    let file = (0..)
-        .find(|&f| manager_of(f, &[0, PEER]) == Some(0))
+    let block = (0..)
+        .map(|f| BlockId::new(f << 32, 0))
+        .find(|b| manager_of(u64::from(b.route), &[0, PEER]) == Some(0))
         .unwrap();
-    let block = BlockId { file, index: 0 };
     d.on_event(Event::Peer {
         from: PEER,
         msg: PeerMsg::Read { block },

@@ -86,8 +86,8 @@ impl Driver {
                 .map_err(Arc::new);
             for i in 0..len {
                 let block = BlockId {
-                    file: first.file,
                     index: first.index + i,
+                    ..first
                 };
                 let result = match &result {
                     Ok(bytes) => Ok(Block::new(block_of(bytes, i, bs))),

@@ -7,7 +7,7 @@ use crate::budget::PEER_OUT_BYTES;
 
 fn data(index: u32, len: usize) -> Wire {
     Wire::Peer(PeerMsg::Data {
-        block: BlockId { file: 1, index },
+        block: BlockId::new(1, index),
         data: Bytes::from(vec![7u8; len]),
     })
 }
@@ -28,7 +28,7 @@ async fn blocks_queued_to_a_stalled_peer_stop_at_the_pool_and_small_frames_still
     assert!(!d.send(PEER, data(fit, block)), "the pool is full");
     assert_eq!(d.metrics.dropped_messages.get(), dropped + 1, "counted");
     let read = Wire::Peer(PeerMsg::Read {
-        block: BlockId { file: 1, index: 0 },
+        block: BlockId::new(1, 0),
     });
     assert!(d.send(PEER, read), "a frame without a block is not held up");
 

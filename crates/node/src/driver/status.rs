@@ -60,6 +60,7 @@ impl Driver {
             quiet: self.protocol.is_quiet() && self.commits.is_quiet(),
             origin_stats: m.origin_stats.get(),
             manager_opens: m.manager_opens.get(),
+            first_served: m.first_served.get(),
             unrecorded_commits: m.unrecorded_commits.get(),
             sent: self.sent.clone(),
             received: self.received.clone(),

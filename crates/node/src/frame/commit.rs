@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, BytesMut};
-use coopcache_core::c2cfs::live::{CommitMsg, MAX_PATH};
+use coopcache_core::c2cfs::live::{CommitMsg, FirstBlock, MAX_PATH};
 use coopcache_core::c2cfs::{Committed, Tcommit};
 
 use super::{FrameError, Reader};
@@ -41,12 +41,20 @@ pub(super) fn kind_name(kind: u8) -> Option<&'static str> {
 /// give short versions); it is written whole and the receiver refuses it.
 pub(super) fn put(buf: &mut BytesMut, msg: &CommitMsg<PathVersion>) {
     match msg {
-        CommitMsg::Open { nonce, path } => {
+        CommitMsg::Open { nonce, path, first } => {
             buf.put_u8(K_OPEN);
             buf.put_u64(*nonce);
             put_long(buf, path);
+            buf.put_u8(u8::from(first.is_some()));
+            if let Some(FirstBlock { tlocal }) = first {
+                put_optional_tcommit(buf, tlocal);
+            }
         }
-        CommitMsg::Opened { nonce, answer } => {
+        CommitMsg::Opened {
+            nonce,
+            answer,
+            served,
+        } => {
             buf.put_u8(K_OPENED);
             buf.put_u64(*nonce);
             buf.put_u8(u8::from(answer.is_some()));
@@ -54,15 +62,13 @@ pub(super) fn put(buf: &mut BytesMut, msg: &CommitMsg<PathVersion>) {
                 put_tcommit(buf, tcommit);
                 put_version(buf, version);
             }
+            buf.put_u8(u8::from(*served));
         }
         CommitMsg::Commit { nonce, path, topen } => {
             buf.put_u8(K_COMMIT);
             buf.put_u64(*nonce);
             put_long(buf, path);
-            buf.put_u8(u8::from(topen.is_some()));
-            if let Some(t) = topen {
-                put_tcommit(buf, t);
-            }
+            put_optional_tcommit(buf, topen);
         }
         CommitMsg::Committed { nonce, answer } => {
             buf.put_u8(K_COMMITTED);
@@ -97,6 +103,14 @@ fn put_tcommit(buf: &mut BytesMut, t: &Tcommit) {
     buf.put_u64(t.serial);
 }
 
+/// A flag, then the value if there is one.
+fn put_optional_tcommit(buf: &mut BytesMut, t: &Option<Tcommit>) {
+    buf.put_u8(u8::from(t.is_some()));
+    if let Some(t) = t {
+        put_tcommit(buf, t);
+    }
+}
+
 fn put_version(buf: &mut BytesMut, v: &PathVersion) {
     put_long(buf, &v.path);
     let v = &v.version;
@@ -120,6 +134,13 @@ impl Reader {
             K_OPEN => CommitMsg::Open {
                 nonce,
                 path: self.long_str(MAX_PATH, "path")?,
+                first: if self.flag("first")? {
+                    Some(FirstBlock {
+                        tlocal: self.optional_tcommit("tlocal")?,
+                    })
+                } else {
+                    None
+                },
             },
             K_OPENED => CommitMsg::Opened {
                 nonce,
@@ -128,15 +149,12 @@ impl Reader {
                 } else {
                     None
                 },
+                served: self.flag("served")?,
             },
             K_COMMIT => CommitMsg::Commit {
                 nonce,
                 path: self.long_str(MAX_PATH, "path")?,
-                topen: if self.flag("topen")? {
-                    Some(self.tcommit()?)
-                } else {
-                    None
-                },
+                topen: self.optional_tcommit("topen")?,
             },
             K_COMMITTED => CommitMsg::Committed {
                 nonce,
@@ -175,6 +193,14 @@ impl Reader {
             epoch: self.u64()?,
             serial: self.u64()?,
         })
+    }
+
+    /// A flag named `what`, then a `Tcommit` if it is set.
+    fn optional_tcommit(&mut self, what: &str) -> Result<Option<Tcommit>, FrameError> {
+        match self.flag(what)? {
+            true => Ok(Some(self.tcommit()?)),
+            false => Ok(None),
+        }
     }
 
     fn version(&mut self) -> Result<PathVersion, FrameError> {
@@ -229,10 +255,22 @@ pub(crate) mod tests {
             CommitMsg::Open {
                 nonce: 1,
                 path: path.clone(),
+                first: None,
+            },
+            CommitMsg::Open {
+                nonce: 11,
+                path: path.clone(),
+                first: Some(FirstBlock { tlocal: None }),
+            },
+            CommitMsg::Open {
+                nonce: 12,
+                path: path.clone(),
+                first: Some(FirstBlock { tlocal: Some(t) }),
             },
             CommitMsg::Opened {
                 nonce: 2,
                 answer: Some((t, version.clone())),
+                served: true,
             },
             CommitMsg::Opened {
                 nonce: 3,
@@ -246,10 +284,12 @@ pub(crate) mod tests {
                         },
                     },
                 )),
+                served: false,
             },
             CommitMsg::Opened {
                 nonce: 4,
                 answer: None,
+                served: false,
             },
             CommitMsg::Commit {
                 nonce: 5,

@@ -88,6 +88,14 @@ pub struct PathVersion {
     pub version: FileVersion,
 }
 
+/// What a file's manager needs of a version: whether it has a first block
+/// to serve with an open's answer.
+impl coopcache_core::c2cfs::live::Version for PathVersion {
+    fn has_first_block(&self) -> bool {
+        self.version.size > 0
+    }
+}
+
 /// Prefix of a version string made up from the modification time, for
 /// stores that give no ETag. No ETag form starts with it (strong ETags
 /// are quoted or, for local files, hex).

@@ -89,10 +89,7 @@ async fn a_process_without_a_cluster_certificate_gets_nothing() {
         });
     }
     let version = c.nodes[0].stat("x.bin").await.unwrap();
-    let block = BlockId {
-        file: file_id("x.bin", &version.version),
-        index: 0,
-    };
+    let block = first_block("x.bin", &version.version);
     let errors_before = c.nodes[0].status().await.unwrap().peer_errors;
 
     // 1. Eve dials node 0 trusting its CA, presenting her own certificate:
@@ -177,7 +174,7 @@ async fn a_process_without_a_cluster_certificate_gets_nothing() {
     // The block's manager reads first, so its hash is recorded at once.
     let path: Arc<str> = Arc::from("x.bin");
     let want = contents(1, len);
-    let first = manager_of(block.file, &[0, 1]).unwrap() as usize;
+    let first = manager_of(u64::from(block.route), &[0, 1]).unwrap() as usize;
     let mut levels = Vec::new();
     for node in [&c.nodes[first], &c.nodes[1 - first]] {
         let (data, level) = node.read_block(&path, &version, 0).await.unwrap();

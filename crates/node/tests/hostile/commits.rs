@@ -6,7 +6,7 @@
 //! right path is a documented residual risk, not tested here.)
 
 use super::*;
-use coopcache_core::c2cfs::live::path_key;
+use coopcache_core::c2cfs::live::manager_key;
 use coopcache_core::c2cfs::{Committed, Tcommit};
 use coopcache_core::coop::AlgorithmKind;
 use coopcache_core::protocol::manager_of;
@@ -34,7 +34,7 @@ fn members(c: &TestCluster) -> Vec<NodeId> {
 
 /// The manager of `path` over the live members.
 fn manager(c: &TestCluster, path: &str) -> NodeId {
-    manager_of(path_key(path), &members(c)).unwrap()
+    manager_of(manager_key(path), &members(c)).unwrap()
 }
 
 /// A file of `names` that a real node manages, and that node.
@@ -109,6 +109,7 @@ async fn answers_to_a_request_sent_to_another_node_are_refused() {
         CommitMsg::Opened {
             nonce,
             answer: Some((FORGED, fake)),
+            served: false,
         },
         CommitMsg::Committed {
             nonce,
@@ -230,13 +231,17 @@ async fn answer_open(
     let (_, open) = mallory
         .next_commit_msg(|from, msg| from == 0 && matches!(msg, CommitMsg::Open { .. }))
         .await;
-    let CommitMsg::Open { nonce, path: asked } = open else {
+    let CommitMsg::Open {
+        nonce, path: asked, ..
+    } = open
+    else {
         unreachable!()
     };
     assert_eq!(&*asked, path);
     let opened = CommitMsg::Opened {
         nonce,
         answer: Some((FORGED, answer)),
+        served: false,
     };
     mallory.send(0, &Wire::Commit(opened)).await;
     ask.await.unwrap()
@@ -291,8 +296,59 @@ async fn an_answer_with_another_paths_version_is_refused() {
     let opened = CommitMsg::Opened {
         nonce,
         answer: Some((FORGED, other_path)),
+        served: false,
     };
     mallory.send(0, &Wire::Commit(opened)).await;
     assert_eq!(open.await.unwrap(), (None, real));
     assert_eq!(violations_by(&node, "mallory"), 0, "she was asked");
+}
+
+/// Mallory manages a file and answers an open of it honestly but says she
+/// serves its first block (`served`), then serves nothing. The opener,
+/// which asked for the block with its open, waits for the answers that
+/// never come, and its read goes to the origin at its timeout: the right
+/// bytes, one timeout, nothing refused (she broke no role, she only
+/// delayed a read, as any manager that drops a `Read` can).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_that_says_served_and_serves_nothing_costs_a_timeout() {
+    let (c, mut mallory, names) =
+        attacked_cluster("q", AlgorithmKind::Greedy, Duration::from_millis(200)).await;
+    let path = names
+        .iter()
+        .find(|n| manager(&c, n) == MALLORY)
+        .expect("Mallory manages no file")
+        .clone();
+    let node = c.nodes[0].clone();
+    let real = node.stat_fresh(&path).await.unwrap();
+    let open = tokio::spawn({
+        let (node, path) = (node.clone(), path.clone());
+        async move { node.open_exclusive(&path).await.unwrap() }
+    });
+    let (_, msg) = mallory
+        .next_commit_msg(|from, msg| from == 0 && matches!(msg, CommitMsg::Open { .. }))
+        .await;
+    let CommitMsg::Open { nonce, first, .. } = msg else {
+        unreachable!()
+    };
+    assert!(first.is_some(), "the open asks for its first block");
+    let answer = PathVersion {
+        path: Arc::from(path.as_str()),
+        version: (*real).clone(),
+    };
+    let opened = CommitMsg::Opened {
+        nonce,
+        answer: Some((FORGED, answer)),
+        served: true,
+    };
+    mallory.send(0, &Wire::Commit(opened)).await;
+    let (topen, version) = open.await.unwrap();
+    assert_eq!((topen, &version), (Some(FORGED), &real));
+    let timeouts = node.status().await.unwrap().timeouts;
+    let path: Arc<str> = path.as_str().into();
+    let (data, level) = node.read_block(&path, &version, 0).await.unwrap();
+    let len = data.len();
+    assert!(data[..] == std::fs::read(c.origin_dir.join(&*path)).unwrap()[..len]);
+    assert_eq!(level, Level::Origin);
+    assert_eq!(node.status().await.unwrap().timeouts, timeouts + 1);
+    assert_eq!(violations_by(&node, "mallory"), 0);
 }

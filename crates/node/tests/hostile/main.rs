@@ -37,7 +37,7 @@ use common::*;
 use coopcache_core::c2cfs::live::CommitMsg;
 use coopcache_core::coop::{Level, NodeId};
 use coopcache_core::protocol::{Content, PeerMsg, Recorded};
-use coopcache_node::block::{Block, BlockId, file_id, manager_of};
+use coopcache_node::block::{Block, BlockId, first_block, manager_of};
 use coopcache_node::frame::{PROTOCOL_VERSION, Wire, max_frame};
 use coopcache_node::link::{read_frame, write_frame};
 use coopcache_node::origin::{FileVersion, PathVersion};

@@ -316,10 +316,10 @@ pub(crate) async fn targets(c: &TestCluster, names: &[String]) -> Vec<Target> {
         let now = contents(1000 + i as u64, len);
         rewrite(&c.origin_dir.join(name), &now);
         let version = c.nodes[0].stat(name).await.unwrap();
-        let file = file_id(name, &version.version);
+        let first = first_block(name, &version.version);
         let mut members: Vec<NodeId> = (0..c.nodes.len() as NodeId).collect();
         members.push(MALLORY);
-        let manager = manager_of(file, &members).unwrap();
+        let manager = manager_of(u64::from(first.route), &members).unwrap();
         if manager == MALLORY {
             continue;
         }
@@ -327,7 +327,7 @@ pub(crate) async fn targets(c: &TestCluster, names: &[String]) -> Vec<Target> {
             out.push(Target {
                 path: Arc::from(name.as_str()),
                 version: version.clone(),
-                block: BlockId { file, index },
+                block: BlockId { index, ..first },
                 manager,
                 now: slice(&now, index),
                 before: slice(&before, index),

@@ -130,12 +130,11 @@ async fn a_singlet_is_not_served_before_its_hash_is_confirmed() {
             std::fs::write(c.origin_dir.join(name), contents(i as u64 + 1, len)).unwrap();
         }
         let version = c.nodes[0].stat(name).await.unwrap();
-        let file = file_id(name, &version.version);
-        if manager_of(file, &[0, 1, MALLORY]) != Some(MALLORY) {
+        let block = first_block(name, &version.version);
+        if manager_of(u64::from(block.route), &[0, 1, MALLORY]) != Some(MALLORY) {
             continue;
         }
         let want = contents(i as u64 + 1, len);
-        let block = BlockId { file, index: 0 };
         let mut bad = want[..BLOCK_SIZE as usize].to_vec();
         bad[0] ^= 0xff;
         let push = Wire::Peer(PeerMsg::Recirculate {

@@ -141,7 +141,7 @@ impl Liar {
     ) {
         use PeerMsg::*;
         let anyone = members[rng.random_range(0..members.len())];
-        let manager = manager_of(block.file, members).unwrap_or(anyone);
+        let manager = manager_of(u64::from(block.route), members).unwrap_or(anyone);
         let bad = evil(block);
         // Vouching for bad bytes in an honest member's name.
         let recorded = Recorded {

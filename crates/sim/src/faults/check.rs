@@ -62,7 +62,7 @@ impl Checker {
     pub(super) fn lost(&mut self, node: NodeId) -> u64 {
         let mine: Vec<(NodeId, BlockId)> = self
             .reads
-            .range((node, BlockId { file: 0, index: 0 })..)
+            .range((node, BlockId::new(0, 0))..)
             .take_while(|((n, _), _)| *n == node)
             .map(|(k, _)| *k)
             .collect();

@@ -337,7 +337,9 @@ impl World {
         let path = paths.start + ((u * u * f64::from(n)) as u32).min(n - 1);
         let (file, blocks) = self.origin.open(path);
         let index = self.rng.random_range(0..blocks);
-        BlockId { file, index }
+        // Every version of a path has one manager, as in the daemon.
+        let route = foldhash::fast::FixedState::with_seed(0x726f_7574).hash_one(path) as u32;
+        BlockId { file, index, route }
     }
 
     /// Liar `liar` sends messages of its own making.
@@ -656,7 +658,7 @@ impl World {
             _ => return,
         };
         let manager = match self.nodes.get(to as usize) {
-            Some(Slot::Up { proto, .. }) => manager_of(block.file, proto.members()),
+            Some(Slot::Up { proto, .. }) => manager_of(u64::from(block.route), proto.members()),
             _ => None,
         };
         if manager == Some(from) {

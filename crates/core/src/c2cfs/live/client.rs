@@ -1,11 +1,66 @@
 //! The client's side: this node's opens and commits, sent to the file's
 //! manager in its view, their answers, timeouts and `Forget` broadcasts.
 
-use super::{Action, CommitMsg, CommitProtocol, MAX_PATH, MAX_PENDING, path_key};
+use super::{
+    Action, CommitMsg, CommitProtocol, FirstBlock, MAX_PATH, MAX_PENDING, Version, manager_key,
+    path_key,
+};
 use crate::c2cfs::{Committed, Tcommit};
 use crate::coop::NodeId;
 use crate::protocol::manager_of;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+
+/// This node's `Tlocal` per file (by path key): the `Tcommit` of the
+/// version it last opened or took in, at most `capacity` files, the
+/// oldest entry going first. A hint for the manager (whether to serve an
+/// open's first block), never a claim another node relies on.
+#[derive(Debug)]
+pub(super) struct Tlocal {
+    capacity: usize,
+    files: HashMap<u64, Tcommit>,
+    /// Keys in insertion order, with stale ones skipped when reached.
+    order: VecDeque<u64>,
+}
+
+impl Tlocal {
+    pub(super) fn new(capacity: usize) -> Tlocal {
+        Tlocal {
+            capacity: capacity.max(1),
+            files: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    pub(super) fn get(&self, key: u64) -> Option<Tcommit> {
+        self.files.get(&key).copied()
+    }
+
+    pub(super) fn set(&mut self, key: u64, tcommit: Tcommit) {
+        if self.files.insert(key, tcommit).is_none() {
+            self.order.push_back(key);
+        }
+        while self.files.len() > self.capacity {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            self.files.remove(&old);
+        }
+        if self.order.len() > 2 * self.capacity {
+            let files = &self.files;
+            self.order.retain(|k| files.contains_key(k));
+        }
+    }
+
+    pub(super) fn remove(&mut self, key: u64) {
+        self.files.remove(&key);
+    }
+
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.files.len()
+    }
+}
 
 /// A message this node sent and awaits an answer to.
 #[derive(Debug)]
@@ -20,6 +75,9 @@ pub(super) struct Ask {
 enum Asked {
     Open {
         req: u64,
+        path: Arc<str>,
+        /// Whether the open asked for its first block to be served.
+        first: bool,
     },
     Commit {
         req: u64,
@@ -33,12 +91,13 @@ enum Asked {
 
 /// An answer, as it arrived.
 pub(super) enum Answer<V> {
-    Opened(Option<(Tcommit, V)>),
+    /// The answer, and whether the first block is served.
+    Opened(Option<(Tcommit, V)>, bool),
     Committed(Option<Committed>),
     Forgot,
 }
 
-impl<V: Clone + Eq> CommitProtocol<V> {
+impl<V: Version> CommitProtocol<V> {
     fn nonce(&mut self) -> u64 {
         self.next_nonce += 1;
         self.next_nonce
@@ -60,21 +119,37 @@ impl<V: Clone + Eq> CommitProtocol<V> {
     }
 
     fn manager(&self, path: &str) -> NodeId {
-        manager_of(path_key(path), &self.live).unwrap_or(self.me)
+        manager_of(manager_key(path), &self.live).unwrap_or(self.me)
     }
 
-    pub(super) fn start_open(&mut self, req: u64, path: Arc<str>, now: u64) {
+    /// Opens `path`: asks its manager, and if the open `reads`, for the
+    /// first block too, unless the manager is this node (no round trip to
+    /// save) or an open of the file is in flight here already (its read of
+    /// the block serves this one as well).
+    pub(super) fn start_open(&mut self, req: u64, path: Arc<str>, reads: bool, now: u64) {
         if self.refused(&path) {
             return self.actions.push_back(Action::Opened { req, answer: None });
         }
         self.requests += 1;
         let to = self.manager(&path);
-        self.ask(
-            to,
-            Asked::Open { req },
-            |nonce| CommitMsg::Open { nonce, path },
-            now,
-        );
+        let key = path_key(&path);
+        let opening = self.opening.entry(key).or_default();
+        *opening += 1;
+        let ask = reads && self.cfg.serve_first && to != self.me && *opening == 1;
+        let first = ask.then(|| FirstBlock {
+            tlocal: self.tlocal.get(key),
+        });
+        if first.is_some() {
+            let route = manager_key(&path);
+            self.actions.push_back(Action::AwaitFirst { route });
+        }
+        let what = Asked::Open {
+            req,
+            path: path.clone(),
+            first: first.is_some(),
+        };
+        let msg = |nonce| CommitMsg::Open { nonce, path, first };
+        self.ask(to, what, msg, now);
     }
 
     pub(super) fn start_commit(
@@ -109,7 +184,7 @@ impl<V: Clone + Eq> CommitProtocol<V> {
         }
         let kind_matches = matches!(
             (&ask.what, &answer),
-            (Asked::Open { .. }, Answer::Opened(_))
+            (Asked::Open { .. }, Answer::Opened(..))
                 | (Asked::Commit { .. }, Answer::Committed(_))
                 | (Asked::Forget { .. }, Answer::Forgot)
         );
@@ -120,13 +195,17 @@ impl<V: Clone + Eq> CommitProtocol<V> {
             return;
         };
         match (ask.what, answer) {
-            (Asked::Open { req }, Answer::Opened(answer)) => self.finish_open(req, answer),
-            (Asked::Commit { req, .. }, Answer::Committed(Some(done))) => {
+            (Asked::Open { req, path, first }, Answer::Opened(answer, served)) => {
+                let served = (first && served).then_some(from);
+                self.finish_open(req, &path, answer, served);
+            }
+            (Asked::Commit { req, path }, Answer::Committed(Some(done))) => {
+                self.took_in(&path, Some(done));
                 self.finish_commit(req, Some(done));
             }
             (Asked::Commit { req, path }, _) => self.broadcast_forget(req, path, now),
             (Asked::Forget { req }, _) => self.forgot(req),
-            (Asked::Open { req }, _) => self.finish_open(req, None),
+            (Asked::Open { req, path, .. }, _) => self.finish_open(req, &path, None, None),
         }
     }
 
@@ -136,9 +215,45 @@ impl<V: Clone + Eq> CommitProtocol<V> {
         Some(ask)
     }
 
-    fn finish_open(&mut self, req: u64, answer: Option<(Tcommit, V)>) {
+    /// Open `req` of `path` is answered; `served` names the manager
+    /// serving the first block, if it does (and was asked to).
+    fn finish_open(
+        &mut self,
+        req: u64,
+        path: &Arc<str>,
+        answer: Option<(Tcommit, V)>,
+        served: Option<NodeId>,
+    ) {
         self.requests -= 1;
+        let key = path_key(path);
+        if let Some(n) = self.opening.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.opening.remove(&key);
+            }
+        }
+        if let Some((tcommit, version)) = &answer {
+            // The node reads this version now: its Tlocal.
+            self.tlocal.set(key, *tcommit);
+            if let Some(manager) = served {
+                self.actions.push_back(Action::ReadFirst {
+                    path: path.clone(),
+                    version: version.clone(),
+                    manager,
+                });
+            }
+        }
         self.actions.push_back(Action::Opened { req, answer });
+    }
+
+    /// A commit of `path` by this node is done: if its copy is the latest
+    /// (the writer's node takes the version in), that is its `Tlocal`.
+    fn took_in(&mut self, path: &str, done: Option<Committed>) {
+        let key = path_key(path);
+        match done {
+            Some(c) if c.valid => self.tlocal.set(key, c.tcommit),
+            _ => self.tlocal.remove(key),
+        }
     }
 
     fn finish_commit(&mut self, req: u64, answer: Option<Committed>) {
@@ -152,6 +267,7 @@ impl<V: Clone + Eq> CommitProtocol<V> {
     /// that predates the write (see the module doc).
     fn broadcast_forget(&mut self, req: u64, path: Arc<str>, now: u64) {
         self.counters.forgets += 1;
+        self.took_in(&path, None);
         self.forgetting.insert(req, self.live.len());
         for to in self.live.clone() {
             let path = path.clone();
@@ -179,7 +295,7 @@ impl<V: Clone + Eq> CommitProtocol<V> {
             return;
         };
         match ask.what {
-            Asked::Open { req } => self.finish_open(req, None),
+            Asked::Open { req, path, .. } => self.finish_open(req, &path, None, None),
             Asked::Commit { req, path } => self.broadcast_forget(req, path, now),
             Asked::Forget { req } => self.forgot(req),
         }

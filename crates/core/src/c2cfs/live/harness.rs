@@ -1,7 +1,7 @@
 //! A tiny cluster for the tests: machines stepped by hand, a message pump
 //! (one FIFO wire), and a fake origin mapping paths to increasing versions.
 
-use super::{Action, CommitConfig, CommitMsg, CommitProtocol, path_key};
+use super::{Action, CommitConfig, CommitMsg, CommitProtocol, manager_key};
 use crate::c2cfs::{Committed, Tcommit};
 use crate::coop::NodeId;
 use crate::protocol::manager_of;
@@ -30,6 +30,11 @@ pub(super) struct Cluster {
     pub committed: HashMap<u64, Option<Committed>>,
     /// `(at, from, why)`.
     pub violations: Vec<(NodeId, NodeId, &'static str)>,
+    /// First blocks managers served: `(manager, reader, path, version)`.
+    pub served: Vec<(NodeId, NodeId, Arc<str>, u64)>,
+    /// First-block reads openers started: `(opener, path, version,
+    /// manager)`.
+    pub reads_first: Vec<(NodeId, Arc<str>, u64, NodeId)>,
     pub now: u64,
     next_req: u64,
 }
@@ -42,6 +47,7 @@ pub(super) fn cfg() -> CommitConfig {
         capacity: 64,
         timeout_us: TIMEOUT,
         stable_us: STABLE,
+        serve_first: true,
     }
 }
 
@@ -50,7 +56,7 @@ pub(super) fn path_managed_by(views: &[(&[NodeId], NodeId)]) -> Arc<str> {
     (0..100_000)
         .map(|i| format!("/data/f{i}"))
         .find(|p| {
-            (views.iter()).all(|&(members, want)| manager_of(path_key(p), members) == Some(want))
+            (views.iter()).all(|&(members, want)| manager_of(manager_key(p), members) == Some(want))
         })
         .expect("some path fits")
         .into()
@@ -76,6 +82,8 @@ impl Cluster {
             opened: HashMap::new(),
             committed: HashMap::new(),
             violations: Vec::new(),
+            served: Vec::new(),
+            reads_first: Vec::new(),
             now: STABLE,
             next_req: 0,
         }
@@ -109,6 +117,19 @@ impl Cluster {
                         assert!(self.committed.insert(req, answer).is_none(), "twice");
                     }
                     Action::Violation { from, why } => self.violations.push((id, from, why)),
+                    Action::ServeFirst {
+                        reader,
+                        path,
+                        version,
+                    } => self.served.push((id, reader, path, version)),
+                    Action::AwaitFirst { .. } => {}
+                    Action::ReadFirst {
+                        path,
+                        version,
+                        manager,
+                    } => {
+                        self.reads_first.push((id, path, version, manager));
+                    }
                 }
             }
         }

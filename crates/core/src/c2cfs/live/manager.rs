@@ -2,19 +2,32 @@
 //! commits applied in arrival order with the origin's own version, and
 //! forgets.
 
-use super::{Action, CommitMsg, CommitProtocol, MAX_PATH, MAX_STATS, MAX_WAITERS, path_key};
+use super::{
+    Action, CommitMsg, CommitProtocol, FirstBlock, MAX_PATH, MAX_STATS, MAX_WAITERS, Version,
+    manager_key, path_key,
+};
 use crate::c2cfs::Tcommit;
 use crate::coop::NodeId;
 use crate::protocol::manager_of;
 use std::sync::Arc;
+
+/// What a member asks of a file's manager.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Request {
+    /// An open, and whether to serve its first block (with the opener's
+    /// `Tlocal`).
+    Open(Option<FirstBlock>),
+    /// A commit with the writer's `Topen` (`None`: a removal, or a file
+    /// renamed over this one).
+    Commit(Option<Tcommit>),
+}
 
 /// A request waiting on a file's stat.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Waiter {
     from: NodeId,
     nonce: u64,
-    /// `None` for an open, `Some(topen)` for a commit.
-    commit: Option<Option<Tcommit>>,
+    request: Request,
 }
 
 /// A file's stat in flight, and who waits on it.
@@ -32,20 +45,20 @@ pub(super) struct Stat {
     tainted: bool,
 }
 
-impl<V: Clone + Eq> CommitProtocol<V> {
-    /// Whether this node answers requests for `key` now: it manages the
+impl<V: Version> CommitProtocol<V> {
+    /// Whether this node answers requests for `path` now: it manages the
     /// file in its own view, and that view has been stable long enough.
-    fn answers(&self, key: u64, now: u64) -> bool {
-        now >= self.stable_at && manager_of(key, &self.live) == Some(self.me)
+    fn answers(&self, path: &str, now: u64) -> bool {
+        now >= self.stable_at && manager_of(manager_key(path), &self.live) == Some(self.me)
     }
 
-    /// An open (`commit: None`) or a commit (`Some(topen)`) from `from`.
+    /// An open or a commit from `from`.
     pub(super) fn on_request(
         &mut self,
         from: NodeId,
         nonce: u64,
         path: Arc<str>,
-        commit: Option<Option<Tcommit>>,
+        request: Request,
         now: u64,
     ) {
         if !self.is_member(from) {
@@ -58,12 +71,12 @@ impl<V: Clone + Eq> CommitProtocol<V> {
         let waiter = Waiter {
             from,
             nonce,
-            commit,
+            request,
         };
-        if !self.answers(key, now) {
+        if !self.answers(&path, now) {
             return self.answer_none(waiter);
         }
-        if commit.is_none() && self.answer_from_table(waiter, key) {
+        if matches!(request, Request::Open(_)) && self.answer_from_table(waiter, key, &path) {
             return;
         }
         let full = self.stats.len() >= MAX_STATS;
@@ -87,7 +100,7 @@ impl<V: Clone + Eq> CommitProtocol<V> {
     }
 
     /// Answers an open from the table if it knows the file's version.
-    fn answer_from_table(&mut self, w: Waiter, key: u64) -> bool {
+    fn answer_from_table(&mut self, w: Waiter, key: u64, path: &Arc<str>) -> bool {
         if self.table.peek(key).and_then(|o| o.version).is_none() {
             return false;
         }
@@ -96,15 +109,45 @@ impl<V: Clone + Eq> CommitProtocol<V> {
             return false;
         };
         self.counters.opens_from_table += 1;
-        let answer = Some((o.tcommit, version));
+        self.answer_open(w, path, Some((o.tcommit, version)));
+        true
+    }
+
+    /// Answers open `w` of `path`, and serves its first block with the
+    /// answer unless the opener's copy is the latest (the module doc).
+    fn answer_open(&mut self, w: Waiter, path: &Arc<str>, answer: Option<(Tcommit, V)>) {
+        let Request::Open(first) = w.request else {
+            return;
+        };
+        let served = match (&answer, first) {
+            (Some((tcommit, version)), Some(first)) => {
+                self.cfg.serve_first
+                    && w.from != self.me
+                    && first.tlocal != Some(*tcommit)
+                    && version.has_first_block()
+            }
+            _ => false,
+        };
+        let version = answer.as_ref().map(|(_, v)| v.clone());
+        let nonce = w.nonce;
         self.send(
             w.from,
             CommitMsg::Opened {
-                nonce: w.nonce,
+                nonce,
                 answer,
+                served,
             },
         );
-        true
+        if let (true, Some(version)) = (served, version) {
+            self.counters.first_served += 1;
+            let path = path.clone();
+            let reader = w.from;
+            self.actions.push_back(Action::ServeFirst {
+                reader,
+                path,
+                version,
+            });
+        }
     }
 
     fn issue_stat(&mut self, path: Arc<str>) {
@@ -114,12 +157,13 @@ impl<V: Clone + Eq> CommitProtocol<V> {
 
     fn answer_none(&mut self, w: Waiter) {
         self.counters.answered_none += 1;
-        let msg = match w.commit {
-            None => CommitMsg::Opened {
+        let msg = match w.request {
+            Request::Open(_) => CommitMsg::Opened {
                 nonce: w.nonce,
                 answer: None,
+                served: false,
             },
-            Some(_) => CommitMsg::Committed {
+            Request::Commit(_) => CommitMsg::Committed {
                 nonce: w.nonce,
                 answer: None,
             },
@@ -139,12 +183,12 @@ impl<V: Clone + Eq> CommitProtocol<V> {
         }
         let asked = std::mem::take(&mut s.asked);
         let tainted = std::mem::replace(&mut s.tainted, false);
+        let path = s.path.clone();
         if s.next.is_empty() {
             self.stats.remove(&key);
         } else {
             s.asked = std::mem::take(&mut s.next);
-            let path = s.path.clone();
-            self.issue_stat(path);
+            self.issue_stat(path.clone());
         }
         match result {
             _ if tainted => {
@@ -154,28 +198,26 @@ impl<V: Clone + Eq> CommitProtocol<V> {
             Err(()) => self.stat_failed(key, asked),
             Ok(version) => {
                 for w in asked {
-                    self.apply(key, w, &version);
+                    self.apply(key, &path, w, &version);
                 }
             }
         }
     }
 
-    /// One waiter of a stat that found `version`, in arrival order.
-    fn apply(&mut self, key: u64, w: Waiter, version: &V) {
-        let msg = match w.commit {
-            None => {
+    /// One waiter of a stat of `path` that found `version`, in arrival
+    /// order.
+    fn apply(&mut self, key: u64, path: &Arc<str>, w: Waiter, version: &V) {
+        let msg = match w.request {
+            Request::Open(_) => {
                 // No commit was applied since the stat was issued (they
                 // wait for their own stats), so the origin's version is
                 // at least as new as anything the entry stands for.
                 self.table.open(key);
                 let o = self.table.record(key, version.clone());
                 let answer = o.map(|o| (o.tcommit, o.version.unwrap_or_else(|| version.clone())));
-                CommitMsg::Opened {
-                    nonce: w.nonce,
-                    answer,
-                }
+                return self.answer_open(w, path, answer);
             }
-            Some(topen) => {
+            Request::Commit(topen) => {
                 self.counters.commits += 1;
                 let done = match topen {
                     Some(topen) => self.table.commit(key, w.from, topen, version.clone()),
@@ -203,9 +245,9 @@ impl<V: Clone + Eq> CommitProtocol<V> {
     /// a removal's commit asks for; its writer's copy is not valid.
     fn stat_failed(&mut self, key: u64, asked: Vec<super::manager::Waiter>) {
         for w in asked {
-            match w.commit {
-                None => self.answer_none(w),
-                Some(_) => {
+            match w.request {
+                Request::Open(_) => self.answer_none(w),
+                Request::Commit(_) => {
                     self.counters.commits += 1;
                     let done = self.table.commit_without_open(key);
                     let answer = Some(done);

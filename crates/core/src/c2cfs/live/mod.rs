@@ -52,6 +52,26 @@
 //! not assured for that close; the driver should count it and may report
 //! it to the writer.
 //!
+//! **The first block in the same round trip.** The manager of a file is
+//! also the manager of its blocks ([`manager_key`]: rendezvous over the
+//! same key as every [`BlockId::route`](crate::protocol::BlockId) of the
+//! file), so it knows both `Tcommit` and who holds which block, as the
+//! paper's server knows `Tcommit` and the `CVMap`. An open carries the
+//! opener's `Tlocal` ([`FirstBlock`]); unless that is the latest, the
+//! manager answers and, in the same breath, serves the opener's read of
+//! the version's first block as if the opener had asked for it
+//! ([`Action::ServeFirst`]): forwarded to a holder, or the opener told to
+//! fetch it from the origin. The `Opened` goes first on the link, saying
+//! so (`served`); the opener starts that read without asking again
+//! ([`Action::ReadFirst`]). A small file's open then takes one round trip
+//! to the manager and one hop on to the holder, not two round trips. The
+//! holder's contents are checked against the manager's digest like any
+//! other: nothing new is trusted. A holder's contents can overtake the
+//! `Opened` (they come on another link); the read then waits for its
+//! timeout and reads the origin, correct but slow (counted as the
+//! protocol's late replies). An opener with an open of the same file in
+//! flight asks nothing more, so one read of the block is served at a time.
+//!
 //! **Keys.** A file is named by [`path_key`], a fixed 64-bit hash of its
 //! path. Two paths with the same key share a table entry; among honest
 //! paths that takes about 2^32 files. A member could craft a colliding
@@ -79,11 +99,12 @@ mod tests;
 #[cfg(test)]
 mod tests_random;
 
-pub use msg::{Action, CommitCounters, CommitMsg};
+pub use msg::{Action, CommitCounters, CommitMsg, FirstBlock};
 
 use super::{CommitTable, Tcommit};
 use crate::coop::NodeId;
 use crate::error::CapacityError;
+use crate::protocol::route_of;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -107,6 +128,28 @@ pub fn path_key(path: &str) -> u64 {
     foldhash::fast::FixedState::with_seed(SEED).hash_one(path.as_bytes())
 }
 
+/// The key a file's manager is chosen by ([`manager_of`](crate::protocol::manager_of)): [`route_of`]
+/// its [`path_key`], as every [`BlockId::route`](crate::protocol::BlockId)
+/// of the file, so one member keeps its commit state and its blocks'
+/// directory.
+pub fn manager_key(path: &str) -> u64 {
+    u64::from(route_of(path_key(path)))
+}
+
+/// What the machine needs to know of a version beyond its identity.
+pub trait Version: Clone + Eq {
+    /// Whether the version has a first block to serve (is not empty).
+    fn has_first_block(&self) -> bool;
+}
+
+/// The tests' versions: numbers, never empty.
+#[cfg(test)]
+impl Version for u64 {
+    fn has_first_block(&self) -> bool {
+        true
+    }
+}
+
 /// The machine's bounds and timing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommitConfig {
@@ -119,15 +162,22 @@ pub struct CommitConfig {
     /// How long after a membership change the manager answers `None`, in
     /// microseconds (see the module doc).
     pub stable_us: u64,
+    /// Whether this node asks for an open's first block with the answer,
+    /// and serves it as a manager (see the module doc): only where the
+    /// read protocol can serve a read an open carried (not Direct, whose
+    /// reads go to a host first, nor a private origin, whose blocks no
+    /// manager knows).
+    pub serve_first: bool,
 }
 
 impl Default for CommitConfig {
-    /// 65,536 files, 2 s timeout, 5 s to stabilise.
+    /// 65,536 files, 2 s timeout, 5 s to stabilise, first blocks served.
     fn default() -> Self {
         CommitConfig {
             capacity: 65536,
             timeout_us: 2_000_000,
             stable_us: 5_000_000,
+            serve_first: true,
         }
     }
 }
@@ -149,6 +199,12 @@ pub struct CommitProtocol<V> {
     forgetting: HashMap<u64, usize>,
     /// This node's opens and commits in flight.
     requests: usize,
+    /// This node's `Tlocal` of each file it opened or wrote, by path key:
+    /// the `Tcommit` of the version it read or took in last (a hint:
+    /// the blocks may have gone since), at most `cfg.capacity`.
+    tlocal: client::Tlocal,
+    /// This node's opens in flight, by path key.
+    opening: HashMap<u64, u32>,
     next_nonce: u64,
     /// Messages from this node to itself, handled before the next input.
     local: VecDeque<CommitMsg<V>>,
@@ -166,7 +222,7 @@ impl<V> std::fmt::Debug for CommitProtocol<V> {
     }
 }
 
-impl<V: Clone + Eq> CommitProtocol<V> {
+impl<V: Version> CommitProtocol<V> {
     /// Node `me`, alone until told its members, issuing `Tcommit` values of
     /// `epoch` (chosen at its start, e.g. at random, so a restarted node
     /// never reissues a value).
@@ -182,6 +238,8 @@ impl<V: Clone + Eq> CommitProtocol<V> {
             deadlines: BTreeSet::new(),
             forgetting: HashMap::new(),
             requests: 0,
+            tlocal: client::Tlocal::new(cfg.capacity),
+            opening: HashMap::new(),
             next_nonce: 0,
             local: VecDeque::new(),
             actions: VecDeque::new(),
@@ -225,9 +283,17 @@ impl<V: Clone + Eq> CommitProtocol<V> {
         self.deadlines.first().map(|&(at, _)| at)
     }
 
-    /// This node's user opens `path`; completes with [`Action::Opened`].
+    /// This node's user opens `path` to read it; completes with
+    /// [`Action::Opened`].
     pub fn handle_open(&mut self, req: u64, path: Arc<str>, now: u64) {
-        self.start_open(req, path, now);
+        self.start_open(req, path, true, now);
+        self.settle(now);
+    }
+
+    /// This node's user opens `path` to write it (its `Topen` only): as
+    /// [`CommitProtocol::handle_open`], but no first block is asked for.
+    pub fn handle_open_to_write(&mut self, req: u64, path: Arc<str>, now: u64) {
+        self.start_open(req, path, false, now);
         self.settle(now);
     }
 
@@ -316,13 +382,21 @@ impl<V: Clone + Eq> CommitProtocol<V> {
     fn on_message(&mut self, from: NodeId, msg: CommitMsg<V>, now: u64) {
         use CommitMsg::*;
         match msg {
-            Open { nonce, path } => self.on_request(from, nonce, path, None, now),
+            Open { nonce, path, first } => {
+                let request = manager::Request::Open(first);
+                self.on_request(from, nonce, path, request, now);
+            }
             Commit { nonce, path, topen } => {
-                self.on_request(from, nonce, path, Some(topen), now);
+                let request = manager::Request::Commit(topen);
+                self.on_request(from, nonce, path, request, now);
             }
             Forget { nonce, path } => self.on_forget(from, nonce, path),
-            Opened { nonce, answer } => {
-                self.on_answer(from, nonce, client::Answer::Opened(answer), now);
+            Opened {
+                nonce,
+                answer,
+                served,
+            } => {
+                self.on_answer(from, nonce, client::Answer::Opened(answer, served), now);
             }
             Committed { nonce, answer } => {
                 self.on_answer(from, nonce, client::Answer::Committed(answer), now);

@@ -14,6 +14,9 @@ pub enum CommitMsg<V> {
         nonce: u64,
         /// The file.
         path: Arc<str>,
+        /// Whether the manager is to serve the file's first block with its
+        /// answer, and what the opener holds.
+        first: Option<FirstBlock>,
     },
     /// Manager to opener; `None` when the manager cannot answer (the
     /// opener asks the origin itself).
@@ -22,6 +25,10 @@ pub enum CommitMsg<V> {
         nonce: u64,
         /// `Tcommit` (the opener's `Topen`) and the origin's version.
         answer: Option<(Tcommit, V)>,
+        /// Whether the manager is serving the version's first block to the
+        /// opener, as if the opener had sent it a `Read` (its `Expect` or
+        /// `FetchOrigin` follows this answer on the same link).
+        served: bool,
     },
     /// Writer to manager, after the writer wrote the file through to the
     /// origin; `topen: None` for a path removed or renamed over.
@@ -55,6 +62,19 @@ pub enum CommitMsg<V> {
     },
 }
 
+/// An opener's request that the manager serve the file's first block in
+/// the open's own round trip (C2Cfs section 3: the open reads `Tcommit` and
+/// where the valid copies are in one request to the manager, which here
+/// also keeps the directory of the file's blocks and forwards the read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FirstBlock {
+    /// The `Tcommit` of the version whose blocks the opener holds (the
+    /// paper's `Tlocal`), if any: a copy that is the latest needs nothing
+    /// served. A hint the opener gives about itself: a wrong one costs it a
+    /// round trip or a block it did not need, no one else anything.
+    pub tlocal: Option<Tcommit>,
+}
+
 /// What the node must do, in the order the machine decided it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action<V> {
@@ -70,6 +90,39 @@ pub enum Action<V> {
     Stat {
         /// The file.
         path: Arc<str>,
+    },
+    /// As `reader`'s file manager: serve its read of the first block of
+    /// `version` of `path`, as if `reader` had sent a `Read` for it
+    /// (`NodeProtocol::handle_read_for`). The `Opened` saying so is sent
+    /// already, so this block's answers follow it on the link.
+    ServeFirst {
+        /// The opener, as its link authenticated it.
+        reader: NodeId,
+        /// The file.
+        path: Arc<str>,
+        /// The version the open reads.
+        version: V,
+    },
+    /// This node asks for the first block of the file whose blocks are
+    /// routed by `route` with its open: tell the block protocol that its
+    /// contents may come before the answer
+    /// (`NodeProtocol::expect_carried`). Comes before the `Open` leaves.
+    AwaitFirst {
+        /// The file's manager key, its blocks' route.
+        route: u64,
+    },
+    /// This node's open of `path` is being served the first block of
+    /// `version` by `manager` (the file's manager, which answered it):
+    /// start that read without asking again
+    /// (`NodeProtocol::handle_read_asked`). Comes before the open's
+    /// [`Action::Opened`], so the caller's read of the block joins it.
+    ReadFirst {
+        /// The file asked for.
+        path: Arc<str>,
+        /// The version the manager answered.
+        version: V,
+        /// The manager serving it.
+        manager: NodeId,
     },
     /// This node's open `req` is answered; `None`: ask the origin.
     Opened {
@@ -115,4 +168,6 @@ pub struct CommitCounters {
     pub timeouts: u64,
     /// `Forget` broadcasts this node started.
     pub forgets: u64,
+    /// Opens whose first block the manager served with its answer.
+    pub first_served: u64,
 }

@@ -92,6 +92,7 @@ fn requests_from_a_non_member_are_refused_and_change_nothing() {
         CommitMsg::Open {
             nonce: 2,
             path: f.clone(),
+            first: None,
         },
         CommitMsg::Forget {
             nonce: 3,
@@ -140,6 +141,7 @@ fn answers_count_only_from_the_node_asked_and_late_ones_are_dropped() {
             },
             99,
         )),
+        served: false,
     };
     c.node(1).handle_message(2, forged, STABLE);
     c.collect();
@@ -152,8 +154,15 @@ fn answers_count_only_from_the_node_asked_and_late_ones_are_dropped() {
     assert_eq!(c.opened[&req], None, "timed out");
     assert_eq!(c.node(1).counters().timeouts, 1);
     // The manager's answer comes after the timeout: dropped, counted.
-    c.node(3)
-        .handle_message(1, CommitMsg::Open { nonce, path: f }, STABLE + TIMEOUT);
+    c.node(3).handle_message(
+        1,
+        CommitMsg::Open {
+            nonce,
+            path: f,
+            first: None,
+        },
+        STABLE + TIMEOUT,
+    );
     c.collect();
     c.run();
     assert_eq!(c.node(1).counters().late_answers, 1);
@@ -260,6 +269,7 @@ fn bounds_refuse_at_once() {
         let msg = CommitMsg::Open {
             nonce,
             path: f.clone(),
+            first: None,
         };
         c.node(2).handle_message(1, msg, STABLE);
     }
@@ -268,6 +278,7 @@ fn bounds_refuse_at_once() {
     let none = CommitMsg::Opened {
         nonce: MAX_WAITERS as u64,
         answer: None,
+        served: false,
     };
     assert_eq!(c.wire.iter().map(|m| &m.2).collect::<Vec<_>>(), [&none]);
     // A path over MAX_PATH bytes: a violation from a peer, refused at
@@ -278,6 +289,7 @@ fn bounds_refuse_at_once() {
         CommitMsg::Open {
             nonce: 0,
             path: long.clone(),
+            first: None,
         },
         STABLE,
     );
@@ -330,4 +342,181 @@ fn a_stat_in_flight_during_a_forget_or_a_membership_change_records_nothing() {
     assert_eq!(c.opened[&third], None);
     c.answer_stat(0, Ok(new));
     assert_eq!(c.node(3).table_len(), 0, "the late stat recorded nothing");
+}
+
+/// The first block in the same round trip (module doc): served to an
+/// opener whose copy is not the latest, never to one whose `Tlocal` is
+/// `Tcommit`, nor to the manager's own opens.
+#[test]
+fn an_open_is_served_its_first_block_unless_its_copy_is_the_latest() {
+    let mut c = Cluster::new(&[1, 2, 3]);
+    let f = path_managed_by(&[(&[1, 2, 3], 3)]);
+    let v1 = c.write(&f);
+    let (t1, _) = c.opened(1, &f).unwrap();
+    assert_eq!(c.served, [(3, 1, f.clone(), v1)]);
+    assert_eq!(c.reads_first, [(1, f.clone(), v1, 3)]);
+    // The same version again: node 1's Tlocal is Tcommit.
+    assert_eq!(c.opened(1, &f), Some((t1, v1)));
+    assert_eq!(c.served.len(), 1, "nothing served to a latest copy");
+    // Node 2 writes: its own copy is the latest, node 1's is not.
+    let v2 = c.write(&f);
+    let done = c.committed(2, &f, Some(t1)).unwrap();
+    assert!(done.valid);
+    assert_eq!(c.opened(2, &f), Some((done.tcommit, v2)));
+    assert_eq!(c.served.len(), 1, "the writer took its version in");
+    assert_eq!(c.opened(1, &f), Some((done.tcommit, v2)));
+    assert_eq!(c.served[1], (3, 1, f.clone(), v2));
+    assert_eq!(c.reads_first[1], (1, f.clone(), v2, 3));
+    // The manager's own opens cost no round trip: nothing to serve.
+    c.opened(3, &f).unwrap();
+    assert_eq!(c.served.len(), 2);
+    assert_eq!(c.node(3).counters().first_served, 2);
+    assert!(c.violations.is_empty());
+}
+
+/// The manager's `Opened` says it serves, and goes out before the read it
+/// serves (so the block's answers follow it on the link); the opener
+/// starts its read before its open completes (so its caller's read of the
+/// block joins it).
+#[test]
+fn the_answer_precedes_the_served_read_on_both_sides() {
+    let mut c = Cluster::new(&[1, 2]);
+    let f = path_managed_by(&[(&[1, 2], 2)]);
+    let v = c.write(&f);
+    c.node(1).handle_open(7, f.clone(), STABLE);
+    let route = super::manager_key(&f);
+    assert_eq!(
+        c.node(1).poll(),
+        Some(Action::AwaitFirst { route }),
+        "the block protocol hears first that the block may come"
+    );
+    let Some(Action::Send { to: 2, msg }) = c.node(1).poll() else {
+        panic!("an open to the manager");
+    };
+    let CommitMsg::Open { first, .. } = msg.clone() else {
+        panic!("an open");
+    };
+    assert_eq!(first, Some(super::FirstBlock { tlocal: None }));
+    c.node(2).handle_message(1, msg, STABLE);
+    let Some(Action::Stat { .. }) = c.node(2).poll() else {
+        panic!("the manager asks the origin first");
+    };
+    c.node(2).handle_stat(&f, Ok(v), STABLE);
+    let manager: Vec<_> = std::iter::from_fn(|| c.node(2).poll()).collect();
+    let [
+        Action::Send {
+            to: 1,
+            msg: answer @ CommitMsg::Opened { served: true, .. },
+        },
+        Action::ServeFirst { reader: 1, .. },
+    ] = &manager[..]
+    else {
+        panic!("{manager:?}");
+    };
+    c.node(1).handle_message(2, answer.clone(), STABLE);
+    let opener: Vec<_> = std::iter::from_fn(|| c.node(1).poll()).collect();
+    let [
+        Action::ReadFirst {
+            version,
+            manager: 2,
+            ..
+        },
+        Action::Opened { req: 7, answer },
+    ] = &opener[..]
+    else {
+        panic!("{opener:?}");
+    };
+    assert_eq!((*version, answer.map(|(_, v)| v)), (v, Some(v)));
+}
+
+/// An open of a file already being opened on this node asks for no first
+/// block (one read of it is served at a time), and a node configured not
+/// to serve neither asks nor serves; an answer saying `served` to an open
+/// that did not ask starts nothing.
+#[test]
+fn first_blocks_are_asked_once_and_only_where_served() {
+    let mut c = Cluster::new(&[1, 2]);
+    let f = path_managed_by(&[(&[1, 2], 2)]);
+    c.write(&f);
+    c.node(1).handle_open(1, f.clone(), STABLE);
+    c.node(1).handle_open(2, f.clone(), STABLE);
+    c.collect();
+    let firsts: Vec<bool> = (c.wire.iter())
+        .map(|(_, _, m)| matches!(m, CommitMsg::Open { first: Some(_), .. }))
+        .collect();
+    assert_eq!(firsts, [true, false]);
+    c.run();
+    assert_eq!((c.served.len(), c.reads_first.len()), (1, 1));
+    assert_eq!(c.opened.len(), 2);
+    // An open to write wants its Topen only.
+    c.node(1).handle_open_to_write(5, f.clone(), STABLE);
+    c.collect();
+    let (_, _, open) = c.wire.back().unwrap();
+    assert!(matches!(open, CommitMsg::Open { first: None, .. }));
+    c.run();
+    assert_eq!(c.served.len(), 1);
+
+    // Serving off on the opener: it asks for nothing.
+    let g = path_managed_by(&[(&[1, 2], 2)]);
+    let mut off = Cluster::new(&[1, 2]);
+    let mut cfg = super::CommitConfig {
+        serve_first: false,
+        ..super::harness::cfg()
+    };
+    *off.node(1) = super::CommitProtocol::new(1, 1, cfg).unwrap();
+    off.node(1).set_members(&[1, 2], 0);
+    off.write(&g);
+    off.opened(1, &g).unwrap();
+    assert!(off.served.is_empty() && off.reads_first.is_empty());
+    // Serving off on the manager: asked, it serves nothing.
+    cfg.serve_first = false;
+    *off.node(2) = super::CommitProtocol::new(2, 2, cfg).unwrap();
+    off.node(2).set_members(&[1, 2], 0);
+    *off.node(1) = super::CommitProtocol::new(1, 3, super::harness::cfg()).unwrap();
+    off.node(1).set_members(&[1, 2], 0);
+    off.opened(1, &g).unwrap();
+    assert!(off.served.is_empty() && off.reads_first.is_empty());
+
+    // A forged `served` to an open that did not ask: nothing starts.
+    c.node(1).handle_open(3, f.clone(), STABLE);
+    c.node(1).handle_open(4, f.clone(), STABLE);
+    c.collect();
+    let (_, _, second) = c.wire.pop_back().unwrap();
+    let CommitMsg::Open {
+        nonce, first: None, ..
+    } = second
+    else {
+        panic!("the second open asks for nothing");
+    };
+    let reads = c.reads_first.len();
+    let forged = CommitMsg::Opened {
+        nonce,
+        answer: Some((
+            Tcommit {
+                epoch: 2,
+                serial: 9,
+            },
+            1,
+        )),
+        served: true,
+    };
+    c.node(1).handle_message(2, forged, STABLE);
+    c.collect();
+    assert_eq!(c.reads_first.len(), reads);
+    assert!(c.opened.contains_key(&4));
+}
+
+/// The opener's `Tlocal` hints are bounded, the oldest going first.
+#[test]
+fn tlocal_hints_are_bounded() {
+    let mut t = super::client::Tlocal::new(4);
+    let at = |serial| Tcommit { epoch: 1, serial };
+    for k in 0..100 {
+        t.set(k, at(k));
+    }
+    assert_eq!(t.len(), 4);
+    assert_eq!((t.get(99), t.get(95)), (Some(at(99)), None));
+    t.set(99, at(100));
+    t.remove(98);
+    assert_eq!((t.get(99), t.get(98), t.len()), (Some(at(100)), None, 3));
 }

@@ -196,6 +196,18 @@ fn run(seed: u64, steps: usize) {
         "seed {seed}: {:?}",
         r.c.violations
     );
+    // Every first block a manager served, its opener reads, at the version
+    // the open was answered with, and no other (nothing times out here).
+    let mut served: Vec<_> = (r.c.served.iter())
+        .map(|(m, n, f, v)| (*m, *n, f.clone(), *v))
+        .collect();
+    let mut read: Vec<_> = (r.c.reads_first.iter())
+        .map(|(n, f, v, m)| (*m, *n, f.clone(), *v))
+        .collect();
+    served.sort();
+    read.sort();
+    assert_eq!(served, read, "seed {seed}");
+    assert!(served.iter().all(|(m, n, ..)| m != n), "seed {seed}");
 }
 
 #[test]
