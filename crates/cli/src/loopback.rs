@@ -41,6 +41,12 @@ pub struct LoopbackSpec {
     pub idle_after: Option<Duration>,
     /// Nodes (by index) whose origin is private (`--private`).
     pub private: Vec<usize>,
+    /// C2Cfs `exclusive` mode: how long after a membership change
+    /// managers answer no open (the node's default if `None`).
+    pub commit_stable: Option<Duration>,
+    /// C2Cfs `exclusive` mode: whether an open's first block is served
+    /// with its answer (`NodeOptions::first_block_with_open`).
+    pub first_block_with_open: bool,
 }
 
 impl LoopbackSpec {
@@ -66,6 +72,8 @@ impl LoopbackSpec {
             attr_ttl: Duration::from_secs(3600),
             idle_after: None,
             private: Vec::new(),
+            commit_stable: None,
+            first_block_with_open: true,
         })
     }
 }
@@ -100,6 +108,10 @@ fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> R
     if let Some(t) = spec.idle_after {
         opts.idle_after = t;
     }
+    if let Some(t) = spec.commit_stable {
+        opts.commit_stable = t;
+    }
+    opts.first_block_with_open = spec.first_block_with_open;
     opts.join = seed.into_iter().collect();
     Ok(opts)
 }

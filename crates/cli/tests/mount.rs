@@ -7,7 +7,7 @@ mod common;
 mod mounts;
 use mounts::*;
 use std::io::Read;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
@@ -191,7 +191,6 @@ fn files_written_on_one_mount_are_read_whole_on_another_after_close() {
     assert_eq!(std::fs::read(b_dir.join("dir/moved.bin")).unwrap(), data);
     symlink("dir/moved.bin", a_dir.join("link")).unwrap();
     assert_eq!(std::fs::read(b_dir.join("link")).unwrap(), data);
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(
         a_dir.join("old.txt"),
         std::fs::Permissions::from_mode(0o600),
@@ -388,6 +387,27 @@ fn exclusive_mounts_see_every_change_made_through_a_mount() {
         "six opens asked the origin for the version"
     );
 
+    // A file's size, time and mode come from its manager too: after the
+    // name's lookup, `stat` asks the origin nothing, and sees a mode
+    // change made on another mount at once.
+    let metadata = || -> u64 {
+        [&a, &b, &c]
+            .iter()
+            .map(|m| m.status()["origin_metadata"].as_u64().unwrap())
+            .sum()
+    };
+    let on_b = dirs[1].join("w.bin");
+    std::fs::metadata(&on_b).unwrap();
+    let before = metadata();
+    for _ in 0..5 {
+        assert_eq!(std::fs::metadata(&on_b).unwrap().len(), data.len() as u64);
+    }
+    assert_eq!(metadata(), before, "a stat asked the origin");
+    let mode = std::fs::Permissions::from_mode(0o600);
+    std::fs::set_permissions(dirs[0].join("w.bin"), mode).unwrap();
+    let seen = std::fs::metadata(&on_b).unwrap().permissions().mode();
+    assert_eq!(seen & 0o7777, 0o600, "b sees a's chmod");
+
     // `mv new w.bin` on c, as editors and rsync replace a file.
     let renamed = pattern(200_000, 6);
     std::fs::write(dirs[2].join("new.tmp"), &renamed).unwrap();
@@ -560,6 +580,60 @@ fn a_full_origin_fails_the_write_clearly_and_keeps_what_was_committed() {
     std::fs::write(dir.join("kept"), b"after").unwrap();
     assert_eq!(std::fs::read(origin.join("kept")).unwrap(), b"after");
     assert!(m.terminate().success());
+}
+
+/// `bench mount --phases opens`, small: every byte right; a `shared`
+/// open asks the origin (its version, the name, the attributes), an
+/// `exclusive` reopen asks it nothing; serving the first block with the
+/// open's answer saves messages.
+#[test]
+fn bench_mount_opens_compares_the_modes() {
+    let Some(_work) = Work::new(&[]) else {
+        return;
+    };
+    let out = common::coopcache_args(&[
+        "bench",
+        "mount",
+        "--phases",
+        "opens",
+        "--open-files",
+        "6",
+        "--open-passes",
+        "1",
+        "--origin-delay",
+        "1ms",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench mount failed: {stderr}");
+    let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 6, "three settings, two steps: {rows:?}");
+    let row = |setting: &str, step: &str| {
+        rows.iter()
+            .find(|r| r["setting"] == setting && r["step"] == step)
+            .unwrap_or_else(|| panic!("no {setting} {step}: {rows:?}"))
+    };
+    for r in &rows {
+        assert_eq!(r["wrong_bytes"], 0, "{r}");
+        assert_eq!(r["files"], 6, "{r}");
+    }
+    let per_open = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+    let first = "first open on a node";
+    assert!(per_open(row("shared", "reopen"), "origin_requests_per_open") >= 1.0);
+    assert_eq!(
+        per_open(row("exclusive", "reopen"), "origin_requests_per_open"),
+        0.0
+    );
+    assert_eq!(row("exclusive", first)["origin_blocks"], 0, "from peers");
+    let two = per_open(
+        row("exclusive, two round trips", first),
+        "messages_per_open",
+    );
+    assert!(per_open(row("exclusive", first), "messages_per_open") < two);
 }
 
 #[test]

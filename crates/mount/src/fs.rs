@@ -174,8 +174,39 @@ impl CoopFs {
     /// Looks `path` up after a change made it, for the kernel's new entry.
     fn fresh_entry(&self, path: &str) -> Result<FileAttr, Errno> {
         let entry = self.entry(path)?;
-        let ino = self.inodes().lookup(path).ok_or(Errno::ENFILE)?;
-        Ok(self.attr(ino, &entry))
+        Ok(self.attr(self.looked_up(path, &entry)?, &entry))
+    }
+
+    /// The number of `path`, found to be `entry`, counting one more of the
+    /// kernel's lookups.
+    fn looked_up(&self, path: &str, entry: &Entry) -> Result<u64, Errno> {
+        let mut inodes = self.inodes();
+        let ino = inodes.lookup(path).ok_or(Errno::ENFILE)?;
+        inodes.set_file(ino, entry.kind == EntryKind::File);
+        Ok(ino)
+    }
+
+    /// What the file or directory `path` (number `ino`) is, for `getattr`.
+    /// In `exclusive` mode a regular file's size, time and mode come from
+    /// its manager, which knows the version of its last close (every
+    /// change goes through the cluster): no origin round trip, which
+    /// `getattr` would otherwise pay on every `stat` and open, since a
+    /// file's attributes are not cached. The origin's entry if the manager
+    /// cannot say, and for everything else.
+    fn entry_of(&self, ino: u64, path: &str) -> Result<Entry, Errno> {
+        if self.exclusive && self.inodes().is_file(ino) {
+            let asked = self.rt.block_on(self.node.ask_manager(path));
+            if let Some((_, v)) = asked {
+                let managed = Entry {
+                    kind: EntryKind::File,
+                    size: v.size,
+                    perm: v.perm,
+                    modified: v.modified,
+                };
+                return self.writers.entry(path, Ok(managed));
+            }
+        }
+        self.entry(path)
     }
 
     fn attr(&self, ino: u64, e: &Entry) -> FileAttr {
@@ -437,8 +468,7 @@ impl Filesystem for CoopFs {
             let name = name.to_str().ok_or(Errno::ENOENT)?;
             let path = join(&dir, name);
             let entry = self.entry(&path)?;
-            let ino = self.inodes().lookup(&path).ok_or(Errno::ENFILE)?;
-            Ok(self.attr(ino, &entry))
+            Ok(self.attr(self.looked_up(&path, &entry)?, &entry))
         })();
         match result {
             Ok(attr) => self.reply_entry(reply, &attr),
@@ -458,7 +488,7 @@ impl Filesystem for CoopFs {
         });
         let result = self
             .path(ino)
-            .and_then(|path| self.entry(&path))
+            .and_then(|path| self.entry_of(ino.0, &path))
             .map(|mut e| {
                 if let Some(size) = opened {
                     e.size = size;

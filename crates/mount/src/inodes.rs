@@ -23,6 +23,8 @@ struct Inode {
     /// The file's version at its last open: the kernel's pages of it are
     /// kept only while it stays the same.
     opened: Option<Arc<str>>,
+    /// Whether it was a regular file when last looked up.
+    file: bool,
 }
 
 /// The table.
@@ -42,6 +44,7 @@ impl Default for Inodes {
                 path: root.clone(),
                 lookups: 1,
                 opened: None,
+                file: false,
             },
         );
         Inodes {
@@ -80,9 +83,22 @@ impl Inodes {
                 path,
                 lookups: 1,
                 opened: None,
+                file: false,
             },
         );
         Some(ino)
+    }
+
+    /// Records whether `ino` is a regular file, as a lookup just found.
+    pub fn set_file(&mut self, ino: u64, file: bool) {
+        if let Some(i) = self.by_ino.get_mut(&ino) {
+            i.file = file;
+        }
+    }
+
+    /// Whether `ino` was a regular file when last looked up.
+    pub fn is_file(&self, ino: u64) -> bool {
+        self.by_ino.get(&ino).is_some_and(|i| i.file)
     }
 
     /// Records that `ino` was opened at `version`; true if its previous
@@ -206,5 +222,16 @@ mod tests {
         assert!(!t.opened(a, "v2"), "changed: drop the pages");
         assert!(t.opened(a, "v2"));
         assert!(!t.opened(999, "v2"), "unknown inode");
+    }
+
+    #[test]
+    fn kinds_are_those_of_the_last_lookup() {
+        let mut t = Inodes::default();
+        let a = t.lookup("a").unwrap();
+        assert!(!t.is_file(a), "unknown until a lookup says");
+        t.set_file(a, true);
+        assert!(t.is_file(a));
+        t.set_file(a, false);
+        assert!(!t.is_file(a) && !t.is_file(999) && !t.is_file(ROOT));
     }
 }

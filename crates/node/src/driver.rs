@@ -192,6 +192,10 @@ pub struct Status {
     /// mode, a manager's stat in `exclusive` mode).
     #[serde(default)]
     pub origin_stats: u64,
+    /// Names, attributes and listings asked of the origin (a mount's
+    /// lookups, `getattr`s and directory reads).
+    #[serde(default)]
+    pub origin_metadata: u64,
     /// `exclusive` mode: opens this node answered as a manager from its
     /// commit table, with no origin round trip.
     #[serde(default)]
@@ -324,6 +328,7 @@ struct Synced {
     violations: BTreeMap<NodeId, u64>,
     manager_opens: u64,
     first_served: u64,
+    origin_metadata: u64,
 }
 
 impl Driver {
@@ -626,6 +631,10 @@ impl Driver {
             .inc_by(c.first_served - self.synced.first_served);
         self.synced.manager_opens = c.opens_from_table;
         self.synced.first_served = c.first_served;
+        let metadata = self.origin.metadata_requests();
+        m.origin_metadata
+            .inc_by(metadata - self.synced.origin_metadata);
+        self.synced.origin_metadata = metadata;
     }
 }
 

@@ -765,6 +765,7 @@ mod tests {
                 size: 1,
                 version: "v".repeat(commit::MAX_VERSION + 1),
                 modified: None,
+                perm: 0o644,
             },
         };
         let t = Tcommit {

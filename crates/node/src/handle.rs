@@ -136,6 +136,11 @@ pub struct NodeOptions {
     /// read the origin's version meanwhile), for every member's view of
     /// the members to agree again (`coopcache_core::c2cfs::live`).
     pub commit_stable: Duration,
+    /// C2Cfs `exclusive` mode: an open asks its manager to serve the
+    /// file's first block with the answer, one round trip for both (on
+    /// by default; off only to measure what it saves, `coopcache bench
+    /// mount --phases opens`).
+    pub first_block_with_open: bool,
 }
 
 impl NodeOptions {
@@ -164,6 +169,7 @@ impl NodeOptions {
             unify: None,
             critical: Vec::new(),
             commit_stable: Duration::from_secs(5),
+            first_block_with_open: true,
         }
     }
 }
@@ -407,7 +413,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
                 .as_micros()
                 .try_into()
                 .unwrap_or(u64::MAX),
-            serve_first: protocol.serves_carried_reads(),
+            serve_first: opts.first_block_with_open && protocol.serves_carried_reads(),
         },
     )
     .map_err(|e| NodeError::Config(e.to_string()))?;

@@ -51,6 +51,9 @@ pub struct Metrics {
     pub origin_bytes: Counter,
     /// Questions to the origin for a file's version.
     pub origin_stats: Counter,
+    /// Names, attributes and listings asked of the origin (a mount's
+    /// lookups, `getattr`s and directory reads).
+    pub origin_metadata: Counter,
     /// `exclusive` mode: opens this node's manager slice answered from its
     /// commit table, with no origin round trip.
     pub manager_opens: Counter,
@@ -126,7 +129,7 @@ impl Metrics {
             "Peer messages refused because the sender's role does not allow them",
             self.protocol_violations.clone(),
         );
-        let counters: [(&str, &str, &Counter); 13] = [
+        let counters: [(&str, &str, &Counter); 14] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",
@@ -147,6 +150,11 @@ impl Metrics {
                 "origin_stats",
                 "Questions to the origin for a file's version",
                 &self.origin_stats,
+            ),
+            (
+                "origin_metadata_requests",
+                "Names, attributes and listings asked of the origin (mount lookups, getattrs, readdirs)",
+                &self.origin_metadata,
             ),
             (
                 "manager_opens",

@@ -117,16 +117,22 @@ fn long_name() -> impl Strategy<Value = std::sync::Arc<str>> {
 fn path_version() -> impl Strategy<Value = PathVersion> {
     let modified = prop::option::of((0u64..1 << 40, 0u32..1_000_000_000))
         .prop_map(|t| t.map(|(s, n)| UNIX_EPOCH + Duration::new(s, n)));
-    (long_name(), any::<u64>(), long_name(), modified).prop_map(
-        |(path, size, version, modified)| PathVersion {
+    (
+        long_name(),
+        any::<u64>(),
+        long_name(),
+        modified,
+        0u16..=0o7777,
+    )
+        .prop_map(|(path, size, version, modified, perm)| PathVersion {
             path,
             version: FileVersion {
                 size,
                 version: version.to_string(),
                 modified,
+                perm,
             },
-        },
-    )
+        })
 }
 
 fn commit_msg() -> impl Strategy<Value = CommitMsg<PathVersion>> {

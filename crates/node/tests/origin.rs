@@ -181,6 +181,7 @@ async fn escaping_paths_are_refused() {
             size: 6,
             version: "x".into(),
             modified: None,
+            perm: 0o644,
         };
         let read = origin.read(path, &v, 0..6).await;
         assert!(matches!(read, Err(OriginError::BadPath { .. })), "{path:?}");

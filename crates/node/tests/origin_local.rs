@@ -136,6 +136,7 @@ async fn symbolic_links_out_of_the_origin_are_refused() {
             size: 6,
             version: "x".into(),
             modified: None,
+            perm: 0o644,
         };
         assert_leaves_origin(origin.read(path, &v, 0..6).await, path);
     }

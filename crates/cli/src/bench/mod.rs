@@ -20,6 +20,7 @@ mod latency_report;
 mod measure;
 mod mount;
 mod mount_dataset;
+mod mount_opens;
 mod netcache;
 mod replay;
 mod rss;

@@ -13,11 +13,15 @@
 //! - `dataset` (not run unless asked for: it needs MinIO, rclone and
 //!   s3fs): training nodes' epochs over an S3 bucket through coopcache,
 //!   `rclone mount` and `s3fs`, in `mount_dataset.rs`.
+//! - `opens` (not run unless asked for): small files opened through
+//!   `shared` and `exclusive` mounts, the first block served with the
+//!   open's answer or not, in `mount_opens.rs`.
 //!
 //! Needs root (or fusermount3) and /dev/fuse, like `coopcache mount`.
 
 use super::common::{Bar, Counters, in_tempdir, median, rng, write_origin_file, wrong_bytes};
 use super::mount_dataset::{self, DatasetArgs};
+use super::mount_opens::{self, OpensArgs};
 use crate::live::{parse_duration, parse_size};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use anyhow::{Context, Result, bail};
@@ -41,7 +45,7 @@ pub struct MountBenchArgs {
     pub(super) mounts: u32,
     /// Emulated latency of every origin request.
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
-    origin_delay: Duration,
+    pub(super) origin_delay: Duration,
     /// Block size of the nodes (`coopcache node`'s default), for the
     /// staggered, write-read and throughput phases.
     #[arg(long, default_value = "64KiB", value_parser = parse_size)]
@@ -50,8 +54,9 @@ pub struct MountBenchArgs {
     #[arg(long, default_value_t = 1)]
     pub(super) seed: u64,
     /// Phases to run: staggered, write-read, throughput (in the order
-    /// given), dataset (last: coopcache against rclone and s3fs over
-    /// MinIO; needs MinIO and the tools of --systems).
+    /// given), dataset (coopcache against rclone and s3fs over MinIO;
+    /// needs MinIO and the tools of --systems), opens (small files through
+    /// shared and exclusive mounts); the last two after the others.
     #[arg(
         long,
         value_delimiter = ',',
@@ -60,6 +65,8 @@ pub struct MountBenchArgs {
     phases: Vec<Phase>,
     #[command(flatten)]
     pub(super) dataset: DatasetArgs,
+    #[command(flatten)]
+    opens: OpensArgs,
     /// JSON lines instead of a table.
     #[arg(long)]
     json: bool,
@@ -76,6 +83,8 @@ pub enum Phase {
     Throughput,
     /// Epochs over a dataset in MinIO through coopcache, rclone and s3fs.
     Dataset,
+    /// Small files opened through shared and exclusive mounts.
+    Opens,
 }
 
 /// One step of the benchmark.
@@ -113,7 +122,12 @@ pub fn run(args: MountBenchArgs) -> Result<()> {
         bail!("--mounts must be at least 2, --file-size and --write-size at least 1 byte");
     }
     if args.phases.is_empty() {
-        bail!("--phases needs at least one of staggered, write-read, throughput, dataset");
+        bail!("--phases needs at least one of staggered, write-read, throughput, dataset, opens");
+    }
+    if args.phases.contains(&Phase::Opens)
+        && (args.opens.open_files == 0 || args.opens.open_passes == 0)
+    {
+        bail!("--open-files and --open-passes must be at least 1");
     }
     let dataset = args.phases.contains(&Phase::Dataset);
     let dataset_plan = if dataset {
@@ -121,9 +135,13 @@ pub fn run(args: MountBenchArgs) -> Result<()> {
     } else {
         None
     };
-    let classic = args.phases.iter().any(|p| *p != Phase::Dataset);
+    let classic = args
+        .phases
+        .iter()
+        .any(|p| !matches!(p, Phase::Dataset | Phase::Opens));
+    let opens = args.phases.contains(&Phase::Opens);
     let a = &args;
-    let rows = in_tempdir("coopcache-bench-mount-", |dir| async move {
+    let (rows, open_rows) = in_tempdir("coopcache-bench-mount-", |dir| async move {
         let mut rows = Vec::new();
         if classic {
             rows.extend(bench(a, dir.join("classic")).await?);
@@ -131,14 +149,25 @@ pub fn run(args: MountBenchArgs) -> Result<()> {
         if let Some(plan) = dataset_plan {
             rows.extend(mount_dataset::bench(a, &plan, &dir.join("dataset")).await?);
         }
-        Ok(rows)
+        let mut open_rows = Vec::new();
+        if opens {
+            open_rows = mount_opens::bench(a, &a.opens, &dir.join("opens")).await?;
+        }
+        Ok((rows, open_rows))
     })?;
     if args.json {
         crate::output::print_json(&rows)?;
+        crate::output::print_json(&open_rows)?;
     } else {
-        table(&rows);
+        if !rows.is_empty() {
+            table(&rows);
+        }
+        if !open_rows.is_empty() {
+            mount_opens::table(&open_rows);
+        }
     }
-    let wrong: u64 = rows.iter().map(|r| r.wrong_bytes).sum();
+    let wrong: u64 =
+        rows.iter().map(|r| r.wrong_bytes).sum::<u64>() + mount_opens::wrong(&open_rows);
     if wrong > 0 {
         bail!("{wrong} wrong bytes delivered");
     }
@@ -195,7 +224,7 @@ async fn phases(
     let steps = |p: &Phase| match p {
         Phase::Staggered | Phase::WriteRead => u64::from(args.mounts),
         Phase::Throughput => u64::from(args.mounts) - 1,
-        Phase::Dataset => 0,
+        Phase::Dataset | Phase::Opens => 0,
     };
     let bar = Bar::new(args.phases.iter().map(steps).sum(), "steps");
     for phase in &args.phases {
@@ -203,7 +232,7 @@ async fn phases(
             Phase::Staggered => staggered(args, nodes, mounts, file, &bar, &mut rows).await?,
             Phase::WriteRead => write_read(args, nodes, mounts, &bar, &mut rows).await?,
             Phase::Throughput => throughput(nodes, mounts, origin, held, &bar, &mut rows).await?,
-            Phase::Dataset => {}
+            Phase::Dataset | Phase::Opens => {}
         }
     }
     drop(bar);

@@ -67,7 +67,7 @@ impl Driver {
                 let req = self.commit_waiter(CommitWaiter::Open(reply));
                 match reads {
                     true => self.commits.handle_open(req, path, now),
-                    false => self.commits.handle_open_to_write(req, path, now),
+                    false => self.commits.handle_ask(req, path, now),
                 }
             }
             CommitEvent::Commit { path, topen, reply } => {

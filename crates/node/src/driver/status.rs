@@ -59,6 +59,7 @@ impl Driver {
             foreign_blocks: u64::from(own.foreign),
             quiet: self.protocol.is_quiet() && self.commits.is_quiet(),
             origin_stats: m.origin_stats.get(),
+            origin_metadata: self.origin.metadata_requests(),
             manager_opens: m.manager_opens.get(),
             first_served: m.first_served.get(),
             unrecorded_commits: m.unrecorded_commits.get(),

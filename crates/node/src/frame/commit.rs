@@ -124,6 +124,7 @@ fn put_version(buf: &mut BytesMut, v: &PathVersion) {
         }
         None => buf.put_u8(0),
     }
+    buf.put_u16(v.perm);
 }
 
 impl Reader {
@@ -220,12 +221,17 @@ impl Reader {
         } else {
             None::<SystemTime>
         };
+        let perm = self.u16()?;
+        if perm > 0o7777 {
+            return Err(self.bad(format!("permission bits {perm:o}")));
+        }
         Ok(PathVersion {
             path,
             version: FileVersion {
                 size,
                 version,
                 modified,
+                perm,
             },
         })
     }
@@ -246,6 +252,7 @@ pub(crate) mod tests {
             size: 1 << 40,
             version: "\"9b2cf535f27731c974343645a3985328\"".into(),
             modified: Some(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
+            perm: 0o4755,
         };
         let version = PathVersion {
             path: path.clone(),

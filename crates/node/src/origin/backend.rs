@@ -58,6 +58,7 @@ pub(super) fn open_local(
         delay: None,
         immutable: false,
         copies: Arc::default(),
+        metadata: Arc::default(),
     })
 }
 
@@ -91,6 +92,7 @@ pub(super) fn open_s3(
         delay: None,
         immutable: false,
         copies: Arc::default(),
+        metadata: Arc::default(),
     })
 }
 
@@ -119,6 +121,7 @@ pub(super) fn open_http(
         delay: None,
         immutable: false,
         copies: Arc::default(),
+        metadata: Arc::default(),
     })
 }
 

@@ -74,6 +74,16 @@ pub struct FileVersion {
     /// version, not this, decides whether bytes belong together.
     #[serde(default)]
     pub modified: Option<std::time::SystemTime>,
+    /// Permission bits, as the origin reports them (S3 and HTTP always
+    /// `0o644`): what a file's manager answers a mount's `getattr` with in
+    /// `exclusive` mode, beside the size and time.
+    #[serde(default = "default_perm")]
+    pub perm: u16,
+}
+
+/// Permission bits of a version that came without them.
+fn default_perm() -> u16 {
+    0o644
 }
 
 /// A file's version with the path it is the version of: what a file's
@@ -125,6 +135,7 @@ impl FileVersion {
             size: meta.size,
             version,
             modified: dated.then(|| meta.last_modified.into()),
+            perm: default_perm(),
         })
     }
 
@@ -148,6 +159,9 @@ pub struct Origin {
     immutable: bool,
     /// Versions this origin was just given, with their bytes.
     copies: Arc<copies::Copies>,
+    /// Names, attributes and listings asked of it so far
+    /// ([`Origin::metadata_requests`]).
+    metadata: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// What an origin reads from.
@@ -375,6 +389,20 @@ impl Origin {
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;
         }
+    }
+
+    /// Names, attributes and listings asked of this origin so far
+    /// ([`Origin::entry`], [`Origin::list`]: a mount's lookups, `getattr`s
+    /// and directory reads), for the metrics.
+    pub fn metadata_requests(&self) -> u64 {
+        self.metadata.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts a metadata request, and waits as every request does.
+    async fn metadata_request(&self) {
+        self.metadata
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.pause().await;
     }
 }
 

@@ -298,6 +298,7 @@ impl ObjectDraft {
             size,
             version,
             modified: None,
+            perm: 0o644,
         })
     }
 }

@@ -74,7 +74,7 @@ impl Origin {
         if !path.is_empty() {
             check_path(path)?;
         }
-        self.pause().await;
+        self.metadata_request().await;
         match &self.store {
             Store::Local(dir) => {
                 let (dir, p) = (dir.clone(), path.to_owned());
@@ -130,7 +130,7 @@ impl Origin {
         if !path.is_empty() {
             check_path(path)?;
         }
-        self.pause().await;
+        self.metadata_request().await;
         let mut out = match &self.store {
             Store::Local(dir) => {
                 let (dir, p) = (dir.clone(), path.to_owned());

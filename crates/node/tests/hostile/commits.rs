@@ -103,6 +103,7 @@ async fn answers_to_a_request_sent_to_another_node_are_refused() {
             size: real.size,
             version: "forged".into(),
             modified: None,
+            perm: 0o644,
         },
     };
     let forged = [

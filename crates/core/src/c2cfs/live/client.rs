@@ -76,6 +76,9 @@ enum Asked {
     Open {
         req: u64,
         path: Arc<str>,
+        /// Whether the open reads the file (its answer is then this
+        /// node's `Tlocal`).
+        reads: bool,
         /// Whether the open asked for its first block to be served.
         first: bool,
     },
@@ -146,6 +149,7 @@ impl<V: Version> CommitProtocol<V> {
         let what = Asked::Open {
             req,
             path: path.clone(),
+            reads,
             first: first.is_some(),
         };
         let msg = |nonce| CommitMsg::Open { nonce, path, first };
@@ -195,9 +199,17 @@ impl<V: Version> CommitProtocol<V> {
             return;
         };
         match (ask.what, answer) {
-            (Asked::Open { req, path, first }, Answer::Opened(answer, served)) => {
+            (
+                Asked::Open {
+                    req,
+                    path,
+                    reads,
+                    first,
+                },
+                Answer::Opened(answer, served),
+            ) => {
                 let served = (first && served).then_some(from);
-                self.finish_open(req, &path, answer, served);
+                self.finish_open(req, &path, answer, reads, served);
             }
             (Asked::Commit { req, path }, Answer::Committed(Some(done))) => {
                 self.took_in(&path, Some(done));
@@ -205,7 +217,7 @@ impl<V: Version> CommitProtocol<V> {
             }
             (Asked::Commit { req, path }, _) => self.broadcast_forget(req, path, now),
             (Asked::Forget { req }, _) => self.forgot(req),
-            (Asked::Open { req, path, .. }, _) => self.finish_open(req, &path, None, None),
+            (Asked::Open { req, path, .. }, _) => self.finish_open(req, &path, None, false, None),
         }
     }
 
@@ -215,13 +227,15 @@ impl<V: Version> CommitProtocol<V> {
         Some(ask)
     }
 
-    /// Open `req` of `path` is answered; `served` names the manager
-    /// serving the first block, if it does (and was asked to).
+    /// Open `req` of `path` is answered; if it `reads`, the answer is
+    /// this node's `Tlocal`; `served` names the manager serving the first
+    /// block, if it does (and was asked to).
     fn finish_open(
         &mut self,
         req: u64,
         path: &Arc<str>,
         answer: Option<(Tcommit, V)>,
+        reads: bool,
         served: Option<NodeId>,
     ) {
         self.requests -= 1;
@@ -233,8 +247,10 @@ impl<V: Version> CommitProtocol<V> {
             }
         }
         if let Some((tcommit, version)) = &answer {
-            // The node reads this version now: its Tlocal.
-            self.tlocal.set(key, *tcommit);
+            if reads {
+                // The node reads this version now: its Tlocal.
+                self.tlocal.set(key, *tcommit);
+            }
             if let Some(manager) = served {
                 self.actions.push_back(Action::ReadFirst {
                     path: path.clone(),
@@ -295,7 +311,7 @@ impl<V: Version> CommitProtocol<V> {
             return;
         };
         match ask.what {
-            Asked::Open { req, path, .. } => self.finish_open(req, &path, None, None),
+            Asked::Open { req, path, .. } => self.finish_open(req, &path, None, false, None),
             Asked::Commit { req, path } => self.broadcast_forget(req, path, now),
             Asked::Forget { req } => self.forgot(req),
         }

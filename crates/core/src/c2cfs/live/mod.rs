@@ -290,9 +290,11 @@ impl<V: Version> CommitProtocol<V> {
         self.settle(now);
     }
 
-    /// This node's user opens `path` to write it (its `Topen` only): as
-    /// [`CommitProtocol::handle_open`], but no first block is asked for.
-    pub fn handle_open_to_write(&mut self, req: u64, path: Arc<str>, now: u64) {
+    /// This node's user asks what `path` is without reading it: a writer's
+    /// open (its `Topen`), a `getattr` (the version's size, time and
+    /// mode). As [`CommitProtocol::handle_open`], but no first block is
+    /// asked for, and the answer is not this node's `Tlocal`.
+    pub fn handle_ask(&mut self, req: u64, path: Arc<str>, now: u64) {
         self.start_open(req, path, false, now);
         self.settle(now);
     }

@@ -449,7 +449,7 @@ fn first_blocks_are_asked_once_and_only_where_served() {
     assert_eq!((c.served.len(), c.reads_first.len()), (1, 1));
     assert_eq!(c.opened.len(), 2);
     // An open to write wants its Topen only.
-    c.node(1).handle_open_to_write(5, f.clone(), STABLE);
+    c.node(1).handle_ask(5, f.clone(), STABLE);
     c.collect();
     let (_, _, open) = c.wire.back().unwrap();
     assert!(matches!(open, CommitMsg::Open { first: None, .. }));

@@ -348,6 +348,7 @@ fn version_of(path: &str, st: &Statx) -> Result<FileVersion, OriginError> {
             st.stx_ino, c.tv_sec, c.tv_nsec, m.tv_sec, m.tv_nsec, st.stx_size
         ),
         modified: system_time(m),
+        perm: st.stx_mode & 0o7777,
     })
 }
 
