@@ -489,6 +489,18 @@ fn an_http_origin_mounts_read_only() {
 
 #[test]
 fn real_programs_work_on_the_mount() {
+    real_programs("shared");
+}
+
+/// The same in `exclusive` mode, where a file's attributes and versions
+/// come from its manager (a directory rename answers `EXDEV`: none here).
+#[test]
+fn real_programs_work_on_an_exclusive_mount() {
+    real_programs("exclusive");
+}
+
+/// tar, cp -a, rsync, git and fio on a mount of `consistency`.
+fn real_programs(consistency: &str) {
     let Some(work) = Work::new(&["origin", "mnt", "src/a/b"]) else {
         return;
     };
@@ -500,7 +512,8 @@ fn real_programs_work_on_the_mount() {
     std::fs::write(src.join("a/text.txt"), b"some text\n").unwrap();
     std::fs::write(src.join("empty"), b"").unwrap();
     symlink("a/text.txt", src.join("link")).unwrap();
-    let m = Mount::start(work.path(), &origin, &dir);
+    let env = [("COOPCACHE_CONSISTENCY".to_string(), consistency.to_string())];
+    let m = Mount::start_env(work.path(), &origin, &dir, "node", None, &env);
     let (s, d, w) = (src.display(), dir.display(), work.path().display());
 
     // tar, in and out.

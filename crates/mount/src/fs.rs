@@ -467,7 +467,13 @@ impl Filesystem for CoopFs {
             let dir = self.path(parent)?;
             let name = name.to_str().ok_or(Errno::ENOENT)?;
             let path = join(&dir, name);
-            let entry = self.entry(&path)?;
+            // A name the kernel asks again (its entry's second is up) of a
+            // file it still holds: in `exclusive` mode, its manager says.
+            let known = self.inodes().number(&path);
+            let entry = match known {
+                Some(ino) => self.entry_of(ino, &path)?,
+                None => self.entry(&path)?,
+            };
             Ok(self.attr(self.looked_up(&path, &entry)?, &entry))
         })();
         match result {

@@ -101,6 +101,11 @@ impl Inodes {
         self.by_ino.get(&ino).is_some_and(|i| i.file)
     }
 
+    /// The number `path` has now, if the kernel still holds it.
+    pub fn number(&self, path: &str) -> Option<u64> {
+        self.by_path.get(path).copied()
+    }
+
     /// Records that `ino` was opened at `version`; true if its previous
     /// open saw the same version (the kernel may keep its cached pages).
     pub fn opened(&mut self, ino: u64, version: &str) -> bool {

@@ -386,7 +386,9 @@ impl Origin {
     }
 
     async fn pause(&self) {
-        if let Some(delay) = self.delay {
+        // A zero delay sleeps not at all: tokio's timer would round it up
+        // to its millisecond tick.
+        if let Some(delay) = self.delay.filter(|d| !d.is_zero()) {
             tokio::time::sleep(delay).await;
         }
     }
