@@ -84,7 +84,7 @@ enum Command {
     Node(Box<node::NodeArgs>),
     /// Runs a node and mounts its origin on DIR through FUSE, file bytes
     /// read through the cooperative cache, writes written through to the
-    /// origin at close (local directories; S3 and HTTP read-only for now);
+    /// origin at close (directories and S3; HTTP is mounted read-only);
     /// Ctrl-C or SIGTERM unmounts. Same options as `node`.
     Mount(Box<node::MountArgs>),
     /// The cluster's CA and node certificates.
