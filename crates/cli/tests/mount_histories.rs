@@ -262,3 +262,87 @@ fn histories(env: &[(String, String)]) {
         assert!(m.terminate().success());
     }
 }
+
+/// A reader reading a file in a loop on one mount while another mount
+/// rewrites it whole, version after version (the reader's kernel keeps a
+/// file's pages across opens while its version stays the same; each
+/// rewrite is another version): every read sees one version whole, never
+/// one older than the last close that returned before its open began. A
+/// read of a version replaced meanwhile and held by no node fails with
+/// `ESTALE` (reopen), counted, at most one read in ten.
+#[test]
+fn a_reader_beside_a_rewriting_writer_sees_whole_versions_never_older() {
+    rewrites_beside_a_reader(&[]);
+}
+
+/// The same in `exclusive` mode.
+#[test]
+fn a_reader_beside_a_rewriting_writer_sees_whole_versions_in_exclusive_mode() {
+    rewrites_beside_a_reader(&[("COOPCACHE_CONSISTENCY".into(), "exclusive".into())]);
+}
+
+/// Versions the writer writes.
+const REWRITES: u64 = 120;
+/// Bytes of the file: several blocks, several kernel pages.
+const REWRITTEN: usize = 256 << 10;
+
+fn rewrites_beside_a_reader(env: &[(String, String)]) {
+    let Some(work) = Work::new(&["origin", "w", "r"]) else {
+        return;
+    };
+    let origin = work.join("origin");
+    let (wdir, rdir) = (work.join("w"), work.join("r"));
+    let w = Mount::start_env(work.path(), &origin, &wdir, "w", None, env);
+    let r = Mount::start_env(work.path(), &origin, &rdir, "r", Some(&w), env);
+    wait_members(&w, 2);
+    wait_members(&r, 2);
+    if !env.is_empty() {
+        std::thread::sleep(std::time::Duration::from_secs(6));
+    }
+    let whole = |v: u64| v.to_le_bytes().repeat(REWRITTEN / 8);
+    std::fs::write(origin.join("f"), whole(0)).unwrap();
+    // The newest version whose close returned, and the newest begun.
+    let (closed, begun) = (AtomicU64::new(0), AtomicU64::new(0));
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (mut reads, mut stale) = (0u64, 0u64);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for v in 1..=REWRITES {
+                begun.store(v, Ordering::SeqCst);
+                std::fs::write(wdir.join("f"), whole(v)).unwrap();
+                closed.store(v, Ordering::SeqCst);
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+        while !done.load(Ordering::SeqCst) {
+            let need = closed.load(Ordering::SeqCst);
+            let got = match std::fs::read(rdir.join("f")) {
+                Ok(got) => got,
+                Err(e) if e.raw_os_error() == Some(116) => {
+                    stale += 1;
+                    continue;
+                }
+                Err(e) => panic!("read {reads}: {e}"),
+            };
+            let newest = begun.load(Ordering::SeqCst);
+            assert_eq!(got.len(), REWRITTEN, "read {reads}: a torn length");
+            let v = u64::from_le_bytes(got[..8].try_into().unwrap());
+            assert!(
+                got == whole(v),
+                "read {reads}: versions mixed in one read (first {v})"
+            );
+            assert!(
+                (need..=newest).contains(&v),
+                "read {reads}: version {v}, but {need} was closed before the open and {newest} the newest begun"
+            );
+            reads += 1;
+        }
+    });
+    eprintln!("{reads} reads beside {REWRITES} rewrites, {stale} ESTALE");
+    assert!(reads >= 20, "only {reads} reads");
+    assert!(stale * 10 <= reads, "{stale} of {reads} reads ESTALE");
+    assert_eq!(std::fs::read(rdir.join("f")).unwrap(), whole(REWRITES));
+    for m in [w, r] {
+        assert!(m.terminate().success());
+    }
+}
