@@ -26,6 +26,18 @@ fn the_origin_mounts_through_the_cache_and_unmounts_on_sigterm() {
     symlink("big.bin", origin.join("link")).unwrap();
     let m = Mount::start(work.path(), &origin, &dir);
 
+    // The kernel reads 1 MiB ahead of a sequential reader of the mount
+    // (coopcache_mount::READ_AHEAD_KB), not its default 128 KiB.
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let at = dir.canonicalize().unwrap();
+    let device = table
+        .lines()
+        .find(|l| l.split(' ').nth(4) == at.to_str())
+        .and_then(|l| l.split(' ').nth(2))
+        .expect("the mount in the mount table");
+    let knob = format!("/sys/class/bdi/{device}/read_ahead_kb");
+    assert_eq!(std::fs::read_to_string(knob).unwrap().trim(), "1024");
+
     // Names, kinds and sizes as the origin has them.
     assert_eq!(names(&dir), ["big.bin", "empty", "link", "sub"]);
     let meta = std::fs::metadata(dir.join("big.bin")).unwrap();
