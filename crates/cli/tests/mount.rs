@@ -616,26 +616,9 @@ fn bench_mount_opens_compares_the_modes() {
     let Some(_work) = Work::new(&[]) else {
         return;
     };
-    let out = common::coopcache_args(&[
-        "bench",
-        "mount",
-        "--phases",
-        "opens",
-        "--open-files",
-        "6",
-        "--open-passes",
-        "1",
-        "--origin-delay",
-        "1ms",
-        "--json",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench mount failed: {stderr}");
-    let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = common::json_rows(
+        "bench mount --phases opens --open-files 6 --open-passes 1 --origin-delay 1ms --json",
+    );
     assert_eq!(rows.len(), 6, "three settings, two steps: {rows:?}");
     let row = |setting: &str, step: &str| {
         rows.iter()
@@ -666,24 +649,9 @@ fn bench_mount_reads_a_file_in_turn_from_the_origin_once() {
     let Some(_work) = Work::new(&[]) else {
         return;
     };
-    let out = common::coopcache_args(&[
-        "bench",
-        "mount",
-        "--file-size",
-        "4MiB",
-        "--write-size",
-        "1MiB",
-        "--origin-delay",
-        "1ms",
-        "--json",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench mount failed: {stderr}");
-    let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = common::json_rows(
+        "bench mount --file-size 4MiB --write-size 1MiB --origin-delay 1ms --json",
+    );
     let staggered: Vec<&serde_json::Value> =
         rows.iter().filter(|r| r["phase"] == "staggered").collect();
     assert_eq!(staggered.len(), 5, "four readers and a total: {rows:?}");

@@ -258,11 +258,7 @@ async fn answer_open(
 async fn an_answer_with_another_paths_version_is_refused() {
     let (c, mut mallory, names) =
         attacked_cluster("p", AlgorithmKind::NChance, Duration::from_secs(5)).await;
-    let path = names
-        .iter()
-        .find(|n| manager(&c, n) == MALLORY)
-        .expect("Mallory manages no file")
-        .clone();
+    let path = mallorys_file(&c, &names);
     let other = names.iter().find(|n| **n != path).unwrap().clone();
     let node = c.nodes[0].clone();
     let real = node.stat_fresh(&path).await.unwrap();
@@ -284,13 +280,7 @@ async fn an_answer_with_another_paths_version_is_refused() {
     let got = answer_open(&mut mallory, &node, &path, other_path.clone()).await;
     assert_eq!(got, None, "another path's version was taken");
 
-    let open = tokio::spawn({
-        let (node, path) = (node.clone(), path.clone());
-        async move { node.open_exclusive(&path).await.unwrap() }
-    });
-    let (_, msg) = mallory
-        .next_commit_msg(|from, msg| from == 0 && matches!(msg, CommitMsg::Open { .. }))
-        .await;
+    let (open, msg) = open_at_mallory(&mut mallory, &node, &path).await;
     let CommitMsg::Open { nonce, .. } = msg else {
         unreachable!()
     };
@@ -314,20 +304,10 @@ async fn an_answer_with_another_paths_version_is_refused() {
 async fn a_manager_that_says_served_and_serves_nothing_costs_a_timeout() {
     let (c, mut mallory, names) =
         attacked_cluster("q", AlgorithmKind::Greedy, Duration::from_millis(200)).await;
-    let path = names
-        .iter()
-        .find(|n| manager(&c, n) == MALLORY)
-        .expect("Mallory manages no file")
-        .clone();
+    let path = mallorys_file(&c, &names);
     let node = c.nodes[0].clone();
     let real = node.stat_fresh(&path).await.unwrap();
-    let open = tokio::spawn({
-        let (node, path) = (node.clone(), path.clone());
-        async move { node.open_exclusive(&path).await.unwrap() }
-    });
-    let (_, msg) = mallory
-        .next_commit_msg(|from, msg| from == 0 && matches!(msg, CommitMsg::Open { .. }))
-        .await;
+    let (open, msg) = open_at_mallory(&mut mallory, &node, &path).await;
     let CommitMsg::Open { nonce, first, .. } = msg else {
         unreachable!()
     };
@@ -352,4 +332,33 @@ async fn a_manager_that_says_served_and_serves_nothing_costs_a_timeout() {
     assert_eq!(level, Level::Origin);
     assert_eq!(node.status().await.unwrap().timeouts, timeouts + 1);
     assert_eq!(violations_by(&node, "mallory"), 0);
+}
+
+/// A file of `names` that Mallory manages.
+fn mallorys_file(c: &TestCluster, names: &[String]) -> String {
+    names
+        .iter()
+        .find(|n| manager(c, n) == MALLORY)
+        .expect("Mallory manages no file")
+        .clone()
+}
+
+/// Node 0 (`node`) opens `path` in `exclusive` mode: the open in flight,
+/// and its `Open` as Mallory, the file's manager, received it.
+async fn open_at_mallory(
+    mallory: &mut Mallory,
+    node: &Arc<NodeHandle>,
+    path: &str,
+) -> (
+    tokio::task::JoinHandle<(Option<Tcommit>, Arc<FileVersion>)>,
+    CommitMsg<PathVersion>,
+) {
+    let open = tokio::spawn({
+        let (node, path) = (node.clone(), path.to_string());
+        async move { node.open_exclusive(&path).await.unwrap() }
+    });
+    let (_, msg) = mallory
+        .next_commit_msg(|from, msg| from == 0 && matches!(msg, CommitMsg::Open { .. }))
+        .await;
+    (open, msg)
 }
