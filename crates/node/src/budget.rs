@@ -18,8 +18,11 @@ pub const RESERVE: u64 =
 /// The runtime's own heap: tokio's tasks and queues, TLS sessions, the
 /// directory and hash records of the files this node manages, the C2Cfs
 /// commit table ([`COMMIT_FILES`]), metrics (an idle node holds about
-/// 1.3 MiB of live heap).
-pub const RUNTIME_BYTES: u64 = 4 << 20;
+/// 1.3 MiB of live heap); and the contents kept for opens' first blocks
+/// that come before their reads
+/// ([`MAX_STASHED_BYTES`](coopcache_core::protocol::MAX_STASHED_BYTES),
+/// 1 MiB).
+pub const RUNTIME_BYTES: u64 = (4 << 20) + coopcache_core::protocol::MAX_STASHED_BYTES as u64;
 
 /// Files in a manager's C2Cfs commit table (`exclusive` mode): each entry
 /// (a version string of tens of bytes, `Tcommit`, valid copies, its LRU
