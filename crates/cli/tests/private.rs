@@ -39,7 +39,7 @@ fn run(private: bool) -> (usize, serde_json::Value) {
         join: None,
         extra: &[&common[..], &["--memory", "64MiB"]].concat(),
     });
-    let mut owner_args = [&common[..], &["--memory", "36MiB"]].concat();
+    let mut owner_args = [&common[..], &["--memory", "37MiB"]].concat();
     if private {
         owner_args.push("--private");
     }

@@ -72,7 +72,7 @@ fn run(mode: Mode) -> Run {
         ],
     });
     let mut args = vec!["--algorithm", "direct", "--idle-after", "60min"];
-    args.extend(["--memory", "36MiB", "--private"]);
+    args.extend(["--memory", "37MiB", "--private"]);
     if mode != Mode::Plain {
         args.extend(["--unify-key", unify_key.to_str().unwrap()]);
     }
