@@ -90,6 +90,15 @@ pub fn status(args: StatusArgs) -> Result<()> {
         "origin: {} reads, {} bytes; integrity failures {}, timeouts {}, peer errors {}",
         s.origin_reads, s.origin_bytes, s.integrity_failures, s.timeouts, s.peer_errors
     );
+    println!(
+        "origin asked: {} versions, {} names and attributes, {} changes, {} writes ({} bytes), {} commits",
+        s.origin_stats,
+        s.origin_metadata,
+        s.origin_changes,
+        s.origin_writes,
+        s.origin_written_bytes,
+        s.origin_commits
+    );
     if s.members.is_empty() {
         bail!("node reported no members");
     }

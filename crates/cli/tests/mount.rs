@@ -675,6 +675,23 @@ fn bench_mount_reads_a_file_in_turn_from_the_origin_once() {
         written[4]["met"], true,
         "readers read the writer's memory: {rows:?}"
     );
+    // The origin's requests by kind (C2Cfs's Table 2): the writer's close
+    // puts its bytes in and commits once; the readers write nothing and
+    // read no block from the origin.
+    let ops = |r: &serde_json::Value, k: &str| r["origin_ops"][k].as_u64().unwrap();
+    assert_eq!(ops(written[0], "commits"), 1, "{}", written[0]);
+    assert!(ops(written[0], "writes") >= 1, "{}", written[0]);
+    assert!(
+        ops(written[0], "changes") >= 1,
+        "a draft begun: {}",
+        written[0]
+    );
+    for r in &written[1..4] {
+        for k in ["reads", "writes", "changes", "commits"] {
+            assert_eq!(ops(r, k), 0, "{k}: {r}");
+        }
+        assert!(ops(r, "versions") >= 1, "shared mode asks at the open: {r}");
+    }
     assert!(rows.iter().all(|r| r["wrong_bytes"] == 0), "{rows:?}");
     // Throughput: three mounts read the file from peers' memory, each
     // beside the FUSE passthrough, then the holder's own mount.

@@ -196,6 +196,15 @@ pub struct Status {
     /// lookups, `getattr`s and directory reads).
     #[serde(default)]
     pub origin_metadata: u64,
+    /// Changes, writes and commits asked of the origin (the mount's).
+    #[serde(default)]
+    pub origin_changes: u64,
+    #[serde(default)]
+    pub origin_writes: u64,
+    #[serde(default)]
+    pub origin_written_bytes: u64,
+    #[serde(default)]
+    pub origin_commits: u64,
     /// `exclusive` mode: opens this node answered as a manager from its
     /// commit table, with no origin round trip.
     #[serde(default)]
@@ -328,7 +337,7 @@ struct Synced {
     violations: BTreeMap<NodeId, u64>,
     manager_opens: u64,
     first_served: u64,
-    origin_metadata: u64,
+    origin: crate::origin::OriginCounts,
 }
 
 impl Driver {
@@ -631,10 +640,14 @@ impl Driver {
             .inc_by(c.first_served - self.synced.first_served);
         self.synced.manager_opens = c.opens_from_table;
         self.synced.first_served = c.first_served;
-        let metadata = self.origin.metadata_requests();
-        m.origin_metadata
-            .inc_by(metadata - self.synced.origin_metadata);
-        self.synced.origin_metadata = metadata;
+        let origin = self.origin.counts();
+        let d = origin.since(&self.synced.origin);
+        m.origin_metadata.inc_by(d.metadata);
+        m.origin_changes.inc_by(d.changes);
+        m.origin_writes.inc_by(d.writes);
+        m.origin_written_bytes.inc_by(d.written_bytes);
+        m.origin_commits.inc_by(d.commits);
+        self.synced.origin = origin;
     }
 }
 

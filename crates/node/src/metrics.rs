@@ -54,6 +54,15 @@ pub struct Metrics {
     /// Names, attributes and listings asked of the origin (a mount's
     /// lookups, `getattr`s and directory reads).
     pub origin_metadata: Counter,
+    /// Changes asked of the origin: drafts begun, directories and links
+    /// created, removals, renames, modes and times.
+    pub origin_changes: Counter,
+    /// Requests that carried a file's bytes into the origin.
+    pub origin_writes: Counter,
+    /// The bytes they carried.
+    pub origin_written_bytes: Counter,
+    /// Drafts made the file at a close (C2Cfs's write-through).
+    pub origin_commits: Counter,
     /// `exclusive` mode: opens this node's manager slice answered from its
     /// commit table, with no origin round trip.
     pub manager_opens: Counter,
@@ -129,7 +138,7 @@ impl Metrics {
             "Peer messages refused because the sender's role does not allow them",
             self.protocol_violations.clone(),
         );
-        let counters: [(&str, &str, &Counter); 14] = [
+        let counters: [(&str, &str, &Counter); 18] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",
@@ -155,6 +164,26 @@ impl Metrics {
                 "origin_metadata_requests",
                 "Names, attributes and listings asked of the origin (mount lookups, getattrs, readdirs)",
                 &self.origin_metadata,
+            ),
+            (
+                "origin_changes",
+                "Changes asked of the origin (drafts begun, creates, removals, renames, modes, times)",
+                &self.origin_changes,
+            ),
+            (
+                "origin_writes",
+                "Requests that carried a file's bytes into the origin",
+                &self.origin_writes,
+            ),
+            (
+                "origin_written_bytes",
+                "Bytes written into the origin",
+                &self.origin_written_bytes,
+            ),
+            (
+                "origin_commits",
+                "Drafts made the file at a close (write-through)",
+                &self.origin_commits,
             ),
             (
                 "manager_opens",

@@ -361,6 +361,44 @@ async fn a_draft_replaces_its_file_whole_at_commit_and_vanishes_if_dropped() {
     assert_eq!(origin.list("").await.expect("list").len(), 1);
 }
 
+/// What the origin is asked is counted by kind (C2Cfs's server operations,
+/// `bench mount`'s origin table): a rename is one change, a draft's
+/// writes are writes into the origin, its commit one commit, a listing and
+/// a name's lookup metadata.
+#[tokio::test]
+async fn the_origin_counts_changes_writes_and_commits() {
+    use coopcache_node::origin::OriginCounts;
+    let root = tempfile::tempdir().expect("tempdir");
+    let origin = open(root.path());
+    assert_eq!(origin.counts(), OriginCounts::default());
+    let mut draft = origin.draft("f", false, 0o644).await.expect("draft");
+    draft.write_at(0, b"hello ").expect("write");
+    draft.write_at(6, b"world").expect("write");
+    draft.commit().await.expect("commit");
+    origin.mkdir("d", 0o755).await.expect("mkdir");
+    origin.rename("f", "d/f", false).await.expect("rename");
+    origin.list("d").await.expect("list");
+    origin.entry("d/f").await.expect("entry");
+    let want = OriginCounts {
+        metadata: 2,
+        changes: 3, // the draft begun, the mkdir, the rename
+        writes: 2,
+        written_bytes: 11,
+        commits: 1,
+    };
+    assert_eq!(origin.counts(), want);
+    let clone = origin.clone();
+    clone.unlink("d/f").await.expect("unlink");
+    assert_eq!(
+        origin.counts().since(&want),
+        OriginCounts {
+            changes: 1,
+            ..OriginCounts::default()
+        },
+        "clones count together"
+    );
+}
+
 #[tokio::test]
 async fn concurrent_drafts_of_one_file_merge_their_writes_as_nfs_does() {
     let root = tempfile::tempdir().expect("tempdir");

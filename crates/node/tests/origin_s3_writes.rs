@@ -163,10 +163,17 @@ async fn large_drafts_are_put_in_parts_and_merge_too() {
         .await
         .expect("draft");
     let data = pattern(len, 4);
+    let before = s.origin.counts();
     for (i, chunk) in data.chunks(1 << 20).enumerate() {
         draft.write_at((i << 20) as u64, chunk).expect("write");
     }
     let version = draft.commit().await.expect("commit");
+    let put = s.origin.counts().since(&before);
+    assert_eq!(
+        (put.writes, put.written_bytes, put.commits),
+        (3, len as u64, 1),
+        "the origin saw three parts (the spool's writes are not the origin's)"
+    );
     let (now, bytes) = contents(&s.origin, "big.bin").await;
     assert_same(&bytes, &data, "the multipart upload");
     assert_eq!((version.size, &version.version), (now.size, &now.version));

@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 use coopcache_node::NodeHandle;
+use coopcache_node::origin::OriginCounts;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::BTreeMap;
@@ -62,8 +63,15 @@ pub async fn timed<T>(fut: impl Future<Output = T>) -> (T, f64) {
 pub struct Counters {
     /// Block reads by level (local, manager, peer, origin).
     pub reads: BTreeMap<String, u64>,
-    /// Origin requests.
+    /// Block reads sent to the origin.
     pub origin_reads: u64,
+    /// The requests that carried them (a run of blocks goes in one).
+    pub origin_requests: u64,
+    /// Questions to the origin for a file's version.
+    pub origin_stats: u64,
+    /// What else the origin was asked: names, attributes, changes, writes,
+    /// commits.
+    pub origin: OriginCounts,
     /// Bytes from the origin.
     pub origin_bytes: u64,
     /// Reads that gave up on a peer and went to the origin.
@@ -89,6 +97,9 @@ impl Counters {
         Ok(Counters {
             reads: s.reads,
             origin_reads: s.origin_reads,
+            origin_requests: s.origin_requests,
+            origin_stats: s.origin_stats,
+            origin: node.origin().counts(),
             origin_bytes: s.origin_bytes,
             timeouts: s.timeouts,
             integrity_failures: s.integrity_failures,
@@ -116,6 +127,15 @@ impl Counters {
         Counters {
             reads,
             origin_reads: self.origin_reads + other.origin_reads,
+            origin_requests: self.origin_requests + other.origin_requests,
+            origin_stats: self.origin_stats + other.origin_stats,
+            origin: OriginCounts {
+                metadata: self.origin.metadata + other.origin.metadata,
+                changes: self.origin.changes + other.origin.changes,
+                writes: self.origin.writes + other.origin.writes,
+                written_bytes: self.origin.written_bytes + other.origin.written_bytes,
+                commits: self.origin.commits + other.origin.commits,
+            },
             origin_bytes: self.origin_bytes + other.origin_bytes,
             timeouts: self.timeouts + other.timeouts,
             integrity_failures: self.integrity_failures + other.integrity_failures,
@@ -138,6 +158,9 @@ impl Counters {
                 })
                 .collect(),
             origin_reads: self.origin_reads.saturating_sub(earlier.origin_reads),
+            origin_requests: self.origin_requests.saturating_sub(earlier.origin_requests),
+            origin_stats: self.origin_stats.saturating_sub(earlier.origin_stats),
+            origin: self.origin.since(&earlier.origin),
             origin_bytes: self.origin_bytes.saturating_sub(earlier.origin_bytes),
             timeouts: self.timeouts.saturating_sub(earlier.timeouts),
             integrity_failures: self

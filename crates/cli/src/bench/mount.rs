@@ -110,9 +110,48 @@ pub(super) struct Row {
     /// origin (`dataset` only; MinIO's only if the phase started it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
+    /// What the origin was asked during the step, by kind (the
+    /// staggered, write-read and throughput phases).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin_ops: Option<OriginOps>,
     /// The target this row is judged by, and whether it is met.
     pub target: Option<String>,
     pub met: Option<bool>,
+}
+
+/// The requests the origin saw during a step, by kind: the server
+/// operations C2Cfs's Tables 1 and 2 count, summed over the nodes.
+#[derive(serde::Serialize, Clone, Copy, Debug, Default)]
+pub(super) struct OriginOps {
+    /// Names, attributes and listings (NFS's LOOKUP, GETATTR, READDIR).
+    pub metadata: u64,
+    /// Versions asked at opens, or by a manager (C2Cfs's revalidation).
+    pub versions: u64,
+    /// Requests that read blocks (a run of blocks goes in one).
+    pub reads: u64,
+    /// Changes: drafts begun, creates, removals, renames, modes, times.
+    pub changes: u64,
+    /// Requests that carried a file's bytes in (NFS's WRITE).
+    pub writes: u64,
+    /// Drafts made the file at a close (the write-through's commit).
+    pub commits: u64,
+}
+
+impl OriginOps {
+    fn of(d: &Counters) -> OriginOps {
+        OriginOps {
+            metadata: d.origin.metadata,
+            versions: d.origin_stats,
+            reads: d.origin_requests,
+            changes: d.origin.changes,
+            writes: d.origin.writes,
+            commits: d.origin.commits,
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.metadata + self.versions + self.reads + self.changes + self.writes + self.commits
+    }
 }
 
 const MB: f64 = 1e6;
@@ -422,6 +461,7 @@ async fn step(
         origin_blocks: d.at("origin"),
         wrong_bytes: wrong,
         cpu_seconds: None,
+        origin_ops: Some(OriginOps::of(&d)),
         target: None,
         met: None,
     })
@@ -449,6 +489,7 @@ pub(super) fn summary(
         origin_blocks: 0,
         wrong_bytes: 0,
         cpu_seconds: None,
+        origin_ops: None,
         target: Some(target.into()),
         met: Some(met),
     }
@@ -472,6 +513,11 @@ fn read_file(path: &Path, want: &[u8]) -> Result<(u64, f64, u64)> {
 }
 
 fn table(rows: &[Row]) {
+    steps_table(rows);
+    origin_table(rows);
+}
+
+fn steps_table(rows: &[Row]) {
     println!(
         "{:<11} {:<42} {:>9} {:>8} {:>9} {:>12} {:>6} {:>6} {:>6} {:>6}  target",
         "phase", "step", "MiB", "seconds", "MB/s", "origin MiB", "peer", "local", "origin", "cpu s"
@@ -493,6 +539,37 @@ fn table(rows: &[Row]) {
             r.peer_blocks,
             r.local_blocks,
             r.origin_blocks,
+        );
+    }
+}
+
+/// The origin's requests per step, as C2Cfs's Tables 1 and 2 count the
+/// server's operations per client.
+fn origin_table(rows: &[Row]) {
+    let counted: Vec<(&Row, &OriginOps)> = rows
+        .iter()
+        .filter_map(|r| Some((r, r.origin_ops.as_ref()?)))
+        .collect();
+    if counted.is_empty() {
+        return;
+    }
+    println!("\norigin requests per step:");
+    println!(
+        "{:<11} {:<42} {:>8} {:>8} {:>6} {:>7} {:>6} {:>7} {:>6}",
+        "phase", "step", "metadata", "versions", "reads", "changes", "writes", "commits", "total"
+    );
+    for (r, o) in counted {
+        println!(
+            "{:<11} {:<42} {:>8} {:>8} {:>6} {:>7} {:>6} {:>7} {:>6}",
+            r.phase,
+            r.step,
+            o.metadata,
+            o.versions,
+            o.reads,
+            o.changes,
+            o.writes,
+            o.commits,
+            o.total()
         );
     }
 }

@@ -335,6 +335,7 @@ impl Run {
                     origin_blocks: level("origin"),
                     wrong_bytes: e.wrong_bytes,
                     cpu_seconds: Some(e.cpu_seconds),
+                    origin_ops: None,
                     target: None,
                     met: None,
                 }
@@ -358,6 +359,7 @@ impl Run {
             origin_blocks: total(|r| r.origin_blocks),
             wrong_bytes: total(|r| r.wrong_bytes),
             cpu_seconds: Some(median(&later_cpu)),
+            origin_ops: None,
             target: None,
             met: None,
         };

@@ -6,6 +6,7 @@ impl Driver {
     pub(super) fn status(&mut self) -> Status {
         self.sync_metrics();
         let m = &self.metrics;
+        let origin = self.origin.counts();
         let bs = self.cfg.block_size;
         let own = self.protocol.own_status(self.clock.micros());
         let mut members = vec![MemberStatus {
@@ -59,7 +60,11 @@ impl Driver {
             foreign_blocks: u64::from(own.foreign),
             quiet: self.protocol.is_quiet() && self.commits.is_quiet(),
             origin_stats: m.origin_stats.get(),
-            origin_metadata: self.origin.metadata_requests(),
+            origin_metadata: origin.metadata,
+            origin_changes: origin.changes,
+            origin_writes: origin.writes,
+            origin_written_bytes: origin.written_bytes,
+            origin_commits: origin.commits,
             manager_opens: m.manager_opens.get(),
             first_served: m.first_served.get(),
             unrecorded_commits: m.unrecorded_commits.get(),

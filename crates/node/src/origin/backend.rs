@@ -58,7 +58,7 @@ pub(super) fn open_local(
         delay: None,
         immutable: false,
         copies: Arc::default(),
-        metadata: Arc::default(),
+        counts: Arc::default(),
     })
 }
 
@@ -92,7 +92,7 @@ pub(super) fn open_s3(
         delay: None,
         immutable: false,
         copies: Arc::default(),
-        metadata: Arc::default(),
+        counts: Arc::default(),
     })
 }
 
@@ -121,7 +121,7 @@ pub(super) fn open_http(
         delay: None,
         immutable: false,
         copies: Arc::default(),
-        metadata: Arc::default(),
+        counts: Arc::default(),
     })
 }
 

@@ -48,7 +48,16 @@ impl Origin {
         }
     }
 
+    /// Where a change of `path` goes, counted as one change asked of the
+    /// origin.
     fn target(&self, path: &str) -> Result<Target, OriginError> {
+        let target = self.place(path)?;
+        self.counts.change();
+        Ok(target)
+    }
+
+    /// Where `path` is, for a change (not counted: a rename's second path).
+    fn place(&self, path: &str) -> Result<Target, OriginError> {
         let location = check_path(path)?;
         match &self.store {
             Store::Local(dir) => Ok(Target::Local(dir.clone())),
@@ -83,13 +92,13 @@ impl Origin {
         match self.target(path)? {
             Target::Local(dir) => {
                 let draft = Self::local_change(path, dir, move |d| d.draft(&p, keep, mode)).await;
-                draft.map(Draft::from)
+                draft.map(|d| Draft::local(d, self.counts.clone()))
             }
             Target::Object { store, key, .. } => {
                 self.pause().await;
                 let copies = self.copies.clone();
                 let draft = ObjectDraft::open(store, key, path, keep, copies).await;
-                draft.map(Draft::from)
+                draft.map(|d| Draft::object(d, self.counts.clone()))
             }
         }
     }
@@ -129,7 +138,7 @@ impl Origin {
 
     /// Renames `from` to `to`, replacing `to` unless `no_replace`.
     pub async fn rename(&self, from: &str, to: &str, no_replace: bool) -> Result<(), OriginError> {
-        let to_target = self.target(to)?;
+        let to_target = self.place(to)?;
         let (f, t) = (from.to_owned(), to.to_owned());
         match (self.target(from)?, to_target) {
             (Target::Local(dir), _) => {

@@ -7,15 +7,21 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::counts::Counts;
 use super::object_write::ObjectDraft;
 use super::{FileVersion, OriginError, SetTime, local};
 
 /// A file being written: nothing of it is visible to others until
 /// [`Draft::commit`]; dropped uncommitted, it leaves the file as it was.
 #[derive(Debug)]
-pub struct Draft(Kind);
+pub struct Draft {
+    kind: Kind,
+    /// Its origin's counts: writes into the origin, and the commit.
+    counts: Arc<Counts>,
+}
 
 #[derive(Debug)]
 enum Kind {
@@ -23,22 +29,20 @@ enum Kind {
     Object(ObjectDraft),
 }
 
-impl From<local::Draft> for Draft {
-    fn from(d: local::Draft) -> Draft {
-        Draft(Kind::Local(d))
-    }
-}
-
-impl From<ObjectDraft> for Draft {
-    fn from(d: ObjectDraft) -> Draft {
-        Draft(Kind::Object(d))
-    }
-}
-
 impl Draft {
+    pub(super) fn local(d: local::Draft, counts: Arc<Counts>) -> Draft {
+        let kind = Kind::Local(d);
+        Draft { kind, counts }
+    }
+
+    pub(super) fn object(d: ObjectDraft, counts: Arc<Counts>) -> Draft {
+        let kind = Kind::Object(d);
+        Draft { kind, counts }
+    }
+
     /// The file holding the draft's bytes.
     fn file(&self) -> &File {
-        match &self.0 {
+        match &self.kind {
             Kind::Local(d) => d.file(),
             Kind::Object(d) => d.file(),
         }
@@ -46,7 +50,7 @@ impl Draft {
 
     /// An I/O failure of the draft's file, as the kind of draft reports it.
     fn io(&self, e: io::Error) -> OriginError {
-        match &self.0 {
+        match &self.kind {
             Kind::Local(d) => OriginError::Local {
                 path: d.path().into(),
                 source: e,
@@ -60,8 +64,13 @@ impl Draft {
 
     /// Writes `data` at `offset`.
     pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
-        match &mut self.0 {
-            Kind::Local(d) => d.write_at(offset, data),
+        match &mut self.kind {
+            // Into the origin's directory (on NFS, a WRITE).
+            Kind::Local(d) => {
+                self.counts.write(data.len());
+                d.write_at(offset, data)
+            }
+            // Into the local spool: the origin sees the put at the commit.
             Kind::Object(d) => d.write_at(offset, data),
         }
     }
@@ -84,7 +93,7 @@ impl Draft {
 
     /// Sets the length (truncates or extends with zeros).
     pub fn set_len(&mut self, len: u64) -> Result<(), OriginError> {
-        match &mut self.0 {
+        match &mut self.kind {
             Kind::Local(d) => d.set_len(len),
             Kind::Object(d) => d.set_len(len),
         }
@@ -93,7 +102,7 @@ impl Draft {
     /// Sets the permission bits the file will have (an object store keeps
     /// none: accepted and not kept).
     pub fn set_mode(&self, mode: u32) -> Result<(), OriginError> {
-        match &self.0 {
+        match &self.kind {
             Kind::Local(d) => d.set_mode(mode),
             Kind::Object(_) => Ok(()),
         }
@@ -106,7 +115,7 @@ impl Draft {
         atime: Option<SetTime>,
         mtime: Option<SetTime>,
     ) -> Result<(), OriginError> {
-        match &mut self.0 {
+        match &mut self.kind {
             Kind::Local(d) => d.set_times(atime, mtime),
             Kind::Object(_) => Ok(()),
         }
@@ -134,12 +143,13 @@ impl Draft {
     /// it began (see `local/write.rs` and `object_write.rs`), and returns
     /// the new version.
     pub async fn commit(self) -> Result<FileVersion, OriginError> {
-        match self.0 {
+        self.counts.commit();
+        match self.kind {
             Kind::Local(d) => {
                 let path = d.path().to_owned();
                 super::blocking(path, move || d.commit()).await
             }
-            Kind::Object(d) => d.commit().await,
+            Kind::Object(d) => d.commit(&self.counts).await,
         }
     }
 }

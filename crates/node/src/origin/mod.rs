@@ -19,6 +19,7 @@
 mod backend;
 mod change;
 mod copies;
+mod counts;
 mod draft;
 mod error;
 mod local;
@@ -39,6 +40,7 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 
 pub use change::SetTime;
+pub use counts::OriginCounts;
 pub use draft::Draft;
 pub use error::OriginError;
 pub use path::check_path;
@@ -159,9 +161,8 @@ pub struct Origin {
     immutable: bool,
     /// Versions this origin was just given, with their bytes.
     copies: Arc<copies::Copies>,
-    /// Names, attributes and listings asked of it so far
-    /// ([`Origin::metadata_requests`]).
-    metadata: Arc<std::sync::atomic::AtomicU64>,
+    /// What it was asked so far, by kind ([`Origin::counts`]).
+    counts: Arc<counts::Counts>,
 }
 
 /// What an origin reads from.
@@ -397,13 +398,18 @@ impl Origin {
     /// ([`Origin::entry`], [`Origin::list`]: a mount's lookups, `getattr`s
     /// and directory reads), for the metrics.
     pub fn metadata_requests(&self) -> u64 {
-        self.metadata.load(std::sync::atomic::Ordering::Relaxed)
+        self.counts.now().metadata
+    }
+
+    /// Requests this origin has seen so far, by kind (block reads and
+    /// version stats aside: the node counts those).
+    pub fn counts(&self) -> OriginCounts {
+        self.counts.now()
     }
 
     /// Counts a metadata request, and waits as every request does.
     async fn metadata_request(&self) {
-        self.metadata
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.counts.metadata();
         self.pause().await;
     }
 }

@@ -41,6 +41,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion, WriteMultipart};
 
 use super::copies::Copies;
+use super::counts::Counts;
 use super::written::Written;
 use super::{FileVersion, OriginError};
 
@@ -184,7 +185,7 @@ impl ObjectDraft {
     }
 
     /// Puts the draft (see the module's doc) and returns the new version.
-    pub(crate) async fn commit(self) -> Result<FileVersion, OriginError> {
+    pub(crate) async fn commit(self, counts: &Counts) -> Result<FileVersion, OriginError> {
         let mut base = self.base.clone();
         for _ in 0..COMMIT_ATTEMPTS {
             let (merged, mode) = if self.written.whole() {
@@ -193,7 +194,7 @@ impl ObjectDraft {
                 self.merge(&mut base).await?
             };
             let body = merged.as_ref().unwrap_or(&self.spool);
-            match self.upload(body, mode).await {
+            match self.upload(body, mode, counts).await {
                 Ok(version) => {
                     // What was put is kept for the writer's take-in.
                     let body = merged.map_or_else(|| self.spool.try_clone(), Ok);
@@ -253,7 +254,12 @@ impl ObjectDraft {
 
     /// Puts `body` under the draft's key: one request up to
     /// [`SINGLE_PUT_MAX`] (with `mode`), a multipart upload above.
-    async fn upload(&self, body: &File, mode: PutMode) -> Result<FileVersion, OriginError> {
+    async fn upload(
+        &self,
+        body: &File,
+        mode: PutMode,
+        counts: &Counts,
+    ) -> Result<FileVersion, OriginError> {
         let path = self.path.as_str();
         let fail = |e| OriginError::from_store(path, e);
         let io = |e| spool_error(path, e);
@@ -265,6 +271,7 @@ impl ObjectDraft {
                 mode,
                 ..PutOptions::default()
             };
+            counts.write(all.len());
             let put = self.store.put_opts(&self.key, PutPayload::from(all), opts);
             put.await.map_err(fail)?
         } else {
@@ -282,6 +289,7 @@ impl ObjectDraft {
                     let _ = parts.abort().await;
                     return Err(e);
                 }
+                counts.write(part.len());
                 parts.put(Bytes::from(part));
                 at += n as u64;
             }

@@ -182,6 +182,7 @@ impl Origin {
         check_path(path)?;
         match &self.store {
             Store::Local(dir) => {
+                self.counts.metadata();
                 let (dir, p) = (dir.clone(), path.to_owned());
                 super::blocking(path.to_owned(), move || dir.read_link(&p)).await
             }
