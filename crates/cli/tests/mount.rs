@@ -269,6 +269,24 @@ fn files_written_on_one_mount_are_read_whole_on_another_after_close() {
         err(std::fs::hard_link(a_dir.join("old.txt"), a_dir.join("h"))),
         Some(libc_errno::ENOTSUP)
     );
+    // Extended attributes: no origin keeps them, so every call says so.
+    let file = a_dir.join("old.txt");
+    let unsupported = Err(rustix::io::Errno::NOTSUP);
+    let flags = rustix::fs::XattrFlags::empty();
+    assert_eq!(
+        rustix::fs::setxattr(&file, "user.k", b"v", flags),
+        unsupported
+    );
+    let mut buf = [0u8; 64];
+    assert_eq!(
+        rustix::fs::getxattr(&file, "user.k", &mut buf[..]).map(|_| ()),
+        unsupported
+    );
+    assert_eq!(
+        rustix::fs::listxattr(&file, &mut buf[..]).map(|_| ()),
+        unsupported
+    );
+    assert_eq!(rustix::fs::removexattr(&file, "user.k"), unsupported);
     std::fs::remove_file(a_dir.join("dir/moved.bin")).unwrap();
     std::fs::remove_dir(a_dir.join("dir")).unwrap();
     assert!(!origin.join("dir").exists());
