@@ -354,12 +354,28 @@ async fn an_exclusive_open_is_served_its_first_block_in_the_same_round_trip() {
             .unwrap_or(0)
     };
 
+    let reads = || async {
+        let s = c.nodes[1].status().await.unwrap();
+        let level = |l: &str| s.reads.get(l).copied().unwrap_or(0);
+        (level("peer"), level("origin"), s.origin_reads)
+    };
+    let (peer_before, origin_before, origin_reads_before) = reads().await;
     let before = sent_to_manager().await;
     let (topen, version) = c.nodes[1].open_exclusive(&path).await.unwrap();
     assert!(topen.is_some(), "the manager answered");
     let (data, level) = c.nodes[1].read_block(&path, &version, 0).await.unwrap();
     assert!(data[..] == want[..data.len()], "wrong bytes");
-    assert_eq!(level, Level::RemoteNode, "from node 0's memory");
+    // The carried read starts when the answer arrives, before the caller
+    // asks: the caller joins it (a peer's block) or, when node 0's block
+    // came first, finds it in node 1's memory. Either way node 1 read it
+    // once, from a peer, and never from the origin.
+    assert!(
+        matches!(level, Level::RemoteNode | Level::Local),
+        "{level:?}"
+    );
+    let (peer, origin, origin_reads) = reads().await;
+    assert_eq!(peer - peer_before, 1, "from node 0's memory");
+    assert_eq!((origin, origin_reads), (origin_before, origin_reads_before));
     assert_eq!(
         sent_to_manager().await - before,
         1,
