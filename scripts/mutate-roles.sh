@@ -54,12 +54,12 @@ for rule in $rules; do
     log="$backup/$rule.log"
     killed=false
     if $faults; then
-        if ! RUST_BACKTRACE=0 cargo test -q --release -p coopcache-sim --test faults >"$log" 2>&1; then
+        if ! RUST_BACKTRACE=0 cargo test -q --release -p coopcache-sim --test all faults:: >"$log" 2>&1; then
             killed=true
         fi
-    elif ! cargo test -q -p coopcache-sim --test roles --test private --test unify >"$log" 2>&1; then
+    elif ! cargo test -q -p coopcache-sim --test all -- roles:: private:: unify:: >"$log" 2>&1; then
         killed=true
-    elif $node && ! cargo test -q -p coopcache-node --test hostile >>"$log" 2>&1; then
+    elif $node && ! cargo test -q -p coopcache-node --test all hostile:: >>"$log" 2>&1; then
         killed=true
     fi
     if $killed; then

@@ -3,7 +3,7 @@
 //! cache must do (serve idle peers' blocks, keep staggered readers off the
 //! origin, serve later nodes' popular files) it does.
 
-mod common;
+use crate::common;
 use common::coopcache_args;
 use serde_json::Value;
 use std::path::Path;

@@ -6,9 +6,8 @@
 //! rclone and s3fs (scripts/test-deps.sh); a missing one fails the test
 //! unless COOPCACHE_ALLOW_SKIP=1.
 
-mod common;
-#[path = "common/mounts.rs"]
-mod mounts;
+use crate::common;
+use crate::mounts;
 use common::json_rows;
 use serde_json::Value;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! where `crates/node/tests/equivalence.rs` shows the live cluster does
 //! (Base and Greedy, read by read).
 
-mod common;
+use crate::common;
 use common::coopcache_args;
 use serde_json::Value;
 

@@ -5,7 +5,7 @@
 //! The full soak (10 minutes, 2,000 connections) is the benchmark in
 //! docs/benchmarks.md.
 
-mod common;
+use crate::common;
 use common::coopcache_args;
 use serde_json::Value;
 

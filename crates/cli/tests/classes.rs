@@ -1,6 +1,6 @@
 //! `coopcache sim --class-policy`: size-class policies as a user runs them.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -1,7 +1,7 @@
 //! The `coopcache sim` command as a user runs it: output forms, exit codes
 //! and error messages.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -1,7 +1,7 @@
 //! `coopcache sim --consistency`: traces with writes through NFS's and
 //! C2Cfs's close-to-open consistency, as a user runs them.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -15,9 +15,7 @@
 //! crate's directory, or absolute) to keep its screenshot; otherwise it
 //! stays in the test's temporary directory.
 
-#[path = "common/cluster.rs"]
-mod cluster;
-mod common;
+use crate::cluster;
 
 use cluster::*;
 use serde_json::{Value, json};

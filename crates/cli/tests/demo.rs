@@ -2,7 +2,7 @@
 //! and without cooperation; cooperation must need fewer origin reads and
 //! no read may return wrong bytes.
 
-mod common;
+use crate::common;
 use common::coopcache_args;
 
 #[test]

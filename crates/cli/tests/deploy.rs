@@ -3,7 +3,7 @@
 //! unit passes `systemd-analyze verify` and leaves room above the
 //! example's memory budget.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

@@ -3,9 +3,8 @@
 //! --token T` on an empty data directory. Each test fails if the check it
 //! names is removed from the code (tried by hand: see the commit message).
 
-#[path = "common/cluster.rs"]
-mod cluster;
-mod common;
+use crate::cluster;
+use crate::common;
 
 use cluster::{Node, NodeSpec, PATIENCE, fetch, free_addr, members, wait_until};
 use common::{coopcache_args, stderr, stdout};

@@ -6,9 +6,8 @@
 //! are pseudo-random bytes from a seed printed by each test; set
 //! `COOPCACHE_LIVE_SEED` to replay one.
 
-#[path = "common/cluster.rs"]
-mod cluster;
-mod common;
+use crate::cluster;
+use crate::common;
 
 use cluster::*;
 use common::{coopcache_args, stderr, stdout};

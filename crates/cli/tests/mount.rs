@@ -2,9 +2,8 @@
 //! cooperative cache. Needs /dev/fuse and root (or fusermount3); CI has
 //! both, and there a missing one fails the test instead of skipping it.
 
-mod common;
-#[path = "common/mounts.rs"]
-mod mounts;
+use crate::common;
+use crate::mounts;
 use mounts::*;
 use std::io::Read;
 use std::os::unix::fs::{PermissionsExt, symlink};

@@ -7,9 +7,7 @@
 //!
 //! `COOPCACHE_HISTORIES` sets how many histories (1,000 by default).
 
-mod common;
-#[path = "common/mounts.rs"]
-mod mounts;
+use crate::mounts;
 use mounts::*;
 
 use coopcache_core::consistency::{ContentId, HistoryRecorder, OpenId, Version, check};

@@ -4,11 +4,8 @@
 //! goes away during a write fails it with `EIO`, committing nothing and
 //! losing nothing committed.
 
-mod common;
-#[path = "common/mounts.rs"]
-mod mounts;
-#[path = "../../node/tests/servers/mod.rs"]
-mod servers;
+use crate::mounts;
+use crate::servers;
 use mounts::*;
 use servers::{BUCKET, minio_in, s3_env, start_minio};
 use std::io::Write;

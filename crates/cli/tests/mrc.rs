@@ -1,7 +1,7 @@
 //! `coopcache sim mrc`: attribute caches' miss-ratio curves as a user runs
 //! them.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -9,7 +9,7 @@
 //! Needs root and `ip`. Without them the test prints why and passes,
 //! except under `CI=true`, where it fails: CI has both.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -1,7 +1,7 @@
 //! `--policy` knobs and `--admission` as a user writes them: the knobbed
 //! result, the labels, and every refusal's message.
 
-mod common;
+use crate::common;
 
 use common::*;
 

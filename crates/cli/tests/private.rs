@@ -4,11 +4,9 @@
 //! with the origin shared finds the plaintext there: the search would see
 //! a leak.
 
-#[path = "common/cluster.rs"]
-mod cluster;
-mod common;
-#[path = "common/proc_memory.rs"]
-mod proc_memory;
+use crate::cluster;
+use crate::common;
+use crate::proc_memory;
 
 use cluster::{Node, NodeSpec, cluster_init, fetch, hears_idle, members, wait_until};
 use proc_memory::{marked_file, occurrences_in_memory};

@@ -3,7 +3,7 @@
 //! `--check-config` checks everything, prints the settings and starts
 //! nothing.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::net::{SocketAddr, TcpListener, TcpStream};

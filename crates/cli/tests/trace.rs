@@ -1,7 +1,7 @@
 //! `coopcache trace stats` and `coopcache trace convert` as a user runs
 //! them: output forms, format detection, conversion read back by `sim`.
 
-mod common;
+use crate::common;
 
 use common::*;
 

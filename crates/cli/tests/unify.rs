@@ -5,11 +5,9 @@
 //! plaintext. The same run without the key, and with the file marked
 //! privacy-critical, keeps a copy per owner.
 
-#[path = "common/cluster.rs"]
-mod cluster;
-mod common;
-#[path = "common/proc_memory.rs"]
-mod proc_memory;
+use crate::cluster;
+use crate::common;
+use crate::proc_memory;
 
 use cluster::{Node, NodeSpec, cluster_init, fetch, hears_idle, members, wait_until};
 use common::{coopcache_args, stderr};

@@ -1,6 +1,6 @@
 //! N nodes on 127.0.0.1 in one process: reads are right and cooperative.
 
-mod common;
+use crate::common;
 use common::*;
 use coopcache_core::coop::{AlgorithmKind, live_policy};
 use coopcache_core::policy::PolicyKind;

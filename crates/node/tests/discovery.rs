@@ -2,7 +2,7 @@
 //! no seeds form one cluster over loopback multicast; another cluster's
 //! node on the same group, and junk datagrams, are ignored and counted.
 
-mod common;
+use crate::common;
 
 use common::{Shape, cluster_with, contents};
 use coopcache_node::discovery::{self, Announcement};

@@ -17,7 +17,7 @@
 //!
 //! The trace's seed is printed; set `EQUIVALENCE_SEED` to replay another.
 
-mod common;
+use crate::common;
 use common::*;
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;

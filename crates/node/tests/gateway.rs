@@ -5,7 +5,7 @@
 //! clients that send half a header or stop reading, a connection cap,
 //! and the bearer token.
 
-mod common;
+use crate::common;
 use common::*;
 use coopcache_node::gateway::{self, GatewayOptions, Token};
 use std::io::{Read, Write};

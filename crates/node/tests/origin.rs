@@ -5,7 +5,7 @@
 //! them the server tests are skipped with a message, except where `CI` is
 //! set (as `CI=true` by most CI systems): there they fail.
 
-mod servers;
+use crate::servers;
 use servers::*;
 
 use std::net::SocketAddr;

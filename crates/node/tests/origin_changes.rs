@@ -2,7 +2,7 @@
 //! that defeat an mtime-based version: every node must see the new bytes,
 //! whole, never old blocks spliced with new ones.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 use std::time::Duration;

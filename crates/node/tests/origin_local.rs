@@ -3,7 +3,7 @@
 //! origin and in it, a directory swapped for a link while it is read, and
 //! files that are not files.
 
-mod common;
+use crate::common;
 use common::{mtime, set_mtime};
 use std::os::unix::fs::symlink;
 use std::path::Path;

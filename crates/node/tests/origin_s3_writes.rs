@@ -3,7 +3,7 @@
 //! commits, directories as prefixes kept by markers, renames, and what S3
 //! cannot hold refused with the errors programs expect.
 
-mod servers;
+use crate::servers;
 use servers::*;
 
 use coopcache_node::origin::{EntryKind, FileVersion, Origin, OriginError};

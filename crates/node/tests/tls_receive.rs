@@ -2,7 +2,7 @@
 //! mutual TLS between two threads, received with tokio-rustls (as the
 //! links did) and with rustls's unbuffered API into large buffers (as they
 //! do now), beside plain TCP. A measurement, not a check: run with
-//! `cargo test --release -p coopcache-node --test tls_receive -- --ignored --nocapture`.
+//! `cargo test --release -p coopcache-node --test all tls_receive:: -- --ignored --nocapture`.
 
 use bytes::{Bytes, BytesMut};
 use coopcache_core::protocol::PeerMsg;

@@ -9,7 +9,7 @@
 //! user's clone without them skips with a message; under `CI=true` a
 //! missing trace fails the test.
 
-mod common;
+use crate::common;
 
 use coopcache_core::{Capacity, PolicyKind, PolicySpec};
 use coopcache_sim::replay::{RunSpec, replay};

@@ -8,7 +8,7 @@
 //! the column maps below, the same the script uses. A user's clone without
 //! them skips with a message; under `CI=true` a missing trace fails.
 
-mod common;
+use crate::common;
 
 use coopcache_core::{Capacity, PolicyKind, PolicySpec};
 use coopcache_sim::replay::{RunSpec, Tally, replay};

@@ -11,7 +11,7 @@
 //! The traces are read from `../shared/traces` (or `$COOPCACHE_TRACES`); a
 //! user's clone without them skips with a message, as golden_sizes.rs.
 
-mod common;
+use crate::common;
 
 use coopcache_core::{Capacity, PolicyKind};
 use coopcache_sim::mrc::{CurveUnit, LruCurve, Shards};

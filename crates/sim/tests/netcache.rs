@@ -3,8 +3,7 @@
 //! a busy one, reads them back from there, and a host that turns busy gets
 //! its memory back from its peers' blocks first.
 
-#[path = "common/idle.rs"]
-mod idle;
+use crate::idle;
 
 use coopcache_core::coop::{AlgorithmKind, Level};
 use coopcache_core::protocol::IDLE_AFTER_US;

@@ -5,8 +5,7 @@
 //! none of them to anyone; whatever a host returns altered is rejected and
 //! read from the origin.
 
-#[path = "common/idle.rs"]
-mod idle;
+use crate::idle;
 
 use coopcache_core::coop::{AlgorithmKind, Level, NodeId};
 use coopcache_core::protocol::{Digest, PeerMsg, manager_of};

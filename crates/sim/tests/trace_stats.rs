@@ -2,7 +2,7 @@
 //! independently (a Python script's counts for sprite; a brute-force LRU
 //! stack here for cs), and conversion to oracleGeneral and lcs read back.
 
-mod common;
+use crate::common;
 
 use coopcache_sim::convert::{Plan, Target, write};
 use coopcache_sim::stats::TraceStats;

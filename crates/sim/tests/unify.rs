@@ -7,8 +7,7 @@
 //! bytes under a content id gets no honest host blamed and no other owner
 //! its bytes.
 
-#[path = "common/idle.rs"]
-mod idle;
+use crate::idle;
 
 use coopcache_core::coop::{AlgorithmKind, Level, NodeId};
 use coopcache_core::protocol::{Digest, PeerMsg};

@@ -25,8 +25,7 @@
 
 mod certificate;
 mod commits;
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod hash;
 mod mallory;
 mod nchance;

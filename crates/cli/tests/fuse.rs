@@ -1,0 +1,17 @@
+//! The tests that mount FUSE (`coopcache mount`), one binary apart from
+//! the others: every close of a file on a mount commits it, and that
+//! includes the close a forked child makes of inherited descriptors when
+//! it execs, so these tests run one at a time (`mounts::SERIAL`) and in a
+//! process where no other test starts programs. Run one module's tests
+//! with `cargo test -p coopcache --test fuse mount_histories::`.
+
+mod common;
+#[path = "common/mounts.rs"]
+mod mounts;
+#[path = "../../node/tests/servers/mod.rs"]
+mod servers;
+
+mod bench_dataset;
+mod mount;
+mod mount_histories;
+mod mount_s3;
