@@ -15,6 +15,10 @@
 #                    a target too slow to reach RUNS in 25 minutes stops there
 #                    and its line says `capped`)
 #
+# CI does not run this: it replays every target's corpus, and seeded
+# mutations of it, through the same functions on stable Rust
+# (`cargo test -p coopcache-fuzz`, fuzz/src/replay.rs).
+#
 # Installs nightly Rust (minimal profile) and cargo-fuzz if missing, builds
 # every target once (release, debug assertions and overflow checks on, no
 # sanitizer: the code under test is safe Rust, and the overflow checks
@@ -57,7 +61,7 @@ install() {
 build() {
     echo "== building the fuzz targets"
     local start=$SECONDS
-    (cd "$fuzz" && cargo +nightly fuzz build --sanitizer none)
+    (cd "$fuzz" && cargo +nightly fuzz build --sanitizer none --features libfuzzer)
     echo "== built in $((SECONDS - start)) s"
 }
 
@@ -71,7 +75,9 @@ targets() {
 
 # Runs one target; writes its summary line to $results/TARGET.
 run_one() {
-    local t=$1 bin="$fuzz/target/x86_64-unknown-linux-gnu/release/$1"
+    # The fuzz crate is a member of the main workspace: its binaries land in
+    # the workspace's target directory.
+    local t=$1 bin="$root/target/x86_64-unknown-linux-gnu/release/$1"
     local work="$fuzz/corpus-work/$t" art="$fuzz/artifacts/$t" log="$logs/$t.log"
     mkdir -p "$work" "$art" "$fuzz/corpus/$t"
     local limit=(-max_total_time="$short_time")
@@ -105,7 +111,7 @@ install
 build
 [[ $mode == build ]] && exit 0
 
-logs="$fuzz/target/fuzz-logs"
+logs="$root/target/fuzz-logs"
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 mkdir -p "$logs"

@@ -1,13 +1,5 @@
-//! A CloudPhysics trace (big-endian `u32` ids)
-//! read by `trace::read` (the reader `--format be32` selects), uncompressed.
-//! Beyond not panicking: the stream ends at its first error (up to
-//! `MAX_REQUESTS` requests are taken: a short input may describe a long
-//! trace).
+//! libFuzzer entry of `coopcache_fuzz::targets::trace_be32` (its doc says what
+//! is checked; `scripts/fuzz.sh` runs it, the tests replay its corpus).
 #![no_main]
 
-use coopcache_sim::trace::{ReadOptions, TraceFormat};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    coopcache_fuzz::read_trace(data, TraceFormat::Be32, &ReadOptions::default());
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| coopcache_fuzz::targets::trace_be32::run(data));

@@ -1,13 +1,5 @@
-//! A LIRS trace (one integer id per line, `*` lines skipped)
-//! read by `trace::read` (the reader `--format lirs` selects), uncompressed.
-//! Beyond not panicking: the stream ends at its first error (up to
-//! `MAX_REQUESTS` requests are taken: a short input may describe a long
-//! trace).
+//! libFuzzer entry of `coopcache_fuzz::targets::trace_lirs` (its doc says what
+//! is checked; `scripts/fuzz.sh` runs it, the tests replay its corpus).
 #![no_main]
 
-use coopcache_sim::trace::{ReadOptions, TraceFormat};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    coopcache_fuzz::read_trace(data, TraceFormat::Lirs, &ReadOptions::default());
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| coopcache_fuzz::targets::trace_lirs::run(data));

@@ -1,13 +1,5 @@
-//! An ARC `.lis` trace (lines `start count ...`, one request per block)
-//! read by `trace::read` (the reader `--format lis` selects), uncompressed.
-//! Beyond not panicking: the stream ends at its first error (up to
-//! `MAX_REQUESTS` requests are taken: a short input may describe a long
-//! trace).
+//! libFuzzer entry of `coopcache_fuzz::targets::trace_lis` (its doc says what
+//! is checked; `scripts/fuzz.sh` runs it, the tests replay its corpus).
 #![no_main]
 
-use coopcache_sim::trace::{ReadOptions, TraceFormat};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    coopcache_fuzz::read_trace(data, TraceFormat::Lis, &ReadOptions::default());
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| coopcache_fuzz::targets::trace_lis::run(data));

@@ -1,12 +1,5 @@
-//! A Tencent block storage trace (`time,offset,size,is_write,volume` in sectors)
-//! read by `trace::read` (the reader `--format tencent` selects), uncompressed,
-//! at a block size chosen by the first byte (`--block-size` takes any
-//! positive size: 1 byte and 1 TiB included). Beyond not panicking: the
-//! stream ends at its first error (up to `MAX_REQUESTS` requests are
-//! taken: one line may cover billions of blocks).
+//! libFuzzer entry of `coopcache_fuzz::targets::trace_tencent` (its doc says what
+//! is checked; `scripts/fuzz.sh` runs it, the tests replay its corpus).
 #![no_main]
 
-use coopcache_sim::trace::TraceFormat;
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| coopcache_fuzz::read_ranges(data, TraceFormat::Tencent));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| coopcache_fuzz::targets::trace_tencent::run(data));

@@ -1,11 +1,5 @@
-//! A trace in the `twr` format read by `trace::read` (the reader
-//! `--format twr` selects), uncompressed. Beyond not panicking: the stream
-//! ends at its first error (up to `MAX_REQUESTS` requests are taken).
+//! libFuzzer entry of `coopcache_fuzz::targets::trace_twr` (its doc says what
+//! is checked; `scripts/fuzz.sh` runs it, the tests replay its corpus).
 #![no_main]
 
-use coopcache_sim::trace::{ReadOptions, TraceFormat};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    coopcache_fuzz::read_trace(data, TraceFormat::Twr, &ReadOptions::default());
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| coopcache_fuzz::targets::trace_twr::run(data));

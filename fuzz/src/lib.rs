@@ -1,5 +1,13 @@
-//! Helpers shared by the fuzz targets in `fuzz_targets/` (see
-//! `docs/reliability.md`, section Fuzzing).
+//! The fuzz targets (`targets`, one module each) and the helpers they
+//! share. `fuzz_targets/NAME.rs` is libFuzzer's entry to `targets::NAME`
+//! (`scripts/fuzz.sh`, nightly and cargo-fuzz); the tests (`replay`) run
+//! every committed seed of `corpus/NAME/`, and seeded mutations of each,
+//! through the same functions on stable Rust, in CI. See
+//! `docs/reliability.md`, section Fuzzing.
+
+#[cfg(test)]
+mod replay;
+pub mod targets;
 
 use coopcache_sim::TraceError;
 use coopcache_sim::trace::{ReadOptions, Request, TraceFormat};

@@ -1,0 +1,12 @@
+//! A CloudPhysics trace (big-endian `u32` ids)
+//! read by `trace::read` (the reader `--format be32` selects), uncompressed.
+//! Beyond not panicking: the stream ends at its first error (up to
+//! `MAX_REQUESTS` requests are taken: a short input may describe a long
+//! trace).
+
+use coopcache_sim::trace::{ReadOptions, TraceFormat};
+
+/// One input (the target's whole contract is in the module doc).
+pub fn run(data: &[u8]) {
+    crate::read_trace(data, TraceFormat::Be32, &ReadOptions::default());
+}
