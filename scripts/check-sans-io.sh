@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves the core crate is sans-IO (DESIGN.md section 2): no async runtime or
+# Proves the core crate is sans-IO (docs/ARCHITECTURE.md, section 1): no async runtime or
 # networking crate in its dependency tree, and no file, socket, clock, thread
 # or process use in its source.
 set -euo pipefail

@@ -3,10 +3,11 @@
 //! Everything here is deterministic and free of I/O: no sockets, files,
 //! clocks or async runtime. The simulator and the node daemon both drive
 //! this code, so a policy or algorithm is written once and behaves the same
-//! under a trace and in a live cluster (DESIGN.md section 2).
+//! under a trace and in a live cluster (docs/ARCHITECTURE.md, section 1).
 //!
 //! - [`policy`]: local replacement policies behind one [`policy::Policy`]
-//!   trait (LRU, FIFO, CLOCK, SIEVE, ARC, S3-FIFO, 2Q, LIRS).
+//!   trait, one file each (the list: [`PolicyKind`]); [`admission`]:
+//!   admission filters in front of them.
 //! - [`attr`]: attribute caches: sub-caches by file type and size, each
 //!   with its own block size, in the paper's notation.
 //! - [`coop`]: the cooperative caching algorithms (Base, Direct, Greedy,

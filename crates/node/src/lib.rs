@@ -1,4 +1,4 @@
-//! The coopcache daemon (DESIGN.md section 4): the second driver of the
+//! The coopcache daemon (docs/ARCHITECTURE.md): the second driver of the
 //! core's cooperation state machines, with real sockets, a real origin and
 //! real bytes.
 //!

@@ -1,6 +1,6 @@
 //! Cooperative caching algorithms as message-driven state machines
 //! (Dahlin et al., "Cooperative Caching: Using Remote Client Memory to
-//! Improve File System Performance", OSDI 1994; DESIGN.md section 3).
+//! Improve File System Performance", OSDI 1994; docs/ARCHITECTURE.md).
 //!
 //! Each algorithm is a node state machine and a manager state machine. They
 //! never touch a socket, a clock or a disk: inputs arrive through

@@ -1,4 +1,4 @@
-//! The live read protocol as a sans-IO state machine (DESIGN.md section 6):
+//! The live read protocol as a sans-IO state machine (docs/ARCHITECTURE.md):
 //! everything a node of a live cluster decides, so the daemon, the
 //! simulator and the fault harness run the same code.
 //!

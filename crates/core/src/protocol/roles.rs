@@ -1,6 +1,6 @@
 //! The trust boundary: every message is judged by the sender its link
 //! authenticated and the role that sender holds for the message's block at
-//! that moment (DESIGN.md section 6, docs/PROTOCOL.md "Roles"). One line
+//! that moment (docs/ARCHITECTURE.md, docs/PROTOCOL.md "Roles"). One line
 //! per rule, each marked, so `scripts/mutate-roles.sh` can remove any one
 //! and show the test behind it fail.
 
