@@ -33,7 +33,7 @@ Cache sizes (--cache-size, with --format), comma-separated:
   10%       of the working set (distinct objects, or their bytes)
   A..B:N    N evenly spaced points from A to B;   A..B:Nlog   evenly on a log scale
   default 1%..100%:50. A byte curve of LRU is exact from the largest object up (see
-  README, Miss-ratio curves); below, it can count more misses and says so. With
+  docs/guide/simulator.md, Miss-ratio curves); below, it can count more misses and says so. With
   --shards, percentages are of the estimated working set.
 
 Configurations (--configs, separated by `;`):

@@ -37,7 +37,7 @@ def test_byte_curve_of_the_photo_sample_is_in_bytes():
     df = coopcache.mrc(PHOTO, "lru", ["100MiB"], format="csv", csv=PHOTO_CSV)
     assert df.cache_size_bytes[0] == 100 << 20
     assert df.cache_size_objects.isna().all()
-    # Within 0.0005 of byte LRU (README: the sample asks for photos at
+    # Within 0.0005 of byte LRU (docs/guide/simulator.md: the sample asks for photos at
     # several sizes).
     lru = coopcache.simulate(PHOTO, "lru", "100MiB", format="csv", csv=PHOTO_CSV)
     assert abs(df.byte_miss_ratio[0] - lru.byte_miss_ratio[0]) < 0.0005

@@ -38,7 +38,7 @@ def test_columns_are_those_of_sim_json():
 
 
 def test_tencent_photo_byte_cache_matches_the_readme():
-    # README: `coopcache sim tencent-photo-sample.csv.bz2 --format csv
+    # docs/guide/simulator.md: `coopcache sim tencent-photo-sample.csv.bz2 --format csv
     # --csv sep=space,id=2,size=5,ids=hash --policy lru,arc,s3fifo
     # --cache-size 100MiB,10MiB`.
     df = coopcache.simulate(

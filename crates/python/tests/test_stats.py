@@ -14,7 +14,7 @@ def test_w106_counts_are_the_readmes():
     assert round(s["zipf"]["alpha"], 4) == 1.2127
     rd = s["reuse_distance"]
     assert list(rd.columns) == ["lo", "hi", "count"]
-    # Distance 0 (the same object twice in a row), as the README's table.
+    # Distance 0 (the same object twice in a row), as docs/guide/traces.md's table.
     assert rd[rd.lo == 0]["count"].iloc[0] == 684919
     assert rd["count"].sum() + s["cold"] == 5292456
 
