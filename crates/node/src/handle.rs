@@ -42,22 +42,23 @@ pub fn read_ahead(block_size: u32, capacity: usize) -> usize {
     by_bytes.min(capacity / 2).clamp(1, 256)
 }
 
-/// Blocks all of a node's streams may hold at once: [`STREAM_BYTES`], at
-/// most an eighth of the cache's `capacity` (blocks), and at least 8
-/// blocks. The eighth keeps a small budget whole: at `--memory 48MiB`
-/// (then 382 blocks of 64 KiB) a full 8 MiB of streamed blocks on top of
-/// the cache and the runtime took resident memory to 50.6 MiB under CI's
-/// load (`live.rs`: `resident_memory_stays_within_the_budget`); from 1,024
-/// blocks of 64 KiB up (`--memory` about 96 MiB) the bound is the 8 MiB. A stream reads ahead at most a quarter of them
-/// (2 MiB at 64 KiB blocks, as before the bound: at an eighth, a peer
-/// stream through the library fell from 1.6 to 1.3 GB/s), so one stalled
-/// reader cannot hold up every other; the gateway's idle timeout frees
-/// what stalled ones hold.
+/// Blocks all of a node's streams may hold at once: [`STREAM_BYTES`]
+/// (counted in the budget's reserve, so the cache is that much smaller),
+/// and at least 8 blocks. A stream reads ahead at most a quarter of them
+/// (2 MiB at 64 KiB blocks), so one stalled reader cannot hold up every
+/// other; the gateway's idle timeout frees what stalled ones hold.
+///
+/// Not also bounded by the cache's size: from 2026-11-25 (09a37b5) to
+/// 2026-12-01 streams held at most an eighth of the cache, added when the
+/// reserve did not yet count [`STREAM_BYTES`] (5e24a1a made it count them
+/// the same day). At a small cache that bound left a stream 4 blocks of
+/// read-ahead, and a peer stream through the library fell from 1.05 to
+/// 0.60 GB/s (`coopcache bench stream`, whose reader caches 128 blocks;
+/// found by bisecting with it, docs/benchmarks.md).
 ///
 /// [`STREAM_BYTES`]: crate::budget::STREAM_BYTES
-pub fn stream_blocks(block_size: u32, capacity: usize) -> usize {
-    let by_bytes = (crate::budget::STREAM_BYTES / u64::from(block_size.max(1))) as usize;
-    by_bytes.min(capacity / 8).max(8)
+pub fn stream_blocks(block_size: u32) -> usize {
+    ((crate::budget::STREAM_BYTES / u64::from(block_size.max(1))) as usize).max(8)
 }
 
 /// A block's bytes held by a stream, with the permit that counts them.
@@ -447,7 +448,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         origin,
         block_size: bs,
         capacity,
-        streaming: Arc::new(tokio::sync::Semaphore::new(stream_blocks(bs, capacity))),
+        streaming: Arc::new(tokio::sync::Semaphore::new(stream_blocks(bs))),
         attr_ttl: opts.attr_ttl,
         attrs: Mutex::new(HashMap::new()),
         metrics,
@@ -713,7 +714,7 @@ impl NodeHandle {
         let me = self.clone();
         let first = self.first_block(&path, &version);
         let ahead = read_ahead(self.block_size, self.capacity)
-            .min(stream_blocks(self.block_size, self.capacity) / 4)
+            .min(stream_blocks(self.block_size) / 4)
             .max(1);
         futures::stream::iter(self.blocks(&(start..end)))
             .map(move |(index, part)| {
