@@ -47,6 +47,10 @@ pub struct FaultsArgs {
     /// With --seed: prints every event.
     #[arg(long, requires = "seed")]
     trace: bool,
+    /// One JSON object instead of the report (the counters, the faults by
+    /// kind, each violation with its replay command).
+    #[arg(long, conflicts_with = "trace")]
+    json: bool,
 }
 
 pub fn run(args: FaultsArgs) -> Result<()> {
@@ -67,7 +71,7 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         trace: args.trace,
     };
     if args.seed.is_some() {
-        return replay(&base);
+        return replay(&base, args.json);
     }
     if args.seeds == 0 {
         bail!("--seeds must be at least 1");
@@ -76,15 +80,32 @@ pub fn run(args: FaultsArgs) -> Result<()> {
     let started = Instant::now();
     let summary = run_seeds(args.first, args.seeds, &base, |_| bar.inc());
     drop(bar);
-    report(&summary, &base, started.elapsed().as_secs_f64());
+    let secs = started.elapsed().as_secs_f64();
+    if args.json {
+        crate::output::print_json([&summary_json(&summary, &base, secs)])?;
+    } else {
+        report(&summary, &base, secs);
+    }
     match summary.failures.len() {
         0 => Ok(()),
         n => bail!("{n} of {} seeds broke an invariant", summary.seeds),
     }
 }
 
-fn replay(cfg: &RunConfig) -> Result<()> {
+fn replay(cfg: &RunConfig, json: bool) -> Result<()> {
     let (outcome, trace) = run_seed(cfg);
+    if json {
+        let mut v = counts_json(&outcome.counts);
+        v["seed"] = outcome.seed.into();
+        v["plan"] = outcome.plan.to_string().into();
+        v["fingerprint"] = format!("{:016x}", outcome.fingerprint).into();
+        v["failure"] = outcome.failure.as_ref().map(|f| f.to_string()).into();
+        crate::output::print_json([&v])?;
+        return match outcome.failure {
+            None => Ok(()),
+            Some(f) => bail!("seed {} broke an invariant {f}", cfg.seed),
+        };
+    }
     for line in trace.unwrap_or_default() {
         println!("{line}");
     }
@@ -136,4 +157,44 @@ fn report(s: &Summary, base: &RunConfig, secs: f64) {
         };
         println!("  seed {seed}: {f}\n    replay: {}", replay_command(&cfg));
     }
+}
+
+/// The counters of one seed or of many, as JSON.
+fn counts_json(c: &coopcache_sim::faults::Counts) -> serde_json::Value {
+    let faults: serde_json::Map<String, serde_json::Value> = FaultKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), c.faults[*k as usize].into()))
+        .collect();
+    serde_json::json!({
+        "reads": c.ops,
+        "steps": c.steps,
+        "messages": c.messages,
+        "reads_ok": c.reads_ok,
+        "reads_failed": c.reads_failed,
+        "reads_lost": c.reads_lost,
+        "wrong_tolerated": c.wrong_tolerated,
+        "faults": faults,
+        "refused": c.refused,
+        "unified": c.unified,
+    })
+}
+
+/// A soak's summary as JSON: what `report` prints, and every violation.
+fn summary_json(s: &Summary, base: &RunConfig, secs: f64) -> serde_json::Value {
+    let mut v = counts_json(&s.counts);
+    v["seeds"] = s.seeds.into();
+    v["mode"] = base.mode.to_string().into();
+    v["seconds"] = secs.into();
+    v["violations"] = s
+        .failures
+        .iter()
+        .map(|(seed, f)| {
+            let cfg = RunConfig {
+                seed: *seed,
+                ..base.clone()
+            };
+            serde_json::json!({"seed": seed, "failure": f.to_string(), "replay": replay_command(&cfg)})
+        })
+        .collect();
+    v
 }

@@ -30,6 +30,15 @@ pub struct NodeArgs {
     /// Memory budget for cached blocks and metadata [default: 2GiB].
     #[arg(long, env = "COOPCACHE_MEMORY", value_parser = parse_size)]
     memory: Option<u64>,
+    /// Start even if --memory is more than this machine's memory (or its
+    /// cgroup's limit): the budget is then a promise the kernel cannot keep.
+    #[arg(long, env = "COOPCACHE_MEMORY_OVERCOMMIT")]
+    memory_overcommit: bool,
+    /// `exclusive` consistency: how long the members must agree on who is
+    /// a member before the files' managers answer opens from their commit
+    /// tables (opens read the origin's version meanwhile) [default: 5s].
+    #[arg(long, env = "COOPCACHE_COMMIT_STABLE", value_parser = parse_duration)]
+    commit_stable: Option<Duration>,
     /// Cooperation algorithm: nchance, greedy, base, hash or direct [default: nchance].
     #[arg(long, env = "COOPCACHE_ALGORITHM")]
     algorithm: Option<String>,
@@ -311,6 +320,7 @@ fn serve(s: Settings) -> Result<()> {
         opts.unify = s.unify.as_ref().map(|u| u.key);
         opts.critical = s.unify.map(|u| u.critical).unwrap_or_default();
         opts.idle_after = s.idle_after;
+        opts.commit_stable = s.commit_stable;
         let node = Arc::new(coopcache_node::start(opts).await?);
         tokio::spawn(report_heap(node.clone()));
         let gateway = tokio::net::TcpListener::bind(http)

@@ -26,6 +26,23 @@ fn cache_cell(row: &SimRow, with_unit: bool) -> String {
 }
 
 /// `b` bytes with the largest binary unit that divides it: `100MiB`.
+/// Bytes with a binary unit, to 1 decimal (`1.5 GiB`).
+pub(crate) fn human_size(b: u64) -> String {
+    let units = [
+        (50, "PiB"),
+        (40, "TiB"),
+        (30, "GiB"),
+        (20, "MiB"),
+        (10, "KiB"),
+    ];
+    for (shift, unit) in units {
+        if b >= 1 << shift {
+            return format!("{:.1} {unit}", b as f64 / (1u64 << shift) as f64);
+        }
+    }
+    format!("{b} B")
+}
+
 pub(crate) fn human_bytes(b: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
         if b >= 1 << shift && b.is_multiple_of(1 << shift) {

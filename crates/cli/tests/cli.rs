@@ -412,6 +412,56 @@ fn bad_traces_are_clear_errors() {
         "sim /no/such/trace --format lirs --cache-size 10",
         &["/no/such/trace"],
     );
+    // A trace of nothing is refused, not replayed as 0 requests.
+    let empty = temp_trace(dir.path(), "empty.be32", "");
+    fails_with(
+        &format!("sim {empty} --format be32 --cache-size 10"),
+        &["empty.be32", "no requests in it", "a be32 trace"],
+    );
+    let blank = temp_trace(dir.path(), "blank.lirs", "\n\n");
+    fails_with(
+        &format!("sim {blank} --format lirs --cache-size 10"),
+        &["blank.lirs", "no requests in it"],
+    );
+    // A name that says compressed must be: a 0-byte .xz is not an empty trace.
+    let not_xz = temp_trace(dir.path(), "trace.lirs.xz", "");
+    fails_with(
+        &format!("sim {not_xz} --format lirs --cache-size 10"),
+        &["trace.lirs.xz", "its name says xz", "an xz stream"],
+    );
+    // A line's bytes reach the terminal escaped: no escape sequence gets
+    // through from a file.
+    let hostile = temp_trace(dir.path(), "esc.lirs", "1\n\x1b[2J\x1b]0;owned\x07\n");
+    let out = coopcache(&format!("sim {hostile} --format lirs --cache-size 10"));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("esc.lirs:2"), "{err}");
+    assert!(
+        !err.contains('\x1b') && !err.contains('\x07'),
+        "raw control bytes in: {err:?}"
+    );
+    assert!(
+        err.contains("\\u{1b}[2J"),
+        "the escape shown escaped: {err}"
+    );
+}
+
+#[test]
+fn a_fault_soak_reports_json() {
+    let rows = json_rows("sim faults --seeds 20 --ops 200 --json");
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(r["seeds"], 20);
+    assert_eq!(r["mode"], "safety");
+    assert!(r["reads"].as_u64().unwrap() >= 20 * 200, "{r}");
+    assert_eq!(r["violations"].as_array().map(Vec::len), Some(0), "{r}");
+    assert!(
+        r["faults"].as_object().is_some_and(|f| !f.is_empty()),
+        "{r}"
+    );
+    let one = json_rows("sim faults --seed 3 --ops 200 --json");
+    assert_eq!(one[0]["seed"], 3);
+    assert!(one[0]["failure"].is_null(), "{}", one[0]);
 }
 
 #[test]

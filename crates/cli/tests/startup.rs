@@ -275,3 +275,29 @@ fn every_flag_of_node_is_a_config_file_key_and_back() {
         "flags of `node --help` against FileConfig's keys"
     );
 }
+
+#[test]
+fn a_budget_beyond_the_machine_is_refused_unless_overcommitted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let keys = tmp.path().join("keys");
+    let huge = ["--init", "--memory", "1024TiB", "--check-config"];
+    let out = run(&node_args(tmp.path(), &keys, &huge));
+    assert!(!out.status.success(), "1 PiB accepted: {}", stdout(&out));
+    let err = stderr(&out);
+    for needle in [
+        "--memory 1.0 PiB",
+        "more than this machine can give",
+        "--memory-overcommit",
+    ] {
+        assert!(err.contains(needle), "`{needle}` missing from: {err}");
+    }
+    let over = [
+        "--init",
+        "--memory",
+        "1024TiB",
+        "--memory-overcommit",
+        "--check-config",
+    ];
+    let out = run(&node_args(tmp.path(), &keys, &over));
+    assert!(out.status.success(), "{}", stderr(&out));
+}

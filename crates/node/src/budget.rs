@@ -189,6 +189,61 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok((n * mult as f64) as u64)
 }
 
+/// What this machine can give a node: its physical memory, or its
+/// cgroup's memory limit where that is lower, and where the figure came
+/// from; `None` where neither can be read (not Linux). A budget above it
+/// is a promise the kernel cannot keep: the node would be killed, or
+/// swap, long before its cache filled.
+pub fn machine_memory() -> Option<(u64, String)> {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| meminfo_total(&m))
+        .map(|b| (b, "physical memory (/proc/meminfo)".to_string()));
+    let limit = cgroup_limit();
+    match (total, limit) {
+        (Some(t), Some(l)) if l.0 < t.0 => Some(l),
+        (Some(t), _) => Some(t),
+        (None, l) => l,
+    }
+}
+
+/// `MemTotal` of /proc/meminfo, in bytes.
+fn meminfo_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// This process's cgroup memory limit (v2 `memory.max`, v1
+/// `memory.limit_in_bytes`), if it has one.
+fn cgroup_limit() -> Option<(u64, String)> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in own.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let file = match controllers {
+            "" => format!("/sys/fs/cgroup{path}/memory.max"),
+            c if c.split(',').any(|c| c == "memory") => {
+                format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+            }
+            _ => continue,
+        };
+        if let Some(limit) = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| cgroup_value(&t))
+        {
+            return Some((limit, format!("the cgroup's limit ({file})")));
+        }
+    }
+    None
+}
+
+/// A cgroup limit file's value: `max` (or v1's huge number) is no limit.
+fn cgroup_value(text: &str) -> Option<u64> {
+    let v: u64 = text.trim().parse().ok()?;
+    (v < 1 << 60).then_some(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +292,22 @@ mod tests {
             assert!(less.blocks().map_or(true, |n| n < blocks as usize));
         }
         assert!(tiny.blocks().unwrap_err().to_string().contains("too small"));
+    }
+
+    #[test]
+    fn the_machine_limit_reads_meminfo_and_cgroup_files() {
+        assert_eq!(
+            meminfo_total("MemTotal:       24575412 kB\nMemFree: 1 kB\n"),
+            Some(24_575_412 * 1024)
+        );
+        assert_eq!(meminfo_total("MemFree: 1 kB\n"), None);
+        assert_eq!(cgroup_value("max\n"), None);
+        assert_eq!(cgroup_value("9223372036854771712\n"), None);
+        assert_eq!(cgroup_value("1073741824\n"), Some(1 << 30));
+        // This machine has some memory, and says where the figure is from.
+        if cfg!(target_os = "linux") {
+            let (bytes, from) = machine_memory().expect("Linux has /proc/meminfo");
+            assert!(bytes > 64 << 20 && !from.is_empty());
+        }
     }
 }

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 pub struct FileConfig {
     pub origin: Option<String>,
     pub memory: Option<String>,
+    pub memory_overcommit: Option<bool>,
     pub algorithm: Option<String>,
     pub policy: Option<String>,
     pub listen: Option<SocketAddr>,
@@ -36,6 +37,7 @@ pub struct FileConfig {
     pub mount: Option<PathBuf>,
     pub mount_allow_other: Option<bool>,
     pub consistency: Option<String>,
+    pub commit_stable: Option<String>,
     pub http_token_file: Option<PathBuf>,
     pub http_allow_anonymous: Option<bool>,
     pub http_header_timeout: Option<String>,

@@ -1,8 +1,28 @@
 //! Errors of the simulator crate.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use thiserror::Error;
+
+/// `text` with its control characters escaped (`\x1b`, `\n`, `\u{9b}`),
+/// everything else as it is: errors quote trace lines and file names, and
+/// a terminal must never receive a file's escape sequences.
+pub fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A path for an error message, control characters escaped.
+fn shown(path: &Path) -> String {
+    escaped(&path.display().to_string())
+}
 
 /// A trace could not be read. Each variant names the file and, where there
 /// is one, the line or record at fault and the form that was expected.
@@ -10,7 +30,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum TraceError {
     /// The file could not be opened or read, or failed to decompress.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", shown(path))]
     Io {
         /// The trace file.
         path: PathBuf,
@@ -18,7 +38,7 @@ pub enum TraceError {
         source: io::Error,
     },
     /// A text line does not have the expected form.
-    #[error("{}:{line}: {problem}; expected {expected}", path.display())]
+    #[error("{}:{line}: {}; expected {expected}", shown(path), escaped(problem))]
     Line {
         /// The trace file.
         path: PathBuf,
@@ -32,7 +52,7 @@ pub enum TraceError {
     /// A binary trace ends in the middle of a record.
     #[error(
         "{}: record {record} is truncated ({got} of {size} bytes); expected {expected}",
-        path.display()
+        shown(path)
     )]
     Truncated {
         /// The trace file.
@@ -48,7 +68,7 @@ pub enum TraceError {
     },
     /// A binary trace's header is missing or not of its format (a wrong
     /// magic number, an unknown version); nothing was read from the file.
-    #[error("{}: {problem}; expected {expected}", path.display())]
+    #[error("{}: {}; expected {expected}", shown(path), escaped(problem))]
     Header {
         /// The trace file.
         path: PathBuf,
@@ -59,7 +79,7 @@ pub enum TraceError {
     },
     /// A record is well-formed but its values cannot be represented (a block
     /// number or client count beyond the id layout).
-    #[error("{}: record {record}: {problem}", path.display())]
+    #[error("{}: record {record}: {}", shown(path), escaped(problem))]
     OutOfRange {
         /// The trace file.
         path: PathBuf,
@@ -68,12 +88,24 @@ pub enum TraceError {
         /// What does not fit.
         problem: String,
     },
+    /// The trace holds no request at all: an empty file, or one of blank
+    /// lines and comments only. Nothing is replayed from it.
+    #[error(
+        "{}: no requests in it (empty, or blank lines and comments only); expected {expected}",
+        shown(path)
+    )]
+    Empty {
+        /// The trace file.
+        path: PathBuf,
+        /// The format it was read as.
+        expected: String,
+    },
 }
 
 /// An option for reading traces is malformed (the CSV column map, a format
 /// name). Nothing was opened.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
-#[error("{what} `{value}`: expected {expected}")]
+#[error("{what} `{}`: expected {expected}", escaped(value))]
 pub struct OptionError {
     /// Which option.
     pub what: &'static str,

@@ -226,8 +226,10 @@ fn vscsi_reads_both_versions() {
     // One record is enough to tell the version.
     let one = write(dir.path(), "one.vscsi", &vscsi_record(1, 5, 1, 0));
     assert_eq!(read_all(&one, TraceFormat::Vscsi).unwrap().len(), 1);
+    // An empty file is no trace (it names no version either).
     let empty = write(dir.path(), "empty.vscsi", b"");
-    assert!(read_all(&empty, TraceFormat::Vscsi).unwrap().is_empty());
+    let err = read_all(&empty, TraceFormat::Vscsi).unwrap_err();
+    assert!(matches!(err, TraceError::Empty { .. }), "{err}");
 }
 
 #[test]

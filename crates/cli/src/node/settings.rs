@@ -50,6 +50,7 @@ pub struct Settings {
     pub unify: Option<Unify>,
     /// Reads stopped this long: the node is idle and lends its memory.
     pub idle_after: Duration,
+    pub commit_stable: Duration,
     pub memory: u64,
     pub block_size: u32,
     /// Blocks the budget holds (checked as the node checks it at start).
@@ -203,6 +204,17 @@ impl Settings {
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7171)));
         let gateway = args.gateway.options(&file, http)?;
         let memory = size(args.memory, &file.memory, "memory", 2 << 30)?;
+        let overcommit = args.memory_overcommit || file.memory_overcommit.unwrap_or(false);
+        if !overcommit
+            && let Some((machine, from)) = coopcache_node::budget::machine_memory()
+            && memory > machine
+        {
+            bail!(
+                "--memory {}: more than this machine can give ({} of {from}); give at most that, or --memory-overcommit (memory_overcommit = true) to start anyway",
+                crate::output::human_size(memory),
+                crate::output::human_size(machine)
+            );
+        }
         let block_size = size(args.block_size, &file.block_size, "block_size", 64 << 10)?;
         let block_size = u32::try_from(block_size)
             .map_err(|_| anyhow!("block size {block_size} bytes: expected at most 4 MiB"))?;
@@ -254,6 +266,12 @@ impl Settings {
                 &file.idle_after,
                 "idle_after",
                 Duration::from_micros(coopcache_core::protocol::IDLE_AFTER_US),
+            )?,
+            commit_stable: duration(
+                args.commit_stable,
+                &file.commit_stable,
+                "commit_stable",
+                Duration::from_secs(5),
             )?,
             memory,
             block_size,

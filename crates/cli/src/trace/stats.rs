@@ -104,7 +104,7 @@ fn print_table(label: &str, format: &str, s: &TraceStats) {
     let o = &s.ops;
     let bytes = |b: u64| {
         if s.sized {
-            format!("{b} ({})", human(b))
+            format!("{b} ({})", crate::output::human_size(b))
         } else {
             "- (no sizes)".to_string()
         }
@@ -241,17 +241,6 @@ fn range(b: &Bucket) -> String {
     } else {
         format!("{}-{}", b.lo, b.hi - 1)
     }
-}
-
-/// Bytes with a binary unit, to 1 decimal.
-fn human(b: u64) -> String {
-    let units = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")];
-    for (shift, unit) in units {
-        if b >= 1 << shift {
-            return format!("{:.1} {unit}", b as f64 / (1u64 << shift) as f64);
-        }
-    }
-    format!("{b} B")
 }
 
 /// One CSV row.

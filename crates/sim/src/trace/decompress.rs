@@ -49,6 +49,38 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// The compression a file's extension names (`.gz`, `.xz`, `.zst`,
+    /// `.bz2`), if any: such a file must start with its magic number.
+    pub fn named(path: &Path) -> Option<Compression> {
+        match path.extension()?.to_str()? {
+            "gz" => Some(Compression::Gzip),
+            "xz" => Some(Compression::Xz),
+            "zst" => Some(Compression::Zstd),
+            "bz2" => Some(Compression::Bzip2),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Compression::None => "uncompressed",
+            Compression::Gzip => "gzip",
+            Compression::Xz => "xz",
+            Compression::Zstd => "zstd",
+            Compression::Bzip2 => "bzip2",
+        }
+    }
+
+    fn expected(self) -> &'static str {
+        match self {
+            Compression::None => "plain bytes",
+            Compression::Gzip => "a gzip stream (1f 8b)",
+            Compression::Xz => "an xz stream (fd 37 7a 58 5a 00)",
+            Compression::Zstd => "a zstd stream (28 b5 2f fd)",
+            Compression::Bzip2 => "a bzip2 stream (42 5a 68, `BZh`)",
+        }
+    }
+
     /// Recognises a compressed stream by its magic number.
     pub fn sniff(head: &[u8]) -> Compression {
         if head.starts_with(&[0x1f, 0x8b]) {
@@ -91,7 +123,21 @@ pub fn open(path: &Path) -> Result<Opened, TraceError> {
         count: progress.clone(),
     };
     let mut raw = BufReader::with_capacity(1 << 16, counted);
-    let kind = Compression::sniff(raw.fill_buf().map_err(io_err)?);
+    let head = raw.fill_buf().map_err(io_err)?;
+    let kind = Compression::sniff(head);
+    if let Some(named) = Compression::named(path)
+        && named != kind
+    {
+        return Err(TraceError::Header {
+            path: path.to_path_buf(),
+            problem: format!(
+                "its name says {} but its first bytes are {}",
+                named.name(),
+                hex_head(head)
+            ),
+            expected: named.expected(),
+        });
+    }
     let reader: Box<dyn BufRead + Send> = match kind {
         Compression::None => Box::new(raw),
         Compression::Gzip => big_buf(flate2::bufread::MultiGzDecoder::new(raw)),
@@ -106,6 +152,15 @@ pub fn open(path: &Path) -> Result<Opened, TraceError> {
         progress,
         file_len,
     })
+}
+
+/// The first bytes of a file, in hex, for an error (`none` if empty).
+fn hex_head(head: &[u8]) -> String {
+    if head.is_empty() {
+        return "none (the file is empty)".into();
+    }
+    let shown: Vec<String> = head.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    shown.join(" ")
 }
 
 fn big_buf<R: Read + Send + 'static>(r: R) -> Box<dyn BufRead + Send> {

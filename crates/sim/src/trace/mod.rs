@@ -248,7 +248,11 @@ pub fn read(
     opts: &ReadOptions,
 ) -> Requests {
     let path = path.to_path_buf();
-    match format {
+    let empty = TraceError::Empty {
+        path: path.clone(),
+        expected: format!("a {format} trace"),
+    };
+    let requests: Requests = match format {
         TraceFormat::Lirs => Box::new(lines::lirs(input, path)),
         TraceFormat::Lis => Box::new(lines::lis(input, path)),
         TraceFormat::Be32 => Box::new(binary::be32(input, path)),
@@ -263,5 +267,32 @@ pub fn read(
         TraceFormat::Txt => Box::new(lines::txt(input, path)),
         TraceFormat::Vscsi => vscsi::vscsi(input, path),
         TraceFormat::Twr => Box::new(twr::twr(input, path)),
+    };
+    Box::new(NotEmpty {
+        requests,
+        empty: Some(empty),
+    })
+}
+
+/// A trace that must hold at least one request: one that ends before its
+/// first ends with [`TraceError::Empty`] instead (an empty `.be32` file,
+/// or a text trace of comments only, is not a trace of nothing).
+struct NotEmpty {
+    requests: Requests,
+    /// The error for an empty trace, until a request or an error is seen.
+    empty: Option<TraceError>,
+}
+
+impl Iterator for NotEmpty {
+    type Item = Result<Request, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.requests.next() {
+            None => self.empty.take().map(Err),
+            some => {
+                self.empty = None;
+                some
+            }
+        }
     }
 }
