@@ -384,7 +384,7 @@ fn exclusive_mounts_see_every_change_made_through_a_mount() {
     };
     let origin = work.join("origin");
     let dirs = [work.join("a"), work.join("b"), work.join("c")];
-    let env = [("COOPCACHE_CONSISTENCY".to_string(), "exclusive".to_string())];
+    let env = exclusive_env();
     let start =
         |i: usize, name, join| Mount::start_env(work.path(), &origin, &dirs[i], name, join, &env);
     let a = start(0, "a", None);
@@ -394,8 +394,8 @@ fn exclusive_mounts_see_every_change_made_through_a_mount() {
         wait_members(m, 3);
     }
     // Managers answer from their tables once the members have agreed for
-    // 5 s (coopcache_core::c2cfs::live).
-    std::thread::sleep(Duration::from_secs(6));
+    // the stable period (coopcache_core::c2cfs::live).
+    wait_commits_stable(&[&a, &b, &c]);
     let stats = || -> u64 {
         [&a, &b, &c]
             .iter()

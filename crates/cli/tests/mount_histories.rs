@@ -160,7 +160,7 @@ fn randomized_histories_on_three_mounts_keep_close_to_open() {
 /// their managers know nothing of them yet and ask the origin once.
 #[test]
 fn randomized_histories_keep_close_to_open_in_exclusive_mode() {
-    histories(&[("COOPCACHE_CONSISTENCY".into(), "exclusive".into())]);
+    histories(&exclusive_env());
 }
 
 /// Runs the histories on three mounts started with `env`.
@@ -188,7 +188,7 @@ fn histories(env: &[(String, String)]) {
         for m in &mounts {
             wait_members(m, 3);
         }
-        std::thread::sleep(std::time::Duration::from_secs(6));
+        wait_commits_stable(&mounts.iter().collect::<Vec<_>>());
     }
 
     let errors = AtomicU64::new(0);
@@ -276,7 +276,7 @@ fn a_reader_beside_a_rewriting_writer_sees_whole_versions_never_older() {
 /// The same in `exclusive` mode.
 #[test]
 fn a_reader_beside_a_rewriting_writer_sees_whole_versions_in_exclusive_mode() {
-    rewrites_beside_a_reader(&[("COOPCACHE_CONSISTENCY".into(), "exclusive".into())]);
+    rewrites_beside_a_reader(&exclusive_env());
 }
 
 /// Versions the writer writes.
@@ -295,7 +295,7 @@ fn rewrites_beside_a_reader(env: &[(String, String)]) {
     wait_members(&w, 2);
     wait_members(&r, 2);
     if !env.is_empty() {
-        std::thread::sleep(std::time::Duration::from_secs(6));
+        wait_commits_stable(&[&w, &r]);
     }
     let whole = |v: u64| v.to_le_bytes().repeat(REWRITTEN / 8);
     std::fs::write(origin.join("f"), whole(0)).unwrap();

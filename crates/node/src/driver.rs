@@ -216,6 +216,10 @@ pub struct Status {
     /// `exclusive` mode: this node's commits no manager recorded.
     #[serde(default)]
     pub unrecorded_commits: u64,
+    /// `exclusive` mode: whether the members have agreed long enough
+    /// (`--commit-stable`) for this node's manager side to answer opens.
+    #[serde(default)]
+    pub commits_stable: bool,
     /// Bytes from the origin.
     pub origin_bytes: u64,
     /// Blocks from peers that failed verification.

@@ -232,6 +232,28 @@ pub fn wait_members(m: &Mount, n: usize) {
     }
 }
 
+/// `exclusive` mode, with the members' agreement period shortened to a
+/// second (`--commit-stable`, 5 s by default): the environment of a mount
+/// whose opens its file's manager answers.
+pub fn exclusive_env() -> Vec<(String, String)> {
+    vec![
+        ("COOPCACHE_CONSISTENCY".into(), "exclusive".into()),
+        ("COOPCACHE_COMMIT_STABLE".into(), "1s".into()),
+    ]
+}
+
+/// Waits until every one of `mounts` says its members have agreed long
+/// enough for its manager side to answer opens (`commits_stable`).
+pub fn wait_commits_stable(mounts: &[&Mount]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for m in mounts {
+        while m.status()["commits_stable"] != Value::Bool(true) {
+            assert!(Instant::now() < deadline, "not stable: {}", m.status());
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// Whether `dir` is a FUSE mount point of coopcache's, by the mount table.
 pub fn mounted(dir: &Path) -> bool {
     let table = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();

@@ -68,6 +68,7 @@ impl Driver {
             manager_opens: m.manager_opens.get(),
             first_served: m.first_served.get(),
             unrecorded_commits: m.unrecorded_commits.get(),
+            commits_stable: self.commits.is_stable(self.clock.micros()),
             sent: self.sent.clone(),
             received: self.received.clone(),
         }

@@ -257,6 +257,12 @@ impl<V: Version> CommitProtocol<V> {
         &self.live
     }
 
+    /// Whether the members have agreed for the stable period at `now`, so
+    /// this node's manager side answers opens from its table.
+    pub fn is_stable(&self, now: u64) -> bool {
+        now >= self.stable_at
+    }
+
     /// The counters.
     pub fn counters(&self) -> &CommitCounters {
         &self.counters
