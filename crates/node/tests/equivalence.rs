@@ -38,17 +38,13 @@ const BLOCKS_PER_FILE: u64 = 30;
 const READS: usize = 400;
 const DEFAULT_SEED: u64 = 0x5eed_0001;
 
-/// A small deterministic generator (splitmix64), so the trace needs no
-/// dependency and replays from its seed.
+/// A small deterministic generator (the core's splitmix64), so the trace
+/// replays from its seed.
 struct SplitMix(u64);
 
 impl SplitMix {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        coopcache_core::policy::splitmix64(&mut self.0)
     }
 
     fn below(&mut self, n: u64) -> u64 {

@@ -15,16 +15,12 @@ const BLOCKS: u64 = 120;
 const READS: usize = 2000;
 const BLOCK_SIZE: u32 = 4096;
 
-/// splitmix64: the trace replays from its seed with no dependency.
+/// The core's splitmix64: the trace replays from its seed.
 struct SplitMix(u64);
 
 impl SplitMix {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        coopcache_core::policy::splitmix64(&mut self.0)
     }
 
     fn below(&mut self, n: u64) -> u64 {

@@ -44,10 +44,8 @@ impl Shards {
 /// SplitMix64's finaliser: ids that differ in one bit land far apart, so
 /// sequential block numbers are sampled as evenly as random ones.
 fn mix(id: u64) -> u64 {
-    let mut z = id.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    let mut state = id;
+    coopcache_core::policy::splitmix64(&mut state)
 }
 
 #[cfg(test)]
