@@ -23,6 +23,7 @@ mod mount_dataset;
 mod mount_opens;
 mod netcache;
 mod replay;
+mod replay_speed;
 mod rss;
 mod s3_servers;
 mod staggered;
@@ -69,6 +70,10 @@ pub enum BenchCmd {
     /// dataset`) training epochs over a MinIO bucket through coopcache,
     /// rclone and s3fs.
     Mount(mount::MountBenchArgs),
+    /// The simulator's request loop (LRU) on a real trace against a plain
+    /// reference LRU over the same requests: the ratio moves with
+    /// coopcache's code, not with the machine.
+    ReplaySpeed(replay_speed::ReplaySpeedArgs),
 }
 
 /// Runs one benchmark.
@@ -83,5 +88,6 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Stream(args) => stream::run(args),
         BenchCmd::Rss(args) => rss::run(args),
         BenchCmd::Mount(args) => mount::run(args),
+        BenchCmd::ReplaySpeed(args) => replay_speed::run(args),
     }
 }
