@@ -5,6 +5,8 @@
 //! cargo bench -p coopcache-core --bench policies
 //! ```
 
+#![allow(missing_docs)] // criterion_group! defines an undocumented `pub fn benches`
+
 use coopcache_core::Lookup;
 use coopcache_core::policy::{BLOCK, Policy, PolicyKind, PolicyVisitor, access};
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -17,7 +17,6 @@
 //!   `Tcommit` and valid copies, and where an open reads from.
 //! - [`list`]: the slab-backed linked lists the policies are built on.
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod admission;
 pub mod attr;

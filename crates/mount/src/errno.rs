@@ -6,7 +6,7 @@ use coopcache_node::origin::OriginError;
 use fuser::Errno;
 
 /// The errno a program sees for `e`.
-pub fn of_origin(e: &OriginError) -> Errno {
+pub(crate) fn of_origin(e: &OriginError) -> Errno {
     match e {
         OriginError::NotFound { .. } | OriginError::NotAFile { .. } => Errno::ENOENT,
         OriginError::PermissionDenied { .. } => Errno::EACCES,
@@ -36,7 +36,7 @@ pub fn of_origin(e: &OriginError) -> Errno {
 }
 
 /// The errno a program sees for a failed read through the node.
-pub fn of_node(e: &NodeError) -> Errno {
+pub(crate) fn of_node(e: &NodeError) -> Errno {
     match e {
         NodeError::Origin(o) => of_origin(o),
         NodeError::Read(ReadError::Origin(o)) => of_origin(o),

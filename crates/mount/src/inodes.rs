@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub const MAX_INODES: usize = 1_000_000;
 
 /// The root's number, as FUSE fixes it.
-pub const ROOT: u64 = 1;
+pub(crate) const ROOT: u64 = 1;
 
 struct Inode {
     path: Arc<str>,
@@ -28,7 +28,7 @@ struct Inode {
 }
 
 /// The table.
-pub struct Inodes {
+pub(crate) struct Inodes {
     by_ino: HashMap<u64, Inode>,
     by_path: HashMap<Arc<str>, u64>,
     next: u64,
@@ -57,13 +57,13 @@ impl Default for Inodes {
 
 impl Inodes {
     /// The path of `ino`, if the kernel still holds it.
-    pub fn path(&self, ino: u64) -> Option<Arc<str>> {
+    pub(crate) fn path(&self, ino: u64) -> Option<Arc<str>> {
         self.by_ino.get(&ino).map(|i| i.path.clone())
     }
 
     /// The number for `path`, counting one more lookup; `None` when the
     /// table is full.
-    pub fn lookup(&mut self, path: &str) -> Option<u64> {
+    pub(crate) fn lookup(&mut self, path: &str) -> Option<u64> {
         if let Some(&ino) = self.by_path.get(path) {
             if let Some(i) = self.by_ino.get_mut(&ino) {
                 i.lookups += 1;
@@ -90,25 +90,25 @@ impl Inodes {
     }
 
     /// Records whether `ino` is a regular file, as a lookup just found.
-    pub fn set_file(&mut self, ino: u64, file: bool) {
+    pub(crate) fn set_file(&mut self, ino: u64, file: bool) {
         if let Some(i) = self.by_ino.get_mut(&ino) {
             i.file = file;
         }
     }
 
     /// Whether `ino` was a regular file when last looked up.
-    pub fn is_file(&self, ino: u64) -> bool {
+    pub(crate) fn is_file(&self, ino: u64) -> bool {
         self.by_ino.get(&ino).is_some_and(|i| i.file)
     }
 
     /// The number `path` has now, if the kernel still holds it.
-    pub fn number(&self, path: &str) -> Option<u64> {
+    pub(crate) fn number(&self, path: &str) -> Option<u64> {
         self.by_path.get(path).copied()
     }
 
     /// Records that `ino` was opened at `version`; true if its previous
     /// open saw the same version (the kernel may keep its cached pages).
-    pub fn opened(&mut self, ino: u64, version: &str) -> bool {
+    pub(crate) fn opened(&mut self, ino: u64, version: &str) -> bool {
         let Some(i) = self.by_ino.get_mut(&ino) else {
             return false;
         };
@@ -121,13 +121,13 @@ impl Inodes {
 
     /// `path` was removed: its number keeps naming the removed file until
     /// the kernel forgets it, and the path is free for a new one.
-    pub fn unlink(&mut self, path: &str) {
+    pub(crate) fn unlink(&mut self, path: &str) {
         self.by_path.remove(path);
     }
 
     /// `from` was renamed to `to`: its number, and those of everything
     /// under it, follow (a number replaced at `to` is unlinked).
-    pub fn rename(&mut self, from: &str, to: &str) {
+    pub(crate) fn rename(&mut self, from: &str, to: &str) {
         self.unlink(to);
         let prefix = format!("{from}/");
         let moved: Vec<(u64, Arc<str>)> = self
@@ -149,7 +149,7 @@ impl Inodes {
     }
 
     /// The kernel dropped `n` of its lookups of `ino`.
-    pub fn forget(&mut self, ino: u64, n: u64) {
+    pub(crate) fn forget(&mut self, ino: u64, n: u64) {
         if ino == ROOT {
             return;
         }

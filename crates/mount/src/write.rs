@@ -31,10 +31,10 @@ use crate::errno;
 
 /// Paths with writers on this node at most; an open for writing beyond it
 /// fails with `ENFILE`.
-pub const MAX_PENDING: usize = 4096;
+pub(crate) const MAX_PENDING: usize = 4096;
 
 /// A path with writers on this node.
-pub struct Pending {
+pub(crate) struct Pending {
     /// The path (it follows renames).
     path: Mutex<Arc<str>>,
     /// Permission bits for a file the origin does not have yet.
@@ -67,18 +67,18 @@ impl Pending {
     }
 
     /// The session's `Topen` (`exclusive` mode).
-    pub fn topen(&self) -> Option<Tcommit> {
+    pub(crate) fn topen(&self) -> Option<Tcommit> {
         *self.topen.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Sets the session's `Topen`: at its first open, and after each
     /// commit (the new `Tcommit` if the writer's copy stayed valid).
-    pub fn set_topen(&self, topen: Option<Tcommit>) {
+    pub(crate) fn set_topen(&self, topen: Option<Tcommit>) {
         *self.topen.lock().unwrap_or_else(|p| p.into_inner()) = topen;
     }
 
     /// The path now (it follows renames).
-    pub fn path(&self) -> Arc<str> {
+    pub(crate) fn path(&self) -> Arc<str> {
         self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -92,14 +92,14 @@ impl Pending {
 }
 
 /// The pending paths of one mount.
-pub struct Writers {
+pub(crate) struct Writers {
     rt: Handle,
     origin: Arc<Origin>,
     pending: Mutex<HashMap<Arc<str>, Arc<Pending>>>,
 }
 
 impl Writers {
-    pub fn new(rt: Handle, origin: Arc<Origin>) -> Writers {
+    pub(crate) fn new(rt: Handle, origin: Arc<Origin>) -> Writers {
         Writers {
             rt,
             origin,
@@ -118,13 +118,13 @@ impl Writers {
     }
 
     /// The pending state of `path`, if it has writers here.
-    pub fn get(&self, path: &str) -> Option<Arc<Pending>> {
+    pub(crate) fn get(&self, path: &str) -> Option<Arc<Pending>> {
         self.map().get(path).cloned()
     }
 
     /// Opens `path` for writing: `create` makes it (empty, `mode`) if the
     /// origin lacks it, `truncate` empties it.
-    pub fn open(
+    pub(crate) fn open(
         &self,
         path: &Arc<str>,
         create: bool,
@@ -197,26 +197,31 @@ impl Writers {
     }
 
     /// Writes `data` at `offset`.
-    pub fn write(&self, p: &Pending, offset: u64, data: &[u8]) -> Result<(), Errno> {
+    pub(crate) fn write(&self, p: &Pending, offset: u64, data: &[u8]) -> Result<(), Errno> {
         self.change(p, |d| d.write_at(offset, data))
     }
 
     /// Reads from the draft, if there is one (`None`: read the origin).
-    pub fn read(&self, p: &Pending, offset: u64, len: usize) -> Option<Result<Vec<u8>, Errno>> {
+    pub(crate) fn read(
+        &self,
+        p: &Pending,
+        offset: u64,
+        len: usize,
+    ) -> Option<Result<Vec<u8>, Errno>> {
         let st = p.state();
         let draft = st.draft.as_ref()?;
         Some(draft.read_at(offset, len).map_err(|e| errno::of_origin(&e)))
     }
 
     /// Sets the length of `p`'s file.
-    pub fn truncate(&self, p: &Pending, len: u64) -> Result<(), Errno> {
+    pub(crate) fn truncate(&self, p: &Pending, len: u64) -> Result<(), Errno> {
         self.change(p, |d| d.set_len(len))
     }
 
     /// Applies a mode or times change to `p`'s draft, which the commit
     /// will put in place (a change made only to the origin's file would
     /// be undone by it). False if there is no draft: change the origin.
-    pub fn set_attrs(
+    pub(crate) fn set_attrs(
         &self,
         p: &Pending,
         mode: Option<u32>,
@@ -239,7 +244,7 @@ impl Writers {
 
     /// Sets the length of `path`, which has no writers here: a draft
     /// committed at once.
-    pub fn truncate_closed(&self, path: &str, len: u64) -> Result<(), Errno> {
+    pub(crate) fn truncate_closed(&self, path: &str, len: u64) -> Result<(), Errno> {
         let mut draft = self.draft(path, true, 0o644)?;
         draft.set_len(len).map_err(|e| errno::of_origin(&e))?;
         self.rt
@@ -250,7 +255,7 @@ impl Writers {
 
     /// Commits what `p`'s writers wrote (a `close`, an `fsync`); true if
     /// a new version reached the origin.
-    pub fn commit(&self, p: &Pending) -> Result<bool, Errno> {
+    pub(crate) fn commit(&self, p: &Pending) -> Result<bool, Errno> {
         let mut st = p.state();
         if let Some(e) = st.failed.take() {
             st.draft = None;
@@ -280,7 +285,7 @@ impl Writers {
     /// bytes of an open that had not begun to close). So only the last
     /// handle commits, what no `flush` carried, and `p` is forgotten.
     /// True if a new version reached the origin.
-    pub fn close(&self, p: &Arc<Pending>) -> Result<bool, Errno> {
+    pub(crate) fn close(&self, p: &Arc<Pending>) -> Result<bool, Errno> {
         let last = {
             let mut st = p.state();
             st.handles = st.handles.saturating_sub(1);
@@ -300,7 +305,7 @@ impl Writers {
 
     /// Commits `from`'s writes before it is renamed: a draft is renamed
     /// into its own directory entry, which is about to move.
-    pub fn before_rename(&self, from: &str) -> Result<(), Errno> {
+    pub(crate) fn before_rename(&self, from: &str) -> Result<(), Errno> {
         match self.get(from) {
             Some(p) => self.commit(&p).map(drop),
             None => Ok(()),
@@ -309,7 +314,7 @@ impl Writers {
 
     /// `from` was renamed to `to`: its writers follow, and their next
     /// write drafts the file under its new name.
-    pub fn renamed(&self, from: &str, to: &str) {
+    pub(crate) fn renamed(&self, from: &str, to: &str) {
         let mut map = self.map();
         if let Some(p) = map.remove(from) {
             let to: Arc<str> = Arc::from(to);
@@ -320,7 +325,7 @@ impl Writers {
 
     /// The entry for `path` as its writers here see it: the origin's with
     /// the draft's size, or a new file the origin does not have yet.
-    pub fn entry(&self, path: &str, origin: Result<Entry, Errno>) -> Result<Entry, Errno> {
+    pub(crate) fn entry(&self, path: &str, origin: Result<Entry, Errno>) -> Result<Entry, Errno> {
         let Some(p) = self.get(path) else {
             return origin;
         };

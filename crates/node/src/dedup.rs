@@ -12,16 +12,32 @@ use std::path::{Path, PathBuf};
 /// What went wrong with a dedup key file.
 #[derive(Debug, thiserror::Error)]
 pub enum DedupKeyError {
+    /// The file could not be read, written or created.
     #[error("dedup key {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The key file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// A key exists where a new one was to be written; it is kept.
     #[error(
         "dedup key {path} already exists: every unifying member needs the same key, so it is never replaced (remove it first to start over)"
     )]
-    Exists { path: PathBuf },
+    Exists {
+        /// The key file.
+        path: PathBuf,
+    },
+    /// The file does not hold a key.
     #[error(
         "dedup key {path}: expected 64 hex digits (as `coopcache cluster unify-key` writes), found {found}"
     )]
-    Malformed { path: PathBuf, found: String },
+    Malformed {
+        /// The key file.
+        path: PathBuf,
+        /// What it holds instead, shortened.
+        found: String,
+    },
 }
 
 /// Writes a new random dedup key to `path` (mode 0600), refusing to

@@ -199,10 +199,13 @@ pub struct Status {
     /// Changes, writes and commits asked of the origin (the mount's).
     #[serde(default)]
     pub origin_changes: u64,
+    /// Writes of file bytes to the origin (the mount's drafts).
     #[serde(default)]
     pub origin_writes: u64,
+    /// Bytes those writes carried.
     #[serde(default)]
     pub origin_written_bytes: u64,
+    /// Commits of drafts into place at the origin (closes).
     #[serde(default)]
     pub origin_commits: u64,
     /// `exclusive` mode: opens this node answered as a manager from its

@@ -12,7 +12,7 @@ use coopcache_sim::workload::Workload;
 use pyo3::prelude::*;
 
 /// What the study runs on.
-pub enum Source {
+pub(crate) enum Source {
     /// A generated workload and its `key=value,...` settings.
     Workload(String, Option<String>),
     /// A multi-client trace.
@@ -21,7 +21,7 @@ pub enum Source {
 
 /// The study's settings besides its source, as the CLI's flags of the
 /// same names take them.
-pub struct Study {
+pub(crate) struct Study {
     pub algorithms: Vec<String>,
     pub policy: String,
     pub clients: Option<u32>,
@@ -131,7 +131,7 @@ fn cache_size(text: Option<&str>) -> Result<Option<coopcache_sim::size::CacheSiz
     profile=None, network_us=None, warmup=None, seed=None
 ))]
 #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI flag.
-pub fn simulate_cluster(
+pub(crate) fn simulate_cluster(
     py: Python<'_>,
     algorithms: Vec<String>,
     workload: Option<String>,

@@ -17,7 +17,7 @@ pub enum Error {
 }
 
 /// A `ValueError` with `message`.
-pub fn value(message: impl Display) -> Error {
+pub(crate) fn value(message: impl Display) -> Error {
     Error::Value(message.to_string())
 }
 
@@ -40,6 +40,6 @@ impl From<Error> for PyErr {
 }
 
 /// Rows as the JSON text the CLI's `--json` prints (an array of them).
-pub fn json(rows: &impl serde::Serialize) -> Result<String, Error> {
+pub(crate) fn json(rows: &impl serde::Serialize) -> Result<String, Error> {
     serde_json::to_string(rows).map_err(value)
 }

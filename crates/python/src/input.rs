@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict};
 use std::path::{Path, PathBuf};
 
 /// A trace to open: its path, format and reading options.
-pub struct TraceInput {
+pub(crate) struct TraceInput {
     /// The file.
     pub path: PathBuf,
     /// Its format, given or told by its name.
@@ -21,7 +21,7 @@ impl TraceInput {
     /// Resolves `format` (or the file name's) and parses `csv`, as
     /// `coopcache sim --format F --csv SPEC` does; `block_size` splits the
     /// block formats' byte ranges.
-    pub fn new(
+    pub(crate) fn new(
         path: PathBuf,
         format: Option<&str>,
         csv: Option<&str>,
@@ -60,22 +60,22 @@ impl TraceInput {
     }
 
     /// Opens the trace's requests.
-    pub fn open(&self) -> Result<Requests, Error> {
+    pub(crate) fn open(&self) -> Result<Requests, Error> {
         Ok(trace::open(&self.path, self.format, &self.opts)?.requests)
     }
 
     /// Whether its requests carry object sizes.
-    pub fn sized(&self) -> bool {
+    pub(crate) fn sized(&self) -> bool {
         self.format.has_sizes(&self.opts)
     }
 
     /// Its name in the rows: the file name.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         coopcache_sim::local::trace_label(std::slice::from_ref(&self.path))
     }
 
     /// The path, for messages.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }
@@ -120,7 +120,7 @@ fn read_columns(input: &TraceInput, limit: Option<u64>) -> Result<Columns, Error
 /// reach numpy without a Python object each.
 #[pyfunction]
 #[pyo3(signature = (path, format=None, csv=None, block_size=None, limit=None))]
-pub fn read_trace<'py>(
+pub(crate) fn read_trace<'py>(
     py: Python<'py>,
     path: PathBuf,
     format: Option<&str>,

@@ -60,7 +60,7 @@ fn run_simulate(
 /// the rows `coopcache sim --json` prints, policy-major.
 #[pyfunction]
 #[pyo3(signature = (path, policies, sizes, format=None, csv=None, block_size=None))]
-pub fn simulate(
+pub(crate) fn simulate(
     py: Python<'_>,
     path: PathBuf,
     policies: Vec<String>,
@@ -108,7 +108,7 @@ fn run_mrc(
 /// rows `coopcache sim mrc --format F --json` prints.
 #[pyfunction]
 #[pyo3(signature = (path, policies, sizes=None, format=None, csv=None, shards=None))]
-pub fn mrc(
+pub(crate) fn mrc(
     py: Python<'_>,
     path: PathBuf,
     policies: Vec<String>,

@@ -31,7 +31,7 @@ fn run(input: &TraceInput) -> Result<String, Error> {
 /// The trace's statistics in one pass, as one JSON object.
 #[pyfunction]
 #[pyo3(signature = (path, format=None, csv=None, block_size=None))]
-pub fn trace_stats(
+pub(crate) fn trace_stats(
     py: Python<'_>,
     path: PathBuf,
     format: Option<&str>,

@@ -17,7 +17,6 @@
 //! - [`live`]: the live protocol (the daemon's own code) simulated over an
 //!   in-order network and a virtual clock.
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod attr;
 pub mod c2cfs;

@@ -90,7 +90,7 @@ pub struct AttrConfig {
 }
 
 /// The paper's default cut-off.
-pub const DEFAULT_CUTOFF: u64 = 512 * 1024;
+pub(super) const DEFAULT_CUTOFF: u64 = 512 * 1024;
 
 /// A configuration with every size known, for one total.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use coopcache_core::c2cfs::{Committed, Tcommit};
 pub type OpenAnswer = Option<(Tcommit, PathVersion)>;
 
 /// A caller of the commit machine, waiting for its answer.
-pub enum CommitWaiter {
+pub(super) enum CommitWaiter {
     /// An open.
     Open(oneshot::Sender<OpenAnswer>),
     /// A commit (a close after writes, a removal, a rename).

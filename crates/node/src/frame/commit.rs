@@ -14,7 +14,7 @@ use super::{FrameError, Reader};
 use crate::origin::{FileVersion, PathVersion};
 
 /// Longest version string a frame carries (ETags are tens of bytes).
-pub const MAX_VERSION: usize = 1024;
+pub(super) const MAX_VERSION: usize = 1024;
 
 pub(super) const K_OPEN: u8 = 64;
 pub(super) const K_OPENED: u8 = 65;

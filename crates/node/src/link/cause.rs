@@ -108,7 +108,7 @@ impl Throttle {
 pub struct Noise(std::sync::Mutex<Throttle>);
 
 /// How often failed inbound connections are reported at WARN.
-pub const NOISE_EVERY: Duration = Duration::from_secs(10);
+pub(super) const NOISE_EVERY: Duration = Duration::from_secs(10);
 
 impl Default for Noise {
     fn default() -> Self {
@@ -126,7 +126,7 @@ impl Noise {
 
 /// Says a failed connection: at WARN with its cause and the count when
 /// `failures` says it is due, at DEBUG otherwise.
-pub fn say(addr: &dyn std::fmt::Display, e: &LinkError, failures: Option<u64>, what: &str) {
+pub(super) fn say(addr: &dyn std::fmt::Display, e: &LinkError, failures: Option<u64>, what: &str) {
     match failures {
         Some(failures) => tracing::warn!(%addr, cause = cause(e), error = %e, failures, "{what}"),
         None => tracing::debug!(%addr, error = %e, "{what}"),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub struct TestCluster {
+pub(crate) struct TestCluster {
     pub nodes: Vec<Arc<NodeHandle>>,
     pub origin_dir: PathBuf,
     pub keys: PathBuf,
@@ -17,7 +17,7 @@ pub struct TestCluster {
 }
 
 /// Deterministic file contents: distinct per file and offset.
-pub fn contents(seed: u64, len: usize) -> Vec<u8> {
+pub(crate) fn contents(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..len)
         .map(|_| {
@@ -29,7 +29,7 @@ pub fn contents(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-pub fn write_files(dir: &Path, files: &[(&str, usize)]) {
+pub(crate) fn write_files(dir: &Path, files: &[(&str, usize)]) {
     for (i, (name, len)) in files.iter().enumerate() {
         let p = dir.join(name);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -37,7 +37,7 @@ pub fn write_files(dir: &Path, files: &[(&str, usize)]) {
     }
 }
 
-pub struct Shape {
+pub(crate) struct Shape {
     pub nodes: u32,
     pub algorithm: AlgorithmKind,
     pub memory: u64,
@@ -57,11 +57,11 @@ impl Default for Shape {
     }
 }
 
-pub async fn cluster(shape: Shape, files: &[(&str, usize)]) -> TestCluster {
+pub(crate) async fn cluster(shape: Shape, files: &[(&str, usize)]) -> TestCluster {
     cluster_with(shape, files, |_| {}).await
 }
 
-pub async fn wait_for_members(nodes: &[Arc<NodeHandle>], n: usize) {
+pub(crate) async fn wait_for_members(nodes: &[Arc<NodeHandle>], n: usize) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let mut all = true;
@@ -80,7 +80,7 @@ pub async fn wait_for_members(nodes: &[Arc<NodeHandle>], n: usize) {
 
 /// Like [`cluster`], with every node's options adjusted by `tweak` before
 /// it starts (a longer peer timeout, another seed, ...).
-pub async fn cluster_with(
+pub(crate) async fn cluster_with(
     shape: Shape,
     files: &[(&str, usize)],
     tweak: impl Fn(&mut NodeOptions),
@@ -119,14 +119,14 @@ pub async fn cluster_with(
 }
 
 /// A file's modification time.
-pub fn mtime(path: &Path) -> std::time::SystemTime {
+pub(crate) fn mtime(path: &Path) -> std::time::SystemTime {
     std::fs::metadata(path)
         .and_then(|m| m.modified())
         .expect("mtime")
 }
 
 /// Sets the mtime back, as `cp -p`, `touch -d` and `rsync -t` do.
-pub fn set_mtime(path: &Path, when: std::time::SystemTime) {
+pub(crate) fn set_mtime(path: &Path, when: std::time::SystemTime) {
     std::fs::File::options()
         .write(true)
         .open(path)

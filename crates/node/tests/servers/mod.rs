@@ -15,7 +15,7 @@ use coopcache_node::origin::{Origin, OriginError};
 use object_store::ObjectStore;
 
 /// A server process started by a test; killed (by its own handle) on drop.
-pub struct Server {
+pub(crate) struct Server {
     pub child: Child,
     pub addr: SocketAddr,
     /// The server's data and log (taken back by [`Server::stop`]).
@@ -25,7 +25,7 @@ pub struct Server {
 impl Server {
     /// Kills the server and gives back its directory (to start it again
     /// on the same data: see [`minio_in`]).
-    pub fn stop(mut self) -> tempfile::TempDir {
+    pub(crate) fn stop(mut self) -> tempfile::TempDir {
         let _ = self.child.kill();
         let _ = self.child.wait();
         self.dir.take().expect("a running server has its directory")
@@ -46,7 +46,7 @@ impl Drop for Server {
 }
 
 /// Finds a server binary, or says how to get it: `None` means skip.
-pub fn find_binary(name: &str, env: &str, extra: &[PathBuf]) -> Option<PathBuf> {
+pub(crate) fn find_binary(name: &str, env: &str, extra: &[PathBuf]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let found = std::env::var_os(env)
         .map(PathBuf::from)
@@ -65,13 +65,13 @@ pub fn find_binary(name: &str, env: &str, extra: &[PathBuf]) -> Option<PathBuf> 
     found
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     listener.local_addr().expect("local addr").port()
 }
 
 /// The status code of a plain HTTP/1.0 GET, or `None` if nothing answers.
-pub fn http_status(addr: SocketAddr, path: &str) -> Option<u16> {
+pub(crate) fn http_status(addr: SocketAddr, path: &str) -> Option<u16> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
@@ -81,7 +81,12 @@ pub fn http_status(addr: SocketAddr, path: &str) -> Option<u16> {
 }
 
 /// Starts `command` and waits until `path` answers 200 on `addr`.
-pub fn start(mut command: Command, addr: SocketAddr, path: &str, dir: tempfile::TempDir) -> Server {
+pub(crate) fn start(
+    mut command: Command,
+    addr: SocketAddr,
+    path: &str,
+    dir: tempfile::TempDir,
+) -> Server {
     let log = std::fs::File::create(dir.path().join("server.log")).expect("server log");
     let child = command
         .stdin(Stdio::null())
@@ -110,17 +115,17 @@ pub fn start(mut command: Command, addr: SocketAddr, path: &str, dir: tempfile::
 
 // ---------------------------------------------------------------- S3
 
-pub const S3_USER: &str = "coopcache";
-pub const S3_SECRET: &str = "coopcache-test-secret";
-pub const BUCKET: &str = "origin-test";
+pub(crate) const S3_USER: &str = "coopcache";
+pub(crate) const S3_SECRET: &str = "coopcache-test-secret";
+pub(crate) const BUCKET: &str = "origin-test";
 
-pub fn start_minio() -> Option<Server> {
+pub(crate) fn start_minio() -> Option<Server> {
     let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
     minio_in(tempfile::tempdir().expect("tempdir"), addr)
 }
 
 /// MinIO on `addr` with its data in `dir` (made if new, kept if not).
-pub fn minio_in(dir: tempfile::TempDir, addr: SocketAddr) -> Option<Server> {
+pub(crate) fn minio_in(dir: tempfile::TempDir, addr: SocketAddr) -> Option<Server> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
@@ -148,14 +153,14 @@ pub fn minio_in(dir: tempfile::TempDir, addr: SocketAddr) -> Option<Server> {
 
 /// The environment that points `object_store` (and so a `coopcache`
 /// process) at MinIO on `addr`.
-pub fn s3_env(addr: SocketAddr) -> Vec<(String, String)> {
+pub(crate) fn s3_env(addr: SocketAddr) -> Vec<(String, String)> {
     s3_options(addr)
         .into_iter()
         .map(|(k, v)| (format!("AWS_{}", k.to_uppercase()), v))
         .collect()
 }
 
-pub fn s3_options(addr: SocketAddr) -> Vec<(&'static str, String)> {
+pub(crate) fn s3_options(addr: SocketAddr) -> Vec<(&'static str, String)> {
     vec![
         ("endpoint", format!("http://{addr}")),
         ("access_key_id", S3_USER.into()),
@@ -165,13 +170,13 @@ pub fn s3_options(addr: SocketAddr) -> Vec<(&'static str, String)> {
     ]
 }
 
-pub fn open_s3(spec: &str, addr: SocketAddr) -> Result<Origin, OriginError> {
+pub(crate) fn open_s3(spec: &str, addr: SocketAddr) -> Result<Origin, OriginError> {
     let options = s3_options(addr);
     let options: Vec<(&str, &str)> = options.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Origin::open_with(spec, &options)
 }
 
-pub async fn put(store: &dyn ObjectStore, key: &str, content: &[u8]) {
+pub(crate) async fn put(store: &dyn ObjectStore, key: &str, content: &[u8]) {
     let location = object_store::path::Path::parse(key).expect("key");
     store
         .put(&location, content.to_vec().into())

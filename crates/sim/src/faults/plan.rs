@@ -111,7 +111,7 @@ pub struct Plan {
 }
 
 /// Files each private node reads, its alone.
-pub const PRIVATE_FILES: u32 = 4;
+pub(super) const PRIVATE_FILES: u32 = 4;
 
 /// The algorithms a live cluster runs.
 const LIVE: [AlgorithmKind; 5] = [

@@ -153,7 +153,7 @@ fn parse_range(item: &str, from: &str, rest: &str) -> Result<Vec<SizePoint>, Cur
 
 /// Bytes where the trace has sizes and no size is a plain count of
 /// objects; objects otherwise.
-pub fn unit(points: &[SizePoint], sized: bool) -> Result<CurveUnit, CurveError> {
+pub(super) fn unit(points: &[SizePoint], sized: bool) -> Result<CurveUnit, CurveError> {
     let objects = points.iter().any(|p| matches!(p, SizePoint::Objects(_)));
     let bytes = points.iter().any(|p| matches!(p, SizePoint::Bytes(_)));
     match (objects, bytes, sized) {

@@ -99,7 +99,7 @@ impl Compression {
 
 /// An opened trace: its decompressed bytes, and a counter of the file bytes
 /// read so far out of `file_len`.
-pub struct Opened {
+pub(super) struct Opened {
     /// Decompressed contents.
     pub reader: Box<dyn BufRead + Send>,
     /// Compressed bytes consumed so far.
@@ -110,7 +110,7 @@ pub struct Opened {
 
 /// Opens `path`, decompressing gzip, xz, zstd or bzip2 by magic number
 /// (several concatenated streams are read as one).
-pub fn open(path: &Path) -> Result<Opened, TraceError> {
+pub(super) fn open(path: &Path) -> Result<Opened, TraceError> {
     let io_err = |source| TraceError::Io {
         path: path.to_path_buf(),
         source,

@@ -9,14 +9,14 @@ use coopcache_core::protocol::IDLE_AFTER_US;
 use coopcache_sim::live::LiveCluster;
 
 /// Blocks each node caches.
-pub const CAPACITY: usize = 16;
-pub const BLOCK_SIZE: u32 = 4096;
+pub(crate) const CAPACITY: usize = 16;
+pub(crate) const BLOCK_SIZE: u32 = 4096;
 /// How often every node pings every peer, virtual microseconds.
-pub const PING_US: u64 = 1_000_000;
+pub(crate) const PING_US: u64 = 1_000_000;
 
 /// `nodes` nodes running `kind`, set up by `prepare`, then run until every
 /// member has been idle long enough and said so to every other.
-pub fn idle_cluster(
+pub(crate) fn idle_cluster(
     kind: AlgorithmKind,
     nodes: u32,
     prepare: impl FnOnce(&mut LiveCluster<u64>),
@@ -35,7 +35,7 @@ pub fn idle_cluster(
 
 /// Node `node` reads `blocks` in order, each checked against the origin;
 /// how many came from each level.
-pub fn read_all(
+pub(crate) fn read_all(
     c: &mut LiveCluster<u64>,
     node: NodeId,
     blocks: impl IntoIterator<Item = u64>,

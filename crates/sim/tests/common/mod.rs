@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// `$COOPCACHE_TRACES`) if `needed` is among them. Without it the test
 /// fails saying where they go, unless `COOPCACHE_ALLOW_SKIP=1` asks for a
 /// skip (then `None`, and a message).
-pub fn traces_dir(needed: &str) -> Option<PathBuf> {
+pub(crate) fn traces_dir(needed: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("COOPCACHE_TRACES")
         .map(PathBuf::from)
         .unwrap_or_else(|| {

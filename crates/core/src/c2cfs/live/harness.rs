@@ -64,7 +64,7 @@ pub(super) fn path_managed_by(views: &[(&[NodeId], NodeId)]) -> Arc<str> {
 
 impl Cluster {
     /// Nodes `ids`, each knowing all of them, past the stable period.
-    pub fn new(ids: &[NodeId]) -> Cluster {
+    pub(super) fn new(ids: &[NodeId]) -> Cluster {
         let mut nodes = BTreeMap::new();
         for &id in ids {
             let mut node = Node::new(id, u64::from(id), cfg()).unwrap();
@@ -89,12 +89,12 @@ impl Cluster {
         }
     }
 
-    pub fn node(&mut self, id: NodeId) -> &mut Node {
+    pub(super) fn node(&mut self, id: NodeId) -> &mut Node {
         self.nodes.get_mut(&id).expect("a node of the cluster")
     }
 
     /// Takes every node's actions into the wire and the records.
-    pub fn collect(&mut self) {
+    pub(super) fn collect(&mut self) {
         for (&id, node) in &mut self.nodes {
             while let Some(action) = node.poll() {
                 match action {
@@ -136,7 +136,7 @@ impl Cluster {
     }
 
     /// Delivers the oldest message on the wire (to a node still running).
-    pub fn deliver_one(&mut self) -> bool {
+    pub(super) fn deliver_one(&mut self) -> bool {
         let Some((from, to, msg)) = self.wire.pop_front() else {
             return false;
         };
@@ -149,7 +149,7 @@ impl Cluster {
     }
 
     /// Answers the `at`th pending stat with `result`.
-    pub fn answer_stat(&mut self, at: usize, result: Result<u64, ()>) {
+    pub(super) fn answer_stat(&mut self, at: usize, result: Result<u64, ()>) {
         let s = self.stats.remove(at).expect("a pending stat");
         let now = self.now;
         self.node(s.node).handle_stat(&s.path, result, now);
@@ -158,7 +158,7 @@ impl Cluster {
 
     /// Delivers every message and (with `auto_stat`) answers every stat
     /// from the origin, until nothing moves.
-    pub fn run(&mut self) {
+    pub(super) fn run(&mut self) {
         self.collect();
         loop {
             if self.deliver_one() {
@@ -179,7 +179,7 @@ impl Cluster {
     }
 
     /// Node `id` opens `path`; runs the cluster; returns the request id.
-    pub fn open(&mut self, id: NodeId, path: &Arc<str>) -> u64 {
+    pub(super) fn open(&mut self, id: NodeId, path: &Arc<str>) -> u64 {
         let (req, now) = (self.req(), self.now);
         self.node(id).handle_open(req, path.clone(), now);
         self.run();
@@ -187,13 +187,13 @@ impl Cluster {
     }
 
     /// [`Cluster::open`], answered.
-    pub fn opened(&mut self, id: NodeId, path: &Arc<str>) -> Option<(Tcommit, u64)> {
+    pub(super) fn opened(&mut self, id: NodeId, path: &Arc<str>) -> Option<(Tcommit, u64)> {
         let req = self.open(id, path);
         self.opened.remove(&req).expect("the open completed")
     }
 
     /// Node `id` commits `path`; runs the cluster; returns the request id.
-    pub fn commit(&mut self, id: NodeId, path: &Arc<str>, topen: Option<Tcommit>) -> u64 {
+    pub(super) fn commit(&mut self, id: NodeId, path: &Arc<str>, topen: Option<Tcommit>) -> u64 {
         let (req, now) = (self.req(), self.now);
         self.node(id).handle_commit(req, path.clone(), topen, now);
         self.run();
@@ -201,7 +201,7 @@ impl Cluster {
     }
 
     /// [`Cluster::commit`], answered.
-    pub fn committed(
+    pub(super) fn committed(
         &mut self,
         id: NodeId,
         path: &Arc<str>,
@@ -212,19 +212,19 @@ impl Cluster {
     }
 
     /// A writer wrote `path` through to the origin: its new version.
-    pub fn write(&mut self, path: &Arc<str>) -> u64 {
+    pub(super) fn write(&mut self, path: &Arc<str>) -> u64 {
         let v = self.origin.entry(path.clone()).or_insert(0);
         *v += 1;
         *v
     }
 
     /// Stats node `id` issued so far.
-    pub fn stats_by(&mut self, id: NodeId) -> u64 {
+    pub(super) fn stats_by(&mut self, id: NodeId) -> u64 {
         self.node(id).counters().stats
     }
 
     /// Moves the clock to `now` and fires every node's due timers.
-    pub fn advance(&mut self, now: u64) {
+    pub(super) fn advance(&mut self, now: u64) {
         self.now = now;
         for node in self.nodes.values_mut() {
             node.handle_timeout(now);
