@@ -56,7 +56,19 @@ pub fn run(args: ReplaySpeedArgs) -> Result<()> {
         .ok()
         .filter(|&s| s > 0)
         .context("--cache-size must be at least one block")?;
-    let path = args.trace.clone().unwrap_or_else(default_trace);
+    let path = match &args.trace {
+        Some(path) => path.clone(),
+        None => {
+            let path = default_trace();
+            if !path.exists() {
+                bail!(
+                    "no --trace given, and the default {} is not there: pass --trace PATH, or set COOPCACHE_TRACES to the directory of the shared traces",
+                    path.display()
+                );
+            }
+            path
+        }
+    };
     let ids = read_ids(&path, args.format)?;
     if ids.is_empty() {
         bail!("{}: no requests", path.display());
