@@ -17,7 +17,7 @@ def sh(cmd): return subprocess.run(cmd, shell=True, capture_output=True, check=T
 def s(x): x = x.encode(); return bytes([len(x)]) + x
 def block(f, i, route=0x0a0b0c0d): return struct.pack('>QII', f, i, route)
 def digest(): return bytes(range(32)) + struct.pack('>I', 65536)
-def hello(name, node=9, version=2, bs=65536, listen='127.0.0.1:7170'):
+def hello(name, node=9, version=8, bs=65536, listen='127.0.0.1:7170'):
     return bytes([1]) + b'COOP' + struct.pack('>HI', version, node) + s(name) + s(listen) + struct.pack('>I', bs)
 bodies = {
  'hello': hello('n9'),
@@ -43,7 +43,8 @@ for i, k in enumerate(['hello', 'data', 'members', 'recirculate']):
     put('frame_roundtrip', 'bytes-%d' % i, bodies[k])
 put('frame_roundtrip', 'zeros', bytes(64))
 # hello: u16 certificate length, certificate DER, Hello body. peer1 names
-# itself by common name, peer2 by a DNS name beside the cluster's.
+# itself by common name, peer2 by a DNS name beside the cluster's, peer3
+# carries its node id (3) as the URI the CA writes.
 def cert(name, subject, ext):
     out = os.path.join(CERTS, name + '.der')
     sh(f'openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes '
@@ -51,7 +52,8 @@ def cert(name, subject, ext):
     return out
 cert('peer1', '/CN=peer1', '')
 cert('peer2', '/O=x', '-addext subjectAltName=DNS:peer2,DNS:coopcache.cluster')
-for cert, name in [('peer1.der', 'peer1'), ('peer2.der', 'peer2')]:
+cert('peer3', '/CN=peer3', '-addext subjectAltName=DNS:coopcache.cluster,URI:urn:coopcache:node:3')
+for cert, name in [('peer1.der', 'peer1'), ('peer2.der', 'peer2'), ('peer3.der', 'peer3')]:
     der = open(os.path.join(CERTS, cert), 'rb').read()
     put('hello', name, struct.pack('>H', len(der)) + der + hello(name, node=3))
 put('hello', 'no-cert', struct.pack('>H', 0) + hello('', node=3))

@@ -21,16 +21,33 @@ pub enum ClusterCmd {
         #[arg(long, default_value_t = 365)]
         days: u32,
     },
-    /// Issues a certificate for another node from the CA in DIR.
+    /// Issues a certificate for another node from the CA in DIR (or renews
+    /// one: a name keeps the id it was first issued with).
     Issue {
         /// The node's name.
         name: String,
         /// Key directory holding ca.pem and ca.key.
         #[arg(long)]
         dir: PathBuf,
+        /// The node id its certificate carries, if the name is new [default:
+        /// the smallest id no issued name has]; refused if taken.
+        #[arg(long)]
+        id: Option<u32>,
         /// Days the certificate is valid.
         #[arg(long, default_value_t = 365)]
         days: u32,
+    },
+    /// Revokes every certificate the CA in DIR issued to NAME: writes a new
+    /// revocation list there (revoked.crl), which the node running with DIR
+    /// as its --data-dir sends to every member within a second; members
+    /// close and refuse NAME's links from then on. NAME is never issued
+    /// again.
+    Revoke {
+        /// The node's name.
+        name: String,
+        /// Key directory holding ca.pem and ca.key.
+        #[arg(long)]
+        dir: PathBuf,
     },
     /// Prints a one-time join token: a new machine runs `coopcache node
     /// --join HOST:PORT --token TOKEN` and gets its certificate from the node
@@ -83,15 +100,36 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
     match cmd {
         ClusterCmd::Init { dir, nodes, days } => {
             tls::init_cluster(&dir, &nodes, days)?;
+            let named = nodes
+                .iter()
+                .map(|n| Ok(format!("{n} (id {})", tls::Identity::load(&dir, n)?.id)))
+                .collect::<Result<Vec<String>>>()?;
             println!(
                 "cluster CA and certificates for {} in {}",
-                nodes.join(", "),
+                named.join(", "),
                 dir.display()
             );
         }
-        ClusterCmd::Issue { name, dir, days } => {
-            tls::issue(&dir, &name, days)?;
-            println!("certificate for {name} in {}", dir.display());
+        ClusterCmd::Issue {
+            name,
+            dir,
+            id,
+            days,
+        } => {
+            tls::issue_as(&dir, &name, id, days)?;
+            let id = tls::Identity::load(&dir, &name).map(|i| i.id)?;
+            println!("certificate for {name} (node id {id}) in {}", dir.display());
+        }
+        ClusterCmd::Revoke { name, dir } => {
+            let r = coopcache_node::revocation::revoke(&dir, &name)?;
+            println!(
+                "revoked {} certificate(s) of {name}: revocation list {} in {} names {} in all; \
+                 the node running with this directory as its --data-dir sends it to every member",
+                r.certificates,
+                r.number,
+                dir.join(coopcache_node::revocation::CRL_FILE).display(),
+                r.total
+            );
         }
         ClusterCmd::Token { dir, ttl, address } => {
             let now = coopcache_node::join::server::unix_now();

@@ -96,7 +96,7 @@ fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> R
         .collect();
     let origin = Origin::open_with(&spec.origin, &options)?.with_delay(spec.origin_delay);
     let identity = Identity::load(&spec.keys, &spec.names[i])?;
-    let mut opts = NodeOptions::new(i as u32, identity, "127.0.0.1:0".parse()?, origin);
+    let mut opts = NodeOptions::new(identity, "127.0.0.1:0".parse()?, origin);
     opts.algorithm = spec.algorithm;
     opts.block_size = spec.block_size;
     opts.private = spec.private.contains(&i);

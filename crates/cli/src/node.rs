@@ -89,7 +89,9 @@ pub struct NodeArgs {
     /// This node's name, as on its certificate [default: node].
     #[arg(long, env = "COOPCACHE_NAME")]
     name: Option<String>,
-    /// This node's id, unique in the cluster [default: derived from the name].
+    /// The node id its certificate must carry (ids are the CA's: every peer
+    /// reads a node's id from its certificate); asked for when this node
+    /// issues its own certificate (--init, or ca.key in --data-dir).
     #[arg(long, env = "COOPCACHE_ID")]
     id: Option<u32>,
     /// Block size [default: 64KiB].
@@ -306,7 +308,7 @@ fn serve(s: Settings) -> Result<()> {
     let gateway_opts = s.gateway;
 
     rt.block_on(async move {
-        let mut opts = NodeOptions::new(s.id, identity, s.listen, origin);
+        let mut opts = NodeOptions::new(identity, s.listen, origin);
         opts.algorithm = algorithm;
         opts.policy = policy;
         opts.memory = memory;

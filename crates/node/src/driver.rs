@@ -27,6 +27,10 @@ const MAX_DOWN: usize = crate::frame::MAX_MEMBERS;
 /// Links (dialled addresses) at once.
 const MAX_LINKS: usize = crate::frame::MAX_MEMBERS;
 
+/// Connection attempts an address named by a peer gets before it is
+/// forgotten (until a peer names it again).
+const HINT_ATTEMPTS: u32 = 3;
+
 /// How often SWIM's timers and the counters are looked at when nothing
 /// else wakes the driver.
 const TICK: Duration = Duration::from_millis(5);
@@ -117,6 +121,8 @@ pub enum Event {
     Leave(oneshot::Sender<()>),
     /// C2Cfs `exclusive` mode: an open, a commit, a stat's answer.
     Commits(CommitEvent),
+    /// The revocation list in this node's CA directory changed.
+    Revoked(Bytes),
 }
 
 /// A member as `status` shows it.
@@ -308,6 +314,11 @@ pub struct Driver {
     waiting: HashMap<BlockId, Waiting>,
     /// Links by dialled address.
     links: HashMap<String, LinkTx>,
+    /// Dialled addresses a peer named (a member list, a SWIM hint) that
+    /// have not yet answered as a member, with their failed attempts: a
+    /// peer's word buys [`HINT_ATTEMPTS`] tries, not a link retried
+    /// forever (seeds given by the operator are retried forever).
+    hinted: HashMap<String, u32>,
     /// Linked members other than this node (live unless in `down`).
     members: BTreeMap<NodeId, Member>,
     /// Members SWIM declared down: not live even while a link to them is
@@ -383,6 +394,7 @@ impl Driver {
             events,
             waiting: HashMap::new(),
             links: HashMap::new(),
+            hinted: HashMap::new(),
             members: BTreeMap::new(),
             down: BTreeSet::new(),
             left: BTreeSet::new(),
@@ -505,6 +517,7 @@ impl Driver {
                 let _ = reply.send(self.status());
             }
             Event::Join(addr) => self.dial(addr),
+            Event::Revoked(der) => self.on_revoked(None, der),
             Event::Leave(done) => {
                 self.leave();
                 let _ = done.send(());
@@ -662,6 +675,7 @@ mod commits;
 mod integrity;
 mod members;
 mod origin_reads;
+mod revocations;
 mod status;
 
 #[cfg(test)]

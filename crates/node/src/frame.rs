@@ -15,7 +15,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 7;
+pub const PROTOCOL_VERSION: u16 = 8;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -67,6 +67,10 @@ pub enum Wire {
     /// once, as a member that left rather than one that failed. It can
     /// only ever be about the sender, whom the link authenticated.
     Leaving,
+    /// A certificate revocation list signed by the cluster CA (DER, at
+    /// most [`MAX_CRL`](crate::revocation::MAX_CRL) bytes): believed for
+    /// its signature, whoever carries it (`crate::revocation`).
+    Revoked(Bytes),
     /// A message of the core's protocol; block contents are bytes (the
     /// receiver computes their digest itself).
     Peer(PeerMsg<BlockId, Bytes>),
@@ -121,6 +125,7 @@ const KIND_HELLO: u8 = 1;
 const KIND_MEMBERS: u8 = 2;
 const KIND_GOSSIP: u8 = 3;
 const KIND_LEAVING: u8 = 4;
+const KIND_REVOKED: u8 = 5;
 // The core's protocol messages: to a manager, from a manager, between
 // nodes.
 const K_READ: u8 = 16;
@@ -206,6 +211,10 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
             buf.put_slice(data);
         }
         Wire::Leaving => buf.put_u8(KIND_LEAVING),
+        Wire::Revoked(crl) => {
+            buf.put_u8(KIND_REVOKED);
+            buf.put_slice(crl);
+        }
         Wire::Peer(msg) => put_peer(buf, msg),
         Wire::Commit(msg) => commit::put(buf, msg),
     }
@@ -343,6 +352,17 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
             Wire::Gossip(data)
         }
         KIND_LEAVING => Wire::Leaving,
+        KIND_REVOKED => {
+            let crl = r.rest();
+            if crl.len() > crate::revocation::MAX_CRL {
+                return Err(r.bad(format!(
+                    "a revocation list of {} bytes, at most {}",
+                    crl.len(),
+                    crate::revocation::MAX_CRL
+                )));
+            }
+            Wire::Revoked(crl)
+        }
         kind if commit::kind_name(kind).is_some() => Wire::Commit(r.commit(kind)?),
         kind => Wire::Peer(r.peer(kind)?),
     };
@@ -358,6 +378,7 @@ fn kind_name(kind: u8) -> Option<&'static str> {
         KIND_MEMBERS => "members",
         KIND_GOSSIP => "gossip",
         KIND_LEAVING => "leaving",
+        KIND_REVOKED => "revoked",
         K_READ => "read",
         K_IS_SINGLET => "is-singlet",
         K_DROPPED => "dropped",
@@ -729,6 +750,7 @@ mod tests {
         roundtrip(Wire::Members(vec![(1, "a:1".into()), (2, "b:2".into())]));
         roundtrip(Wire::Gossip(Bytes::from_static(b"swim datagram")));
         roundtrip(Wire::Gossip(Bytes::new()));
+        roundtrip(Wire::Revoked(Bytes::from_static(b"a crl")));
         let msgs = every_peer_msg(block, Bytes::from_static(b"some block bytes"));
         assert_eq!(msgs.len(), 23);
         for msg in msgs {

@@ -13,7 +13,7 @@ use crate::tls::Identity;
 use bytes::{Bytes, BytesMut};
 use coopcache_core::c2cfs::live::{CommitConfig, CommitProtocol};
 use coopcache_core::c2cfs::{Committed, Tcommit};
-use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
+use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::{NodeProtocol, ProtocolConfig};
 use futures::{Stream, StreamExt};
@@ -81,9 +81,8 @@ const MAX_ATTRS: usize = 65536;
 
 /// Everything a node needs to start.
 pub struct NodeOptions {
-    /// This node's id (unique in the cluster).
-    pub id: NodeId,
-    /// Its certificate and TLS configs; its name is the certificate's.
+    /// Its certificate and TLS configs; its name and its id
+    /// ([`Identity::id`]) are the certificate's.
     pub identity: Identity,
     /// Where to accept peers.
     pub listen: SocketAddr,
@@ -148,9 +147,8 @@ impl NodeOptions {
     /// Options with the defaults: N-Chance (n = 2) over LRU, 64 KiB
     /// blocks, 2 GiB, close-to-open (versions asked on every open), peer
     /// timeout floor 50 ms, idle after 10 s without reads.
-    pub fn new(id: NodeId, identity: Identity, listen: SocketAddr, origin: Origin) -> Self {
+    pub fn new(identity: Identity, listen: SocketAddr, origin: Origin) -> Self {
         NodeOptions {
-            id,
             identity,
             listen,
             advertise: None,
@@ -311,6 +309,7 @@ pub fn check_private(algorithm: AlgorithmKind) -> Result<(), NodeError> {
 
 /// Starts a node: listens, dials the seeds, and serves.
 pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
+    let id = opts.identity.id;
     let bs = opts.block_size;
     let capacity = check_capacity(opts.memory, bs, opts.private)?;
     if opts.private {
@@ -347,7 +346,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
                 .map_err(|source| NodeError::Discovery { group, source })?;
             let me = discovery::Announcement {
                 cluster: discovery::cluster_tag(&opts.identity.cluster),
-                node: opts.id,
+                node: id,
                 listen: advertise.clone(),
             };
             Some(discovery::run(
@@ -362,12 +361,20 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     };
     let ctx = Arc::new(LinkCtx::new(
         Arc::new(opts.identity),
-        opts.id,
         advertise,
         bs,
         tx.clone(),
         metrics.clone(),
     ));
+    // A revocation list kept from before a restart is in force at once.
+    if let Some(r) = crate::revocation::load(&ctx.identity.dir, &ctx.identity.ca) {
+        tracing::info!(
+            number = r.number,
+            certificates = r.len(),
+            "revocation list in force"
+        );
+        ctx.revoked.send_replace(Arc::new(r));
+    }
     let shape = LiveShape {
         capacity,
         policy: opts.policy,
@@ -376,19 +383,14 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     };
     let machines = opts
         .algorithm
-        .build_live(opts.id, &shape)
+        .build_live(id, &shape)
         .map_err(|e| NodeError::Config(e.to_string()))?;
     let mut protocol_cfg = ProtocolConfig::for_node(capacity, bs);
     protocol_cfg.min_timeout_us = opts.min_timeout.as_micros() as u64;
     protocol_cfg.idle_after_us = u64::try_from(opts.idle_after.as_micros()).unwrap_or(u64::MAX);
     let clock = Clock::start();
-    let mut protocol = NodeProtocol::new(
-        opts.id,
-        opts.algorithm,
-        machines,
-        protocol_cfg,
-        clock.micros(),
-    );
+    let mut protocol =
+        NodeProtocol::new(id, opts.algorithm, machines, protocol_cfg, clock.micros());
     let private = opts.private.then(|| PrivateIds {
         salt: crate::seal::random_salt(),
         unify: opts.unify.is_some(),
@@ -402,7 +404,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         protocol.set_private(Box::new(sealer), crate::budget::parked_notes(capacity));
     }
     let commits = CommitProtocol::new(
-        opts.id,
+        id,
         crate::clock::unix_micros(),
         CommitConfig {
             capacity: crate::budget::COMMIT_FILES,
@@ -421,7 +423,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     let origin = Arc::new(opts.origin);
     let driver = Driver::new(
         DriverConfig {
-            id: opts.id,
+            id,
             name,
             policy: opts.policy,
             block_size: bs,
@@ -437,9 +439,12 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     );
     let mut tasks = vec![
         tokio::spawn(driver.run(rx)),
-        tokio::spawn(accept_loop(listener, ctx)),
+        tokio::spawn(accept_loop(listener, ctx.clone())),
     ];
     tasks.extend(discovery.map(tokio::spawn));
+    if let Some(dir) = ctx.identity.signer.clone() {
+        tasks.push(tokio::spawn(crate::revocation::watch_ca(dir, tx.clone())));
+    }
     for seed in opts.join {
         let _ = tx.send(Event::Join(seed)).await;
     }

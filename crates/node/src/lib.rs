@@ -30,12 +30,14 @@ pub mod driver;
 pub mod frame;
 pub mod gateway;
 pub mod handle;
+pub mod issued;
 pub mod join;
 pub mod link;
 pub mod membership;
 pub mod metrics;
 pub mod origin;
 pub mod quiescence;
+pub mod revocation;
 pub mod seal;
 pub mod tls;
 

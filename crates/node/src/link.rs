@@ -6,17 +6,21 @@ use crate::block::Block;
 use crate::driver::Event;
 use crate::frame::{self, HEADER, PROTOCOL_VERSION, Wire};
 use crate::metrics::Metrics;
-use crate::tls::{Identity, SERVER_NAME, peer_name};
+use crate::revocation::Revocations;
+use crate::tls::{Identity, SERVER_NAME, peer_identity};
 use bytes::{Bytes, BytesMut};
 use coopcache_core::coop::NodeId;
+use rustls_pki_types::CertificateDer;
 use rustls_pki_types::ServerName;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
+pub mod admission;
 mod cause;
+use admission::{Admission, Refused, Ticket};
 pub use cause::{Noise, REPORT_EVERY, Throttle, cause};
 
 /// Frames queued for one peer; beyond this new messages are dropped (and
@@ -108,11 +112,26 @@ pub fn link_channels() -> (LinkTx, LinkRx) {
     )
 }
 
-/// Most connections a node accepts at once.
+/// Most links all authenticated members hold to a node at once (besides
+/// at most [`admission::MAX_UNAUTHENTICATED`] connections still in their
+/// handshake).
 pub const MAX_INBOUND: usize = 256;
 
 /// Time allowed for TCP connect, TLS handshake and `Hello`.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Time an accepted connection has to finish its TLS handshake and send a
+/// valid `Hello`, all together (a joiner's whole exchange has as long).
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
+
+/// An inbound link on which no frame arrives for this long is closed: its
+/// peer is gone or holds it open for nothing.
+pub const IDLE_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A dialled link with nothing to send for this long sends an empty
+/// `Gossip` frame, so that its peer's [`IDLE_DEADLINE`] never closes a
+/// quiet but healthy link.
+pub const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Time allowed to write a batch of frames to a peer.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -124,7 +143,7 @@ const WRITE_BATCH: usize = 256 << 10;
 pub struct LinkCtx {
     /// This node's certificate and TLS configs.
     pub identity: Arc<Identity>,
-    /// This node's id.
+    /// This node's id, its identity's.
     pub id: NodeId,
     /// This node's listen address as peers should dial it.
     pub listen: String,
@@ -140,6 +159,9 @@ pub struct LinkCtx {
     /// Bytes of blocks queued to peers, all links together
     /// ([`PEER_OUT_BYTES`](crate::budget::PEER_OUT_BYTES)).
     pub outbound: Arc<Semaphore>,
+    /// The revocation list in force: every link checks its peer against it
+    /// at its handshake and whenever it changes (`crate::revocation`).
+    pub revoked: watch::Sender<Arc<Revocations>>,
 }
 
 /// Why a connection ended.
@@ -165,21 +187,21 @@ impl LinkCtx {
     /// [`PEER_OUT_BYTES`](crate::budget::PEER_OUT_BYTES).
     pub fn new(
         identity: Arc<Identity>,
-        id: NodeId,
         listen: String,
         block_size: u32,
         events: mpsc::Sender<Event>,
         metrics: Arc<Metrics>,
     ) -> LinkCtx {
         LinkCtx {
+            id: identity.id,
             identity,
-            id,
             listen,
             block_size,
             events,
             metrics,
             inbound: Arc::new(Semaphore::new(crate::budget::PEER_IN_BYTES as usize)),
             outbound: Arc::new(Semaphore::new(crate::budget::PEER_OUT_BYTES as usize)),
+            revoked: watch::channel(Arc::new(Revocations::default())).0,
         }
     }
 
@@ -197,11 +219,29 @@ impl LinkCtx {
         frame::max_frame(self.block_size)
     }
 
-    /// Checks a peer's `Hello` against its certificate and our settings.
+    /// Refuses a peer whose certificate the revocation list in force names.
+    fn check_revoked(&self, chain: &[CertificateDer<'_>], name: &str) -> Result<(), LinkError> {
+        let revoked = self.revoked.borrow();
+        match revoked.revokes(chain) {
+            true => Err(LinkError::Refused(format!(
+                "the certificate of `{name}` is revoked (revocation list {})",
+                revoked.number
+            ))),
+            false => Ok(()),
+        }
+    }
+
+    /// Checks a peer's `Hello` against its certificate and our settings;
+    /// returns the peer's id (its certificate's, [`peer_identity`]) and
+    /// its listen address.
     /// Public for the fuzz target `hello` (fuzz/); the links call it after
     /// the TLS handshake.
     #[doc(hidden)]
-    pub fn check_hello(&self, wire: Wire, cert_name: &str) -> Result<(NodeId, String), LinkError> {
+    pub fn check_hello(
+        &self,
+        wire: Wire,
+        (cert_name, id): (&str, NodeId),
+    ) -> Result<(NodeId, String), LinkError> {
         let Wire::Hello {
             version,
             node,
@@ -228,12 +268,22 @@ impl LinkCtx {
                 self.block_size
             )));
         }
-        if node == self.id {
+        // The id is the certificate's, never the frame's: a member cannot
+        // speak under another's id (docs/PROTOCOL.md, "Identity").
+        if node != id {
             return Err(LinkError::Refused(format!(
-                "peer `{name}` claims this node's id {node}"
+                "peer `{name}` claims id {node}, but its certificate's id is {id}"
             )));
         }
-        Ok((node, listen))
+        if id == self.id {
+            return Err(LinkError::Refused(match name == self.identity.name {
+                true => format!(
+                    "peer has this node's own name `{name}`: two nodes run with one certificate"
+                ),
+                false => format!("peer `{name}` has this node's id {id} under another name"),
+            }));
+        }
+        Ok((id, listen))
     }
 }
 
@@ -242,7 +292,9 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     r: &mut R,
     max: usize,
 ) -> Result<Option<Wire>, LinkError> {
-    Ok(read_frame_held(r, max, None).await?.map(|(wire, _)| wire))
+    Ok(read_frame_held(r, max, None, None)
+        .await?
+        .map(|(wire, _)| wire))
 }
 
 /// Frames up to this size are not counted against
@@ -252,14 +304,22 @@ const UNCOUNTED: usize = 1024;
 
 /// Reads one frame as [`read_frame`] does; a frame larger than
 /// [`UNCOUNTED`] first waits for its length in bytes from `pool`, before
-/// its buffer is allocated, and returns the permits with it.
+/// its buffer is allocated, and returns the permits with it. With `idle`,
+/// fails if no frame starts within it (waiting for the pool is not idle).
 async fn read_frame_held<R: AsyncRead + Unpin>(
     r: &mut R,
     max: usize,
     pool: Option<&Arc<Semaphore>>,
+    idle: Option<Duration>,
 ) -> Result<Option<(Wire, Option<OwnedSemaphorePermit>)>, LinkError> {
     let mut header = [0u8; HEADER];
-    match r.read_exact(&mut header).await {
+    let read = match idle {
+        Some(idle) => tokio::time::timeout(idle, r.read_exact(&mut header))
+            .await
+            .map_err(|_| LinkError::Timeout("idle: no frame from the peer"))?,
+        None => r.read_exact(&mut header).await,
+    };
+    match read {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e.into()),
@@ -307,7 +367,7 @@ async fn timed<T>(
 
 /// Accepts peers' connections until the listener fails.
 pub async fn accept_loop(listener: TcpListener, ctx: Arc<LinkCtx>) {
-    let limit = Arc::new(Semaphore::new(MAX_INBOUND));
+    let admission = Arc::new(Admission::default());
     let noise = Arc::new(Noise::default());
     loop {
         let (stream, addr) = match listener.accept().await {
@@ -318,16 +378,10 @@ pub async fn accept_loop(listener: TcpListener, ctx: Arc<LinkCtx>) {
                 continue;
             }
         };
-        let Ok(permit) = limit.clone().try_acquire_owned() else {
-            ctx.metrics.peer_errors.inc();
-            if let Some(failures) = noise.failed(crate::clock::now()) {
-                tracing::warn!(%addr, failures, "refused connection: {MAX_INBOUND} already open");
-            }
-            continue;
-        };
-        let (ctx, noise) = (ctx.clone(), noise.clone());
+        let ticket = admission.arrive();
+        let (ctx, noise, admission) = (ctx.clone(), noise.clone(), admission.clone());
         tokio::spawn(async move {
-            if let Err(e) = serve_inbound(stream, &ctx).await {
+            if let Err(e) = serve_inbound(stream, &ctx, &admission, ticket).await {
                 ctx.metrics.peer_errors.inc();
                 cause::say(
                     &addr,
@@ -336,51 +390,68 @@ pub async fn accept_loop(listener: TcpListener, ctx: Arc<LinkCtx>) {
                     "inbound peer connection failed (all of them counted in peer_errors; said at most every 10 s)",
                 );
             }
-            drop(permit);
         });
     }
 }
 
-/// One inbound connection: handshake, then every frame to the driver.
-async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError> {
+/// One inbound connection, until a newer one takes its place
+/// ([`admission`]).
+async fn serve_inbound(
+    stream: TcpStream,
+    ctx: &LinkCtx,
+    admission: &Admission,
+    mut ticket: Ticket,
+) -> Result<(), LinkError> {
+    let evicted = ticket.eviction();
+    tokio::select! {
+        biased;
+        () = evicted.notified() => Err(LinkError::Refused(
+            "closed for a newer connection (too many unauthenticated, or this member's links)".into(),
+        )),
+        r = inbound(stream, ctx, admission, &mut ticket) => r,
+    }
+}
+
+/// The TLS handshake and the `Hello` (within [`HELLO_DEADLINE`]), then
+/// every frame to the driver.
+async fn inbound(
+    stream: TcpStream,
+    ctx: &LinkCtx,
+    admission: &Admission,
+    ticket: &mut Ticket,
+) -> Result<(), LinkError> {
     stream.set_nodelay(true)?;
     let peer = stream.peer_addr()?;
-    let acceptor =
-        tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
-    let start = timed("in the TLS handshake", async { Ok(acceptor.await?) }).await?;
-    if asks_to_join(&start.client_hello()) {
-        // A joiner has no certificate: it gets the join protocol only,
-        // never a frame of the member protocol.
-        let config = ctx.identity.join.clone();
-        let mut tls = timed("in the join TLS handshake", async {
-            Ok(start.into_stream(config).await?)
-        })
-        .await?;
-        let outcome = crate::join::server::serve(&mut tls, &ctx.identity).await?;
-        crate::join::server::log(&peer, &outcome);
-        return Ok(());
-    }
-    let config = ctx.identity.server.clone();
-    let mut tls = timed("in the TLS handshake", async {
-        Ok(start.into_stream(config).await?)
-    })
-    .await?;
-    let cert_name = tls
-        .get_ref()
-        .1
-        .peer_certificates()
-        .and_then(peer_name)
-        .ok_or_else(|| LinkError::Refused("peer presented no node certificate".into()))?;
-    let max = ctx.max_frame();
-    let hello = timed("waiting for Hello", async {
-        read_frame(&mut tls, max)
-            .await?
-            .ok_or_else(|| LinkError::Refused("closed before Hello".into()))
-    })
-    .await?;
-    let (node, _) = ctx.check_hello(hello, &cert_name)?;
+    let hello = tokio::time::timeout(HELLO_DEADLINE, handshake(stream, ctx, peer))
+        .await
+        .map_err(|_| LinkError::Timeout("from accept to Hello"))??;
+    let Some((mut tls, node, name, listen, chain)) = hello else {
+        return Ok(()); // a joiner, served
+    };
+    admission
+        .authenticated(ticket, node, &listen)
+        .map_err(|refused| match refused {
+            Refused::Full => LinkError::Refused(format!("{MAX_INBOUND} member links open already")),
+            Refused::Duplicate { listen: first } => LinkError::Refused(format!(
+                "a second node named `{name}` (id {node}, listening at {listen}): \
+                 `{name}` is linked already from {first}; two processes run with one certificate"
+            )),
+        })?;
     timed("sending Hello", write_frame(&mut tls, &ctx.hello())).await?;
-    while let Some((wire, held)) = read_frame_held(&mut tls, max, Some(&ctx.inbound)).await? {
+    let max = ctx.max_frame();
+    let mut revoked = ctx.revoked.subscribe();
+    loop {
+        let read = read_frame_held(&mut tls, max, Some(&ctx.inbound), Some(IDLE_DEADLINE));
+        let Some((wire, held)) = read.await? else {
+            break;
+        };
+        // A new revocation list: checked before the next frame is used (a
+        // read is never cut short for it; a silent link meets the idle
+        // deadline).
+        if revoked.has_changed().unwrap_or(false) {
+            revoked.mark_unchanged();
+            ctx.check_revoked(&chain, &name)?;
+        }
         let event = match wire {
             // Contents are hashed here, on this connection's task, so the
             // protocol compares digests without hashing on its own.
@@ -389,6 +460,8 @@ async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError
                 msg: msg.map_data(Block::new),
                 held,
             },
+            // A keepalive (see KEEPALIVE): it only proves the link.
+            Wire::Gossip(data) if data.is_empty() => continue,
             wire => Event::Frame { from: node, wire },
         };
         if ctx.events.send(event).await.is_err() {
@@ -396,6 +469,62 @@ async fn serve_inbound(stream: TcpStream, ctx: &LinkCtx) -> Result<(), LinkError
         }
     }
     Ok(())
+}
+
+type InboundTls = tokio_rustls::server::TlsStream<TcpStream>;
+
+/// What an inbound handshake proved: the link, the member's id, name and
+/// listen address, and its certificate chain.
+type Proved = (
+    InboundTls,
+    NodeId,
+    String,
+    String,
+    Vec<CertificateDer<'static>>,
+);
+
+/// TLS and the peer's `Hello`, checked (and the certificate against the
+/// revocation list), or `None` for a joiner (served the join protocol
+/// here).
+async fn handshake(
+    stream: TcpStream,
+    ctx: &LinkCtx,
+    peer: std::net::SocketAddr,
+) -> Result<Option<Proved>, LinkError> {
+    let acceptor =
+        tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
+    let start = acceptor.await?;
+    if asks_to_join(&start.client_hello()) {
+        // A joiner has no certificate: it gets the join protocol only,
+        // never a frame of the member protocol.
+        let config = ctx.identity.join.clone();
+        let mut tls = start.into_stream(config).await?;
+        let outcome = crate::join::server::serve(&mut tls, &ctx.identity).await?;
+        crate::join::server::log(&peer, &outcome);
+        return Ok(None);
+    }
+    let config = ctx.identity.server.clone();
+    let mut tls = start.into_stream(config).await?;
+    let (chain, cert_name, cert_id) = proven_peer(tls.get_ref().1.peer_certificates(), ctx)?;
+    let hello = read_frame(&mut tls, ctx.max_frame())
+        .await?
+        .ok_or_else(|| LinkError::Refused("closed before Hello".into()))?;
+    let (node, listen) = ctx.check_hello(hello, (&cert_name, cert_id))?;
+    Ok(Some((tls, node, cert_name, listen, chain)))
+}
+
+/// The peer's certificate chain (owned), name and id, if it presented a
+/// node certificate that is not revoked.
+fn proven_peer(
+    certs: Option<&[CertificateDer<'_>]>,
+    ctx: &LinkCtx,
+) -> Result<(Vec<CertificateDer<'static>>, String, NodeId), LinkError> {
+    let certs = certs.unwrap_or(&[]);
+    let (name, id) = peer_identity(certs)
+        .ok_or_else(|| LinkError::Refused("peer presented no node certificate".into()))?;
+    ctx.check_revoked(certs, &name)?;
+    let chain = certs.iter().map(|c| c.clone().into_owned()).collect();
+    Ok((chain, name, id))
 }
 
 /// Whether a ClientHello asks for the join protocol's ALPN.
@@ -413,7 +542,7 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
     let mut notes = Throttle::new(REPORT_EVERY);
     loop {
         match dial(&addr, &ctx).await {
-            Ok((tls, id, name, listen)) => {
+            Ok((tls, id, name, listen, chain)) => {
                 backoff = Duration::from_millis(100);
                 if notes.up() {
                     tracing::info!(%addr, peer = %name, "peer reachable again");
@@ -427,7 +556,7 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
                 if ctx.events.send(up).await.is_err() {
                     return;
                 }
-                let result = pump(tls, &mut queue).await;
+                let result = pump(tls, &mut queue, &ctx, &chain, &name).await;
                 let closed = matches!(result, Ok(true));
                 if let Err(e) = result {
                     ctx.metrics.peer_errors.inc();
@@ -477,7 +606,11 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
 
 type Tls = tokio_rustls::client::TlsStream<TcpStream>;
 
-async fn dial(addr: &str, ctx: &LinkCtx) -> Result<(Tls, NodeId, String, String), LinkError> {
+/// A dialled link, the peer's id, name and listen address, and its
+/// certificate chain.
+type Dialled = (Tls, NodeId, String, String, Vec<CertificateDer<'static>>);
+
+async fn dial(addr: &str, ctx: &LinkCtx) -> Result<Dialled, LinkError> {
     let stream = timed("connecting", async { Ok(TcpStream::connect(addr).await?) }).await?;
     stream.set_nodelay(true)?;
     let connector = tokio_rustls::TlsConnector::from(ctx.identity.client.clone());
@@ -487,12 +620,7 @@ async fn dial(addr: &str, ctx: &LinkCtx) -> Result<(Tls, NodeId, String, String)
         Ok(connector.connect(server, stream).await?)
     })
     .await?;
-    let cert_name = tls
-        .get_ref()
-        .1
-        .peer_certificates()
-        .and_then(peer_name)
-        .ok_or_else(|| LinkError::Refused("peer presented no node certificate".into()))?;
+    let (chain, cert_name, cert_id) = proven_peer(tls.get_ref().1.peer_certificates(), ctx)?;
     timed("sending Hello", write_frame(&mut tls, &ctx.hello())).await?;
     let hello = timed("waiting for Hello", async {
         read_frame(&mut tls, ctx.max_frame())
@@ -500,13 +628,21 @@ async fn dial(addr: &str, ctx: &LinkCtx) -> Result<(Tls, NodeId, String, String)
             .ok_or_else(|| LinkError::Refused("closed before Hello".into()))
     })
     .await?;
-    let (id, listen) = ctx.check_hello(hello, &cert_name)?;
-    Ok((tls, id, cert_name, listen))
+    let (id, listen) = ctx.check_hello(hello, (&cert_name, cert_id))?;
+    Ok((tls, id, cert_name, listen, chain))
 }
 
 /// Sends queued frames in batches until the queue closes (`Ok(true)`) or
-/// the connection fails or the peer closes it.
-async fn pump(tls: Tls, queue: &mut LinkRx) -> Result<bool, LinkError> {
+/// the connection fails, the peer closes it or a revocation list names
+/// the peer's certificate (`chain`).
+async fn pump(
+    tls: Tls,
+    queue: &mut LinkRx,
+    ctx: &LinkCtx,
+    chain: &[CertificateDer<'static>],
+    name: &str,
+) -> Result<bool, LinkError> {
+    let mut revoked = ctx.revoked.subscribe();
     let (mut rd, mut wr) = tokio::io::split(tls);
     let mut buf = BytesMut::with_capacity(64 << 10);
     // Permits of the frames in the batch, returned once it is written.
@@ -529,6 +665,11 @@ async fn pump(tls: Tls, queue: &mut LinkRx) -> Result<bool, LinkError> {
             r = rd.read(&mut probe) => {
                 r?;
                 return Err(LinkError::Refused("peer closed the connection".into()));
+            }
+            () = tokio::time::sleep(KEEPALIVE) => unheld(Wire::Gossip(Bytes::new())),
+            Ok(()) = revoked.changed() => {
+                ctx.check_revoked(chain, name)?;
+                continue;
             }
         };
         buf.clear();
@@ -579,7 +720,7 @@ mod tests {
         tx.write_all(&data_frame(0, block)).await.unwrap();
         tx.write_all(&data_frame(1, block)).await.unwrap();
 
-        let (first, held) = read_frame_held(&mut rx, max, Some(&pool))
+        let (first, held) = read_frame_held(&mut rx, max, Some(&pool), None)
             .await
             .unwrap()
             .unwrap();
@@ -588,7 +729,7 @@ mod tests {
         let second = tokio::spawn({
             let pool = pool.clone();
             async move {
-                let got = read_frame_held(&mut rx, max, Some(&pool)).await;
+                let got = read_frame_held(&mut rx, max, Some(&pool), None).await;
                 got.unwrap().unwrap()
             }
         });

@@ -13,7 +13,7 @@ use crate::frame::MAX_GOSSIP;
 use bytes::Bytes;
 use coopcache_core::coop::NodeId;
 use foca::{
-    AccumulatingRuntime, Codec, Config, Foca, NoCustomBroadcast, OwnedNotification, PeriodicParams,
+    AccumulatingRuntime, Config, Foca, NoCustomBroadcast, OwnedNotification, PeriodicParams,
     PostcardCodec, Timer,
 };
 use rand_pcg::Pcg64;
@@ -111,6 +111,12 @@ pub struct Effects {
     /// Datagrams to send: to node, its listen address (to dial if there is
     /// no link yet), the bytes for a `Gossip` frame.
     pub send: Vec<(NodeId, String, Bytes)>,
+    /// Members a peer knows and this node may not: (id, listen address)
+    /// to dial. Hints, not members: the link proves who answers there.
+    pub hints: Vec<(NodeId, String)>,
+    /// Updates a peer sent about other members, dropped unapplied
+    /// ([`screen`]).
+    pub dropped_updates: usize,
     /// Membership changes, in order.
     pub changes: Vec<Change>,
     /// Timers dropped because [`MAX_TIMERS`] were pending.
@@ -173,6 +179,9 @@ pub struct Swim {
     /// times apart).
     timers: BTreeMap<(Instant, u64), Timer<SwimId>>,
     seq: u64,
+    /// Foca's incarnation of this node, as its last datagram said:
+    /// suspicions of a later one are lies ([`screen`]).
+    incarnation: foca::Incarnation,
 }
 
 impl Swim {
@@ -190,6 +199,7 @@ impl Swim {
             runtime: AccumulatingRuntime::new(),
             timers: BTreeMap::new(),
             seq: 0,
+            incarnation: 0,
         }
     }
 
@@ -221,20 +231,25 @@ impl Swim {
         data: &[u8],
         now: Instant,
     ) -> Result<Effects, GossipError> {
-        // Members are authenticated by certificate; a datagram must speak
-        // for the member that sent it, so one member cannot suspect or
-        // refute on another's behalf.
-        let header = Codec::<SwimId>::decode_header(&mut PostcardCodec, data)
-            .map_err(|e| GossipError::Undecodable(e.to_string()))?;
-        if header.src.node != from {
-            return Err(GossipError::Spoofed {
-                from,
-                claimed: header.src.node,
-            });
+        // Members are authenticated by certificate; a datagram speaks for
+        // its sender only (see `screen`).
+        if data.len() > MAX_GOSSIP {
+            return Err(GossipError::Refused(format!(
+                "a datagram of {} bytes, more than {MAX_GOSSIP}",
+                data.len()
+            )));
         }
-        let result = self.foca.handle_data(data, &mut self.runtime);
-        let effects = self.drain(now);
+        let screened = screen::screen(data, from, self.foca.identity(), self.incarnation)?;
+        let result = self.foca.handle_data(&screened.data, &mut self.runtime);
+        let mut effects = self.drain(now);
         result.map_err(|e| GossipError::Refused(e.to_string()))?;
+        let known: std::collections::HashSet<NodeId> = self.alive().collect();
+        effects.hints = screened
+            .hints
+            .into_iter()
+            .filter(|(node, _)| *node != self.foca.identity().node && !known.contains(node))
+            .collect();
+        effects.dropped_updates = screened.dropped;
         Ok(effects)
     }
 
@@ -251,6 +266,7 @@ impl Swim {
             }
             let more = self.drain(now);
             effects.send.extend(more.send);
+            effects.hints.extend(more.hints);
             effects.changes.extend(more.changes);
             effects.dropped_timers += more.dropped_timers;
         }
@@ -271,6 +287,9 @@ impl Swim {
     fn drain(&mut self, now: Instant) -> Effects {
         let mut effects = Effects::default();
         while let Some((to, data)) = self.runtime.to_send() {
+            if let Some(incarnation) = screen::own_incarnation(&data) {
+                self.incarnation = incarnation;
+            }
             effects.send.push((to.node, to.listen, data));
         }
         while let Some((after, timer)) = self.runtime.to_schedule() {
@@ -305,6 +324,8 @@ impl Swim {
         effects
     }
 }
+
+pub mod screen;
 
 #[cfg(test)]
 mod tests;

@@ -83,6 +83,9 @@ pub struct Metrics {
     pub peer_errors: Counter,
     /// Messages dropped because a peer's queue was full or it was down.
     pub dropped_messages: Counter,
+    /// SWIM updates a peer sent about other members, dropped unapplied: a
+    /// member speaks for itself only (`membership::screen`).
+    pub gossip_screened: Counter,
     /// Discovery datagrams ignored: malformed, or from another cluster.
     pub discovery_ignored: Counter,
     /// Bytes of cached block data.
@@ -138,7 +141,7 @@ impl Metrics {
             "Peer messages refused because the sender's role does not allow them",
             self.protocol_violations.clone(),
         );
-        let counters: [(&str, &str, &Counter); 18] = [
+        let counters: [(&str, &str, &Counter); 19] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",
@@ -219,6 +222,11 @@ impl Metrics {
                 "dropped_messages",
                 "Messages dropped on a full queue or a down peer",
                 &self.dropped_messages,
+            ),
+            (
+                "gossip_screened",
+                "SWIM updates about third members dropped unapplied",
+                &self.gossip_screened,
             ),
             (
                 "discovery_ignored",

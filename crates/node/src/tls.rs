@@ -15,6 +15,7 @@
 //! Keys are ECDSA P-256. Only TLS 1.3 is offered. The crypto provider is
 //! always `ring`, passed explicitly, so no process-wide default is needed.
 
+use coopcache_core::coop::NodeId;
 use std::fs;
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -191,6 +192,51 @@ pub enum TlsError {
         /// What `rcgen` said.
         source: rcgen::Error,
     },
+    /// An id another issued name has: two members would have one
+    /// identity. Nothing was signed.
+    #[error(
+        "cannot issue node {name:?} with id {id}: node {other:?} has it (ids are never shared)"
+    )]
+    IdTaken {
+        /// The refused name.
+        name: String,
+        /// The issued name with the id.
+        other: String,
+        /// The id.
+        id: NodeId,
+    },
+    /// A different id for a name issued before. Nothing was signed.
+    #[error("node {name:?} was issued with id {id}, not {wanted}: a node's id never changes")]
+    IdFixed {
+        /// The name.
+        name: String,
+        /// Its id.
+        id: NodeId,
+        /// The id asked for.
+        wanted: NodeId,
+    },
+    /// A name this CA never issued (nothing to revoke).
+    #[error("node {name:?} was never issued a certificate by this CA")]
+    NotIssued {
+        /// The name.
+        name: String,
+    },
+    /// A revoked name: never issued again.
+    #[error(
+        "node {name:?} was revoked (`coopcache cluster revoke`): its name is never issued again"
+    )]
+    Revoked {
+        /// The name.
+        name: String,
+    },
+    /// The register of issued names (`issued-names`) is unreadable or full.
+    #[error("{}: {reason}", path.display())]
+    BadRegister {
+        /// The register.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Building a TLS configuration from loaded keys failed.
     #[error("building the TLS configuration for {name}: {source}")]
     Config {
@@ -231,12 +277,24 @@ pub fn init_cluster(dir: &Path, names: &[String], valid_days: u32) -> Result<(),
 /// `name` must match `[A-Za-z0-9._-]{1,64}`. `NAME.key` is written with
 /// mode 0600; both files are replaced atomically, one after the other.
 pub fn issue(dir: &Path, name: &str, valid_days: u32) -> Result<(), TlsError> {
+    issue_as(dir, name, None, valid_days)
+}
+
+/// Like [`issue`], asking for node id `id` if `name` is new (refused if
+/// another name has it, or if `name` was issued with another).
+pub fn issue_as(
+    dir: &Path,
+    name: &str,
+    id: Option<NodeId>,
+    valid_days: u32,
+) -> Result<(), TlsError> {
     check_name(name)?;
     check_days(name, valid_days)?;
     let ca = CaSigner::load(dir)?;
     let now = OffsetDateTime::now_utc();
     let not_after = (now + Duration::days(i64::from(valid_days))).min(ca.not_after);
-    issue_signed(dir, name, &ca, now - BACKDATE, not_after)
+    let id = crate::issued::assign(dir, name, id)?;
+    issue_signed(dir, name, id, &ca, now - BACKDATE, not_after)
 }
 
 /// Like [`issue`], with an explicit validity period, which may lie in the
@@ -249,7 +307,8 @@ pub fn issue_with_validity(
 ) -> Result<(), TlsError> {
     check_name(name)?;
     let ca = CaSigner::load(dir)?;
-    issue_signed(dir, name, &ca, not_before, not_after)
+    let id = crate::issued::assign(dir, name, None)?;
+    issue_signed(dir, name, id, &ca, not_before, not_after)
 }
 
 /// Whether `dir` holds a cluster: its CA certificate `ca.pem` exists.
@@ -274,6 +333,49 @@ pub fn check_name(name: &str) -> Result<(), TlsError> {
     }
 }
 
+/// The URI prefix of the subject alternative name that carries a node's
+/// id in its certificate: `urn:coopcache:node:7`.
+pub const ID_URI: &str = "urn:coopcache:node:";
+
+/// The id of a node whose certificate carries none (issued before ids were
+/// in certificates): the first four bytes (little-endian) of the BLAKE3
+/// hash of its name, which every peer recomputes from the same signed name
+/// (the id such nodes took by default).
+pub fn node_id(name: &str) -> NodeId {
+    let h = blake3::hash(name.as_bytes());
+    let b = h.as_bytes();
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// The node name and id in a verified peer's certificate chain: the name
+/// as [`peer_name`] finds it, the id from the [`ID_URI`] alternative
+/// name (or [`node_id`] of the name in a certificate without one). `None`
+/// if there is no name, or an id URI that is not a `u32`.
+pub fn peer_identity(certs: &[CertificateDer<'_>]) -> Option<(String, NodeId)> {
+    let name = peer_name(certs)?;
+    let (_, cert) = x509_parser::parse_x509_certificate(certs.first()?).ok()?;
+    let uri = match cert.subject_alternative_name() {
+        Ok(Some(san)) => san.value.general_names.iter().find_map(|n| match n {
+            GeneralName::URI(u) => u.strip_prefix(ID_URI),
+            _ => None,
+        }),
+        Ok(None) => None,
+        Err(_) => return None,
+    };
+    let id = match uri {
+        Some(digits) if digits.bytes().all(|b| b.is_ascii_digit()) => digits.parse().ok()?,
+        Some(_) => return None,
+        None => node_id(&name),
+    };
+    Some((name, id))
+}
+
+/// The id in certificate file `path` if it is node `name`'s.
+pub(crate) fn cert_file_id(path: &Path, name: &str) -> Option<NodeId> {
+    let certs = read_certs(path, "").ok()?;
+    peer_identity(&certs).and_then(|(n, id)| (n == name).then_some(id))
+}
+
 /// The node name in a verified peer's certificate chain (as returned by
 /// `peer_certificates()`): the end-entity certificate's common name, or
 /// else its DNS name that is not [`SERVER_NAME`]. `None` if the chain is
@@ -296,6 +398,10 @@ pub fn peer_name(certs: &[CertificateDer<'_>]) -> Option<String> {
 pub struct Identity {
     /// The node's name (its certificate's common name).
     pub name: String,
+    /// The node's id, from its certificate ([`peer_identity`]): every
+    /// member reads it from the certificate a link presents, so no frame
+    /// can claim it.
+    pub id: NodeId,
     /// Accepts only clients with a certificate from the cluster CA.
     pub server: Arc<rustls::ServerConfig>,
     /// Trusts only the cluster CA and presents the node's certificate;
@@ -312,6 +418,11 @@ pub struct Identity {
     /// The key directory, if it holds `ca.key`: this node then signs the
     /// certificates of joiners with valid tokens (`crate::join`).
     pub signer: Option<PathBuf>,
+    /// The cluster CA's certificate, which signs revocation lists.
+    pub ca: CertificateDer<'static>,
+    /// The key directory the identity was loaded from (where a revocation
+    /// list is kept).
+    pub dir: PathBuf,
 }
 
 impl Identity {
@@ -330,6 +441,10 @@ impl Identity {
         check_dates(&cert_path, &chain[0], now, &issue_hint(dir, name))?;
         verify_chain(&ca, &ca_path, &chain, &cert_path)?;
         check_issued_to(&chain, name, &cert_path)?;
+        let (_, id) = peer_identity(&chain).ok_or_else(|| TlsError::BadCert {
+            path: cert_path.clone(),
+            reason: format!("its node id ({ID_URI}...) is not a number"),
+        })?;
         let key_path = dir.join(format!("{name}.key"));
         let key = read_key(&key_path, &issue_hint(dir, name))?;
         check_key(&chain, &key, &key_path, &cert_path)?;
@@ -341,16 +456,19 @@ impl Identity {
         let roots = Arc::new(root_store(&ca, &ca_path)?);
         let server = server_config(roots.clone(), chain.clone(), key.clone_key());
         let mut join_chain = chain.clone();
-        join_chain.push(ca);
+        join_chain.push(ca.clone());
         let join = join_server_config(join_chain, key.clone_key());
         let client = client_config(roots, chain, key);
         Ok(Identity {
             name: name.to_owned(),
+            id,
             server: Arc::new(server.map_err(config_error)?),
             client: Arc::new(client.map_err(config_error)?),
             cluster,
             join: Arc::new(join.map_err(config_error)?),
             signer: dir.join(CA_KEY_FILE).is_file().then(|| dir.to_owned()),
+            ca,
+            dir: dir.to_owned(),
         })
     }
 }
@@ -684,11 +802,21 @@ fn create_ca(dir: &Path, valid_days: u32) -> Result<(), TlsError> {
 }
 
 /// The CA loaded from a key directory, ready to sign.
-struct CaSigner {
-    cert: CertificateDer<'static>,
+pub(crate) struct CaSigner {
+    pub(crate) cert: CertificateDer<'static>,
     cert_path: PathBuf,
-    issuer: Issuer<'static, KeyPair>,
-    not_after: OffsetDateTime,
+    pub(crate) issuer: Issuer<'static, KeyPair>,
+    pub(crate) not_after: OffsetDateTime,
+}
+
+/// The CA of `dir`, to sign with (revocation lists, `crate::revocation`).
+pub(crate) fn ca_signer(dir: &Path) -> Result<CaSigner, TlsError> {
+    CaSigner::load(dir)
+}
+
+/// The first certificate of PEM `bytes`, if any.
+pub(crate) fn first_cert(bytes: &[u8]) -> Option<CertificateDer<'static>> {
+    CertificateDer::pem_slice_iter(bytes).next()?.ok()
 }
 
 impl CaSigner {
@@ -741,6 +869,7 @@ impl CaSigner {
 
 fn node_params(
     name: &str,
+    id: NodeId,
     not_before: OffsetDateTime,
     not_after: OffsetDateTime,
 ) -> Result<CertificateParams, TlsError> {
@@ -757,6 +886,10 @@ fn node_params(
     if is_dns && name != SERVER_NAME {
         params.subject_alt_names.push(dns_san(name)?);
     }
+    let uri = format!("{ID_URI}{id}")
+        .try_into()
+        .map_err(generate_error(name))?;
+    params.subject_alt_names.push(SanType::URI(uri));
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     params.extended_key_usages = vec![
         ExtendedKeyUsagePurpose::ServerAuth,
@@ -779,11 +912,12 @@ fn dns_san(name: &str) -> Result<SanType, TlsError> {
 fn issue_signed(
     dir: &Path,
     name: &str,
+    id: NodeId,
     ca: &CaSigner,
     not_before: OffsetDateTime,
     not_after: OffsetDateTime,
 ) -> Result<(), TlsError> {
-    let params = node_params(name, not_before, not_after)?;
+    let params = node_params(name, id, not_before, not_after)?;
     let key = KeyPair::generate().map_err(generate_error(name))?;
     let cert = params
         .signed_by(&key, &ca.issuer)
@@ -795,6 +929,7 @@ fn issue_signed(
     if (not_before..=not_after).contains(&OffsetDateTime::now_utc()) {
         verify_chain(&ca.cert, &ca.cert_path, &chain, &cert_path)?;
     }
+    crate::revocation::record_serial(dir, name, cert.der())?;
     replace(
         &dir.join(format!("{name}.key")),
         key.serialize_pem().as_bytes(),
@@ -887,8 +1022,9 @@ pub fn sign_request(
     let ca = CaSigner::load(dir)?;
     let now = OffsetDateTime::now_utc();
     let not_after = (now + Duration::days(i64::from(valid_days))).min(ca.not_after);
+    let id = crate::issued::assign(dir, name, None)?;
     let mut request = request.0;
-    request.params = node_params(name, now - BACKDATE, not_after)?;
+    request.params = node_params(name, id, now - BACKDATE, not_after)?;
     let cert = request
         .signed_by(&ca.issuer)
         .map_err(generate_error(name))?;
@@ -896,6 +1032,7 @@ pub fn sign_request(
     let cert_path = dir.join(format!("{name}.pem"));
     verify_chain(&ca.cert, &ca.cert_path, &chain, &cert_path)?;
     let [cert] = chain;
+    crate::revocation::record_serial(dir, name, &cert)?;
     Ok((cert, ca.cert))
 }
 

@@ -7,6 +7,7 @@
 mod common;
 mod servers;
 
+mod attacker;
 mod cluster;
 mod discovery;
 mod equivalence;

@@ -46,7 +46,7 @@ async fn nodes_with_discovery_and_no_seeds_form_one_cluster() {
     init_cluster(&keys, &["stranger".to_string()], 30).unwrap();
     let identity = Identity::load(&keys, "stranger").unwrap();
     let origin = Origin::open(c.origin_dir.to_str().unwrap()).unwrap();
-    let mut opts = NodeOptions::new(9, identity, "127.0.0.1:0".parse().unwrap(), origin);
+    let mut opts = NodeOptions::new(identity, "127.0.0.1:0".parse().unwrap(), origin);
     opts.discover = Some(group);
     let stranger = start(opts).await.unwrap();
 

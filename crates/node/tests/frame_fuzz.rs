@@ -187,6 +187,8 @@ fn wire() -> impl Strategy<Value = Wire> {
         prop::collection::vec(any::<u8>(), 0..=frame::MAX_GOSSIP)
             .prop_map(|g| Wire::Gossip(Bytes::from(g))),
         Just(Wire::Leaving),
+        prop::collection::vec(any::<u8>(), 0..=coopcache_node::revocation::MAX_CRL)
+            .prop_map(|c| Wire::Revoked(Bytes::from(c))),
         msg().prop_map(Wire::Peer),
         commit_msg().prop_map(Wire::Commit),
     ]
@@ -263,6 +265,7 @@ proptest! {
                 &w,
                 Wire::Peer(PeerMsg::Data { .. } | PeerMsg::Recirculate { .. } | PeerMsg::Place { .. })
                     | Wire::Gossip(_)
+                    | Wire::Revoked(_)
             );
             if !carries_data {
                 let refused = matches!(

@@ -179,3 +179,40 @@ fn members_hear_each_others_memory_on_their_pings() {
     c.run_for(IDLE_AFTER_US).unwrap();
     assert!(c.nodes()[0].peer_status(1).expect("heard").idle);
 }
+
+/// Concurrent reads under N-Chance with tiny caches: no honest node ever
+/// sends a message its role does not allow. A manager that got a holder's
+/// `NotHere` once forgot every forward to that holder, so the holder's
+/// `NotHere` for its second forward of the block was refused (4
+/// violations here; `every_live_policy_serves_right_bytes_under_eviction`
+/// in the daemon about one run in twelve under load).
+#[test]
+fn concurrent_reads_under_recirculation_raise_no_violation() {
+    let shape = LiveShape {
+        capacity: 4,
+        policy: PolicyKind::Lru,
+        chances: 2,
+        seed: 1,
+    };
+    for order in [Order::LocalFirst, Order::Fifo] {
+        let mut c =
+            LiveCluster::<u64>::with_order(AlgorithmKind::NChance, 3, &shape, BLOCK_SIZE, order)
+                .unwrap();
+        let mut x = 7u64;
+        for _ in 0..400 {
+            let mut started = Vec::new();
+            for node in 0..3 {
+                let block = coopcache_core::policy::splitmix64(&mut x) % 12;
+                c.start_read(node, block);
+                started.push((node, block));
+            }
+            c.run_until_quiet().unwrap();
+            for (node, block) in started {
+                if let Some(served) = c.take_done(node, block) {
+                    assert_eq!(served.unwrap().data, content_of(&block, BLOCK_SIZE));
+                }
+            }
+        }
+        assert_eq!(c.stats().violations, 0, "{order:?}: {:?}", c.stats());
+    }
+}

@@ -154,6 +154,24 @@ fn an_invalidate_is_accepted_only_from_the_blocks_manager() {
 }
 
 #[test]
+fn a_pushed_copy_never_evicts_a_copy_cached_verified() {
+    let mut c = cluster(AlgorithmKind::NChance);
+    let b = managed_by(0, 2500);
+    read(&mut c, 1, b);
+    c.inject(
+        MALLORY,
+        1,
+        PeerMsg::Recirculate {
+            block: b,
+            data: evil(),
+            chances: 2,
+        },
+    );
+    c.run_until_quiet().unwrap();
+    assert_eq!(read(&mut c, 1, b), Level::Local, "node 1 kept its copy");
+}
+
+#[test]
 fn an_expect_and_data_from_a_member_not_asked_are_refused() {
     let mut c = cluster(AlgorithmKind::Greedy);
     let b = managed_by(0, 3000);

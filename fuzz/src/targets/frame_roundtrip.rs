@@ -21,6 +21,7 @@ enum AnyWire {
     Hello(u16, u32, String, String, u32),
     Members(Vec<(u32, String)>),
     Gossip(Vec<u8>),
+    Revoked(Vec<u8>),
     Peer(AnyMsg),
 }
 
@@ -161,6 +162,7 @@ fn wire(w: AnyWire) -> Wire {
         },
         AnyWire::Members(m) => Wire::Members(m),
         AnyWire::Gossip(g) => Wire::Gossip(g.into()),
+        AnyWire::Revoked(c) => Wire::Revoked(c.into()),
         AnyWire::Peer(m) => Wire::Peer(msg(m)),
     }
 }
@@ -198,6 +200,7 @@ fn expected(w: &Wire) -> Option<Wire> {
                 .collect(),
         ),
         Wire::Gossip(g) if g.len() > MAX_GOSSIP => return None,
+        Wire::Revoked(c) if c.len() > coopcache_node::revocation::MAX_CRL => return None,
         Wire::Peer(PeerMsg::Recirculate { chances, .. })
             if *chances == 0 || *chances > MAX_CHANCES =>
         {

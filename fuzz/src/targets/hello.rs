@@ -1,21 +1,20 @@
-//! The handshake after TLS: the peer's certificate name (`tls::peer_name`
+//! The handshake after TLS: the peer's certificate name and id (`tls::peer_identity`
 //! on the DER the peer presented) and its first frame decoded and checked
 //! by `LinkCtx::check_hello` against a real node identity (block size
-//! 64 KiB, id 7). Input: a big-endian `u16` length, that many bytes of
+//! 64 KiB, name `self`). Input: a big-endian `u16` length, that many bytes of
 //! certificate, then the `Hello` frame's body. Beyond not panicking: a
 //! `Hello` is accepted only if it is one, speaks this protocol version,
-//! names the certificate's node, uses this node's block size and does not
-//! claim this node's id.
+//! names the certificate's node under the certificate's id (never one the
+//! frame chose), uses this node's block size and is not this node.
 
 use bytes::Bytes;
 use coopcache_node::frame::{PROTOCOL_VERSION, Wire, decode};
 use coopcache_node::link::LinkCtx;
 use coopcache_node::metrics::Metrics;
-use coopcache_node::tls::{Identity, init_cluster, peer_name};
+use coopcache_node::tls::{Identity, init_cluster, peer_identity};
 use rustls_pki_types::CertificateDer;
 use std::sync::{Arc, OnceLock};
 
-const ID: u32 = 7;
 const BLOCK_SIZE: u32 = 64 << 10;
 
 /// A node's link context with a real identity, made once per process.
@@ -29,7 +28,6 @@ fn ctx() -> &'static LinkCtx {
         std::mem::forget(rx); // keep the channel open for the process
         LinkCtx::new(
             Arc::new(identity),
-            ID,
             "127.0.0.1:7170".into(),
             BLOCK_SIZE,
             events,
@@ -46,11 +44,11 @@ pub fn run(data: &[u8]) {
     };
     let len = usize::from(u16::from_be_bytes(*len)).min(rest.len());
     let (cert, body) = rest.split_at(len);
-    let cert_name = peer_name(&[CertificateDer::from(cert)]).unwrap_or_default();
+    let (cert_name, cert_id) = peer_identity(&[CertificateDer::from(cert)]).unwrap_or_default();
     let Ok(wire) = decode(Bytes::copy_from_slice(body)) else {
         return;
     };
-    let Ok((node, listen)) = ctx.check_hello(wire.clone(), &cert_name) else {
+    let Ok((node, listen)) = ctx.check_hello(wire.clone(), (&cert_name, cert_id)) else {
         return;
     };
     let Wire::Hello {
@@ -66,6 +64,7 @@ pub fn run(data: &[u8]) {
     assert_eq!(version, PROTOCOL_VERSION);
     assert_eq!(name, cert_name);
     assert_eq!(block_size, BLOCK_SIZE);
-    assert_ne!(node, ID);
+    assert_eq!(node, cert_id);
+    assert_ne!(node, ctx.id);
     assert_eq!((node, listen), (said, said_listen));
 }

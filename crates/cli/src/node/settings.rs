@@ -66,7 +66,7 @@ pub struct Settings {
     pub discover: Option<SocketAddrV4>,
     pub data_dir: PathBuf,
     pub name: String,
-    pub id: u32,
+    pub id: Option<u32>,
     pub chances: u8,
     pub mount: Option<PathBuf>,
     pub mount_allow_other: bool,
@@ -184,15 +184,21 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-/// A node id from its name, when none is given.
-fn id_of(name: &str) -> u32 {
-    let h = blake3::hash(name.as_bytes());
-    u32::from_le_bytes([
-        h.as_bytes()[0],
-        h.as_bytes()[1],
-        h.as_bytes()[2],
-        h.as_bytes()[3],
-    ])
+/// Refuses an identity whose certificate's id is not the one the settings
+/// ask for (`--id`, `id =`): a node's id is its certificate's, so that no
+/// peer can claim another's; the setting may only repeat it.
+fn check_id(given: Option<u32>, identity: &Identity, dir: &std::path::Path) -> Result<()> {
+    match given {
+        Some(given) if given != identity.id => bail!(
+            "--id {given} (or `id` in the config file): node `{name}`'s certificate in {dir} carries id {id}; \
+             a node's id is its certificate's, so that no peer can claim another's: remove the setting, \
+             or issue the name anew with `coopcache cluster issue` under another name",
+            name = identity.name,
+            id = identity.id,
+            dir = dir.display(),
+        ),
+        _ => Ok(()),
+    }
 }
 
 impl Settings {
@@ -296,7 +302,7 @@ impl Settings {
                 .data_dir
                 .or(file.data_dir)
                 .unwrap_or_else(default_data_dir),
-            id: args.id.or(file.id).unwrap_or_else(|| id_of(&name)),
+            id: args.id.or(file.id),
             name,
             chances: args.chances.or(file.chances).unwrap_or(2),
             mount: args.mount.or(file.mount),
@@ -353,16 +359,19 @@ impl Settings {
         let (dir, name) = (&self.data_dir, &self.name);
         match plan {
             KeyPlan::CreateCluster => {
-                tls::init_cluster(dir, std::slice::from_ref(name), 365)?;
+                tls::init_cluster(dir, &[], 365)?;
+                tls::issue_as(dir, name, self.id, 365)?;
                 tracing::info!(dir = %dir.display(), %name, "--init: created a new cluster CA and a certificate for this node; issue more with `coopcache cluster issue NAME --dir DIR`");
             }
             KeyPlan::IssueCertificate => {
-                tls::issue(dir, name, 365)?;
+                tls::issue_as(dir, name, self.id, 365)?;
                 tracing::info!(%name, "issued a certificate for this node from the cluster CA");
             }
             KeyPlan::Load | KeyPlan::Join => {}
         }
-        Ok(Identity::load(dir, name)?)
+        let identity = Identity::load(dir, name)?;
+        check_id(self.id, &identity, dir)?;
+        Ok(identity)
     }
 
     /// The effective settings, one `key: value` per line, for
@@ -371,7 +380,13 @@ impl Settings {
         let or_none = |o: Option<String>| o.unwrap_or_else(|| "none".into());
         let g = &self.gateway;
         let lines = [
-            ("name", format!("{} (id {})", self.name, self.id)),
+            (
+                "name",
+                match self.id {
+                    Some(id) => format!("{} (id {id}, checked against its certificate)", self.name),
+                    None => format!("{} (id from its certificate)", self.name),
+                },
+            ),
             ("data_dir", self.data_dir.display().to_string()),
             ("algorithm", self.algorithm.to_string()),
             ("policy", self.policy.name().to_string()),

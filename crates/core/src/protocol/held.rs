@@ -97,6 +97,23 @@ where
             return;
         };
         let block = *block;
+        // Cached here already, verified: a pushed copy adds nothing, and
+        // must not put the verified one at risk (a mismatch drops whatever
+        // copy the machine has: one member's garbage would evict an honest
+        // copy).
+        let refuse = self.node.data(block).is_some() && !self.held.contains(block); // rule: pushed-never-evicts
+        if refuse {
+            self.stats.dropped += 1;
+            if matches!(msg, Msg::Recirculate { .. }) {
+                // Its sender gave its copy up, believing it the last: the
+                // manager hears that this node holds one, as it would
+                // have had the push been taken (else this node's later
+                // `Dropped` or `IsSinglet` would come from a node the
+                // directory does not list).
+                self.send_to_manager(block, PeerMsg::Cached { block });
+            }
+            return;
+        }
         if self.held.contains(block) {
             // A second copy while the first awaits its digest: the machine
             // keeps the first, so the first is what gets checked (found by

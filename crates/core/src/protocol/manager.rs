@@ -36,12 +36,16 @@ struct Grant {
 /// How many grant timeouts a lapsed grant still accepts its record.
 const LAPSED_GRANT_TIMEOUTS: u64 = 10;
 
-/// A forward sent to `holder` for `reader`, remembered until `deadline`.
+/// A forward sent to `holder` for `reader`, remembered until `deadline`
+/// or until the holder's answer to it; `answered` once a `NotHere` of the
+/// holder's re-served its reader (the holder's `NotHere` for this very
+/// forward may still be on its way).
 #[derive(Clone, Copy, Debug)]
 struct Forwarded {
     holder: NodeId,
     reader: NodeId,
     deadline: u64,
+    answered: bool,
 }
 
 /// The forwards of one block: the first inline (a block is rarely
@@ -55,6 +59,10 @@ struct Forwards {
 impl Forwards {
     fn iter(&self) -> impl Iterator<Item = &Forwarded> {
         std::iter::once(&self.first).chain(&self.more)
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Forwarded> {
+        std::iter::once(&mut self.first).chain(&mut self.more)
     }
 
     fn len(&self) -> usize {
@@ -212,17 +220,33 @@ impl<K: ProtocolKey> Slice<K> {
         }
     }
 
-    /// Takes the forwards of `block` to `holder`: the readers it served.
+    /// A `NotHere` of `holder` for `block`: the readers of its forwards not
+    /// yet answered, to serve again. The holder answers each `Forward`
+    /// with its own `NotHere`, so one forward is forgotten per `NotHere`
+    /// and the others stay, answered, until theirs arrive: forgetting them
+    /// all at the first made the holder's next `NotHere` look like one no
+    /// forward asked for (a violation by an honest holder, now and then
+    /// in `every_live_policy_serves_right_bytes_under_eviction`; every
+    /// time in `live_protocol.rs:
+    /// concurrent_reads_under_recirculation_raise_no_violation`).
     fn take_forwards(&mut self, block: K, holder: NodeId) -> Vec<NodeId> {
         let Some(f) = self.forwards.get_mut(&block) else {
             return Vec::new();
         };
-        let readers = f
-            .iter()
-            .filter(|f| f.holder == holder)
-            .map(|f| f.reader)
-            .collect();
-        if !f.retain(|f| f.holder != holder) {
+        let mut readers = Vec::new();
+        for x in f.iter_mut() {
+            if x.holder == holder && !x.answered {
+                x.answered = true;
+                readers.push(x.reader);
+            }
+        }
+        let mut forgot = false;
+        let left = f.retain(|x| {
+            let forget = !forgot && x.holder == holder && x.answered;
+            forgot |= forget;
+            !forget
+        });
+        if !left {
             self.forwards.remove(&block);
         }
         readers
@@ -248,7 +272,7 @@ impl<K: ProtocolKey> Slice<K> {
         self.forwards.retain(|&b, f| {
             f.retain(|f| {
                 let gone = f.holder == holder;
-                if gone {
+                if gone && !f.answered {
                     lost.push((b, f.reader));
                 }
                 !gone
@@ -429,6 +453,7 @@ where
             holder,
             reader,
             deadline,
+            answered: false,
         };
         self.slice
             .add_forward(block, forward, MAX_FORWARDS_PER_BLOCK);
@@ -532,6 +557,7 @@ mod tests {
             holder,
             reader: 9,
             deadline,
+            answered: false,
         };
         let mut s: Slice<u64> = Slice::default();
         for i in 0..20 {
@@ -548,6 +574,21 @@ mod tests {
         s.add_forward(2, f(7, 5), 16);
         assert_eq!(s.take_forwards_to(7), [(2, 9)]);
         assert!(s.forwards.is_empty());
+        // Two forwards to one holder: its first NotHere re-serves both
+        // readers, its second is still one a forward asked for.
+        s.add_forward(
+            3,
+            Forwarded {
+                reader: 8,
+                ..f(5, 99)
+            },
+            16,
+        );
+        s.add_forward(3, f(5, 99), 16);
+        assert_eq!(s.take_forwards(3, 5), [8, 9]);
+        assert!(s.forwarded_to(3, 5));
+        assert_eq!(s.take_forwards(3, 5), Vec::<NodeId>::new());
+        assert!(!s.forwarded_to(3, 5) && s.forwards.is_empty());
     }
 
     #[test]

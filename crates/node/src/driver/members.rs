@@ -25,10 +25,23 @@ impl Driver {
         tokio::spawn(run_link(addr, self.ctx.clone(), rx));
     }
 
+    /// Dials an address a peer named: tried [`HINT_ATTEMPTS`] times, then
+    /// forgotten unless it answered as a member.
+    pub(super) fn dial_hint(&mut self, addr: String) {
+        if self.links.contains_key(&addr) {
+            return;
+        }
+        self.dial(addr.clone());
+        if self.links.contains_key(&addr) {
+            self.hinted.insert(addr, 0);
+        }
+    }
+
     pub(super) fn link_up(&mut self, addr: String, id: NodeId, name: String, listen: String) {
         let Some(link) = self.links.get(&addr).cloned() else {
             return;
         };
+        self.hinted.remove(&addr);
         if self.members.contains_key(&id) {
             // Dialled twice under two addresses: keep the first link.
             self.links.remove(&addr);
@@ -56,13 +69,24 @@ impl Driver {
         for frame in crate::frame::members_frames(&list, self.cfg.block_size) {
             self.send(id, frame);
         }
+        self.send_revocations(id);
         // Bring SWIM in: the peer adds us and sends its member list.
         let effects = self.swim.announce(id, listen, crate::clock::now());
         self.swim_effects(effects);
     }
 
     pub(super) fn link_down(&mut self, addr: &str, id: Option<NodeId>) {
-        let Some(id) = id else { return };
+        let Some(id) = id else {
+            if let Some(failed) = self.hinted.get_mut(addr) {
+                *failed += 1;
+                if *failed >= HINT_ATTEMPTS {
+                    tracing::debug!(%addr, "address named by a peer never answered: forgotten");
+                    self.hinted.remove(addr);
+                    self.links.remove(addr);
+                }
+            }
+            return;
+        };
         if self.members.get(&id).is_some_and(|m| {
             self.links
                 .get(addr)
@@ -135,6 +159,19 @@ impl Driver {
                 // is not dialled: SWIM, not yet told, probes it until it
                 // declares it down.)
                 self.dial(listen);
+            }
+        }
+        if effects.dropped_updates > 0 {
+            self.metrics
+                .gossip_screened
+                .inc_by(effects.dropped_updates as u64);
+        }
+        for (node, listen) in effects.hints {
+            if node != self.cfg.id
+                && !self.members.contains_key(&node)
+                && !self.left.contains(&node)
+            {
+                self.dial_hint(listen);
             }
         }
         for change in effects.changes {
@@ -219,6 +256,7 @@ impl Driver {
         match wire {
             Wire::Gossip(data) => self.on_gossip(from, &data),
             Wire::Leaving => self.member_left(from),
+            Wire::Revoked(der) => self.on_revoked(Some(from), der),
             Wire::Commit(msg) => self.on_commit_msg(from, msg),
             Wire::Members(list) => {
                 for (id, listen) in list {
@@ -226,7 +264,7 @@ impl Driver {
                         && !self.members.contains_key(&id)
                         && !self.left.contains(&id)
                     {
-                        self.dial(listen);
+                        self.dial_hint(listen);
                     }
                 }
             }

@@ -20,7 +20,6 @@ pub(super) fn driver(dir: &std::path::Path) -> Driver {
     let (events, _) = mpsc::channel(1);
     let ctx = Arc::new(LinkCtx::new(
         Arc::new(identity),
-        0,
         "127.0.0.1:7000".into(),
         64 << 10,
         events.clone(),

@@ -209,4 +209,34 @@ mod tests {
             "{again:?}"
         );
     }
+
+    #[tokio::test]
+    async fn a_name_issued_through_a_token_is_never_issued_again() {
+        let (dir, identity) = ca_identity();
+        let first = table::issue(dir.path(), 1, None, unix_now()).unwrap();
+        let request = |secret: [u8; 32]| Request {
+            secret,
+            name: "b".into(),
+            csr: csr("b"),
+        };
+        let answer = exchange(&identity, framed(&request(first.secret).encode())).await;
+        assert!(
+            matches!(answer, Some(Ok(Answer::Issued { .. }))),
+            "{answer:?}"
+        );
+        // The first token expires; a later change of the table prunes it,
+        // and with it the table's record of the name.
+        let later = unix_now() + 3600;
+        let second = table::issue(dir.path(), 7200, None, later).unwrap();
+        let table = std::fs::read_to_string(dir.path().join(table::TABLE_FILE)).unwrap();
+        assert!(!table.contains("used:b"), "{table}");
+        let again = exchange(&identity, framed(&request(second.secret).encode())).await;
+        assert!(
+            matches!(
+                again,
+                Some(Ok(Answer::Denied(Denial::Token(Refusal::NameTaken { .. }))))
+            ),
+            "a second key for `b`: {again:?}"
+        );
+    }
 }

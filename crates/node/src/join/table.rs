@@ -237,7 +237,7 @@ pub fn issue(
 
 /// Redeems `secret` for node `name` at `now` (Unix seconds): marks its
 /// token used (on disk, before returning) if it is known, unused,
-/// unexpired and no certificate for `name` was issued here; otherwise
+/// unexpired and no certificate for `name` was ever issued here; otherwise
 /// says why not and changes nothing.
 pub fn redeem(
     dir: &Path,
@@ -259,8 +259,10 @@ pub fn redeem(
             at: entries[at].expires,
         }));
     }
+    // Issued names are kept for the CA's lifetime (crate::issued), not
+    // only while a token that named them is in this table.
     let taken = entries.iter().any(|e| e.used_by.as_deref() == Some(name))
-        || dir.join(format!("{name}.pem")).exists();
+        || crate::issued::contains(dir, name)?;
     if taken {
         return Ok(Err(Refusal::NameTaken {
             name: name.to_owned(),

@@ -3,6 +3,7 @@
 //! and bad datagrams are refused without harm.
 
 use super::*;
+use foca::Codec;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -47,6 +48,21 @@ impl Net {
             let at = self.now - self.start;
             self.changes
                 .extend(effects.changes.into_iter().map(|c| (from, c, at)));
+            // A hint is dialled, as the driver does; the link up, the
+            // node announces itself to the member named.
+            for (node, listen) in effects.hints {
+                assert_eq!(listen, id(node).listen, "hinted address of {node}");
+                let isolated = self.isolated.contains(&from) || self.isolated.contains(&node);
+                if !isolated && self.nodes.contains_key(&node) {
+                    let now = self.now;
+                    let e = self
+                        .nodes
+                        .get_mut(&from)
+                        .unwrap()
+                        .announce(node, listen, now);
+                    queue.push((from, e));
+                }
+            }
             for (to, listen, data) in effects.send {
                 assert_eq!(listen, id(to).listen, "dial address of {to}");
                 if self.isolated.contains(&from) || self.isolated.contains(&to) {
@@ -221,6 +237,74 @@ fn malformed_datagrams_are_refused() {
     data.resize(MAX_GOSSIP + 1, 0);
     assert!(swim.receive(2, &data, now).is_err());
     assert_eq!(swim.alive().count(), 0);
+}
+
+/// A datagram from `src` to `dst` carrying `updates`, encoded as foca
+/// does: what a member with its own certificate can send on its link.
+fn forged(src: NodeId, dst: NodeId, updates: &[foca::Member<SwimId>]) -> Vec<u8> {
+    use bytes::BufMut;
+    let mut buf = Vec::new();
+    let header = foca::Header {
+        src: id(src),
+        src_incarnation: 0,
+        dst: id(dst),
+        message: foca::Message::Gossip,
+    };
+    Codec::encode_header(&mut PostcardCodec, &header, &mut buf).unwrap();
+    buf.put_u16(updates.len() as u16);
+    for m in updates {
+        Codec::encode_member(&mut PostcardCodec, m, &mut buf).unwrap();
+    }
+    buf
+}
+
+#[test]
+fn one_member_cannot_declare_another_down_or_make_it_rejoin() {
+    let mut net = joined();
+    let since = net.now - net.start;
+    let unrefutable = SwimId {
+        incarnation: u64::MAX,
+        ..id(3)
+    };
+    let lies = [
+        foca::Member::new(unrefutable, foca::Incarnation::MAX, foca::State::Down),
+        foca::Member::new(id(3), foca::Incarnation::MAX, foca::State::Down),
+        foca::Member::new(id(3), foca::Incarnation::MAX, foca::State::Suspect),
+        // About the receiver: a suspicion it can never refute.
+        foca::Member::new(id(1), foca::Incarnation::MAX, foca::State::Suspect),
+        foca::Member::new(id(1), 0, foca::State::Down),
+    ];
+    for _ in 0..20 {
+        let now = net.now;
+        let e = net
+            .nodes
+            .get_mut(&1)
+            .unwrap()
+            .receive(2, &forged(2, 1, &lies), now)
+            .unwrap();
+        assert_eq!(e.dropped_updates, lies.len());
+        net.apply(1, e);
+        net.run(Duration::from_millis(500));
+    }
+    assert!(net.seen(1, &Change::Down { node: 3 }, since).is_none());
+    assert_eq!(net.alive(1), BTreeSet::from([2, 3]));
+    assert_eq!(net.nodes[&1].identity(), &id(1), "node 1 rejoined");
+    for observer in [2, 3] {
+        assert!(
+            net.seen(observer, &Change::Down { node: 1 }, since)
+                .is_none()
+        );
+    }
+}
+
+#[test]
+fn a_member_one_has_not_met_is_a_hint_to_dial_not_a_member() {
+    let mut swim = Swim::new(id(1), 1);
+    let now = crate::clock::now();
+    let stranger = foca::Member::new(id(9), 0, foca::State::Alive);
+    let e = swim.receive(2, &forged(2, 1, &[stranger]), now).unwrap();
+    assert_eq!(e.hints, vec![(9, id(9).listen)]);
+    assert_eq!(swim.alive().collect::<Vec<_>>(), vec![2]);
 }
 
 proptest! {

@@ -98,7 +98,7 @@ pub(crate) async fn cluster_with(
         let origin = Origin::open(origin_dir.to_str().unwrap())
             .unwrap()
             .with_delay(shape.origin_delay);
-        let mut opts = NodeOptions::new(i, identity, "127.0.0.1:0".parse().unwrap(), origin);
+        let mut opts = NodeOptions::new(identity, "127.0.0.1:0".parse().unwrap(), origin);
         opts.algorithm = shape.algorithm;
         opts.memory = shape.memory;
         opts.block_size = shape.block_size;

@@ -120,7 +120,7 @@ impl Mallory {
     /// Joins the cluster of `nodes` with a certificate issued by its CA in
     /// `keys`, and starts answering forwards from `answers`.
     pub(crate) async fn join(keys: &Path, nodes: &[String]) -> Mallory {
-        issue(keys, "mallory", 30).unwrap();
+        issue_as(keys, "mallory", Some(MALLORY), 30).unwrap();
         let identity = Identity::load(keys, "mallory").unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let listen = listener.local_addr().unwrap().to_string();

@@ -40,7 +40,7 @@ use coopcache_node::block::{Block, BlockId, first_block, manager_of};
 use coopcache_node::frame::{PROTOCOL_VERSION, Wire, max_frame};
 use coopcache_node::link::{read_frame, write_frame};
 use coopcache_node::origin::{FileVersion, PathVersion};
-use coopcache_node::tls::{Identity, SERVER_NAME, init_cluster, issue};
+use coopcache_node::tls::{Identity, SERVER_NAME, init_cluster, issue_as};
 use mallory::*;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};

@@ -171,3 +171,43 @@ async fn a_singlet_is_not_served_before_its_hash_is_confirmed() {
         "no hash came, so nothing was compared"
     );
 }
+
+/// A node caching a block verified keeps it, whatever a member pushes for
+/// it: a pushed copy of a block cached here already is dropped unchecked
+/// (rule `pushed-never-evicts`). Before, garbage recirculated for it was
+/// held, failed the manager's digest, and the verdict dropped the machine's
+/// copy with it: one member could evict any honest copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_pushed_for_a_block_cached_verified_never_evicts_it() {
+    let (c, mut mallory, names) =
+        attacked_cluster("g", AlgorithmKind::NChance, Duration::from_secs(5)).await;
+    let targets = targets(&c, &names).await;
+    for (j, t) in targets.iter().take(BLOCKS_PER_FILE as usize).enumerate() {
+        // The node that does not manage the file caches the block.
+        let holder = 1 - t.manager;
+        let node = &c.nodes[holder as usize];
+        node.read_block(&t.path, &t.version, t.block.index)
+            .await
+            .unwrap();
+        let answer = ANSWERS[j % (ANSWERS.len() - 1)];
+        let push = Wire::Peer(PeerMsg::Recirculate {
+            block: t.block,
+            data: bad_bytes(answer, t, j),
+            chances: 2,
+        });
+        mallory.send(holder, &push).await;
+        mallory.barrier(holder).await;
+        // Time for a manager's digest to come back, had one been asked.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (data, level) = node
+            .read_block(&t.path, &t.version, t.block.index)
+            .await
+            .unwrap();
+        assert!(data == t.now, "{answer:?}: bad bytes served");
+        assert_eq!(
+            level,
+            Level::Local,
+            "{answer:?}: the verified copy was evicted"
+        );
+    }
+}

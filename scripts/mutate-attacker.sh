@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Removes each defence the outsider's attacks (crates/node/tests/attacker/)
+# are aimed at, one at a time, and runs those tests: each removal must make
+# one fail, or the defence is untested. Restores every file it touched,
+# also on Ctrl-C. ~1 minute per defence (ci profile).
+#
+#   scripts/mutate-attacker.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+files="crates/node/src/link.rs crates/node/src/membership.rs crates/node/src/link/admission.rs"
+backup=$(mktemp -d)
+for f in $files; do cp "$f" "$backup/$(basename "$f")"; done
+restore() { for f in $files; do cp "$backup/$(basename "$f")" "$f"; done; }
+trap 'restore; rm -rf "$backup"' EXIT
+
+# name | file | sed expression (each must change the file)
+mutations=(
+  "hello-id|crates/node/src/link.rs|s/        if node != id \{/        if node != id \&\& false {/"
+  "gossip-screen|crates/node/src/membership.rs|s/handle_data\(&screened.data,/handle_data(data,/"
+  "unauthenticated-cap|crates/node/src/link/admission.rs|s/if s.unauthenticated.len\(\) >= MAX_UNAUTHENTICATED$/if s.unauthenticated.len() >= MAX_UNAUTHENTICATED \&\& false/"
+  "links-per-member|crates/node/src/link/admission.rs|s/if entry.queue.len\(\) >= LINKS_PER_MEMBER$/if entry.queue.len() >= LINKS_PER_MEMBER \&\& false/"
+  "duplicate|crates/node/src/link/admission.rs|s/\&\& links.listen != listen$/\&\& links.listen != listen \&\& false/"
+  "revoked|crates/node/src/link.rs|s/        match revoked.revokes\(chain\) \{/        match revoked.revokes(chain) \&\& false {/"
+)
+survived=0
+for m in "${mutations[@]}"; do
+    IFS='|' read -r name file expr <<<"$m"
+    restore
+    sed -E -i "$expr" "$file"
+    if cmp -s "$file" "$backup/$(basename "$file")"; then
+        echo "defence $name: no mutation applied (code changed?)" >&2
+        exit 2
+    fi
+    log="$backup/$name.log"
+    if cargo test -q --profile ci -p coopcache-node --test all attacker:: >"$log" 2>&1; then
+        echo "defence $name: SURVIVED (no attacker test failed without it)"
+        survived=$((survived + 1))
+    else
+        failed=$(grep -o '^---- [a-z0-9_:]* stdout' "$log" | awk '{print $2}' | tr '\n' ' ' || true)
+        echo "defence $name: killed by $failed"
+    fi
+done
+restore
+[ "$survived" -eq 0 ]
