@@ -11,13 +11,9 @@
 # this machine cannot run. About four minutes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${1:-$root/target/release/coopcache}
-[[ -x $bin ]] || { echo "bench-all: no binary at $bin (cargo build --release -p coopcache)" >&2; exit 2; }
-bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-export COOPCACHE_TRACES=${COOPCACHE_TRACES:-$root/../shared/traces}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
+who=bench-all default_bin=$root/target/release/coopcache profile=release
+# shellcheck source=scripts/bench-prologue.sh
+source "$root/scripts/bench-prologue.sh"
 
 # The documented figures: docs/benchmarks.md, "Headline figures" (keep the
 # two in step). name|documented|commit|command|python over the JSON lines

@@ -13,14 +13,10 @@
 # unless COOPCACHE_ALLOW_SKIP=1, which skips it. Runs in a minute or two.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${1:-$root/target/ci/coopcache}
+who=perf-guard default_bin=$root/target/ci/coopcache profile=ci
+# shellcheck source=scripts/bench-prologue.sh
+source "$root/scripts/bench-prologue.sh"
 tries=${TRIES:-3}
-[[ -x $bin ]] || { echo "perf-guard: no binary at $bin (cargo build --profile ci -p coopcache)" >&2; exit 2; }
-bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-export COOPCACHE_TRACES=${COOPCACHE_TRACES:-$root/../shared/traces}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
 
 # name|kind (min: a floor, max: a ceiling)|bound|command|python reading the JSON lines on stdin
 metrics=(

@@ -240,15 +240,15 @@ impl Swim {
             )));
         }
         let screened = screen::screen(data, from, self.foca.identity(), self.incarnation)?;
-        let result = self.foca.handle_data(&screened.data, &mut self.runtime);
+        let fit = screened.data.as_deref().unwrap_or(data);
+        let result = self.foca.handle_data(fit, &mut self.runtime);
         let mut effects = self.drain(now);
         result.map_err(|e| GossipError::Refused(e.to_string()))?;
-        let known: std::collections::HashSet<NodeId> = self.alive().collect();
-        effects.hints = screened
+        let me = self.foca.identity().node;
+        effects.hints = screened.hints;
+        effects
             .hints
-            .into_iter()
-            .filter(|(node, _)| *node != self.foca.identity().node && !known.contains(node))
-            .collect();
+            .retain(|(node, _)| *node != me && !self.alive().any(|m| m == *node));
         effects.dropped_updates = screened.dropped;
         Ok(effects)
     }

@@ -352,8 +352,8 @@ pub fn node_id(name: &str) -> NodeId {
 /// name (or [`node_id`] of the name in a certificate without one). `None`
 /// if there is no name, or an id URI that is not a `u32`.
 pub fn peer_identity(certs: &[CertificateDer<'_>]) -> Option<(String, NodeId)> {
-    let name = peer_name(certs)?;
     let (_, cert) = x509_parser::parse_x509_certificate(certs.first()?).ok()?;
+    let name = name_of(&cert)?;
     let uri = match cert.subject_alternative_name() {
         Ok(Some(san)) => san.value.general_names.iter().find_map(|n| match n {
             GeneralName::URI(u) => u.strip_prefix(ID_URI),
@@ -382,6 +382,11 @@ pub(crate) fn cert_file_id(path: &Path, name: &str) -> Option<NodeId> {
 /// empty or unparseable or names no node.
 pub fn peer_name(certs: &[CertificateDer<'_>]) -> Option<String> {
     let (_, cert) = x509_parser::parse_x509_certificate(certs.first()?).ok()?;
+    name_of(&cert)
+}
+
+/// [`peer_name`] of a parsed certificate.
+fn name_of(cert: &X509Certificate<'_>) -> Option<String> {
     if let Some(cn) = cert.subject().iter_common_name().next() {
         return cn.as_str().ok().map(str::to_owned);
     }

@@ -38,8 +38,9 @@ pub const MAX_HINTS: usize = 16;
 /// A datagram fit for foca, and what was taken out of it.
 #[derive(Debug, Default)]
 pub struct Screened {
-    /// The datagram to hand to foca.
-    pub data: Vec<u8>,
+    /// The datagram to hand to foca instead of the one received, if any
+    /// update was taken out (`None`: the one received, unchanged).
+    pub data: Option<Vec<u8>>,
     /// Third members the sender knows: (id, listen address) to dial.
     pub hints: Vec<(NodeId, String)>,
     /// Updates dropped (about third members, or lies about this node).
@@ -68,20 +69,12 @@ pub fn screen(
         // No member sends custom broadcasts.
         Message::Broadcast => return Err(GossipError::Refused("custom broadcast".into())),
         // No updates to screen (foca refuses an announce with any).
-        Message::Announce => {
-            return Ok(Screened {
-                data: data.to_vec(),
-                ..Screened::default()
-            });
-        }
+        Message::Announce => return Ok(Screened::default()),
         _ => {}
     }
     if rest.len() < 2 {
         // Nothing piggybacked (or one stray byte, which foca refuses).
-        return Ok(Screened {
-            data: data.to_vec(),
-            ..Screened::default()
-        });
+        return Ok(Screened::default());
     }
     let count = u16::from_be_bytes([rest[0], rest[1]]);
     rest = &rest[2..];
@@ -106,6 +99,9 @@ pub fn screen(
             false => out.dropped += 1,
         }
     }
+    if out.dropped == 0 {
+        return Ok(out);
+    }
     let mut buf = Vec::with_capacity(data.len());
     Codec::<SwimId>::encode_header(&mut codec, &header, &mut buf)
         .map_err(|e| GossipError::Undecodable(e.to_string()))?;
@@ -116,7 +112,7 @@ pub fn screen(
                 .map_err(|e| GossipError::Undecodable(e.to_string()))?;
         }
     }
-    out.data = buf;
+    out.data = Some(buf);
     Ok(out)
 }
 
