@@ -137,38 +137,37 @@ impl Driver {
                     reader,
                     path,
                     version,
-                } => fed |= self.serve_first(reader, &path, &version),
+                } => {
+                    self.serve_first(reader, &path, &version);
+                    fed = true;
+                }
                 CommitAction::ReadFirst {
                     path,
                     version,
                     manager,
-                } => fed |= self.read_first(path, version, manager),
+                } => {
+                    self.read_first(path, version, manager);
+                    fed = true;
+                }
             }
         }
         fed
     }
 
     /// As the file's manager: `reader`'s open carried its read of the
-    /// first block of `version`. Not for a version of another path under
-    /// the same key: the opener refuses that answer, and reads nothing.
-    fn serve_first(&mut self, reader: NodeId, path: &str, version: &PathVersion) -> bool {
-        if *version.path != *path {
-            return false;
-        }
+    /// first block of `version` (of `path`: the core serves no other
+    /// path's version).
+    fn serve_first(&mut self, reader: NodeId, path: &str, version: &PathVersion) {
         let block = first_block(path, &version.version.version);
         let now = self.clock.micros();
         self.protocol.handle_read_for(reader, block, now);
-        true
     }
 
     /// This node's open of `path` is served the first block of `version`
     /// by `manager`: its read starts now, before the open's caller hears
     /// the answer, so the block's answers (on the manager's link, behind
     /// the `Opened`) find it, and the caller's read of the block joins it.
-    fn read_first(&mut self, path: Arc<str>, version: PathVersion, manager: NodeId) -> bool {
-        if *version.path != *path {
-            return false;
-        }
+    fn read_first(&mut self, path: Arc<str>, version: PathVersion, manager: NodeId) {
         let block = first_block(&path, &version.version.version);
         self.waiting.entry(block).or_insert_with(|| Waiting {
             path,
@@ -178,7 +177,6 @@ impl Driver {
         });
         let now = self.clock.micros();
         self.protocol.handle_read_asked(block, manager, now);
-        true
     }
 
     /// Asks the origin for `path`'s version on a task of its own; the

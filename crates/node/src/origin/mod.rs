@@ -101,10 +101,14 @@ pub struct PathVersion {
 }
 
 /// What a file's manager needs of a version: whether it has a first block
-/// to serve with an open's answer.
+/// to serve with an open's answer, and which path it is of.
 impl coopcache_core::c2cfs::live::Version for PathVersion {
     fn has_first_block(&self) -> bool {
         self.version.size > 0
+    }
+
+    fn is_of(&self, path: &str) -> bool {
+        *self.path == *path
     }
 }
 

@@ -208,6 +208,12 @@ impl<V: Version> CommitProtocol<V> {
                 },
                 Answer::Opened(answer, served),
             ) => {
+                if answer.as_ref().is_some_and(|(_, v)| !v.is_of(&path)) {
+                    // An honest manager never answers with another path's
+                    // version (it filters its table): nothing is read.
+                    self.violation(from, "an open answered with another path's version");
+                    return self.finish_open(req, &path, None, false, None);
+                }
                 let served = (first && served).then_some(from);
                 self.finish_open(req, &path, answer, reads, served);
             }

@@ -101,7 +101,10 @@ impl<V: Version> CommitProtocol<V> {
 
     /// Answers an open from the table if it knows the file's version.
     fn answer_from_table(&mut self, w: Waiter, key: u64, path: &Arc<str>) -> bool {
-        if self.table.peek(key).and_then(|o| o.version).is_none() {
+        // Another path's entry under the same key: this open stats the
+        // origin, whose answer then takes the entry over.
+        let known = self.table.peek(key).and_then(|o| o.version);
+        if !known.is_some_and(|v| v.is_of(path)) {
             return false;
         }
         let o = self.table.open(key);
@@ -119,6 +122,9 @@ impl<V: Version> CommitProtocol<V> {
         let Request::Open(first) = w.request else {
             return;
         };
+        // An entry of another path under the same key lends nothing: the
+        // opener goes to the origin, which is always safe.
+        let answer = answer.filter(|(_, version)| version.is_of(path));
         let served = match (&answer, first) {
             (Some((tcommit, version)), Some(first)) => {
                 self.cfg.serve_first
@@ -211,7 +217,14 @@ impl<V: Version> CommitProtocol<V> {
             Request::Open(_) => {
                 // No commit was applied since the stat was issued (they
                 // wait for their own stats), so the origin's version is
-                // at least as new as anything the entry stands for.
+                // at least as new as anything the entry stands for. An
+                // entry of another path under the same key is that
+                // file's, not this one's: it goes, and this path takes a
+                // fresh one.
+                let other = self.table.peek(key).and_then(|o| o.version);
+                if other.is_some_and(|v| !v.is_of(path)) {
+                    self.table.forget(key);
+                }
                 self.table.open(key);
                 let o = self.table.record(key, version.clone());
                 let answer = o.map(|o| (o.tcommit, o.version.unwrap_or_else(|| version.clone())));

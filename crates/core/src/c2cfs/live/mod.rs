@@ -97,6 +97,8 @@ mod msg;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_paths;
+#[cfg(test)]
 mod tests_random;
 
 pub use msg::{Action, CommitCounters, CommitMsg, FirstBlock};
@@ -140,12 +142,22 @@ pub fn manager_key(path: &str) -> u64 {
 pub trait Version: Clone + Eq {
     /// Whether the version has a first block to serve (is not empty).
     fn has_first_block(&self) -> bool;
+
+    /// Whether this is a version of `path`. Files are keyed by a 64-bit
+    /// hash of their path ([`path_key`]), so a table entry or a manager's
+    /// answer may be another path's (a chance collision, or one crafted
+    /// by a member): such a version is never answered, served or taken.
+    fn is_of(&self, path: &str) -> bool;
 }
 
-/// The tests' versions: numbers, never empty.
+/// The tests' versions: numbers, never empty, of any path.
 #[cfg(test)]
 impl Version for u64 {
     fn has_first_block(&self) -> bool {
+        true
+    }
+
+    fn is_of(&self, _: &str) -> bool {
         true
     }
 }
