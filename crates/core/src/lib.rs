@@ -15,6 +15,8 @@
 //!   as node and manager state machines exchanging messages.
 //! - [`c2cfs`]: C2Cfs close-to-open consistency: a file manager's
 //!   `Tcommit` and valid copies, and where an open reads from.
+//! - [`members`]: a node's view of the cluster: whom it dials, which
+//!   linked members are live, whom a peer's word makes it dial.
 //! - [`list`]: the slab-backed linked lists the policies are built on.
 #![forbid(unsafe_code)]
 
@@ -26,6 +28,7 @@ pub mod coop;
 pub mod error;
 mod index;
 pub mod list;
+pub mod members;
 pub mod policy;
 pub mod protocol;
 mod queue;

@@ -15,8 +15,9 @@ use crate::origin::{FileVersion, Origin, OriginError};
 use bytes::Bytes;
 use coopcache_core::c2cfs::live::CommitProtocol;
 use coopcache_core::coop::{Level, NodeId};
+use coopcache_core::members::View;
 use coopcache_core::protocol::{Action, NodeProtocol, PeerMsg, ReadFailure, Served};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -26,10 +27,6 @@ const MAX_DOWN: usize = crate::frame::MAX_MEMBERS;
 
 /// Links (dialled addresses) at once.
 const MAX_LINKS: usize = crate::frame::MAX_MEMBERS;
-
-/// Connection attempts an address named by a peer gets before it is
-/// forgotten (until a peer names it again).
-const HINT_ATTEMPTS: u32 = 3;
 
 /// How often SWIM's timers and the counters are looked at when nothing
 /// else wakes the driver.
@@ -279,9 +276,10 @@ struct Waiting {
     error: Option<Arc<OriginError>>,
 }
 
+/// What the driver keeps for a linked member (the core's view keeps its
+/// addresses).
 struct Member {
     name: String,
-    listen: String,
     queue: mpsc::Sender<crate::link::Outgoing>,
     /// SWIM datagrams, sent ahead of `queue`.
     gossip: mpsc::Sender<Wire>,
@@ -312,23 +310,9 @@ pub struct Driver {
     events: mpsc::Sender<Event>,
     /// Readers waiting, by block.
     waiting: HashMap<BlockId, Waiting>,
-    /// Links by dialled address.
-    links: HashMap<String, LinkTx>,
-    /// Dialled addresses a peer named (a member list, a SWIM hint) that
-    /// have not yet answered as a member, with their failed attempts: a
-    /// peer's word buys [`HINT_ATTEMPTS`] tries, not a link retried
-    /// forever (seeds given by the operator are retried forever).
-    hinted: HashMap<String, u32>,
-    /// Linked members other than this node (live unless in `down`).
-    members: BTreeMap<NodeId, Member>,
-    /// Members SWIM declared down: not live even while a link to them is
-    /// up, until SWIM sees them (or their next incarnation) alive again.
-    down: BTreeSet<NodeId>,
-    /// Members that said they were leaving (also in `down`): not dialled
-    /// again because a peer still lists them, until SWIM sees them back.
-    left: BTreeSet<NodeId>,
-    /// This node is leaving: it dials no one and probes no one.
-    stopping: bool,
+    /// The core's view of the cluster: links by dialled address, linked
+    /// members, those down or gone, whom a peer's word makes it dial.
+    view: View<LinkTx, Member>,
     /// The SWIM failure detector.
     swim: Swim,
     /// Protocol messages sent and received per peer, pings aside.
@@ -384,6 +368,7 @@ impl Driver {
             },
             incarnation,
         );
+        let view = View::new(cfg.id, ctx.listen.clone(), MAX_LINKS, MAX_DOWN);
         Driver {
             cfg,
             protocol,
@@ -393,12 +378,7 @@ impl Driver {
             ctx,
             events,
             waiting: HashMap::new(),
-            links: HashMap::new(),
-            hinted: HashMap::new(),
-            members: BTreeMap::new(),
-            down: BTreeSet::new(),
-            left: BTreeSet::new(),
-            stopping: false,
+            view,
             swim,
             sent: BTreeMap::new(),
             received: BTreeMap::new(),
@@ -601,7 +581,7 @@ impl Driver {
             // A block is at most a few MiB: cannot happen.
             Err(_) => None,
         };
-        let ok = self.members.get(&to).is_some_and(|m| {
+        let ok = self.peer(to).is_some_and(|m| {
             m.queue
                 .try_send(crate::link::Outgoing { wire, held })
                 .is_ok()
@@ -647,7 +627,7 @@ impl Driver {
         for (&peer, &n) in &s.violations {
             let seen = self.synced.violations.entry(peer).or_default();
             if n > *seen {
-                let name = self.members.get(&peer).map_or("?", |m| m.name.as_str());
+                let name = self.view.member(peer).map_or("?", |m| m.link.name.as_str());
                 m.violation(name, n - *seen);
                 *seen = n;
             }

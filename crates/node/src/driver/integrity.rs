@@ -10,7 +10,7 @@ use coopcache_core::protocol::Verdict;
 impl Driver {
     /// A member's name for a log line (`?` once it is gone).
     pub(super) fn member_name(&self, id: NodeId) -> &str {
-        self.members.get(&id).map_or("?", |m| m.name.as_str())
+        self.peer(id).map_or("?", |m| m.name.as_str())
     }
 
     /// Logs an integrity failure, naming both sides of it.

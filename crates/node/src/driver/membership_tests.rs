@@ -99,11 +99,11 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
     assert_eq!(d.protocol.members(), [0]);
     assert_eq!(listed(&mut d), vec![0]);
     assert_eq!(*d.protocol.directory().holders(block), Holders::None);
-    assert!(d.links.is_empty(), "the hung link is dropped");
+    assert!(d.view.sizes().0 == 0, "the hung link is dropped");
 
     // A new link to it does not make it live while SWIM holds it down...
     link(&mut d);
-    assert!(d.members.contains_key(&PEER));
+    assert!(d.view.member(PEER).is_some());
     assert_eq!(d.protocol.members(), [0]);
     assert_eq!(listed(&mut d), vec![0]);
 
@@ -118,7 +118,7 @@ async fn swim_up_for_an_unlinked_member_dials_it() {
     let tmp = tempfile::tempdir().unwrap();
     let mut d = driver(tmp.path());
     peer_up(&mut d);
-    assert!(d.links.contains_key(PEER_ADDR));
+    assert!(d.view.is_dialled(PEER_ADDR));
     // Live only once the link is up (TLS decides membership).
     assert_eq!(d.protocol.members(), [0]);
 }
@@ -154,7 +154,7 @@ async fn a_member_that_says_it_is_leaving_is_dropped_and_not_dialled_again() {
     assert_eq!(d.protocol.members(), [0, PEER]);
     d.on_frame(PEER, Wire::Leaving);
     assert_eq!(d.protocol.members(), [0]);
-    assert!(d.links.is_empty(), "its link is closed");
+    assert!(d.view.sizes().0 == 0, "its link is closed");
     // Neither another member's list nor SWIM (which has not noticed yet)
     // dials it again...
     d.on_frame(8, Wire::Members(vec![(PEER, PEER_ADDR.into())]));
@@ -162,10 +162,10 @@ async fn a_member_that_says_it_is_leaving_is_dropped_and_not_dialled_again() {
         send: vec![(PEER, PEER_ADDR.into(), Bytes::from_static(b"ping"))],
         ..Effects::default()
     });
-    assert!(d.links.is_empty(), "dialled a member that left");
+    assert!(d.view.sizes().0 == 0, "dialled a member that left");
     // ...until SWIM sees it back (it restarted).
     peer_up(&mut d);
-    assert!(d.links.contains_key(PEER_ADDR));
+    assert!(d.view.is_dialled(PEER_ADDR));
 }
 
 #[tokio::test]
@@ -174,8 +174,8 @@ async fn a_leaving_node_drops_its_links_and_dials_no_one() {
     let mut d = driver(tmp.path());
     link(&mut d);
     d.leave();
-    assert!(d.members.is_empty() && d.links.is_empty());
+    assert!(d.view.linked().next().is_none() && d.view.sizes().0 == 0);
     d.dial(PEER_ADDR.into());
     peer_up(&mut d);
-    assert!(d.links.is_empty(), "a leaving node dialled");
+    assert!(d.view.sizes().0 == 0, "a leaving node dialled");
 }

@@ -16,20 +16,14 @@ impl Driver {
             rtt_us: None,
             memory: Some(MemberMemory::of(own, bs)),
         }];
-        let down = &self.down;
         let protocol = &self.protocol;
-        members.extend(
-            self.members
-                .iter()
-                .filter(|(id, _)| !down.contains(id))
-                .map(|(&id, mm)| MemberStatus {
-                    id,
-                    name: mm.name.clone(),
-                    listen: mm.listen.clone(),
-                    rtt_us: protocol.rtt_us(id),
-                    memory: protocol.peer_status(id).map(|s| MemberMemory::of(s, bs)),
-                }),
-        );
+        members.extend(self.view.live_peers().map(|(&id, mm)| MemberStatus {
+            id,
+            name: mm.link.name.clone(),
+            listen: mm.listen.clone(),
+            rtt_us: protocol.rtt_us(id),
+            memory: protocol.peer_status(id).map(|s| MemberMemory::of(s, bs)),
+        }));
         let usage = self.protocol.usage();
         let stats = self.protocol.stats();
         Status {
