@@ -9,7 +9,7 @@
 #     for `bench latency`: scripts/test-servers.sh (a cold MinIO build takes
 #     about 3.5 minutes on 2 cores);
 #   - iproute2: network namespaces for the partition test (needs root);
-#   - fuse3, rsync, fio, git: the mount tests and the programs they run on
+#   - fuse3, rsync, fio, git, sqlite3, python3: the mount tests and the programs they run on
 #     the mount;
 #   - rclone, s3fs: the FUSE mounts `bench mount --phases dataset` compares
 #     coopcache with (crates/cli/tests/bench_dataset.rs);
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 scripts/test-servers.sh install
 
 # command:package pairs; a package is installed only if its command is missing.
-wanted="ip:iproute2 fusermount3:fuse3 rsync:rsync fio:fio git:git rclone:rclone s3fs:s3fs promtool:prometheus systemd-analyze:systemd chromium:chromium"
+wanted="ip:iproute2 fusermount3:fuse3 rsync:rsync fio:fio git:git sqlite3:sqlite3 python3:python3 rclone:rclone s3fs:s3fs promtool:prometheus systemd-analyze:systemd chromium:chromium"
 missing=""
 for p in $wanted; do
     command -v "${p%%:*}" >/dev/null || missing="$missing ${p##*:}"

@@ -14,4 +14,5 @@ mod servers;
 mod bench_dataset;
 mod mount;
 mod mount_histories;
+mod mount_posix;
 mod mount_s3;

@@ -302,7 +302,13 @@ impl CoopFs {
                 .block_on(self.node.commit_exclusive(&path, p.topen()));
             p.set_topen(done.filter(|c| c.valid).map(|c| c.tcommit));
         }
-        self.take_in(path);
+        match self.rt.block_on(self.node.stat_fresh(&path)) {
+            Ok(version) => {
+                p.set_committed(version.clone());
+                self.take_in(path, version);
+            }
+            Err(e) => tracing::debug!(error = %e, "the written file was not taken into memory"),
+        }
     }
 
     /// Commits what the writer behind `fh` wrote, if it is one.
@@ -326,15 +332,8 @@ impl CoopFs {
     /// rather than flush the cache. A failure costs the next readers an
     /// origin read, nothing else. On S3 the node reads the version from
     /// the spool the commit put, not back from the store.
-    fn take_in(&self, path: Arc<str>) {
+    fn take_in(&self, path: Arc<str>, version: Arc<FileVersion>) {
         let node = self.node.clone();
-        let version = match self.rt.block_on(node.stat_fresh(&path)) {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::debug!(error = %e, "the written file was not taken into memory");
-                return;
-            }
-        };
         if version.size > node.cache_bytes() / TAKE_IN_SHARE {
             node.origin().forget_copy(&path, &version);
             return;
@@ -364,8 +363,9 @@ impl CoopFs {
     }
 
     /// Reads through a write handle: the draft if something was written
-    /// since the last commit, else the version the open saw (or, for a
-    /// file created empty, the file as committed).
+    /// since the last commit, else the version its writers last committed,
+    /// else the version the open saw (or, for a file created empty, the
+    /// file as committed).
     fn read_written(
         &self,
         p: &Pending,
@@ -379,6 +379,8 @@ impl CoopFs {
         }
         let path = p.path();
         let node = self.node.clone();
+        // What these writers committed last is newer than what the open saw.
+        let opened = p.committed().or(opened);
         self.rt.block_on(async move {
             let version = match opened {
                 Some(v) => v,

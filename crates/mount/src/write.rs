@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use coopcache_core::c2cfs::Tcommit;
-use coopcache_node::origin::{Draft, Entry, EntryKind, Origin, OriginError, SetTime};
+use coopcache_node::origin::{Draft, Entry, EntryKind, FileVersion, Origin, OriginError, SetTime};
 use fuser::Errno;
 use tokio::runtime::Handle;
 
@@ -44,6 +44,10 @@ pub(crate) struct Pending {
     /// began or last committed with its copy valid (C2Cfs's `Topen`);
     /// `None` if unknown, which commits as a racing close.
     topen: Mutex<Option<Tcommit>>,
+    /// The version the last commit of these writers put at the origin:
+    /// what their handles read until they write again (a descriptor reads
+    /// back what it wrote and synced, not the version its open saw).
+    committed: Mutex<Option<Arc<FileVersion>>>,
 }
 
 #[derive(Default)]
@@ -75,6 +79,19 @@ impl Pending {
     /// commit (the new `Tcommit` if the writer's copy stayed valid).
     pub(crate) fn set_topen(&self, topen: Option<Tcommit>) {
         *self.topen.lock().unwrap_or_else(|p| p.into_inner()) = topen;
+    }
+
+    /// The version these writers last committed, if they have.
+    pub(crate) fn committed(&self) -> Option<Arc<FileVersion>> {
+        self.committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Records the version a commit of these writers put at the origin.
+    pub(crate) fn set_committed(&self, version: Arc<FileVersion>) {
+        *self.committed.lock().unwrap_or_else(|p| p.into_inner()) = Some(version);
     }
 
     /// The path now (it follows renames).
@@ -143,6 +160,7 @@ impl Writers {
                         mode,
                         state: Mutex::default(),
                         topen: Mutex::default(),
+                        committed: Mutex::default(),
                     })
                 })
                 .clone()
