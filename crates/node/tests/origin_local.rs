@@ -361,6 +361,44 @@ async fn a_draft_replaces_its_file_whole_at_commit_and_vanishes_if_dropped() {
     assert_eq!(origin.list("").await.expect("list").len(), 1);
 }
 
+/// A draft copied from a file that is still that version at its commit
+/// is renamed into place as it is: the file's bytes are written once, not
+/// a second time into a rebased copy (a shell's `cmd > f` commits the
+/// empty file at the first close, then drafts the rest over it: 512 MiB
+/// written for a 256 MiB `cat`, ENOSPC with 15 MiB free for 9). A file
+/// changed meanwhile is still rebased, its change kept.
+#[tokio::test]
+async fn a_draft_over_an_unchanged_file_is_renamed_not_copied_again() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let f = root.path().join("f");
+    std::fs::write(&f, b"old contents").expect("write");
+    let origin = open(root.path());
+    let draft_ino = || {
+        let temps: Vec<u64> = std::fs::read_dir(root.path())
+            .expect("list")
+            .map(|e| e.expect("entry"))
+            .filter(|e| e.file_name() != "f")
+            .map(|e| ino(&e.path()))
+            .collect();
+        assert_eq!(temps.len(), 1, "one draft file");
+        temps[0]
+    };
+    let mut draft = origin.draft("f", true, 0o644).await.expect("draft");
+    draft.write_at(0, b"NEW").expect("write");
+    let temp = draft_ino();
+    draft.commit().await.expect("commit");
+    assert_eq!(std::fs::read(&f).unwrap(), b"NEW contents");
+    assert_eq!(ino(&f), temp, "the draft itself became the file");
+
+    let mut draft = origin.draft("f", true, 0o644).await.expect("draft");
+    draft.write_at(0, b"abc").expect("write");
+    let temp = draft_ino();
+    rewrite_in_place(&f, b"NEW CONTENTS");
+    draft.commit().await.expect("commit");
+    assert_eq!(std::fs::read(&f).unwrap(), b"abc CONTENTS", "rebased");
+    assert_ne!(ino(&f), temp);
+}
+
 /// What the origin is asked is counted by kind (C2Cfs's server operations,
 /// `bench mount`'s origin table): a rename is one change, a draft's
 /// writes are writes into the origin, its commit one commit, a listing and

@@ -321,13 +321,21 @@ fn io_error(path: &str, source: io::Error) -> OriginError {
 }
 
 fn statx(path: &str, fd: impl AsFd) -> Result<Statx, OriginError> {
-    let mask = StatxFlags::TYPE
-        | StatxFlags::MODE
-        | StatxFlags::INO
-        | StatxFlags::SIZE
-        | StatxFlags::MTIME
-        | StatxFlags::CTIME;
-    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, mask).map_err(|e| io_error(path, e.into()))
+    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, STATX_MASK).map_err(|e| io_error(path, e.into()))
+}
+
+/// What a version is made of ([`version_of`]).
+const STATX_MASK: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::MODE)
+    .union(StatxFlags::INO)
+    .union(StatxFlags::SIZE)
+    .union(StatxFlags::MTIME)
+    .union(StatxFlags::CTIME);
+
+/// The `statx` of `name` in `dir`, not following a final link.
+fn statx_at(path: &str, dir: impl AsFd, name: &str) -> Result<Statx, OriginError> {
+    rustix::fs::statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, STATX_MASK)
+        .map_err(|e| io_error(path, e.into()))
 }
 
 /// The version of a file from its `statx`; anything but a regular file is

@@ -28,7 +28,7 @@ use std::time::SystemTime;
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 
-use super::{LocalDir, io_error, statx, version_of};
+use super::{LocalDir, io_error, statx, statx_at, version_of};
 use crate::origin::written::Written;
 use crate::origin::{FileVersion, OriginError, SetTime};
 use std::collections::hash_map::RandomState;
@@ -61,6 +61,12 @@ pub(crate) struct Draft {
     written: Written,
     /// Times the open set, to carry over at the commit.
     times: Option<(Option<SetTime>, Option<SetTime>)>,
+    /// The target's version when its bytes were copied into the draft (if
+    /// it stayed that version through the copy): while the target is still
+    /// that version, the draft is exactly its bytes with this open's
+    /// writes laid over, and the commit renames it as it is instead of
+    /// rebasing (which would write the whole file a second time).
+    base: Option<String>,
 }
 
 /// An exclusive `flock` of a directory, released when dropped.
@@ -114,16 +120,17 @@ impl LocalDir {
             Err(Errno::NOENT) => None,
             Err(e) => return Err(self.refusal(path, e)),
         };
-        let mode = match &existing {
+        let (mode, before) = match &existing {
             Some(f) => {
                 let st = statx(path, f)?;
-                version_of(path, &st)?; // refuses a directory or a FIFO
-                u32::from(st.stx_mode) & 0o7777
+                // Refuses a directory or a FIFO.
+                let version = version_of(path, &st)?.version;
+                (u32::from(st.stx_mode) & 0o7777, Some(version))
             }
-            None => mode & 0o7777,
+            None => (mode & 0o7777, None),
         };
         let (file, temp) = create_temp(&dir, mode).map_err(|e| io_error(path, e))?;
-        let draft = Draft {
+        let mut draft = Draft {
             file,
             dir,
             temp,
@@ -133,10 +140,13 @@ impl LocalDir {
             rebased_temp: None,
             written: Written::new(!keep || existing.is_none()),
             times: None,
+            base: None,
         };
         if keep && let Some(mut from) = existing {
             let mut to = &draft.file;
             io::copy(&mut from, &mut to).map_err(|e| io_error(path, e))?;
+            let after = version_of(path, &statx(path, &from)?)?.version;
+            draft.base = before.filter(|b| *b == after);
         }
         Ok(draft)
     }
@@ -276,7 +286,7 @@ impl Draft {
         let fail = |e: io::Error| io_error(&path, e);
         let dir = self.dir.try_clone().map_err(fail)?;
         let lock = DirLock::exclusive(&dir).map_err(fail)?;
-        let whole = self.written.whole();
+        let whole = self.written.whole() || self.base_is_current();
         let (file, temp) = if whole {
             (self.file.try_clone().map_err(fail)?, self.temp.clone())
         } else {
@@ -295,6 +305,18 @@ impl Draft {
         drop(lock);
         // After the rename, whose change time is part of the version.
         version_of(&path, &statx(&path, &file)?)
+    }
+
+    /// Whether the target is still the version the draft was copied from
+    /// (checked under the directory's lock, so no other commit is between).
+    fn base_is_current(&self) -> bool {
+        let Some(base) = &self.base else {
+            return false;
+        };
+        statx_at(&self.path, &self.dir, &self.name)
+            .and_then(|st| version_of(&self.path, &st))
+            .ok()
+            .is_some_and(|v| v.version == *base)
     }
 
     /// A new temporary file holding the target as it is now with this
