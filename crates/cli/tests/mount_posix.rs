@@ -84,3 +84,47 @@ os.close(fd)"
     ));
     assert!(m.terminate().success());
 }
+
+/// A tmpfs of `size`, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &std::path::Path, size: &str) -> Tmpfs {
+        sh(&format!(
+            "mount -t tmpfs -o size={size} tmpfs {}",
+            dir.display()
+        ));
+        Tmpfs(dir.into())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// `cat src > f` and `dd of=f` (the shell opens and truncates, dup2s, and
+/// closes the first descriptor: one commit of the empty file, then the
+/// rest) write the file's bytes into the origin once: a 9 MiB file fits on
+/// a 16 MiB origin, where writing it twice failed with ENOSPC and left an
+/// empty file.
+#[test]
+fn a_redirected_file_is_written_to_the_origin_once() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
+        return;
+    };
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    let _tmpfs = Tmpfs::mount(&origin, "16m");
+    let m = Mount::start(work.path(), &origin, &dir);
+    let (d, w, o) = (dir.display(), work.path().display(), origin.display());
+    sh(&format!(
+        "head -c 9M /dev/urandom > {w}/src
+         cat {w}/src > {d}/f
+         cmp {w}/src {d}/f && cmp {w}/src {o}/f
+         rm {d}/f
+         dd if={w}/src of={d}/g bs=1M status=none
+         cmp {w}/src {o}/g"
+    ));
+    assert!(m.terminate().success());
+}
