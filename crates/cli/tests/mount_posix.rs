@@ -128,3 +128,57 @@ fn a_redirected_file_is_written_to_the_origin_once() {
     ));
     assert!(m.terminate().success());
 }
+
+/// An unlinked file stays readable and writable through the descriptors
+/// that hold it (POSIX), and is gone for good at their last close: Python's
+/// `tempfile.TemporaryFile` (create, unlink, then use) works and leaves
+/// nothing; a file unlinked under a writer does not come back at its
+/// close; the name is free at once for a new file.
+#[test]
+fn an_unlinked_file_lives_until_its_writers_close_it() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    std::fs::write(origin.join("kept"), b"committed bytes").unwrap();
+    let m = Mount::start(work.path(), &origin, &dir);
+    let d = dir.display();
+    let got = python(&format!(
+        "import os, tempfile
+with tempfile.TemporaryFile(dir='{d}') as t:
+    t.write(b'scratch data')
+    t.seek(0)
+    print(t.read().decode(), os.fstat(t.fileno()).st_size)
+fd = os.open('{d}/kept', os.O_RDWR)
+os.unlink('{d}/kept')
+print(os.path.exists('{d}/kept'), os.pread(fd, 9, 0).decode())
+os.pwrite(fd, b'CHANGED', 0)
+print(os.pread(fd, 15, 0).decode(), os.fstat(fd).st_size)
+with open('{d}/kept', 'w') as new:
+    new.write('a new file')
+os.fsync(fd)
+os.close(fd)
+print(open('{d}/kept').read())"
+    ));
+    assert_eq!(
+        got,
+        "scratch data 12\nFalse committed\nCHANGEDed bytes 15\na new file\n"
+    );
+    // A writer's file unlinked under it (the issue's reproduction).
+    sh(&format!(
+        "(for i in 1 2 3; do echo line $i; sleep 0.3; done > {d}/log) &
+         sleep 0.45; rm {d}/log; wait
+         test ! -e {d}/log"
+    ));
+    let mut names: Vec<_> = std::fs::read_dir(&origin)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["kept"], "nothing left behind at the origin");
+    assert_eq!(std::fs::read(origin.join("kept")).unwrap(), b"a new file");
+    assert!(m.terminate().success());
+}

@@ -494,9 +494,14 @@ impl Filesystem for CoopFs {
             Some(Open::File { version, .. }) => Some(version.size),
             _ => None,
         });
+        // A writer's file whose name was unlinked: the draft is all of it.
+        let held = self.writers.unlinked_entry(ino.0);
         let result = self
             .path(ino)
-            .and_then(|path| self.entry_of(ino.0, &path))
+            .and_then(|path| match held {
+                Some(e) => Ok(e),
+                None => self.entry_of(ino.0, &path),
+            })
             .map(|mut e| {
                 if let Some(size) = opened {
                     e.size = size;
@@ -759,7 +764,10 @@ impl Filesystem for CoopFs {
                     self.changed(&path);
                 }
             }
-            self.entry(&path).map(|e| self.attr(ino.0, &e))
+            match self.writers.unlinked_entry(ino.0) {
+                Some(e) => Ok(self.attr(ino.0, &e)),
+                None => self.entry(&path).map(|e| self.attr(ino.0, &e)),
+            }
         })();
         match result {
             Ok(attr) => reply.attr(&self.ttl_of(&attr), &attr),
@@ -788,7 +796,19 @@ impl Filesystem for CoopFs {
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|path| {
-            self.origin(|o| o.unlink(&path))?;
+            // Writers here keep the file open: they go on with its bytes
+            // (a draft), and it vanishes at their last close.
+            let held = self.writers.before_unlink(&path)?;
+            match (self.origin(|o| o.unlink(&path)), &held) {
+                (Ok(()), _) => {}
+                // Created here and not committed yet: only the draft has it.
+                (Err(Errno::ENOENT), Some(_)) => {}
+                (Err(e), _) => return Err(e),
+            }
+            if let Some(p) = &held {
+                let ino = self.inodes().number(&path);
+                self.writers.unlinked(p, ino);
+            }
             self.inodes().unlink(&path);
             self.changed(&path);
             Ok(())

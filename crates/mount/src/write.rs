@@ -13,6 +13,11 @@
 //! versions only. A write after a commit starts a new draft from the
 //! committed bytes.
 //!
+//! A path unlinked while writers here hold it open keeps its bytes for
+//! them (a draft, made at the unlink if there was none) and is gone at
+//! their last close, as POSIX says; nothing of it is committed. Not yet:
+//! the same for read-only opens, and for holders on other nodes.
+//!
 //! Dirty data is never held in memory: a draft is a file in the origin's
 //! directory (a temporary one, renamed into place at the commit), or for
 //! S3 a spool file on the local disk (`$TMPDIR`, unlinked) put at the
@@ -63,6 +68,10 @@ struct State {
     /// not the file its writers meant, so the next commit discards it and
     /// fails with this (`close` reports it), committing nothing.
     failed: Option<Errno>,
+    /// The path was unlinked while these writers held it open: they keep
+    /// reading and writing the draft (POSIX: the file lives until its last
+    /// close), nothing is committed, and the last close drops it.
+    unlinked: bool,
 }
 
 impl Pending {
@@ -113,6 +122,9 @@ pub(crate) struct Writers {
     rt: Handle,
     origin: Arc<Origin>,
     pending: Mutex<HashMap<Arc<str>, Arc<Pending>>>,
+    /// Files unlinked while writers here held them, by inode number, until
+    /// their last close (as many as open handles at most).
+    unlinked: Mutex<HashMap<u64, Arc<Pending>>>,
 }
 
 impl Writers {
@@ -121,6 +133,7 @@ impl Writers {
             rt,
             origin,
             pending: Mutex::new(HashMap::new()),
+            unlinked: Mutex::new(HashMap::new()),
         }
     }
 
@@ -275,6 +288,9 @@ impl Writers {
     /// a new version reached the origin.
     pub(crate) fn commit(&self, p: &Pending) -> Result<bool, Errno> {
         let mut st = p.state();
+        if st.unlinked {
+            return Ok(false);
+        }
         if let Some(e) = st.failed.take() {
             st.draft = None;
             st.dirty = false;
@@ -312,13 +328,55 @@ impl Writers {
         if !last {
             return Ok(false);
         }
-        let committed = self.commit(p);
+        // The last holder of an unlinked file: it goes with its draft.
+        let unlinked = p.state().unlinked;
+        let committed = if unlinked {
+            self.unlinked_map().retain(|_, q| !Arc::ptr_eq(q, p));
+            Ok(false)
+        } else {
+            self.commit(p)
+        };
+        p.state().draft = None;
         let mut map = self.map();
         let path = p.path();
         if map.get(&path).is_some_and(|q| Arc::ptr_eq(q, p)) {
             map.remove(&path);
         }
         committed
+    }
+
+    /// `path` is to be unlinked: if it has writers here, they must keep
+    /// its bytes, so a draft of it is made now if there is none (a copy of
+    /// the file as committed). Call [`Writers::unlinked`] once the origin
+    /// removed the name. `None` if nobody here writes it.
+    pub(crate) fn before_unlink(&self, path: &str) -> Result<Option<Arc<Pending>>, Errno> {
+        let Some(p) = self.get(path) else {
+            return Ok(None);
+        };
+        let mut st = p.state();
+        if st.draft.is_none() {
+            st.draft = Some(self.draft(path, true, p.mode)?);
+        }
+        drop(st);
+        Ok(Some(p))
+    }
+
+    fn unlinked_map(&self) -> MutexGuard<'_, HashMap<u64, Arc<Pending>>> {
+        self.unlinked.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `p`'s name, of inode `ino`, is gone: its writers go on with the
+    /// draft, commit nothing, and the name is free for a new file.
+    pub(crate) fn unlinked(&self, p: &Arc<Pending>, ino: Option<u64>) {
+        p.state().unlinked = true;
+        if let Some(ino) = ino {
+            self.unlinked_map().insert(ino, p.clone());
+        }
+        let mut map = self.map();
+        let path = p.path();
+        if map.get(&path).is_some_and(|q| Arc::ptr_eq(q, p)) {
+            map.remove(&path);
+        }
     }
 
     /// Commits `from`'s writes before it is renamed: a draft is renamed
@@ -339,6 +397,20 @@ impl Writers {
             *p.path.lock().unwrap_or_else(|e| e.into_inner()) = to.clone();
             map.insert(to, p);
         }
+    }
+
+    /// The entry of inode `ino` if its name was unlinked while writers
+    /// here held it open (what `fstat` on their descriptors answers: the
+    /// kernel asks by inode, with no handle), `None` otherwise.
+    pub(crate) fn unlinked_entry(&self, ino: u64) -> Option<Entry> {
+        let p = self.unlinked_map().get(&ino)?.clone();
+        let (size, modified) = p.drafted()?;
+        Some(Entry {
+            kind: EntryKind::File,
+            size,
+            perm: p.mode,
+            modified,
+        })
     }
 
     /// The entry for `path` as its writers here see it: the origin's with
