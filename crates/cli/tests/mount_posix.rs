@@ -182,3 +182,32 @@ print(open('{d}/kept').read())"
     assert_eq!(std::fs::read(origin.join("kept")).unwrap(), b"a new file");
     assert!(m.terminate().success());
 }
+
+/// Modes are the caller's, its umask applied once: `mkdir` with 0777 under
+/// umask 0 gives 0777 (the daemon's own umask used to clear 0022 again),
+/// under 022 gives 0755; a file created 0666 under umask 0 is 0666.
+#[test]
+fn modes_are_the_callers_with_its_umask_applied_once() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    let m = Mount::start(work.path(), &origin, &dir);
+    let d = dir.display();
+    let got = python(&format!(
+        "import os, stat
+os.umask(0)
+os.mkdir('{d}/open', 0o777)
+os.close(os.open('{d}/f', os.O_CREAT | os.O_WRONLY, 0o666))
+os.umask(0o022)
+os.mkdir('{d}/closed', 0o777)
+os.mkdir('{d}/sticky', 0o1777)
+for n in ['open', 'f', 'closed', 'sticky']:
+    print(n, oct(stat.S_IMODE(os.stat('{d}/' + n).st_mode)))"
+    ));
+    assert_eq!(got, "open 0o777\nf 0o666\nclosed 0o755\nsticky 0o1755\n");
+    assert!(m.terminate().success());
+}

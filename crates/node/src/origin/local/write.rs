@@ -154,8 +154,19 @@ impl LocalDir {
     /// Creates directory `path`.
     pub(crate) fn mkdir(&self, path: &str, mode: u32) -> Result<(), OriginError> {
         let (dir, name) = self.parent(path)?;
-        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode & 0o7777))
-            .map_err(|e| self.change_error(path, e))
+        let mode = Mode::from_raw_mode(mode & 0o7777);
+        rustix::fs::mkdirat(&dir, name, mode).map_err(|e| self.change_error(path, e))?;
+        // This process's umask cleared bits the caller's mode kept (the
+        // caller's own umask is applied already): set them, as a local
+        // mkdir would have.
+        let made = rustix::fs::openat(
+            &dir,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| self.change_error(path, e))?;
+        rustix::fs::fchmod(&made, mode).map_err(|e| self.change_error(path, e))
     }
 
     /// Removes the file or link at `path`.
