@@ -211,3 +211,31 @@ for n in ['open', 'f', 'closed', 'sticky']:
     assert_eq!(got, "open 0o777\nf 0o666\nclosed 0o755\nsticky 0o1755\n");
     assert!(m.terminate().success());
 }
+
+/// `df` on a mount of a directory shows the directory's file system (it
+/// showed 0 of 0), here a 16 MiB tmpfs.
+#[test]
+fn df_shows_the_origin_directorys_space() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
+        return;
+    };
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    let _tmpfs = Tmpfs::mount(&origin, "16m");
+    let m = Mount::start(work.path(), &origin, &dir);
+    let stat = |p: &std::path::Path| {
+        let out = Command::new("stat")
+            .args(["-f", "-c", "%S %b %l"])
+            .arg(p)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (theirs, ours) = (stat(&origin), stat(&dir));
+    assert_eq!(ours, theirs, "fragment size, blocks, longest name");
+    let fields: Vec<u64> = ours
+        .split_whitespace()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    assert_eq!(fields[0] * fields[1], 16 << 20);
+    assert!(m.terminate().success());
+}

@@ -997,9 +997,18 @@ impl Filesystem for CoopFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        // The origin's capacity is unknown (S3 has none); report an empty
-        // file system of the node's block size, as s3fs and rclone do.
-        let bs = self.node.block_size();
-        reply.statfs(0, 0, 0, 0, 0, bs, 255, bs);
+        // The origin's own (a directory's file system), or for S3, which
+        // has no capacity, a pebibyte free as rclone reports.
+        let s = self.node.origin().space();
+        reply.statfs(
+            s.blocks,
+            s.free,
+            s.available,
+            s.files,
+            s.files_free,
+            s.block_size,
+            s.name_max,
+            s.fragment,
+        );
     }
 }

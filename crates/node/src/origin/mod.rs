@@ -155,6 +155,44 @@ impl FileVersion {
     }
 }
 
+/// An origin's space, as a mount's `statfs` (`df`) reports it: counts of
+/// `fragment`-byte blocks and of files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Space {
+    /// Preferred I/O size.
+    pub block_size: u32,
+    /// The unit of the block counts.
+    pub fragment: u32,
+    /// Blocks in all.
+    pub blocks: u64,
+    /// Blocks free.
+    pub free: u64,
+    /// Blocks free to unprivileged users.
+    pub available: u64,
+    /// Files (inodes) in all.
+    pub files: u64,
+    /// Files free.
+    pub files_free: u64,
+    /// Longest name, in bytes.
+    pub name_max: u32,
+}
+
+impl Space {
+    /// An object store's: no capacity to report, so a pebibyte of 4 KiB
+    /// blocks, all free (what rclone reports by default), and S3's
+    /// longest key as the longest name.
+    pub const UNBOUNDED: Space = Space {
+        block_size: 4096,
+        fragment: 4096,
+        blocks: 1 << 38,
+        free: 1 << 38,
+        available: 1 << 38,
+        files: 1 << 32,
+        files_free: 1 << 32,
+        name_max: 255,
+    };
+}
+
 /// The slow shared storage behind the cache.
 #[derive(Clone, Debug)]
 pub struct Origin {
@@ -370,6 +408,24 @@ impl Origin {
             origin: self.description.clone(),
             source,
         })
+    }
+
+    /// The origin's space: a directory's file system's, an object
+    /// store's [`Space::UNBOUNDED`], an HTTP server's none (read-only).
+    pub fn space(&self) -> Space {
+        match &self.store {
+            Store::Local(dir) => dir.space().unwrap_or(Space::UNBOUNDED),
+            Store::Object {
+                backend: backend::Backend::S3,
+                ..
+            } => Space::UNBOUNDED,
+            Store::Object { .. } => Space {
+                free: 0,
+                available: 0,
+                files_free: 0,
+                ..Space::UNBOUNDED
+            },
+        }
     }
 
     /// Checks a user-supplied path (see [`check_path`]); the local

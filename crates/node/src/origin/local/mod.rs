@@ -61,6 +61,24 @@ pub(crate) struct LocalDir {
     resolver: Resolver,
 }
 
+impl LocalDir {
+    /// The space of the file system the directory is on (`None` if it
+    /// cannot say).
+    pub(crate) fn space(&self) -> Option<super::Space> {
+        let st = rustix::fs::fstatvfs(&self.root).ok()?;
+        Some(super::Space {
+            block_size: u32::try_from(st.f_bsize).unwrap_or(4096),
+            fragment: u32::try_from(st.f_frsize).unwrap_or(4096),
+            blocks: st.f_blocks,
+            free: st.f_bfree,
+            available: st.f_bavail,
+            files: st.f_files,
+            files_free: st.f_ffree,
+            name_max: u32::try_from(st.f_namemax).unwrap_or(255),
+        })
+    }
+}
+
 /// How many times an open is retried when `openat2` reports a rename race
 /// (`EAGAIN`: it could not prove a `..` stayed inside while the tree moved).
 const RACE_RETRIES: usize = 16;
