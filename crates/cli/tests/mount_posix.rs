@@ -239,3 +239,38 @@ fn df_shows_the_origin_directorys_space() {
     assert_eq!(fields[0] * fields[1], 16 << 20);
     assert!(m.terminate().success());
 }
+
+/// In `exclusive` mode a directory's rename is refused with `EXDEV` (so
+/// `mv` copies it), but only after what POSIX's rename says first: a
+/// non-empty target directory is `ENOTEMPTY` (it was `EXDEV`), a file
+/// target `ENOTDIR`, a target inside the source `EINVAL`.
+#[test]
+fn an_exclusive_directory_rename_says_what_posix_says_first() {
+    let Some(work) = Work::new(&["origin/a/x", "origin/full/y", "mnt"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    std::fs::write(origin.join("full/y/f"), b"f").unwrap();
+    std::fs::write(origin.join("file"), b"f").unwrap();
+    std::fs::create_dir(origin.join("empty")).unwrap();
+    let env = [("COOPCACHE_CONSISTENCY".to_string(), "exclusive".to_string())];
+    let m = Mount::start_env(work.path(), &origin, &dir, "node", None, &env);
+    let d = dir.display();
+    let got = python(&format!(
+        "import os, errno
+for to in ['full', 'file', 'a/x/in', 'empty', 'new']:
+    try:
+        os.rename('{d}/a', '{d}/' + to)
+        print(to, 'renamed')
+    except OSError as e:
+        print(to, errno.errorcode[e.errno])"
+    ));
+    assert_eq!(
+        got,
+        "full ENOTEMPTY\nfile ENOTDIR\na/x/in EINVAL\nempty EXDEV\nnew EXDEV\n"
+    );
+    assert!(m.terminate().success());
+}

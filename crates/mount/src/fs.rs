@@ -279,6 +279,27 @@ impl CoopFs {
         }
     }
 
+    /// Why a directory's rename fails in `exclusive` mode: what POSIX's
+    /// rename would say first (`ENOTEMPTY`, `ENOTDIR`, `EEXIST`,
+    /// `EINVAL`), else `EXDEV`, which makes `mv` copy it file by file.
+    fn directory_rename_refusal(&self, from: &str, to: &str, no_replace: bool) -> Errno {
+        if to
+            .strip_prefix(from)
+            .is_some_and(|rest| rest.starts_with('/'))
+        {
+            return Errno::EINVAL;
+        }
+        match self.entry(to) {
+            Ok(_) if no_replace => Errno::EEXIST,
+            Ok(e) if e.kind != EntryKind::Dir => Errno::ENOTDIR,
+            Ok(_) => match self.origin(|o| o.list(to)) {
+                Ok(entries) if !entries.is_empty() => Errno::ENOTEMPTY,
+                _ => Errno::EXDEV,
+            },
+            Err(_) => Errno::EXDEV,
+        }
+    }
+
     /// `exclusive` mode: `path` changed at the origin through this mount
     /// (removed, renamed, a file renamed over it, truncated or touched
     /// while closed): its manager asks the origin again before this
@@ -844,11 +865,11 @@ impl Filesystem for CoopFs {
             // A manager knows files, not directories: in `exclusive` mode
             // a directory's rename would leave its files' entries under
             // the old paths, so `mv` is made to copy it file by file.
+            let no_replace = flags.contains(RenameFlags::RENAME_NOREPLACE);
             if self.exclusive && self.entry(&from)?.kind == EntryKind::Dir {
-                return Err(Errno::EXDEV);
+                return Err(self.directory_rename_refusal(&from, &to, no_replace));
             }
             self.writers.before_rename(&from)?;
-            let no_replace = flags.contains(RenameFlags::RENAME_NOREPLACE);
             self.origin(|o| o.rename(&from, &to, no_replace))?;
             self.inodes().rename(&from, &to);
             self.writers.renamed(&from, &to);
