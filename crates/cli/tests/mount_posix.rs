@@ -274,3 +274,38 @@ for to in ['full', 'file', 'a/x/in', 'empty', 'new']:
     );
     assert!(m.terminate().success());
 }
+
+/// A directory origin's access and change times and link counts reach
+/// `stat` (they were all the modification time, and links a constant):
+/// `utime` sets the access time apart from the modification time, the
+/// change time moves with it, a directory counts its subdirectories, and
+/// a file unlinked while held open has no link left.
+#[test]
+fn times_and_links_are_the_origins() {
+    let Some(work) = Work::new(&["origin/d", "mnt"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    std::fs::write(origin.join("f"), b"data").unwrap();
+    let m = Mount::start(work.path(), &origin, &dir);
+    let d = dir.display();
+    let got = python(&format!(
+        "import os, time
+os.utime('{d}/f', (1000, 2000))
+st = os.stat('{d}/f')
+print(int(st.st_atime), int(st.st_mtime), st.st_ctime > time.time() - 60, st.st_nlink)
+os.mkdir('{d}/d/a')
+os.mkdir('{d}/d/b')
+print(os.stat('{d}/d').st_nlink)
+fd = os.open('{d}/g', os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b'x')
+os.unlink('{d}/g')
+print(os.fstat(fd).st_nlink)
+os.close(fd)"
+    ));
+    assert_eq!(got, "1000 2000 True 1\n4\n0\n");
+    assert!(m.terminate().success());
+}

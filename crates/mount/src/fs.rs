@@ -202,6 +202,8 @@ impl CoopFs {
                     size: v.size,
                     perm: v.perm,
                     modified: v.modified,
+                    // A manager keeps versions, not access or change times.
+                    posix: None,
                 };
                 return self.writers.entry(path, Ok(managed));
             }
@@ -211,17 +213,22 @@ impl CoopFs {
 
     fn attr(&self, ino: u64, e: &Entry) -> FileAttr {
         let modified = e.modified.unwrap_or(UNIX_EPOCH);
+        // Origins that keep no access or change time (S3, HTTP, a
+        // manager's answer) report the modification time for both.
+        let posix = e.posix.as_ref();
+        let time = |t: Option<std::time::SystemTime>| t.unwrap_or(modified);
+        let nlink = if e.kind == EntryKind::Dir { 2 } else { 1 };
         FileAttr {
             ino: INodeNo(ino),
             size: e.size,
             blocks: e.size.div_ceil(512),
-            atime: modified,
+            atime: time(posix.and_then(|p| p.accessed)),
             mtime: modified,
-            ctime: modified,
+            ctime: time(posix.and_then(|p| p.changed)),
             crtime: modified,
             kind: kind(e.kind),
             perm: e.perm,
-            nlink: if e.kind == EntryKind::Dir { 2 } else { 1 },
+            nlink: posix.map_or(nlink, |p| p.nlink),
             uid: self.uid,
             gid: self.gid,
             rdev: 0,

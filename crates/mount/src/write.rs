@@ -28,7 +28,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use coopcache_core::c2cfs::Tcommit;
-use coopcache_node::origin::{Draft, Entry, EntryKind, FileVersion, Origin, OriginError, SetTime};
+use coopcache_node::origin::{
+    Draft, Entry, EntryKind, FileVersion, Origin, OriginError, PosixAttrs, SetTime,
+};
 use fuser::Errno;
 use tokio::runtime::Handle;
 
@@ -405,12 +407,7 @@ impl Writers {
     pub(crate) fn unlinked_entry(&self, ino: u64) -> Option<Entry> {
         let p = self.unlinked_map().get(&ino)?.clone();
         let (size, modified) = p.drafted()?;
-        Some(Entry {
-            kind: EntryKind::File,
-            size,
-            perm: p.mode,
-            modified,
-        })
+        Some(drafted_entry(p.mode, size, modified, 0))
     }
 
     /// The entry for `path` as its writers here see it: the origin's with
@@ -420,18 +417,35 @@ impl Writers {
             return origin;
         };
         match (origin, p.drafted()) {
-            (Ok(mut e), Some((size, _))) => {
+            (Ok(mut e), Some((size, modified))) => {
+                // The writes so far moved the times, as on a disk.
                 e.size = size;
+                if modified.is_some() {
+                    e.modified = modified;
+                    if let Some(posix) = &mut e.posix {
+                        posix.changed = modified;
+                    }
+                }
                 Ok(e)
             }
             (Ok(e), None) => Ok(e),
-            (Err(_), Some((size, modified))) => Ok(Entry {
-                kind: EntryKind::File,
-                size,
-                perm: p.mode,
-                modified,
-            }),
+            (Err(_), Some((size, modified))) => Ok(drafted_entry(p.mode, size, modified, 1)),
             (Err(e), None) => Err(e),
         }
+    }
+}
+
+/// A file only a draft has (new, or unlinked while open: `nlink` 0).
+fn drafted_entry(perm: u16, size: u64, modified: Option<SystemTime>, nlink: u32) -> Entry {
+    Entry {
+        kind: EntryKind::File,
+        size,
+        perm,
+        modified,
+        posix: Some(PosixAttrs {
+            accessed: modified,
+            changed: modified,
+            nlink,
+        }),
     }
 }

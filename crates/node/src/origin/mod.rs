@@ -45,7 +45,7 @@ pub use draft::Draft;
 pub use error::OriginError;
 pub use path::check_path;
 pub use spec::{ACCEPTED_FORMS, OriginSpec};
-pub use tree::{DirEntry, Entry, EntryKind};
+pub use tree::{DirEntry, Entry, EntryKind, PosixAttrs};
 
 /// A version of a file in the origin: its size and a version string that
 /// changes whenever the content may have changed.

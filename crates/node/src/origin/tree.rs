@@ -41,6 +41,20 @@ pub struct Entry {
     pub perm: u16,
     /// Last modification, when the origin says.
     pub modified: Option<SystemTime>,
+    /// What a local directory also says (its `statx`); `None` for S3 and
+    /// HTTP, which keep no access or change time and no link count.
+    pub posix: Option<PosixAttrs>,
+}
+
+/// The attributes only a local file system keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PosixAttrs {
+    /// Last access.
+    pub accessed: Option<SystemTime>,
+    /// Last change of the data or the attributes (`ctime`).
+    pub changed: Option<SystemTime>,
+    /// Hard links (a directory: 2 plus its subdirectories).
+    pub nlink: u32,
 }
 
 /// One name in a directory.
@@ -106,6 +120,7 @@ impl Origin {
                             size: meta.size,
                             perm: 0o644,
                             modified: Some(meta.last_modified.into()),
+                            posix: None,
                         })
                     }
                     Err(object_store::Error::NotFound { .. }) if *backend == Backend::S3 => {
@@ -197,6 +212,7 @@ fn dir_entry() -> Entry {
         size: 0,
         perm: 0o755,
         modified: None,
+        posix: None,
     }
 }
 

@@ -38,7 +38,7 @@ use bytes::Bytes;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Statx, StatxFlags};
 use rustix::io::Errno;
 
-use super::{DirEntry, Entry, EntryKind, FileVersion, OriginError};
+use super::{DirEntry, Entry, EntryKind, FileVersion, OriginError, PosixAttrs};
 
 mod write;
 pub(crate) use write::Draft;
@@ -175,6 +175,11 @@ impl LocalDir {
             size: st.stx_size,
             perm: st.stx_mode & 0o7777,
             modified: system_time(st.stx_mtime),
+            posix: Some(PosixAttrs {
+                accessed: system_time(st.stx_atime),
+                changed: system_time(st.stx_ctime),
+                nlink: st.stx_nlink,
+            }),
         })
     }
 
@@ -342,9 +347,12 @@ fn statx(path: &str, fd: impl AsFd) -> Result<Statx, OriginError> {
     rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, STATX_MASK).map_err(|e| io_error(path, e.into()))
 }
 
-/// What a version is made of ([`version_of`]).
+/// What a version is made of ([`version_of`]), and what an entry also
+/// reports (links, access time).
 const STATX_MASK: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::MODE)
+    .union(StatxFlags::NLINK)
+    .union(StatxFlags::ATIME)
     .union(StatxFlags::INO)
     .union(StatxFlags::SIZE)
     .union(StatxFlags::MTIME)
