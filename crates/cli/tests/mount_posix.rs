@@ -309,3 +309,49 @@ os.close(fd)"
     assert_eq!(got, "1000 2000 True 1\n4\n0\n");
     assert!(m.terminate().success());
 }
+
+/// Appends (`O_APPEND`) from two nodes to one file, their opens both
+/// before either close, both survive (the second close used to lay its
+/// line over the first's), and a shell's `>>` from both nodes keeps every
+/// line, in both consistency modes.
+#[test]
+fn appends_from_two_nodes_both_survive() {
+    for consistency in ["shared", "exclusive"] {
+        appends_from_two_nodes(consistency);
+    }
+}
+
+fn appends_from_two_nodes(consistency: &str) {
+    let Some(work) = Work::new(&["origin", "a", "b"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let origin = work.join("origin");
+    let (a_dir, b_dir) = (work.join("a"), work.join("b"));
+    std::fs::write(origin.join("log"), b"start\n").unwrap();
+    let env = [("COOPCACHE_CONSISTENCY".to_string(), consistency.to_string())];
+    let a = Mount::start_env(work.path(), &origin, &a_dir, "a", None, &env);
+    let b = Mount::start_env(work.path(), &origin, &b_dir, "b", Some(&a), &env);
+    let (da, db) = (a_dir.display(), b_dir.display());
+    python(&format!(
+        "import os
+fa = os.open('{da}/log', os.O_WRONLY | os.O_APPEND)
+fb = os.open('{db}/log', os.O_WRONLY | os.O_APPEND)
+os.write(fa, b'from a\\n')
+os.write(fb, b'from b\\n')
+os.close(fa)
+os.close(fb)"
+    ));
+    sh(&format!(
+        "for i in 1 2 3; do echo a$i >> {da}/log; echo b$i >> {db}/log; done"
+    ));
+    let log = std::fs::read_to_string(origin.join("log")).unwrap();
+    assert_eq!(
+        log, "start\nfrom a\nfrom b\na1\nb1\na2\nb2\na3\nb3\n",
+        "{consistency}"
+    );
+    assert!(b.terminate().success());
+    assert!(a.terminate().success());
+}

@@ -708,14 +708,15 @@ impl Filesystem for CoopFs {
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         let Some(pending) = self.writer(fh) else {
             return reply.error(Errno::EBADF);
         };
-        match self.writers.write(&pending, offset, data) {
+        let append = flags.0 & libc::O_APPEND != 0;
+        match self.writers.write(&pending, offset, data, append) {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(e),
         }

@@ -229,9 +229,19 @@ impl Writers {
         Ok(())
     }
 
-    /// Writes `data` at `offset`.
-    pub(crate) fn write(&self, p: &Pending, offset: u64, data: &[u8]) -> Result<(), Errno> {
-        self.change(p, |d| d.write_at(offset, data))
+    /// Writes `data` at `offset`, or with `append` (`O_APPEND`) at the
+    /// file's end, at the commit the end the file has then.
+    pub(crate) fn write(
+        &self,
+        p: &Pending,
+        offset: u64,
+        data: &[u8],
+        append: bool,
+    ) -> Result<(), Errno> {
+        match append {
+            true => self.change(p, |d| d.append(data).map(drop)),
+            false => self.change(p, |d| d.write_at(offset, data)),
+        }
     }
 
     /// Reads from the draft, if there is one (`None`: read the origin).

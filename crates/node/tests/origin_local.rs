@@ -399,6 +399,27 @@ async fn a_draft_over_an_unchanged_file_is_renamed_not_copied_again() {
     assert_ne!(ino(&f), temp);
 }
 
+/// Two drafts that append (`O_APPEND`) to one file, committed one after
+/// the other, both keep their lines: the second is laid after the end the
+/// first left, not over it (two nodes' appends lost one). A positional
+/// write in the same draft stays where it was written.
+#[tokio::test]
+async fn appends_of_two_drafts_both_survive() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let f = root.path().join("log");
+    std::fs::write(&f, b"start\n").expect("write");
+    let origin = open(root.path());
+    let mut a = origin.draft("log", true, 0o644).await.expect("draft");
+    let mut b = origin.draft("log", true, 0o644).await.expect("draft");
+    assert_eq!(a.append(b"a1\n").expect("append"), 6);
+    b.append(b"b1\n").expect("append");
+    b.write_at(0, b"S").expect("write");
+    a.append(b"a2\n").expect("append");
+    a.commit().await.expect("commit");
+    b.commit().await.expect("commit");
+    assert_eq!(std::fs::read(&f).unwrap(), b"Start\na1\na2\nb1\n");
+}
+
 /// What the origin is asked is counted by kind (C2Cfs's server operations,
 /// `bench mount`'s origin table): a rename is one change, a draft's
 /// writes are writes into the origin, its commit one commit, a listing and

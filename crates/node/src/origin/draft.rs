@@ -75,6 +75,21 @@ impl Draft {
         }
     }
 
+    /// Appends `data` at the draft's end (`O_APPEND`): at the commit it
+    /// goes after the end of the file as it is then, so appends of writers
+    /// on other nodes meanwhile are kept. Returns the offset written at.
+    pub fn append(&mut self, data: &[u8]) -> Result<u64, OriginError> {
+        let at = self.len()?;
+        match &mut self.kind {
+            Kind::Local(d) => {
+                self.counts.write(data.len());
+                d.append_at(at, data)?;
+            }
+            Kind::Object(d) => d.append_at(at, data)?,
+        }
+        Ok(at)
+    }
+
     /// Reads up to `len` bytes at `offset` (fewer at the end).
     pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>, OriginError> {
         let mut buf = vec![0; len];

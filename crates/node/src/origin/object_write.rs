@@ -164,6 +164,15 @@ impl ObjectDraft {
         Ok(())
     }
 
+    /// Appends `data` at `offset`, the draft's end (`O_APPEND`).
+    pub(crate) fn append_at(&mut self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
+        self.spool
+            .write_all_at(data, offset)
+            .map_err(|e| spool_error(&self.path, e))?;
+        self.written.appended(offset, data.len());
+        Ok(())
+    }
+
     /// The path as the caller gave it.
     pub(crate) fn path(&self) -> &str {
         &self.path

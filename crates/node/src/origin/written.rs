@@ -27,6 +27,10 @@ pub(crate) struct Written {
     whole: bool,
     /// Ranges written (unless `whole`), sorted and merged.
     extents: Vec<(u64, u64)>,
+    /// Ranges appended (`O_APPEND`), in the draft's offsets, sorted and
+    /// merged: laid at the end of the file as it is at the commit, so two
+    /// writers' appends both survive, as on one disk.
+    appends: Vec<(u64, u64)>,
     /// The open set the length: the draft's length is the file's.
     sized: bool,
 }
@@ -37,6 +41,7 @@ impl Written {
         Written {
             whole,
             extents: Vec::new(),
+            appends: Vec::new(),
             sized: false,
         }
     }
@@ -58,8 +63,30 @@ impl Written {
         }
     }
 
+    /// `len` bytes were appended at `offset` (the draft's end).
+    pub(crate) fn appended(&mut self, offset: u64, len: usize) {
+        if self.sized {
+            // After a truncation the draft's length is the file's: an
+            // append is a write at its offset.
+            return self.wrote(offset, len);
+        }
+        if self.whole || len == 0 {
+            return;
+        }
+        add_extent(&mut self.appends, offset, offset + len as u64);
+        if self.extents.len() + self.appends.len() > MAX_EXTENTS {
+            self.whole = true;
+            self.extents = Vec::new();
+            self.appends = Vec::new();
+        }
+    }
+
     /// The length was set to `len`.
     pub(crate) fn truncated(&mut self, len: u64) {
+        // Appends so far become writes at their offsets (see `appended`).
+        for (start, end) in std::mem::take(&mut self.appends) {
+            add_extent(&mut self.extents, start, end);
+        }
         self.sized = true;
         for e in &mut self.extents {
             e.1 = e.1.min(len);
@@ -68,23 +95,42 @@ impl Written {
     }
 
     /// Copies the written ranges of `draft` over `out` (which holds the
-    /// file as it is now), and the draft's length if the open set it.
+    /// file as it is now), then the appended ones after its end, and the
+    /// draft's length if the open set it.
     pub(crate) fn lay_over(&self, draft: &File, out: &File) -> io::Result<()> {
         let mut buf = vec![0u8; COPY_CHUNK];
         for &(start, end) in &self.extents {
-            let mut at = start;
-            while at < end {
-                let n = ((end - at) as usize).min(buf.len());
-                draft.read_exact_at(&mut buf[..n], at)?;
-                out.write_all_at(&buf[..n], at)?;
-                at += n as u64;
-            }
+            copy_range(draft, start..end, out, start, &mut buf)?;
+        }
+        let mut tail = out.metadata()?.len();
+        for &(start, end) in &self.appends {
+            copy_range(draft, start..end, out, tail, &mut buf)?;
+            tail += end - start;
         }
         if self.sized {
             out.set_len(draft.metadata()?.len())?;
         }
         Ok(())
     }
+}
+
+/// Copies `range` of `from` to `to` at `at`, through `buf`.
+fn copy_range(
+    from: &File,
+    range: std::ops::Range<u64>,
+    to: &File,
+    at: u64,
+    buf: &mut [u8],
+) -> io::Result<()> {
+    let mut done = 0;
+    let len = range.end - range.start;
+    while done < len {
+        let n = ((len - done) as usize).min(buf.len());
+        from.read_exact_at(&mut buf[..n], range.start + done)?;
+        to.write_all_at(&buf[..n], at + done)?;
+        done += n as u64;
+    }
+    Ok(())
 }
 
 /// Adds `start..end` to sorted, merged `extents`.

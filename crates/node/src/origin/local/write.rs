@@ -252,6 +252,15 @@ impl Draft {
         Ok(())
     }
 
+    /// Appends `data` at `offset`, the draft's end (`O_APPEND`).
+    pub(crate) fn append_at(&mut self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
+        self.file
+            .write_all_at(data, offset)
+            .map_err(|e| io_error(&self.path, e))?;
+        self.written.appended(offset, data.len());
+        Ok(())
+    }
+
     /// The temporary file holding the draft's bytes.
     pub(crate) fn file(&self) -> &File {
         &self.file
