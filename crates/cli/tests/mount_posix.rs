@@ -130,7 +130,8 @@ fn a_redirected_file_is_written_to_the_origin_once() {
 }
 
 /// An unlinked file stays readable and writable through the descriptors
-/// that hold it (POSIX), and is gone for good at their last close: Python's
+/// that hold it on this node, readers' too (POSIX), and is gone for good
+/// at their last close: Python's
 /// `tempfile.TemporaryFile` (create, unlink, then use) works and leaves
 /// nothing; a file unlinked under a writer does not come back at its
 /// close; the name is free at once for a new file.
@@ -167,6 +168,20 @@ print(open('{d}/kept').read())"
         got,
         "scratch data 12\nFalse committed\nCHANGEDed bytes 15\na new file\n"
     );
+    // A reader holding a file keeps reading it after the unlink (it got
+    // ENOENT), and it is gone at its close.
+    std::fs::write(origin.join("read"), vec![7u8; 300_000]).unwrap();
+    let got = python(&format!(
+        "import os
+fd = os.open('{d}/read', os.O_RDONLY)
+head = os.pread(fd, 10, 0)
+os.unlink('{d}/read')
+rest = os.pread(fd, 300_000, 10)
+print(len(head) + len(rest), set(head + rest), os.fstat(fd).st_nlink)
+os.close(fd)
+print(os.path.exists('{d}/read'))"
+    ));
+    assert_eq!(got, "300000 {7} 0\nFalse\n");
     // A writer's file unlinked under it (the issue's reproduction).
     sh(&format!(
         "(for i in 1 2 3; do echo line $i; sleep 0.3; done > {d}/log) &

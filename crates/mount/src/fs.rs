@@ -286,6 +286,31 @@ impl CoopFs {
         }
     }
 
+    /// This node's read-only handles of `path` that read its version at
+    /// the origin now: at an unlink they go on reading a copy of it (a
+    /// reader of an older version keeps reading that version, from
+    /// memory, or gets `ESTALE`).
+    fn current_readers(&self, path: &str) -> Vec<u64> {
+        let readers: Vec<(u64, Arc<FileVersion>)> = (self.handles().iter())
+            .filter_map(|(&fh, o)| match o {
+                Open::File {
+                    path: p, version, ..
+                } if **p == *path => Some((fh, version.clone())),
+                _ => None,
+            })
+            .collect();
+        if readers.is_empty() {
+            return Vec::new();
+        }
+        let Ok(current) = self.rt.block_on(self.node.stat_fresh(path)) else {
+            return Vec::new();
+        };
+        (readers.into_iter())
+            .filter(|(_, v)| **v == *current)
+            .map(|(fh, _)| fh)
+            .collect()
+    }
+
     /// Why a directory's rename fails in `exclusive` mode: what POSIX's
     /// rename would say first (`ENOTEMPTY`, `ENOTDIR`, `EEXIST`,
     /// `EINVAL`), else `EXDEV`, which makes `mv` copy it file by file.
@@ -825,16 +850,45 @@ impl Filesystem for CoopFs {
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|path| {
-            // Writers here keep the file open: they go on with its bytes
-            // (a draft), and it vanishes at their last close.
-            let held = self.writers.before_unlink(&path)?;
+            // Writers and readers here keep the file open: they go on with
+            // its bytes (a draft), and it vanishes at their last close.
+            let readers = self.current_readers(&path);
+            let mut added = Vec::with_capacity(readers.len());
+            let undo = |added: &[Arc<Pending>]| {
+                for p in added {
+                    let _ = self.writers.close(p);
+                }
+            };
+            let prepared = (|| {
+                let shared: Arc<str> = Arc::from(path.as_str());
+                for _ in &readers {
+                    added.push(self.writers.open(&shared, false, false, 0o644)?);
+                }
+                self.writers.before_unlink(&path)
+            })();
+            let held = prepared.inspect_err(|_| undo(&added))?;
             match (self.origin(|o| o.unlink(&path)), &held) {
                 (Ok(()), _) => {}
                 // Created here and not committed yet: only the draft has it.
                 (Err(Errno::ENOENT), Some(_)) => {}
-                (Err(e), _) => return Err(e),
+                (Err(e), _) => {
+                    undo(&added);
+                    return Err(e);
+                }
             }
             if let Some(p) = &held {
+                let mut handles = self.handles();
+                for fh in readers {
+                    let version = None;
+                    handles.insert(
+                        fh,
+                        Open::Write {
+                            pending: p.clone(),
+                            version,
+                        },
+                    );
+                }
+                drop(handles);
                 let ino = self.inodes().number(&path);
                 self.writers.unlinked(p, ino);
             }

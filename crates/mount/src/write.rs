@@ -15,8 +15,9 @@
 //!
 //! A path unlinked while writers here hold it open keeps its bytes for
 //! them (a draft, made at the unlink if there was none) and is gone at
-//! their last close, as POSIX says; nothing of it is committed. Not yet:
-//! the same for read-only opens, and for holders on other nodes.
+//! their last close, as POSIX says; nothing of it is committed. Read-only
+//! handles of the file's current version join them (`fs.rs: unlink`).
+//! Not yet: holders on other nodes.
 //!
 //! Dirty data is never held in memory: a draft is a file in the origin's
 //! directory (a temporary one, renamed into place at the commit), or for
