@@ -68,10 +68,10 @@ impl Draft {
             // Into the origin's directory (on NFS, a WRITE).
             Kind::Local(d) => {
                 self.counts.write(data.len());
-                d.write_at(offset, data)
+                d.write_at(offset, data, false)
             }
             // Into the local spool: the origin sees the put at the commit.
-            Kind::Object(d) => d.write_at(offset, data),
+            Kind::Object(d) => d.write_at(offset, data, false),
         }
     }
 
@@ -83,9 +83,9 @@ impl Draft {
         match &mut self.kind {
             Kind::Local(d) => {
                 self.counts.write(data.len());
-                d.append_at(at, data)?;
+                d.write_at(at, data, true)?;
             }
-            Kind::Object(d) => d.append_at(at, data)?,
+            Kind::Object(d) => d.write_at(at, data, true)?,
         }
         Ok(at)
     }

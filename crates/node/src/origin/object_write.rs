@@ -155,21 +155,18 @@ impl ObjectDraft {
         })
     }
 
-    /// Writes `data` at `offset`.
-    pub(crate) fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
+    /// Writes `data` at `offset`; with `append`, an `O_APPEND` write at
+    /// the draft's end, laid at the file's end at the commit.
+    pub(crate) fn write_at(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+        append: bool,
+    ) -> Result<(), OriginError> {
         self.spool
             .write_all_at(data, offset)
             .map_err(|e| spool_error(&self.path, e))?;
-        self.written.wrote(offset, data.len());
-        Ok(())
-    }
-
-    /// Appends `data` at `offset`, the draft's end (`O_APPEND`).
-    pub(crate) fn append_at(&mut self, offset: u64, data: &[u8]) -> Result<(), OriginError> {
-        self.spool
-            .write_all_at(data, offset)
-            .map_err(|e| spool_error(&self.path, e))?;
-        self.written.appended(offset, data.len());
+        self.written.record(offset, data.len(), append);
         Ok(())
     }
 

@@ -52,7 +52,7 @@ impl Written {
     }
 
     /// `len` bytes were written at `offset`.
-    pub(crate) fn wrote(&mut self, offset: u64, len: usize) {
+    fn wrote(&mut self, offset: u64, len: usize) {
         if self.whole || len == 0 {
             return;
         }
@@ -63,8 +63,17 @@ impl Written {
         }
     }
 
+    /// `len` bytes were written at `offset`, or with `append` appended
+    /// there (the draft's end, `O_APPEND`).
+    pub(crate) fn record(&mut self, offset: u64, len: usize, append: bool) {
+        match append {
+            true => self.appended(offset, len),
+            false => self.wrote(offset, len),
+        }
+    }
+
     /// `len` bytes were appended at `offset` (the draft's end).
-    pub(crate) fn appended(&mut self, offset: u64, len: usize) {
+    fn appended(&mut self, offset: u64, len: usize) {
         if self.sized {
             // After a truncation the draft's length is the file's: an
             // append is a write at its offset.
