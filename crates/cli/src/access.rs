@@ -1,8 +1,8 @@
 //! `coopcache cat` and `coopcache status`: a node's gateway as a user
 //! reaches it.
 
-use crate::live::runtime;
 use anyhow::{Result, bail};
+use coopcache_console::tasks::runtime;
 use coopcache_node::client::Client;
 use std::io::Write;
 

@@ -92,7 +92,7 @@ fn parse_ttl(s: &str) -> Result<Duration, String> {
     match (t.strip_suffix('h'), t.strip_suffix('d')) {
         (Some(n), _) => hours(n, 3600),
         (_, Some(n)) => hours(n, 86_400),
-        _ => crate::live::parse_duration(t),
+        _ => coopcache_console::args::parse_duration(t),
     }
 }
 

@@ -3,10 +3,11 @@
 //! side by side. Everything lives in a temporary directory removed at the
 //! end, also on Ctrl-C.
 
-use crate::live::{in_tempdir, parse_duration, parse_size};
-use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
-use crate::plot::{Segment, stacked_bars};
 use anyhow::{Result, bail};
+use coopcache_bench::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
+use coopcache_console::args::{parse_duration, parse_size};
+use coopcache_console::plot::{Segment, stacked_bars};
+use coopcache_console::tasks::in_tempdir;
 use coopcache_core::coop::AlgorithmKind;
 use coopcache_core::coop::Level;
 use rand::{Rng, SeedableRng};
@@ -100,11 +101,11 @@ async fn demo(args: &DemoArgs, algorithms: &[AlgorithmKind], dir: &Path) -> Resu
     let digests = generate(&origin_dir, args, blocks_per_file)?;
     eprintln!(
         "origin: {} of {} KiB in {}, {} per origin request; {} with {} KiB of cache each",
-        crate::output::count(args.files as u64, "file"),
+        coopcache_console::output::count(args.files as u64, "file"),
         args.file_size >> 10,
         origin_dir.display(),
         humantime(args.origin_delay),
-        crate::output::count(args.nodes as u64, "node"),
+        coopcache_console::output::count(args.nodes as u64, "node"),
         args.cache >> 10
     );
     let mut spec = LoopbackSpec::new(dir, args.nodes, origin_dir.clone())?;
@@ -217,7 +218,7 @@ async fn run_one(
 
 fn report(args: &DemoArgs, outcomes: &[Outcome]) -> Result<()> {
     if args.json {
-        crate::output::print_json(outcomes)?;
+        coopcache_console::output::print_json(outcomes)?;
     } else {
         let header = [
             "algorithm",
@@ -248,7 +249,7 @@ fn report(args: &DemoArgs, outcomes: &[Outcome]) -> Result<()> {
                 ]
             })
             .collect();
-        crate::table::print(&header, &rows, 1);
+        coopcache_console::table::print(&header, &rows, 1);
         // Every other algorithm against Base (or the first, without it).
         let wrong: u64 = outcomes.iter().map(|o| o.wrong_bytes).sum();
         let reference = outcomes.iter().find(|o| o.algorithm == "base");

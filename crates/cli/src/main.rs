@@ -1,28 +1,11 @@
 //! The `coopcache` command.
 
 mod access;
-mod bench;
-mod classes;
 mod cluster;
 mod completions;
-mod consistency;
-mod coop;
-mod curve;
 mod demo;
-mod faults;
-mod gateway_args;
-mod live;
-mod loopback;
-mod mrc;
 mod node;
-mod output;
-mod plot;
-mod policies;
-mod progress;
 mod sim;
-mod sim_plot;
-mod sweep;
-mod table;
 mod trace;
 
 /// jemalloc rather than glibc's malloc, with a background thread that
@@ -75,7 +58,7 @@ enum Command {
     /// Simulate: local policies on a trace, or (with --algorithms) cooperative caching on a
     /// multi-client trace or workload; `sim sweep` for the sensitivity studies; `sim mrc`
     /// for attribute caches.
-    Sim(Box<SimCommand>),
+    Sim(Box<sim::SimCommand>),
     /// Trace analysis and conversion: `trace stats` describes a trace (sizes, reuse,
     /// popularity), `trace convert` writes it as libCacheSim's oracleGeneral or lcs.
     #[command(subcommand)]
@@ -100,53 +83,13 @@ enum Command {
     /// (netcache, staggered, zipf-web), latency against memcached and
     /// Redis, algorithms against the simulator.
     #[command(subcommand)]
-    Bench(bench::BenchCmd),
+    Bench(coopcache_bench::BenchCmd),
     /// Prints a shell completion script: bash, zsh, fish, elvish or
     /// powershell (e.g. `coopcache completions bash > /etc/bash_completion.d/coopcache`).
     Completions(completions::CompletionsArgs),
     /// Prints the man page (roff), or with --out DIR writes one page per
     /// subcommand (e.g. `coopcache man --out /usr/local/share/man/man1`).
     Man(completions::ManArgs),
-}
-
-#[derive(clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
-struct SimCommand {
-    #[command(subcommand)]
-    sub: Option<SimSub>,
-    #[command(flatten)]
-    args: sim::SimArgs,
-}
-
-#[derive(Subcommand)]
-enum SimSub {
-    /// The paper's sensitivity studies (Figures 8-13): CSV files and PNG charts.
-    Sweep(Box<sweep::SweepArgs>),
-    /// Miss-ratio curves: local policies on a block or object trace (with --format; LRU
-    /// exact from one stack-distance pass or sampled with SHARDS), or attribute caches'
-    /// read miss ratio and disk accesses (the attribute-cache paper's Figures 9 and 12-14).
-    Mrc(Box<mrc::MrcArgs>),
-    /// The live protocol on a virtual clock under seeded faults (drops, partitions,
-    /// crashes, lying members), its invariants checked after every step.
-    Faults(faults::FaultsArgs),
-}
-
-fn run_sim(cmd: SimCommand) -> anyhow::Result<()> {
-    match cmd {
-        SimCommand {
-            sub: Some(SimSub::Sweep(args)),
-            ..
-        } => sweep::run(*args),
-        SimCommand {
-            sub: Some(SimSub::Mrc(args)),
-            ..
-        } => mrc::run(*args),
-        SimCommand {
-            sub: Some(SimSub::Faults(args)),
-            ..
-        } => faults::run(args),
-        SimCommand { args, .. } => sim::run(args),
-    }
 }
 
 fn main() -> ExitCode {
@@ -162,7 +105,7 @@ fn main() -> ExitCode {
         sigpipe::reset();
     }
     let result = match cli.command {
-        Command::Sim(sim) => run_sim(*sim),
+        Command::Sim(cmd) => sim::run(*cmd),
         Command::Trace(cmd) => trace::run(cmd),
         Command::Node(args) => node::run(*args),
         Command::Mount(args) => node::run(args.into_node()),
@@ -170,7 +113,7 @@ fn main() -> ExitCode {
         Command::Cat(args) => access::cat(args),
         Command::Status(args) => access::status(args),
         Command::Demo(args) => demo::run(*args),
-        Command::Bench(cmd) => bench::run(cmd),
+        Command::Bench(cmd) => coopcache_bench::run(cmd),
         Command::Completions(args) => completions::completions(args, Cli::command()),
         Command::Man(args) => completions::man(args, Cli::command()),
     };

@@ -4,8 +4,9 @@
 //! and exits, and the daemon starts from the same one.
 
 use super::NodeArgs;
-use crate::live::{LogLevel, parse_duration, parse_size};
+use super::logs::LogLevel;
 use anyhow::{Result, anyhow, bail};
+use coopcache_console::args::{parse_duration, parse_size};
 use coopcache_core::coop::{AlgorithmKind, live_policy};
 use coopcache_core::policy::PolicyKind;
 use coopcache_node::config::FileConfig;
@@ -217,8 +218,8 @@ impl Settings {
         {
             bail!(
                 "--memory {}: more than this machine can give ({} of {from}); give at most that, or --memory-overcommit (memory_overcommit = true) to start anyway",
-                crate::output::human_size(memory),
-                crate::output::human_size(machine)
+                coopcache_console::output::human_size(memory),
+                coopcache_console::output::human_size(machine)
             );
         }
         let block_size = size(args.block_size, &file.block_size, "block_size", 64 << 10)?;

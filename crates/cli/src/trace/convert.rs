@@ -2,9 +2,9 @@
 //! libCacheSim's oracleGeneral or lcs.
 
 use super::Input;
-use crate::progress::Progress;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+use coopcache_console::progress::Progress;
 use coopcache_sim::convert::{Plan, Target, write};
 use std::io::BufWriter;
 use std::os::unix::fs::PermissionsExt;

@@ -1,8 +1,8 @@
 //! `trace stats --plot DIR`: popularity (log-log, with the Zipf fit),
 //! reuse distances, object size CDF and request rate, as PNGs.
 
-use crate::plot::{Segment, Series, Style, grouped_bars, xy};
 use anyhow::{Context, Result};
+use coopcache_console::plot::{Segment, Series, Style, grouped_bars, xy};
 use coopcache_sim::stats::TraceStats;
 use std::path::Path;
 

@@ -2,10 +2,10 @@
 //! object or CSV rows, and PNG charts.
 
 use super::Input;
-use crate::progress::Progress;
-use crate::table;
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use coopcache_console::progress::Progress;
+use coopcache_console::table;
 use coopcache_sim::stats::{Bucket, TraceStats};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -104,7 +104,7 @@ fn print_table(label: &str, format: &str, s: &TraceStats) {
     let o = &s.ops;
     let bytes = |b: u64| {
         if s.sized {
-            format!("{b} ({})", crate::output::human_size(b))
+            format!("{b} ({})", coopcache_console::output::human_size(b))
         } else {
             "- (no sizes)".to_string()
         }

@@ -1,0 +1,224 @@
+//! The loopback's physical ceiling, measured with tokio in the same run as
+//! the caches: the round trip of a 1-byte ping-pong (with both ends on one
+//! thread, and across worker threads), the same with an 8 KiB answer (what
+//! a remote block read must at least cost), and the throughput of one TCP
+//! stream.
+
+use crate::measure::quantile_us;
+use anyhow::Result;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Bytes per write of the stream test.
+const CHUNK: usize = 256 << 10;
+
+/// Round trips timed at most (the rest only run the clock out).
+const MAX_PINGS: usize = 1 << 20;
+
+/// The loopback ceiling.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub(crate) struct Ceiling {
+    /// Median round trip of a 1-byte ping-pong with both ends on one
+    /// thread: the kernel's loopback path and epoll, no thread wake-up.
+    pub rtt_p50_us: f64,
+    /// 99th percentile of it.
+    pub rtt_p99_us: f64,
+    /// The same with a 1-byte request answered with 8 KiB (what a remote
+    /// block read must at least cost).
+    pub rtt_8k_p50_us: f64,
+    /// Median 1-byte round trip with the two ends on the multi-threaded
+    /// runtime: each message may wake a parked worker thread (on an idle
+    /// VM, a halted virtual CPU).
+    pub rtt_threads_p50_us: f64,
+    /// Median 1-byte round trip between two threads each with a
+    /// current-thread runtime of its own: two nodes, each on its machine.
+    pub rtt_node_threads_p50_us: f64,
+    /// One TCP stream's throughput, GB/s (10^9 bytes).
+    pub stream_gb_s: f64,
+}
+
+/// Measures each for `duration`.
+pub(crate) async fn measure(duration: Duration) -> Result<Ceiling> {
+    // The strict round trips on a runtime of their own, on one thread.
+    let single = tokio::task::spawn_blocking(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(async {
+            let one = ping_pong(duration, 1).await?;
+            let eight = ping_pong(duration, 8 << 10).await?;
+            anyhow::Ok((one, eight))
+        })
+    });
+    let ((rtt_p50_us, rtt_p99_us), (rtt_8k_p50_us, _)) = single.await??;
+    let (rtt_threads_p50_us, _) = ping_pong(duration, 1).await?;
+    let (rtt_node_threads_p50_us, _) = ping_pong_between_threads(duration).await?;
+    let stream_gb_s = stream(duration).await?;
+    Ok(Ceiling {
+        rtt_p50_us,
+        rtt_p99_us,
+        rtt_8k_p50_us,
+        rtt_threads_p50_us,
+        rtt_node_threads_p50_us,
+        stream_gb_s,
+    })
+}
+
+/// Runs `fut` on a current-thread runtime of its own, on an OS thread of
+/// its own (as one node of a cluster runs on its machine).
+pub(crate) async fn on_own_thread<T, F>(fut: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("bench-peer".into())
+        .spawn(move || {
+            let out = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(anyhow::Error::from)
+                .and_then(|rt| rt.block_on(fut));
+            let _ = tx.send(out);
+        })?;
+    rx.await?
+}
+
+/// One TCP stream from one thread to another (each on a runtime of its
+/// own, as two nodes are) for `duration`: GB/s.
+pub(crate) async fn stream_between_threads(duration: Duration) -> Result<f64> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let writer = on_own_thread(async move {
+        let mut client = TcpStream::connect(addr).await?;
+        client.set_nodelay(true)?;
+        let chunk = vec![0x5au8; CHUNK];
+        let end = Instant::now() + duration;
+        while Instant::now() < end {
+            client.write_all(&chunk).await?;
+        }
+        anyhow::Ok(())
+    });
+    let reader = on_own_thread(async move {
+        let listener = TcpListener::from_std(listener)?;
+        let (server, _) = listener.accept().await?;
+        drain(server).await
+    });
+    let (w, r) = tokio::join!(writer, reader);
+    w?;
+    r
+}
+
+/// 1-byte requests answered with 1 byte, the two ends on two threads each
+/// with a runtime of its own (as two nodes are): p50 and p99.
+pub(crate) async fn ping_pong_between_threads(duration: Duration) -> Result<(f64, f64)> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let echo = on_own_thread(async move {
+        let listener = TcpListener::from_std(listener)?;
+        let (mut server, _) = listener.accept().await?;
+        server.set_nodelay(true)?;
+        let mut b = [0u8; 1];
+        while server.read_exact(&mut b).await.is_ok() {
+            if server.write_all(&b).await.is_err() {
+                break;
+            }
+        }
+        anyhow::Ok(())
+    });
+    let client = on_own_thread(async move {
+        let mut client = TcpStream::connect(addr).await?;
+        client.set_nodelay(true)?;
+        let mut samples = Vec::new();
+        let end = Instant::now() + duration;
+        let mut b = [7u8; 1];
+        while Instant::now() < end {
+            let t = Instant::now();
+            client.write_all(&b).await?;
+            client.read_exact(&mut b).await?;
+            if samples.len() < MAX_PINGS {
+                samples.push(t.elapsed());
+            }
+        }
+        samples.sort_unstable();
+        Ok((quantile_us(&samples, 0.5), quantile_us(&samples, 0.99)))
+    });
+    let (e, c) = tokio::join!(echo, client);
+    e?;
+    c
+}
+
+async fn pair() -> Result<(TcpStream, TcpStream)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let client = TcpStream::connect(listener.local_addr()?);
+    let (client, accepted) = tokio::join!(client, listener.accept());
+    let (client, (server, _)) = (client?, accepted?);
+    // As the nodes' links do: small frames go out at once.
+    client.set_nodelay(true)?;
+    server.set_nodelay(true)?;
+    Ok((client, server))
+}
+
+/// 1-byte requests each answered with `answer` bytes: p50 and p99.
+async fn ping_pong(duration: Duration, answer: usize) -> Result<(f64, f64)> {
+    let (mut client, mut server) = pair().await?;
+    let echo = tokio::spawn(async move {
+        let mut b = [0u8; 1];
+        let reply = vec![0x5au8; answer];
+        while server.read_exact(&mut b).await.is_ok() {
+            if server.write_all(&reply).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut samples = Vec::new();
+    let end = Instant::now() + duration;
+    let b = [7u8; 1];
+    let mut reply = vec![0u8; answer];
+    while Instant::now() < end {
+        let t = Instant::now();
+        client.write_all(&b).await?;
+        client.read_exact(&mut reply).await?;
+        if samples.len() < MAX_PINGS {
+            samples.push(t.elapsed());
+        }
+    }
+    drop(client);
+    let _ = echo.await;
+    samples.sort_unstable();
+    Ok((quantile_us(&samples, 0.5), quantile_us(&samples, 0.99)))
+}
+
+async fn stream(duration: Duration) -> Result<f64> {
+    let (mut client, server) = pair().await?;
+    let writer = tokio::spawn(async move {
+        let chunk = vec![0x5au8; CHUNK];
+        let end = Instant::now() + duration;
+        while Instant::now() < end {
+            client.write_all(&chunk).await?;
+        }
+        anyhow::Ok(())
+    });
+    let gb_s = drain(server).await?;
+    writer.await??;
+    Ok(gb_s)
+}
+
+/// Reads `stream` to its end: GB/s.
+async fn drain(mut stream: TcpStream) -> Result<f64> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut bytes = 0u64;
+    let start = Instant::now();
+    loop {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        bytes += n as u64;
+    }
+    Ok(bytes as f64 / start.elapsed().as_secs_f64().max(f64::MIN_POSITIVE) / 1e9)
+}

@@ -1,0 +1,54 @@
+//! Argument parsers shared by every command: durations and sizes.
+
+use std::time::Duration;
+
+/// Parses `10ms`, `2s`, `1.5s`, `500us`, `0`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("duration `{s}`: expected a number with a unit, like 10ms or 2s"))?;
+    let secs = match unit.trim() {
+        "" if n == 0.0 => 0.0,
+        "us" | "µs" => n / 1e6,
+        "ms" => n / 1e3,
+        "s" => n,
+        "m" | "min" => n * 60.0,
+        u => {
+            return Err(format!(
+                "duration `{s}`: unknown unit `{u}` (expected us, ms, s or min)"
+            ));
+        }
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("duration `{s}`: expected a non-negative duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a size like `2GiB` for clap.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    coopcache_node::budget::parse_size(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("10ms"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(
+            parse_duration("5 parsecs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(parse_duration("ms").is_err());
+    }
+}
