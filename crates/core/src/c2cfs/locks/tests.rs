@@ -769,3 +769,21 @@ fn random_operations_keep_the_table_consistent() {
         }
     }
 }
+
+#[test]
+fn a_downgrade_lets_waiting_readers_in() {
+    let mut t = table();
+    posix(&mut t, A, 1, Exclusive, r(0, 99));
+    assert_eq!(
+        posix_wait(&mut t, B, 4, 1, Shared, r(10, 10)),
+        Ok(LockOutcome::Waiting)
+    );
+    flock(&mut t, A, 0, 1, Exclusive, false);
+    assert_eq!(flock(&mut t, B, 5, 1, Shared, true), LockOutcome::Waiting);
+    // Exclusive to shared over the waiter's byte, in each namespace.
+    assert_eq!(posix(&mut t, A, 1, Shared, r(0, 49)), LockOutcome::Granted);
+    assert_eq!(flock(&mut t, A, 0, 1, Shared, false), LockOutcome::Granted);
+    assert_eq!(grants(&mut t), vec![(B, 4, Ok(())), (B, 5, Ok(()))]);
+    assert_eq!(held(&t, A, 1), vec![(Shared, 0, 49), (Exclusive, 50, 99)]);
+    check(&t);
+}
