@@ -59,8 +59,13 @@
 //! manager (the old one failed, or membership moved the file) starts
 //! empty; see docs/guide/mount.md for what the cluster does about it.
 
+mod msg;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_msg;
+
+pub use msg::{LockAnswer, LockMsg, LockViolation};
 
 use super::live::MAX_PATH;
 use crate::coop::NodeId;
