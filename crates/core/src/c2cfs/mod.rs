@@ -18,6 +18,10 @@
 //! mode: each node manages the files rendezvous hashing gives it, and asks
 //! the origin for versions itself rather than trusting a peer's.
 //!
+//! [`locks`] is the file locks a manager keeps for its files' lockers
+//! across the cluster (flock and POSIX record locks, with waiters and a
+//! lease per node), which the paper leaves to the local file system.
+//!
 //! Two things the paper leaves to its central server and we cannot:
 //!
 //! - **Soft state.** A manager keeps a bounded table and may drop a file's
@@ -33,6 +37,7 @@
 
 mod commits;
 pub mod live;
+pub mod locks;
 mod source;
 mod valid;
 
