@@ -16,6 +16,7 @@ use crate::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
 use crate::replay::{self, file_name, file_of};
 use anyhow::{Context, Result, bail};
 use coopcache_console::args::parse_size;
+use coopcache_console::args::{ReportArgs, Seed};
 use coopcache_console::tasks::in_tempdir;
 use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
@@ -25,7 +26,7 @@ use coopcache_sim::live::LiveCluster;
 use coopcache_sim::trace::{Op, Request};
 use coopcache_sim::workload::Workload;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,21 +53,16 @@ pub struct AlgorithmsArgs {
     /// `requests=N` scales the run.
     #[arg(long, value_name = "KEY=VALUE,...")]
     workload_params: Option<String>,
-    /// Seed of the workload.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    pub(crate) seed: Seed,
     /// Blocks each node caches (at least 16, the least the budget takes).
     #[arg(long, default_value_t = 64)]
     cache_blocks: u64,
     /// Block size.
     #[arg(long, default_value = "8KiB", value_parser = parse_size)]
     block_size: u64,
-    /// Directory for the PNG charts; none unless given.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// JSON lines (one per algorithm) instead of tables.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// Reads per level: local, manager memory, remote node, origin.
@@ -149,12 +145,12 @@ pub(crate) fn run(args: AlgorithmsArgs) -> Result<()> {
         bench(a, algs, label, nodes, requests, &dir).await
     })?;
     let outcomes = outcome;
-    if args.json {
+    if args.report.json {
         coopcache_console::output::print_json(&outcomes)?;
     } else {
         algorithms_report::print(&outcomes);
     }
-    if let Some(dir) = &args.plot {
+    if let Some(dir) = &args.report.plot {
         algorithms_report::plot(dir, &outcomes)?;
         eprintln!("plots: {}", dir.display());
     }
@@ -167,7 +163,7 @@ fn trace(args: &AlgorithmsArgs) -> Result<(String, u32, Vec<Request>)> {
     if matches!(w, Workload::SpriteLike(_)) {
         w.set_all(DEFAULT_PARAMS)?;
     }
-    w.set("seed", &args.seed.to_string())?;
+    w.set("seed", &args.seed.value.to_string())?;
     if let Some(params) = &args.workload_params {
         w.set_all(params)?;
     }

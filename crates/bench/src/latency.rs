@@ -17,6 +17,7 @@ use crate::latency_report;
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster, start_cluster_threaded, totals};
 use crate::measure::{Summary, Worker, closed_loop};
 use anyhow::{Result, bail};
+use coopcache_console::args::ReportArgs;
 use coopcache_console::args::parse_duration;
 use coopcache_console::tasks::{in_tempdir_on, runtime};
 use coopcache_core::coop::AlgorithmKind;
@@ -70,12 +71,8 @@ pub struct LatencyArgs {
     /// puts every task on one thread.
     #[arg(long)]
     threads: Option<usize>,
-    /// Directory for the PNG charts; none unless given.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// One JSON object instead of tables.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// Where the nodes and clients run.
@@ -171,12 +168,12 @@ pub(crate) fn run(args: LatencyArgs) -> Result<()> {
         bench(a, exes, &dir).await
     })?;
     let report = outcome;
-    if args.json {
+    if args.report.json {
         coopcache_console::output::print_json([&report])?;
     } else {
         latency_report::print(&report);
     }
-    if let Some(dir) = &args.plot {
+    if let Some(dir) = &args.report.plot {
         latency_report::plot(dir, &report)?;
         eprintln!("plots: {}", dir.display());
     }

@@ -24,6 +24,7 @@ use super::mount_dataset::{self, DatasetArgs};
 use super::mount_opens::{self, OpensArgs};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use anyhow::{Context, Result, bail};
+use coopcache_console::args::Seed;
 use coopcache_console::args::{parse_duration, parse_size};
 use coopcache_mount::{MountOptions, Mounted};
 use coopcache_node::NodeHandle;
@@ -50,9 +51,8 @@ pub struct MountBenchArgs {
     /// staggered, write-read and throughput phases.
     #[arg(long, default_value = "64KiB", value_parser = parse_size)]
     block_size: u64,
-    /// Seed of the files' bytes (and of the dataset readers' orders).
-    #[arg(long, default_value_t = 1)]
-    pub(super) seed: u64,
+    #[command(flatten)]
+    pub(crate) seed: Seed,
     /// Phases to run: staggered, write-read, throughput (in the order
     /// given), dataset (coopcache against rclone and s3fs over MinIO;
     /// needs MinIO and the tools of --systems), opens (small files through
@@ -220,9 +220,14 @@ async fn bench(args: &MountBenchArgs, dir: PathBuf) -> Result<Vec<Row>> {
         &origin,
         "staggered.bin",
         args.file_size,
-        &mut rng(args.seed, 1),
+        &mut rng(args.seed.value, 1),
     )?;
-    let held = write_origin_file(&origin, "held.bin", args.file_size, &mut rng(args.seed, 2))?;
+    let held = write_origin_file(
+        &origin,
+        "held.bin",
+        args.file_size,
+        &mut rng(args.seed.value, 2),
+    )?;
     let mut spec = LoopbackSpec::new(&dir, args.mounts, origin.clone())?;
     spec.origin_delay = args.origin_delay;
     spec.block_size = u32::try_from(args.block_size)

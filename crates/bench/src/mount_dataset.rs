@@ -177,7 +177,7 @@ pub(crate) async fn bench(args: &MountBenchArgs, plan: &Plan, dir: &Path) -> Res
         endpoint.url,
         endpoint.bucket
     );
-    let data = upload(&store, d.dataset_files, plan.file_size, args.seed).await?;
+    let data = upload(&store, d.dataset_files, plan.file_size, args.seed.value).await?;
     // The upload's dirty pages are written back before any system runs.
     rustix::fs::sync();
     let outcome = systems(args, plan, dir, &origin, &store, &data).await;
@@ -474,7 +474,7 @@ async fn run_system(
     let mut epochs = Vec::new();
     let mut failed = None;
     for node in 0..args.mounts as usize {
-        match epoch(&mounts, node, origin, data, args.seed).await {
+        match epoch(&mounts, node, origin, data, args.seed.value).await {
             Ok(e) => epochs.push(e),
             Err(e) => {
                 failed = Some(e);

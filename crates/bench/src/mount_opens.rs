@@ -92,7 +92,7 @@ pub(crate) async fn bench(
 ) -> Result<Vec<OpensRow>> {
     let origin = dir.join("origin");
     let mut files = Vec::new();
-    let mut r = rng(args.seed, 7);
+    let mut r = rng(args.seed.value, 7);
     for i in 0..opens.open_files {
         let name = format!("f{i:04}.txt");
         files.push((

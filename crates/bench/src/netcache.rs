@@ -17,6 +17,7 @@ use super::common::{
 };
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use anyhow::{Result, bail};
+use coopcache_console::args::{ReportArgs, Seed};
 use coopcache_console::args::{parse_duration, parse_size};
 use coopcache_console::plot::{Series, Style, xy};
 use coopcache_core::coop::AlgorithmKind;
@@ -87,15 +88,10 @@ pub struct NetcacheArgs {
     /// Repetitions of every configuration, interleaved; medians reported.
     #[arg(long, default_value_t = 1)]
     reps: u32,
-    /// Seed of the file's bytes and the read offsets.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Where to draw the plot (PNG); none unless given.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// JSON lines instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    pub(crate) seed: Seed,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// A live algorithm other than `base` (the reference every row is
@@ -196,10 +192,10 @@ pub(crate) fn run(args: NetcacheArgs) -> Result<()> {
     check(&args, cache)?;
     let rows = in_tempdir("coopcache-bench-netcache-", |dir| bench(&args, cache, dir))?;
     report_rows(
-        args.json,
+        args.report.json,
         &rows,
         print_table,
-        args.plot.as_deref(),
+        args.report.plot.as_deref(),
         plot,
         |r| r.wrong_bytes,
     )
@@ -253,7 +249,7 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
         &origin,
         FILE,
         args.file_size,
-        &mut rng(args.seed, 1),
+        &mut rng(args.seed.value, 1),
     )?);
     let most = args.peers.iter().copied().max().unwrap_or(0);
     let mut spec = LoopbackSpec::new(&dir, most + 1, origin)?;
@@ -283,7 +279,7 @@ async fn bench(args: &NetcacheArgs, cache: u64, dir: PathBuf) -> Result<Vec<Row>
     let mut samples: Vec<Vec<Sample>> = configs.iter().map(|_| Vec::new()).collect();
     for rep in 0..args.reps {
         let offsets: Vec<u64> = {
-            let mut r = rng(args.seed.wrapping_add(u64::from(rep)), 2);
+            let mut r = rng(args.seed.value.wrapping_add(u64::from(rep)), 2);
             let last = args.file_size - args.read_size;
             (0..args.reads).map(|_| r.random_range(0..=last)).collect()
         };

@@ -14,6 +14,7 @@
 
 use super::common::{Bar, in_tempdir, plot_to, rng, write_origin_file};
 use anyhow::{Context, Result, bail};
+use coopcache_console::args::ReportArgs;
 use coopcache_console::args::{parse_duration, parse_size};
 use coopcache_console::plot::{Series, Style, xy};
 use rand::Rng;
@@ -54,12 +55,8 @@ pub struct RssArgs {
     /// Time between samples of VmRSS.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     interval: Duration,
-    /// Where to draw the plot (PNG); none unless given.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// JSON lines (one per phase) instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 const FILE: u64 = 1 << 20;
@@ -99,13 +96,13 @@ pub(crate) fn run(args: RssArgs) -> Result<()> {
     let _ = coopcache_node::gateway::raise_open_file_limit();
     let rows = in_tempdir("coopcache-rss-", |dir| soak(&args, dir))?;
     let (rows, samples) = rows;
-    if args.json {
+    if args.report.json {
         coopcache_console::output::print_json(&rows)?;
     } else {
         table(&rows);
     }
     let target = target_mib(args.memory);
-    plot_to(args.plot.as_deref(), |path| {
+    plot_to(args.report.plot.as_deref(), |path| {
         draw(path, &samples, args.nodes, args.memory, target)
     })?;
     let wrong: u64 = rows.iter().map(|r| r.wrong_bytes).sum();

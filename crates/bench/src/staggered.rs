@@ -9,6 +9,7 @@ use super::common::{
 };
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use anyhow::{Context, Result, bail};
+use coopcache_console::args::{ReportArgs, Seed};
 use coopcache_console::args::{parse_duration, parse_size};
 use coopcache_console::plot::{Series, Style, xy};
 use coopcache_core::coop::AlgorithmKind;
@@ -49,15 +50,10 @@ pub struct StaggeredArgs {
     /// alternating); medians reported. 0 skips the measurement.
     #[arg(long, default_value_t = 5)]
     overhead_reps: u32,
-    /// Seed of the files' bytes.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Where to draw the plot (PNG); none unless given.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// JSON lines instead of tables.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    pub(crate) seed: Seed,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// One reader's pass over the file.
@@ -136,7 +132,7 @@ pub(crate) fn run(args: StaggeredArgs) -> Result<()> {
 
 async fn bench(args: &StaggeredArgs, dir: PathBuf) -> Result<Outcome> {
     let origin = dir.join("origin");
-    let data = write_origin_file(&origin, FILE, args.file_size, &mut rng(args.seed, 1))?;
+    let data = write_origin_file(&origin, FILE, args.file_size, &mut rng(args.seed.value, 1))?;
     let mut spec = LoopbackSpec::new(&dir, args.readers, origin.clone())?;
     spec.origin_delay = args.origin_delay;
     spec.block_size = u32::try_from(args.block_size)?;
@@ -156,7 +152,12 @@ async fn bench(args: &StaggeredArgs, dir: PathBuf) -> Result<Outcome> {
     if args.overhead_reps > 0 {
         for (i, &size) in args.overhead_sizes.iter().enumerate() {
             let name = format!("overhead-{i}.bin");
-            let data = write_origin_file(&origin, &name, size, &mut rng(args.seed, 2 + i as u64))?;
+            let data = write_origin_file(
+                &origin,
+                &name,
+                size,
+                &mut rng(args.seed.value, 2 + i as u64),
+            )?;
             overhead.push(single_node_overhead(args, &spec, &origin, &name, &data, i).await?);
         }
     }
@@ -308,14 +309,14 @@ async fn direct_read(
 }
 
 fn report(args: &StaggeredArgs, out: &Outcome) -> Result<()> {
-    if args.json {
+    if args.report.json {
         coopcache_console::output::print_json(&out.readers)?;
         coopcache_console::output::print_json([&out.total])?;
         coopcache_console::output::print_json(&out.overhead)?;
     } else {
         print_tables(out);
     }
-    plot_to(args.plot.as_deref(), |path| plot(path, args, out))?;
+    plot_to(args.report.plot.as_deref(), |path| plot(path, args, out))?;
     let wrong = out.total.wrong_bytes + out.overhead.iter().map(|o| o.wrong_bytes).sum::<u64>();
     if wrong > 0 {
         bail!("{wrong} wrong bytes delivered");

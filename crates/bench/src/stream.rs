@@ -15,6 +15,7 @@ use crate::ceiling;
 use crate::latency::Layout;
 use crate::loopback::{LoopbackSpec, NodeThread, start_cluster, start_cluster_threaded, totals};
 use anyhow::{Context, Result, bail};
+use coopcache_console::args::ReportArgs;
 use coopcache_console::args::parse_size;
 use coopcache_console::tasks::in_tempdir;
 use coopcache_core::coop::{AlgorithmKind, Level};
@@ -23,7 +24,7 @@ use futures::StreamExt;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,12 +51,8 @@ pub struct StreamArgs {
     /// gives each node one thread of its own.
     #[arg(long, value_enum, default_value = "shared")]
     runtime: Layout,
-    /// Directory for the PNG charts; none unless given.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// One JSON object instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// One way of reading the file: its passes' throughputs.
@@ -105,12 +102,12 @@ pub(crate) fn run(args: StreamArgs) -> Result<()> {
     let report = in_tempdir("coopcache-bench-stream-", |dir| async move {
         bench(a, &dir).await
     })?;
-    if args.json {
+    if args.report.json {
         coopcache_console::output::print_json([&report])?;
     } else {
         print(&report);
     }
-    if let Some(dir) = &args.plot {
+    if let Some(dir) = &args.report.plot {
         plot(dir, &report)?;
         eprintln!("plot: {}", dir.join("stream-throughput.png").display());
     }

@@ -11,6 +11,7 @@ use super::common::{in_tempdir, report_rows, rng, write_origin_file, wrong_bytes
 use super::netcache::{prime, wait_for_idle};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use anyhow::{Result, bail};
+use coopcache_console::args::{ReportArgs, Seed};
 use coopcache_console::args::{parse_duration, parse_size};
 use coopcache_console::plot::{Series, Style, xy};
 use coopcache_core::coop::AlgorithmKind;
@@ -54,15 +55,10 @@ pub struct SwitchArgs {
     /// Block reads the busy node keeps in flight throughout.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
-    /// Seed of the files' bytes and the busy node's reads.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Where to draw the host's memory over time (PNG).
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    pub(crate) seed: Seed,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// The host's memory at one moment.
@@ -118,10 +114,10 @@ pub(crate) fn run(args: SwitchArgs) -> Result<()> {
     }
     let row = in_tempdir("coopcache-bench-switch-", |dir| bench(&args, dir))?;
     report_rows(
-        args.json,
+        args.report.json,
         std::slice::from_ref(&row),
         print_table,
-        args.plot.as_deref(),
+        args.report.plot.as_deref(),
         plot,
         |r| r.wrong_bytes,
     )
@@ -129,7 +125,7 @@ pub(crate) fn run(args: SwitchArgs) -> Result<()> {
 
 async fn bench(args: &SwitchArgs, dir: PathBuf) -> Result<Row> {
     let origin = dir.join("origin");
-    let mut r = rng(args.seed, 1);
+    let mut r = rng(args.seed.value, 1);
     let busy_data = Arc::new(write_origin_file(
         &origin,
         BUSY_FILE,
@@ -191,7 +187,7 @@ async fn run_switch(
         busy_data,
         args.block_size,
         args.concurrency,
-        args.seed,
+        args.seed.value,
         reading.clone(),
     ));
     eprintln!("switch: the host starts its own workload ...");

@@ -14,6 +14,7 @@ use super::common::{
 };
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use anyhow::{Result, anyhow, bail};
+use coopcache_console::args::{ReportArgs, Seed};
 use coopcache_console::args::{parse_duration, parse_size};
 use coopcache_console::plot::{Segment, stacked_bars};
 use coopcache_core::coop::AlgorithmKind;
@@ -78,15 +79,10 @@ pub struct ZipfWebArgs {
     /// Algorithm.
     #[arg(long, default_value = "nchance")]
     algorithm: AlgorithmKind,
-    /// Seed of the file set and the draws.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Where to draw the plot (PNG); none unless given.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// JSON lines instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    pub(crate) seed: Seed,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// One node's turn.
@@ -130,10 +126,10 @@ pub(crate) fn run(args: ZipfWebArgs) -> Result<()> {
     }
     let rows = in_tempdir("coopcache-bench-zipf-web-", |dir| bench(&args, dir))?;
     report_rows(
-        args.json,
+        args.report.json,
         &rows,
         print_table,
-        args.plot.as_deref(),
+        args.report.plot.as_deref(),
         plot,
         |r| r.wrong_bytes,
     )
@@ -147,8 +143,8 @@ fn name(f: usize) -> String {
 fn file_set(args: &ZipfWebArgs, dir: &Path) -> Result<Vec<Arc<Vec<u8>>>> {
     let gamma = Gamma::new(GAMMA_SHAPE, args.mean_file_size as f64 / GAMMA_SHAPE)
         .map_err(|e| anyhow!("{e}"))?;
-    let mut sizes = rng(args.seed, 1);
-    let mut bytes = rng(args.seed, 2);
+    let mut sizes = rng(args.seed.value, 1);
+    let mut bytes = rng(args.seed.value, 2);
     (0..args.files as usize)
         .map(|f| {
             let size = gamma.sample(&mut sizes).round().max(1.0) as u64;
@@ -169,7 +165,7 @@ fn draws(args: &ZipfWebArgs, k: u32) -> Result<Vec<usize>> {
         Sequence::Independent => 10 + u64::from(k),
         Sequence::Same => 10,
     };
-    let mut r = rng(args.seed, stream);
+    let mut r = rng(args.seed.value, stream);
     Ok((0..args.reads)
         .map(|_| zipf.sample(&mut r) as usize - 1)
         .collect())

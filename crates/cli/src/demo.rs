@@ -5,6 +5,7 @@
 
 use anyhow::{Result, bail};
 use coopcache_bench::loopback::{LoopbackSpec, shutdown, start_cluster, totals};
+use coopcache_console::args::{ReportArgs, Seed};
 use coopcache_console::args::{parse_duration, parse_size};
 use coopcache_console::plot::{Segment, stacked_bars};
 use coopcache_console::tasks::in_tempdir;
@@ -14,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use rand_pcg::Pcg64Mcg;
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,15 +50,10 @@ pub struct DemoArgs {
     /// Algorithms to compare.
     #[arg(long, value_delimiter = ',', default_value = "base,nchance")]
     algorithms: Vec<String>,
-    /// Seed of the workload.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Where to draw the plot (PNG); none unless given.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    /// JSON lines instead of a table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    pub(crate) seed: Seed,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 #[derive(serde::Serialize)]
@@ -127,7 +123,7 @@ fn humantime(d: Duration) -> String {
 /// Writes the origin's files and returns each block's SHA-256.
 fn generate(dir: &Path, args: &DemoArgs, blocks_per_file: u64) -> Result<Vec<Vec<[u8; 32]>>> {
     std::fs::create_dir_all(dir)?;
-    let mut rng = Pcg64Mcg::seed_from_u64(args.seed);
+    let mut rng = Pcg64Mcg::seed_from_u64(args.seed.value);
     let mut digests = Vec::new();
     for f in 0..args.files {
         let mut data = vec![0u8; args.file_size as usize];
@@ -157,7 +153,7 @@ async fn run_one(
     let mut tasks = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
         let node = node.clone();
-        let (files, reads, skew, seed) = (args.files, args.reads, args.skew, args.seed);
+        let (files, reads, skew, seed) = (args.files, args.reads, args.skew, args.seed.value);
         let digests: Vec<Vec<[u8; 32]>> = digests.to_vec();
         tasks.push(tokio::spawn(async move {
             let mut rng = Pcg64Mcg::seed_from_u64(seed ^ ((i as u64 + 1) * 0x9e37_79b9));
@@ -217,7 +213,7 @@ async fn run_one(
 }
 
 fn report(args: &DemoArgs, outcomes: &[Outcome]) -> Result<()> {
-    if args.json {
+    if args.report.json {
         coopcache_console::output::print_json(outcomes)?;
     } else {
         let header = [
@@ -293,7 +289,7 @@ fn report(args: &DemoArgs, outcomes: &[Outcome]) -> Result<()> {
         name,
         values: outcomes.iter().map(|o| f(o) as f64).collect(),
     };
-    if let Some(path) = &args.plot {
+    if let Some(path) = &args.report.plot {
         stacked_bars(
             path,
             "coopcache demo: where each block read was served",

@@ -1,5 +1,6 @@
 //! Argument parsers shared by every command: durations and sizes.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Parses `10ms`, `2s`, `1.5s`, `500us`, `0`.
@@ -33,6 +34,28 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// Parses a size like `2GiB` for clap.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     coopcache_node::budget::parse_size(s)
+}
+
+/// How a benchmark or the demo reports: `--json` and `--plot`, the same
+/// in every command that takes them.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ReportArgs {
+    /// Where to draw the plots (PNG): a file, or a directory for the
+    /// commands that draw several charts; none unless given.
+    #[arg(long, value_name = "PATH")]
+    pub plot: Option<PathBuf>,
+    /// JSON instead of tables: one object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--seed`: every random choice of a run (file bytes, sizes, the order
+/// of reads) drawn from it, so the same seed gives the same run.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct Seed {
+    /// Seed of the run's files and draws: the same seed, the same run.
+    #[arg(long = "seed", value_name = "N", default_value_t = 1)]
+    pub value: u64,
 }
 
 #[cfg(test)]
