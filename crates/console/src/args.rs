@@ -1,4 +1,6 @@
-//! Argument parsers shared by every command: durations and sizes.
+//! Arguments shared by the commands: the parsers of durations and sizes,
+//! and the `--json`/`--plot` and `--seed` groups the benchmarks and the
+//! demo flatten in.
 
 use std::path::PathBuf;
 use std::time::Duration;
