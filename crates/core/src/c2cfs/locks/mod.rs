@@ -60,12 +60,18 @@
 //! empty; see docs/guide/mount.md for what the cluster does about it.
 
 mod msg;
+mod protocol;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_msg;
+#[cfg(test)]
+mod tests_protocol;
 
-pub use msg::{LockAnswer, LockMsg, LockViolation};
+pub use msg::{LockAnswer, LockMsg, LockViolation, Managed};
+pub use protocol::{
+    LockAction, LockCall, LockCounters, LockProtocol, LockProtocolConfig, LockResult, MAX_ASKS,
+};
 
 use super::live::MAX_PATH;
 use crate::coop::NodeId;
@@ -221,6 +227,10 @@ pub enum LockError {
     /// The path is longer than [`MAX_PATH`]: a protocol violation.
     #[error("path too long")]
     PathTooLong,
+    /// No manager answered in time (it failed, or membership kept moving
+    /// the file): `ENOLCK`.
+    #[error("no manager answered the lock request")]
+    Unanswered,
 }
 
 /// The answer to a request that waited, for its node.
@@ -599,6 +609,56 @@ impl LockTable {
         self.waiter_gone(from);
         self.tidy(&key);
         true
+    }
+
+    /// Every lock `node` holds, as `(path, space, lock)`: what a node
+    /// reclaims from a file's new manager.
+    pub fn held_by(&self, node: NodeId) -> Vec<(Arc<str>, LockSpace, LockConflict)> {
+        let mut out = Vec::with_capacity(self.locks_of(node));
+        for ((path, space), file) in &self.files {
+            for h in file.held.iter().filter(|h| h.owner.node == node) {
+                out.push((path.clone(), *space, h.conflict()));
+            }
+        }
+        out
+    }
+
+    /// Forget every file `keep` says no (membership gave it to another
+    /// manager): its locks and waiters go without answers, since their
+    /// nodes take them to the new manager.
+    pub fn retain_files(&mut self, keep: impl Fn(&str) -> bool) {
+        let gone: Vec<_> = self
+            .files
+            .keys()
+            .filter(|(path, _)| !keep(path))
+            .cloned()
+            .collect();
+        for key in gone {
+            let Some(file) = self.files.remove(&key) else {
+                continue;
+            };
+            self.locks -= file.held.len();
+            self.waiters -= file.waiting.len();
+            for h in &file.held {
+                if let Some(u) = self.usage.get_mut(&h.owner.node) {
+                    u.locks -= 1;
+                }
+            }
+            for w in &file.waiting {
+                if let Some(u) = self.usage.get_mut(&w.held.owner.node) {
+                    u.waiters -= 1;
+                }
+            }
+            let nodes: HashSet<NodeId> = file
+                .held
+                .iter()
+                .map(|h| h.owner.node)
+                .chain(file.waiting.iter().map(|w| w.held.owner.node))
+                .collect();
+            for node in nodes {
+                self.forget_idle(node);
+            }
+        }
     }
 
     /// `from` is alive and keeps its locks for another lease.

@@ -29,8 +29,11 @@ pub enum LockMsg {
         /// The range (the whole file for `flock`).
         range: LockRange,
     },
-    /// Node to the file's manager: its owner closed the file; no answer.
+    /// Node to the file's manager: its owner closed the file (answered
+    /// `Done(Ok(Granted))`, so the node knows it reached the manager).
     Release {
+        /// The node's id for this request.
+        nonce: u64,
         /// The file.
         path: Arc<str>,
         /// The namespace.
@@ -38,6 +41,10 @@ pub enum LockMsg {
         /// The lock owner within the node.
         owner: u64,
     },
+    /// Node to a file's new manager (membership moved the file, or its
+    /// manager failed): a lock the node held at the old one, taken back.
+    /// Accepted while the new manager settles, when new locks wait.
+    Reclaim(LockRequest),
     /// Node to the file's manager: `F_GETLK`.
     Test {
         /// The node's id for this request.
@@ -85,7 +92,8 @@ pub enum LockAnswer {
     /// A `Test`'s: the first lock in the way, if any.
     Tested(Option<LockConflict>),
     /// This node does not manage the file in its view (membership moved
-    /// it): the asker asks again once its view settles.
+    /// it), or took it over so recently that its holders may not have
+    /// reclaimed their locks yet: the asker asks again shortly.
     NotManager,
 }
 
@@ -99,9 +107,27 @@ pub enum LockViolation {
     /// answers, matched to its own nonces.
     #[error("lock answer sent to a manager")]
     AnswerToManager,
+    /// An answer or a grant for no request this node asked of the sender
+    /// (or for one not in the phase it answers).
+    #[error("lock answer for nothing asked of its sender")]
+    Unasked,
     /// A malformed request (a path too long, a waiter's nonce reused).
     #[error("malformed lock request: {0}")]
     Malformed(LockError),
+}
+
+/// Whether this node manages a file, as [`LockTable::handle_message`]
+/// asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Managed {
+    /// It does: every message is carried out.
+    Yes,
+    /// It took the file over within the grace period: only reclaims and
+    /// releases are carried out, so that no new lock takes a range its
+    /// holder has not reclaimed yet.
+    Settling,
+    /// Another member does.
+    No,
 }
 
 impl LockTable {
@@ -115,34 +141,28 @@ impl LockTable {
         from: NodeId,
         msg: LockMsg,
         live: bool,
-        manages: impl Fn(&str) -> bool,
+        manages: impl Fn(&str) -> Managed,
         now: u64,
     ) -> Result<Option<LockMsg>, LockViolation> {
         if !live {
             return Err(LockViolation::NotLive);
         }
-        let not_manager = |nonce| {
-            Ok(Some(LockMsg::Answer {
-                nonce,
-                answer: LockAnswer::NotManager,
-            }))
-        };
+        let answer = |nonce, answer| Ok(Some(LockMsg::Answer { nonce, answer }));
+        let settled = |path: &str| manages(path) == Managed::Yes;
         match msg {
             LockMsg::Lock(req) => {
-                let nonce = req.nonce;
-                if !manages(&req.path) {
-                    return not_manager(nonce);
+                if !settled(&req.path) {
+                    return answer(req.nonce, LockAnswer::NotManager);
                 }
-                let answer = match self.lock(from, req, now) {
-                    Err(e @ (LockError::PathTooLong | LockError::DuplicateNonce)) => {
-                        return Err(LockViolation::Malformed(e));
-                    }
-                    other => other,
-                };
-                Ok(Some(LockMsg::Answer {
-                    nonce,
-                    answer: LockAnswer::Done(answer),
-                }))
+                self.take(from, req, now)
+            }
+            LockMsg::Reclaim(req) => {
+                if manages(&req.path) == Managed::No {
+                    return answer(req.nonce, LockAnswer::NotManager);
+                }
+                // A reclaim takes back what was held: it never waits.
+                let req = LockRequest { wait: false, ..req };
+                self.take(from, req, now)
             }
             LockMsg::Unlock {
                 nonce,
@@ -151,23 +171,28 @@ impl LockTable {
                 owner,
                 range,
             } => {
-                if !manages(&path) {
-                    return not_manager(nonce);
+                if !settled(&path) {
+                    return answer(nonce, LockAnswer::NotManager);
                 }
-                let answer = match self.unlock(from, &path, space, owner, range, now) {
+                let done = match self.unlock(from, &path, space, owner, range, now) {
                     Err(e @ LockError::PathTooLong) => return Err(LockViolation::Malformed(e)),
                     other => other.map(|()| LockOutcome::Granted),
                 };
-                Ok(Some(LockMsg::Answer {
-                    nonce,
-                    answer: LockAnswer::Done(answer),
-                }))
+                answer(nonce, LockAnswer::Done(done))
             }
-            LockMsg::Release { path, space, owner } => {
-                // A release at a node that does not manage the file finds
-                // nothing of the sender's there, so it needs no check.
+            LockMsg::Release {
+                nonce,
+                path,
+                space,
+                owner,
+            } => {
+                // Dropping is always safe, also while settling; at a node
+                // that does not manage the file it would find nothing.
+                if manages(&path) == Managed::No {
+                    return answer(nonce, LockAnswer::NotManager);
+                }
                 self.release(from, &path, space, owner, now);
-                Ok(None)
+                answer(nonce, LockAnswer::Done(Ok(LockOutcome::Granted)))
             }
             LockMsg::Test {
                 nonce,
@@ -177,13 +202,11 @@ impl LockTable {
                 kind,
                 range,
             } => {
-                if !manages(&path) {
-                    return not_manager(nonce);
+                if !settled(&path) {
+                    return answer(nonce, LockAnswer::NotManager);
                 }
-                Ok(Some(LockMsg::Answer {
-                    nonce,
-                    answer: LockAnswer::Tested(self.test(from, &path, space, owner, kind, range)),
-                }))
+                let tested = self.test(from, &path, space, owner, kind, range);
+                answer(nonce, LockAnswer::Tested(tested))
             }
             LockMsg::Cancel { nonce } => {
                 self.cancel(from, nonce);
@@ -195,6 +218,26 @@ impl LockTable {
             }
             LockMsg::Answer { .. } | LockMsg::Granted { .. } => Err(LockViolation::AnswerToManager),
         }
+    }
+
+    /// A lock or reclaim, answered; a malformed one is a violation.
+    fn take(
+        &mut self,
+        from: NodeId,
+        req: LockRequest,
+        now: u64,
+    ) -> Result<Option<LockMsg>, LockViolation> {
+        let nonce = req.nonce;
+        let done = match self.lock(from, req, now) {
+            Err(e @ (LockError::PathTooLong | LockError::DuplicateNonce)) => {
+                return Err(LockViolation::Malformed(e));
+            }
+            other => other,
+        };
+        Ok(Some(LockMsg::Answer {
+            nonce,
+            answer: LockAnswer::Done(done),
+        }))
     }
 
     /// The next grant to send, as the message and the node to send it to.

@@ -18,8 +18,8 @@ fn lock(nonce: u64, kind: LockKind, wait: bool) -> LockMsg {
     })
 }
 
-fn mine(_: &str) -> bool {
-    true
+fn mine(_: &str) -> Managed {
+    Managed::Yes
 }
 
 fn answer(t: &mut LockTable, from: NodeId, msg: LockMsg) -> LockAnswer {
@@ -53,11 +53,15 @@ fn a_node_cannot_unlock_release_or_cancel_another_nodes_lock_or_wait() {
         LockAnswer::Done(Ok(LockOutcome::Granted))
     );
     let release = LockMsg::Release {
+        nonce: 6,
         path: "f".into(),
         space: LockSpace::Posix,
         owner: 1,
     };
-    assert_eq!(t.handle_message(B, release, true, mine, 0), Ok(None));
+    assert_eq!(
+        answer(&mut t, B, release),
+        LockAnswer::Done(Ok(LockOutcome::Granted))
+    );
     assert_eq!(t.locks_of(A), 1);
     // B's own release cancelled B's own wait.
     assert_eq!(t.waiters(), 0);
@@ -115,7 +119,7 @@ fn messages_from_non_members_answers_to_a_manager_and_malformed_requests_are_vio
 #[test]
 fn a_node_that_does_not_manage_the_file_holds_nothing_for_it() {
     let mut t = LockTable::new(LockConfig::default());
-    let not_mine = |_: &str| false;
+    let not_mine = |_: &str| Managed::No;
     for msg in [
         lock(1, LockKind::Exclusive, true),
         LockMsg::Test {
@@ -136,4 +140,47 @@ fn a_node_that_does_not_manage_the_file_holds_nothing_for_it() {
         );
     }
     assert_eq!((t.locks(), t.waiters()), (0, 0));
+}
+
+#[test]
+fn while_a_new_manager_settles_only_reclaims_and_releases_are_carried_out() {
+    let mut t = LockTable::new(LockConfig::default());
+    let settling = |_: &str| Managed::Settling;
+    // B's new lock waits for the holders to reclaim theirs.
+    assert_eq!(
+        answer_with(&mut t, B, lock(1, LockKind::Exclusive, false), settling),
+        LockAnswer::NotManager
+    );
+    let LockMsg::Lock(req) = lock(2, LockKind::Exclusive, true) else {
+        unreachable!()
+    };
+    // A takes back what it held, without waiting even if it asked to.
+    assert_eq!(
+        answer_with(&mut t, A, LockMsg::Reclaim(req.clone()), settling),
+        LockAnswer::Done(Ok(LockOutcome::Granted))
+    );
+    assert_eq!(t.waiters(), 0);
+    // Once settled, B's lock meets A's.
+    assert!(matches!(
+        answer(&mut t, B, lock(3, LockKind::Exclusive, false)),
+        LockAnswer::Done(Ok(LockOutcome::Conflict(_)))
+    ));
+    // A reclaim at a node that does not manage the file takes nothing.
+    assert_eq!(
+        answer_with(&mut t, B, LockMsg::Reclaim(req), |_| Managed::No),
+        LockAnswer::NotManager
+    );
+    assert_eq!(t.locks(), 1);
+}
+
+fn answer_with(
+    t: &mut LockTable,
+    from: NodeId,
+    msg: LockMsg,
+    manages: impl Fn(&str) -> Managed,
+) -> LockAnswer {
+    match t.handle_message(from, msg, true, manages, 0) {
+        Ok(Some(LockMsg::Answer { answer, .. })) => answer,
+        other => panic!("no answer: {other:?}"),
+    }
 }
