@@ -14,5 +14,6 @@ mod servers;
 mod bench_dataset;
 mod mount;
 mod mount_histories;
+mod mount_locks;
 mod mount_posix;
 mod mount_s3;

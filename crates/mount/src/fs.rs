@@ -31,15 +31,16 @@ use coopcache_node::origin::{
 };
 use fuser::{
     BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLock, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use tokio::runtime::Handle;
 
 use crate::Consistency;
 use crate::errno;
 use crate::inodes::Inodes;
+use crate::locks::LockOwners;
 use crate::write::{Pending, Writers};
 
 /// Open files and directories at most; an open beyond it fails with
@@ -107,6 +108,8 @@ pub struct CoopFs {
     /// `exclusive` mode: opens ask the file's manager, and every change
     /// through this mount commits to it.
     exclusive: bool,
+    /// Which lock owners locked through which handle (`locks.rs`).
+    lock_owners: Mutex<LockOwners>,
     uid: u32,
     gid: u32,
 }
@@ -127,6 +130,7 @@ impl CoopFs {
             node,
             inodes: Mutex::new(Inodes::default()),
             handles: Mutex::new(HashMap::new()),
+            lock_owners: Mutex::new(LockOwners::default()),
             next_handle: AtomicU64::new(1),
             attr_ttl,
             uid: rustix::process::geteuid().as_raw(),
@@ -140,6 +144,23 @@ impl CoopFs {
 
     fn handles(&self) -> MutexGuard<'_, HashMap<u64, Open>> {
         self.handles.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn lock_owners(&self) -> MutexGuard<'_, LockOwners> {
+        self.lock_owners.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The path locks of file number `ino` are kept under.
+    pub(crate) fn lock_path(&self, ino: u64) -> Option<Arc<str>> {
+        self.inodes().path(ino)
+    }
+
+    pub(crate) fn node(&self) -> &Arc<NodeHandle> {
+        &self.node
+    }
+
+    pub(crate) fn runtime(&self) -> &Handle {
+        &self.rt
     }
 
     fn path(&self, ino: INodeNo) -> Result<Arc<str>, Errno> {
@@ -517,6 +538,50 @@ fn listed_ino(path: &str) -> INodeNo {
 }
 
 impl Filesystem for CoopFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Locks go to the cluster, not the kernel's own table (locks.rs).
+        let locks = InitFlags::FUSE_POSIX_LOCKS | InitFlags::FUSE_FLOCK_LOCKS;
+        if let Err(missing) = config.add_capabilities(locks) {
+            tracing::warn!(
+                ?missing,
+                "the kernel cannot hand file locks to the mount: they stay local to this node"
+            );
+        }
+        Ok(())
+    }
+
+    fn getlk(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        _pid: u32,
+        reply: ReplyLock,
+    ) {
+        self.get_lock(ino.0, lock_owner.0, (start, end), typ, reply);
+    }
+
+    fn setlk(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        pid: u32,
+        sleep: bool,
+        reply: ReplyEmpty,
+    ) {
+        let (owner, range) = (lock_owner.0, (start, end));
+        self.set_lock(req.pid(), ino.0, fh.0, owner, range, typ, pid, sleep, reply);
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let result = (|| {
             let dir = self.path(parent)?;
@@ -680,6 +745,7 @@ impl Filesystem for CoopFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.release_handle(fh.0);
         match self.handles().remove(&fh.0) {
             Some(Open::Write { pending, .. }) => {
                 let closed = self.writers.close(&pending);
@@ -979,9 +1045,11 @@ impl Filesystem for CoopFs {
         _req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
-        _lock_owner: LockOwner,
+        lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
+        // A close drops the closing process's POSIX locks of the file.
+        self.release_owner(fh.0, lock_owner.0);
         // Every close: write-through, so the next open anywhere sees it.
         done(reply, self.commit(fh));
     }

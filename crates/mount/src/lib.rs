@@ -29,6 +29,7 @@
 mod errno;
 mod fs;
 mod inodes;
+mod locks;
 mod passthrough;
 mod write;
 

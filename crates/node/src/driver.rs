@@ -14,6 +14,7 @@ use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError};
 use bytes::Bytes;
 use coopcache_core::c2cfs::live::CommitProtocol;
+use coopcache_core::c2cfs::locks::LockProtocol;
 use coopcache_core::coop::{Level, NodeId};
 use coopcache_core::members::View;
 use coopcache_core::protocol::{Action, NodeProtocol, PeerMsg, ReadFailure, Served};
@@ -51,6 +52,7 @@ pub type Reply = oneshot::Sender<Result<(Bytes, Level), ReadError>>;
 
 use commits::CommitWaiter;
 pub use commits::{CommitEvent, OpenAnswer};
+pub use locks::LockEvent;
 
 /// What the driver reacts to.
 pub enum Event {
@@ -118,6 +120,8 @@ pub enum Event {
     Leave(oneshot::Sender<()>),
     /// C2Cfs `exclusive` mode: an open, a commit, a stat's answer.
     Commits(CommitEvent),
+    /// A lock call of this node's mount.
+    Locks(LockEvent),
     /// The revocation list in this node's CA directory changed.
     Revoked(Bytes),
 }
@@ -329,6 +333,12 @@ pub struct Driver {
     /// Callers waiting on `commits`, by request id.
     commit_waiters: HashMap<u64, CommitWaiter>,
     next_commit_req: u64,
+    /// The cluster's locks: the files this node manages and its own
+    /// processes' calls (`locks.rs`).
+    locks: LockProtocol,
+    /// Callers waiting on `locks`, by request id.
+    lock_waiters: HashMap<u64, oneshot::Sender<coopcache_core::c2cfs::locks::LockResult>>,
+    next_lock_req: u64,
 }
 
 /// Protocol counters already added to the metrics.
@@ -349,6 +359,7 @@ impl Driver {
         cfg: DriverConfig,
         protocol: NodeProtocol<BlockId, Block>,
         commits: CommitProtocol<crate::origin::PathVersion>,
+        locks: LockProtocol,
         clock: Clock,
         origin: Arc<Origin>,
         metrics: Arc<Metrics>,
@@ -387,6 +398,9 @@ impl Driver {
             commits,
             commit_waiters: HashMap::new(),
             next_commit_req: 0,
+            locks,
+            lock_waiters: HashMap::new(),
+            next_lock_req: 0,
         }
     }
 
@@ -401,10 +415,14 @@ impl Driver {
             self.send_origin_reads();
             // The protocol's next deadline rarely moves (most reads finish
             // long before theirs): re-arm only when it does.
-            let due = match (self.protocol.poll_timeout(), self.commits.poll_timeout()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let due = [
+                self.protocol.poll_timeout(),
+                self.commits.poll_timeout(),
+                self.locks.poll_timeout(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             if due != armed
                 && let Some(us) = due
             {
@@ -430,10 +448,12 @@ impl Driver {
                     let now = self.clock.micros();
                     self.protocol.handle_timeout(now);
                     self.commits.handle_timeout(now);
+                    self.locks.handle_timeout(now);
                     self.apply();
                 }
                 _ = tick.tick() => {
                     self.swim_tick();
+                    self.cancel_abandoned_locks();
                     self.sync_metrics();
                 }
             }
@@ -503,6 +523,7 @@ impl Driver {
                 let _ = done.send(());
             }
             Event::Commits(ev) => self.on_commit_event(ev),
+            Event::Locks(ev) => self.on_lock_event(ev),
         }
         self.apply();
     }
@@ -512,9 +533,10 @@ impl Driver {
         loop {
             self.apply_protocol();
             if !self.apply_commits() {
-                return;
+                break;
             }
         }
+        self.apply_locks();
     }
 
     /// Carries out what the protocol decided.
@@ -653,6 +675,7 @@ impl Driver {
 
 mod commits;
 mod integrity;
+mod locks;
 mod members;
 mod origin_reads;
 mod revocations;

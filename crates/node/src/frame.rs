@@ -6,6 +6,7 @@
 //! every message the core can send.
 
 mod commit;
+mod lock;
 
 use crate::origin::PathVersion;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -77,6 +78,9 @@ pub enum Wire {
     /// A message of the core's C2Cfs `exclusive`-mode machine: opens and
     /// commits asked of a file's manager, and their answers.
     Commit(CommitMsg<PathVersion>),
+    /// A message of the cluster's locks (`coopcache_core::c2cfs::locks`):
+    /// calls to a file's manager, and its answers and grants.
+    Lock(coopcache_core::c2cfs::locks::LockMsg),
 }
 
 impl Wire {
@@ -217,6 +221,7 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
         }
         Wire::Peer(msg) => put_peer(buf, msg),
         Wire::Commit(msg) => commit::put(buf, msg),
+        Wire::Lock(msg) => lock::put(buf, msg),
     }
     let len = (buf.len() - start - HEADER) as u32;
     buf[start..start + HEADER].copy_from_slice(&len.to_be_bytes());
@@ -364,6 +369,7 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
             Wire::Revoked(crl)
         }
         kind if commit::kind_name(kind).is_some() => Wire::Commit(r.commit(kind)?),
+        kind if lock::kind_name(kind).is_some() => Wire::Lock(r.lock(kind)?),
         kind => Wire::Peer(r.peer(kind)?),
     };
     if r.buf.has_remaining() {
@@ -400,7 +406,7 @@ fn kind_name(kind: u8) -> Option<&'static str> {
         K_PLACE => "place",
         K_PING => "ping",
         K_PONG => "pong",
-        kind => return commit::kind_name(kind),
+        kind => return commit::kind_name(kind).or_else(|| lock::kind_name(kind)),
     })
 }
 
@@ -761,6 +767,40 @@ mod tests {
         for msg in commits {
             roundtrip(Wire::Commit(msg));
         }
+        let locks = lock::tests::every_lock_msg();
+        assert_eq!(locks.len(), 28);
+        for msg in locks {
+            roundtrip(Wire::Lock(msg));
+        }
+    }
+
+    #[test]
+    fn lock_frames_with_unknown_values_or_backward_ranges_are_refused() {
+        use coopcache_core::c2cfs::locks::{LockKind, LockMsg, LockRange, LockSpace};
+        let mut buf = BytesMut::new();
+        let test = LockMsg::Test {
+            nonce: 1,
+            path: "f".into(),
+            space: LockSpace::Posix,
+            owner: 2,
+            kind: LockKind::Shared,
+            range: LockRange::WHOLE,
+        };
+        encode(&Wire::Lock(test), &mut buf);
+        let body = buf.freeze().slice(HEADER..).to_vec();
+        // kind, nonce, path (u16 length, "f"), then the space byte.
+        let space = 1 + 8 + 2 + 1;
+        let refused = |at: usize, bytes: &[u8], why: &str| {
+            let mut b = body.clone();
+            b[at..at + bytes.len()].copy_from_slice(bytes);
+            let err = decode(Bytes::from(b)).unwrap_err().to_string();
+            assert!(err.contains(why), "{err}");
+        };
+        refused(space, &[2], "lock space 2");
+        refused(space + 9, &[5], "lock kind 5");
+        let backward = [u64::MAX.to_be_bytes(), 0u64.to_be_bytes()].concat();
+        refused(space + 10, &backward, "ends before it starts");
+        assert!(decode(Bytes::from(body)).is_ok());
     }
 
     #[test]

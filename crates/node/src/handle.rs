@@ -431,6 +431,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         },
         protocol,
         commits,
+        coopcache_core::c2cfs::locks::LockProtocol::new(id, Default::default()),
         clock,
         origin.clone(),
         metrics.clone(),
@@ -616,6 +617,22 @@ impl NodeHandle {
 
     /// The version of `path` as the origin has it now, refreshing the
     /// attribute cache (a writer's own commit must not be hidden from it
+    /// Carries out a lock call of a process of this node (the mount's
+    /// `setlk`, `getlk`, `flush` and `release`) at the file's manager;
+    /// dropping the future cancels a wait.
+    pub async fn lock(
+        &self,
+        call: coopcache_core::c2cfs::locks::LockCall,
+    ) -> coopcache_core::c2cfs::locks::LockResult {
+        use coopcache_core::c2cfs::locks::LockError;
+        let (reply, rx) = oneshot::channel();
+        let ev = crate::driver::LockEvent { call, reply };
+        if self.events.send(Event::Locks(ev)).await.is_err() {
+            return Err(LockError::Unanswered);
+        }
+        rx.await.unwrap_or(Err(LockError::Unanswered))
+    }
+
     /// by an entry from before).
     pub async fn stat_fresh(&self, path: &str) -> Result<Arc<FileVersion>, NodeError> {
         self.lock_attrs().remove(path);

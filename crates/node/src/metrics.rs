@@ -72,6 +72,9 @@ pub struct Metrics {
     /// `exclusive` mode: commits of this node no manager recorded (every
     /// member was told to forget the file instead, or it timed out).
     pub unrecorded_commits: Counter,
+    /// Locks of this node's processes a file's new manager would not give
+    /// back (another node took the range while views differed).
+    pub locks_lost: Counter,
     /// Blocks from peers whose hash did not match the manager's record.
     pub integrity_failures: Counter,
     /// Messages refused because their sender's role does not allow them,
@@ -141,7 +144,7 @@ impl Metrics {
             "Peer messages refused because the sender's role does not allow them",
             self.protocol_violations.clone(),
         );
-        let counters: [(&str, &str, &Counter); 19] = [
+        let counters: [(&str, &str, &Counter); 20] = [
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",
@@ -202,6 +205,11 @@ impl Metrics {
                 "unrecorded_commits",
                 "Commits no manager recorded (exclusive mode)",
                 &self.unrecorded_commits,
+            ),
+            (
+                "locks_lost",
+                "Locks a file's new manager would not give back",
+                &self.locks_lost,
             ),
             (
                 "integrity_failures",

@@ -79,6 +79,7 @@ impl Driver {
         let now = self.clock.micros();
         self.protocol.set_members(&live, now);
         self.commits.set_members(&live, now);
+        self.locks.set_members(&live, now);
         self.metrics.members.set(live.len() as i64);
         self.apply();
     }
@@ -190,6 +191,7 @@ impl Driver {
             Wire::Leaving => self.declare_down(from, true),
             Wire::Revoked(der) => self.on_revoked(Some(from), der),
             Wire::Commit(msg) => self.on_commit_msg(from, msg),
+            Wire::Lock(msg) => self.on_lock_msg(from, msg),
             Wire::Members(list) => {
                 for (id, listen) in list {
                     if self.view.worth_hint(id) {

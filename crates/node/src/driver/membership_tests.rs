@@ -45,7 +45,10 @@ pub(super) fn driver(dir: &std::path::Path) -> Driver {
     };
     let commits =
         coopcache_core::c2cfs::live::CommitProtocol::new(0, 1, Default::default()).unwrap();
-    Driver::new(cfg, protocol, commits, clock, origin, metrics, ctx, events)
+    let locks = coopcache_core::c2cfs::locks::LockProtocol::new(cfg.id, Default::default());
+    Driver::new(
+        cfg, protocol, commits, locks, clock, origin, metrics, ctx, events,
+    )
 }
 
 /// Dials the peer and reports its link up, as `run_link` would.

@@ -43,7 +43,9 @@ impl Driver {
             origin_requests: m.origin_requests.get(),
             origin_bytes: m.origin_bytes.get(),
             integrity_failures: stats.integrity_failures,
-            protocol_violations: stats.violations_total() + self.commits.counters().violations,
+            protocol_violations: stats.violations_total()
+                + self.commits.counters().violations
+                + self.locks.counters().violations,
             timeouts: stats.timeouts,
             peer_errors: m.peer_errors.get(),
             private: self.protocol.is_private(),

@@ -92,7 +92,7 @@ pub(super) fn put(buf: &mut BytesMut, msg: &CommitMsg<PathVersion>) {
 }
 
 /// A string with a `u16` length (paths and versions, longer than names).
-fn put_long(buf: &mut BytesMut, s: &str) {
+pub(super) fn put_long(buf: &mut BytesMut, s: &str) {
     let s = &s.as_bytes()[..s.len().min(usize::from(u16::MAX))];
     buf.put_u16(s.len() as u16);
     buf.put_slice(s);
@@ -178,7 +178,7 @@ impl Reader {
     }
 
     /// A string of at most `max` bytes behind a `u16` length.
-    fn long_str(&mut self, max: usize, what: &str) -> Result<Arc<str>, FrameError> {
+    pub(super) fn long_str(&mut self, max: usize, what: &str) -> Result<Arc<str>, FrameError> {
         let n = usize::from(self.u16()?);
         if n > max {
             return Err(self.bad(format!("a {what} of {n} bytes, at most {max}")));

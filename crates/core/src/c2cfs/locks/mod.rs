@@ -258,18 +258,23 @@ pub struct LockConfig {
     pub max_locks: usize,
     /// Waiters in the whole table.
     pub max_waiters: usize,
+    /// Bytes of the paths of the files the table holds locks or waiters
+    /// for (each file's path is kept once, and may be 4 KiB long).
+    pub max_path_bytes: usize,
 }
 
 impl Default for LockConfig {
-    /// A 30 s lease (renewed every 10 s by the nodes), 4,096 locks and
-    /// 256 waiters per node, 65,536 locks and 4,096 waiters in all.
+    /// A 30 s lease (renewed every 10 s by the nodes), 1,024 locks and
+    /// 128 waiters per node, 4,096 locks, 1,024 waiters and 512 KiB of
+    /// paths in all: at most about 1 MiB of heap.
     fn default() -> Self {
         LockConfig {
             lease_us: 30_000_000,
-            max_locks_per_node: 4096,
-            max_waiters_per_node: 256,
-            max_locks: 65536,
-            max_waiters: 4096,
+            max_locks_per_node: 1024,
+            max_waiters_per_node: 128,
+            max_locks: 4096,
+            max_waiters: 1024,
+            max_path_bytes: 512 << 10,
         }
     }
 }
@@ -398,6 +403,8 @@ pub struct LockTable {
     usage: HashMap<NodeId, Usage>,
     locks: usize,
     waiters: usize,
+    /// Bytes of the paths `files` holds.
+    path_bytes: usize,
     grants: VecDeque<LockGrant>,
 }
 
@@ -410,6 +417,7 @@ impl LockTable {
             usage: HashMap::new(),
             locks: 0,
             waiters: 0,
+            path_bytes: 0,
             grants: VecDeque::new(),
         }
     }
@@ -458,6 +466,12 @@ impl LockTable {
             return Err(LockError::DuplicateNonce);
         }
         self.renew(from, now);
+        if !self.files.contains_key(&key) {
+            if self.path_bytes + key.0.len() > self.cfg.max_path_bytes {
+                return Err(LockError::TooManyLocks);
+            }
+            self.path_bytes += key.0.len();
+        }
         let file = self.files.entry(key.clone()).or_default();
         let conflict = file
             .first_conflict(owner, req.kind, range)
@@ -637,6 +651,7 @@ impl LockTable {
             let Some(file) = self.files.remove(&key) else {
                 continue;
             };
+            self.path_bytes -= key.0.len();
             self.locks -= file.held.len();
             self.waiters -= file.waiting.len();
             for h in &file.held {
@@ -855,8 +870,9 @@ impl LockTable {
             .files
             .get(key)
             .is_some_and(|f| f.held.is_empty() && f.waiting.is_empty())
+            && self.files.remove(key).is_some()
         {
-            self.files.remove(key);
+            self.path_bytes -= key.0.len();
         }
     }
 }

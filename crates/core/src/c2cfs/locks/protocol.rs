@@ -529,6 +529,15 @@ impl LockProtocol {
             return;
         };
         if now.saturating_sub(ask.started) >= self.cfg.give_up_us {
+            if matches!(ask.call, LockCall::Unlock { .. } | LockCall::Release { .. }) {
+                // Not held here any more, whatever the manager keeps: it
+                // is not reclaimed, and renewed only with other locks.
+                self.carried_out(nonce, now);
+                if let Some(LockAction::Reply { result, .. }) = self.actions.back_mut() {
+                    *result = Err(LockError::Unanswered);
+                }
+                return;
+            }
             return self.finish(nonce, Err(LockError::Unanswered), now);
         }
         // An answer or a grant may still be on its way.

@@ -567,6 +567,7 @@ fn locks_and_waiters_are_bounded_per_node_and_in_all() {
         max_waiters_per_node: 1,
         max_locks: 5,
         max_waiters: 2,
+        ..LockConfig::default()
     };
     let mut t = LockTable::new(cfg);
     for i in 0..3 {
@@ -706,6 +707,7 @@ fn random_operations_keep_the_table_consistent() {
         max_waiters_per_node: 3,
         max_locks: 30,
         max_waiters: 8,
+        ..LockConfig::default()
     };
     let mut t = LockTable::new(cfg);
     let paths = ["a", "b"];
@@ -786,4 +788,33 @@ fn a_downgrade_lets_waiting_readers_in() {
     assert_eq!(grants(&mut t), vec![(B, 4, Ok(())), (B, 5, Ok(()))]);
     assert_eq!(held(&t, A, 1), vec![(Shared, 0, 49), (Exclusive, 50, 99)]);
     check(&t);
+}
+
+#[test]
+fn the_paths_a_table_keeps_are_bounded_in_bytes() {
+    let cfg = LockConfig {
+        max_path_bytes: 10,
+        ..LockConfig::default()
+    };
+    let mut t = LockTable::new(cfg);
+    let take = |t: &mut LockTable, path: &str| {
+        let req = LockRequest {
+            nonce: 1,
+            path: path.into(),
+            space: LockSpace::Posix,
+            owner: 1,
+            kind: Exclusive,
+            range: LockRange::WHOLE,
+            wait: false,
+            pid: 0,
+        };
+        t.lock(A, req, 0)
+    };
+    assert_eq!(take(&mut t, "12345"), Ok(LockOutcome::Granted));
+    assert_eq!(take(&mut t, "abcde"), Ok(LockOutcome::Granted));
+    assert_eq!(take(&mut t, "x"), Err(LockError::TooManyLocks));
+    // A file already kept costs nothing more; one let go frees its bytes.
+    assert_eq!(take(&mut t, "12345"), Ok(LockOutcome::Granted));
+    t.release(A, "12345", LockSpace::Posix, 1, 0);
+    assert_eq!(take(&mut t, "x"), Ok(LockOutcome::Granted));
 }
