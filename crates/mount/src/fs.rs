@@ -99,7 +99,8 @@ pub struct CoopFs {
     rt: Handle,
     node: Arc<NodeHandle>,
     inodes: Mutex<Inodes>,
-    handles: Mutex<HashMap<u64, Open>>,
+    /// Shared with lock waits, which refresh a handle when granted.
+    handles: Arc<Mutex<HashMap<u64, Open>>>,
     next_handle: AtomicU64,
     /// How long the kernel may trust names and attributes.
     attr_ttl: Duration,
@@ -129,7 +130,7 @@ impl CoopFs {
             rt,
             node,
             inodes: Mutex::new(Inodes::default()),
-            handles: Mutex::new(HashMap::new()),
+            handles: Arc::new(Mutex::new(HashMap::new())),
             lock_owners: Mutex::new(LockOwners::default()),
             next_handle: AtomicU64::new(1),
             attr_ttl,
@@ -161,6 +162,40 @@ impl CoopFs {
 
     pub(crate) fn runtime(&self) -> &Handle {
         &self.rt
+    }
+
+    /// What a granted lock does before its holder reads through `fh`
+    /// (lock-to-unlock consistency, as NFS clients keep it): the handle
+    /// reads the file's version at the origin now, which holds whatever
+    /// the lock's previous holder wrote before it unlocked, on any node.
+    /// Writes of these writers not yet committed are read as they are.
+    pub(crate) fn refresh_after_lock(
+        &self,
+        fh: u64,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let handles = self.handles.clone();
+        let node = self.node.clone();
+        let (path, pending) = match self.handles().get(&fh) {
+            Some(Open::File { path, .. }) => (Some(path.clone()), None),
+            Some(Open::Write { pending, .. }) => (Some(pending.path()), Some(pending.clone())),
+            _ => (None, None),
+        };
+        async move {
+            let Some(path) = path else { return };
+            let fresh = match node.stat_fresh(&path).await {
+                Ok(v) => v,
+                Err(e) => return tracing::debug!(%path, error = %e, "no fresh version at a lock"),
+            };
+            if let Some(p) = pending {
+                p.refresh(fresh);
+                return;
+            }
+            let mut handles = handles.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(Open::File { version, ahead, .. }) = handles.get_mut(&fh) {
+                *version = fresh;
+                *ahead = Arc::new(ReadAhead::default());
+            }
+        }
     }
 
     fn path(&self, ino: INodeNo) -> Result<Arc<str>, Errno> {
@@ -386,7 +421,7 @@ impl CoopFs {
     }
 
     /// Commits what the writer behind `fh` wrote, if it is one.
-    fn commit(&self, fh: FileHandle) -> Result<(), Errno> {
+    pub(crate) fn commit(&self, fh: FileHandle) -> Result<(), Errno> {
         let Some(p) = self.writer(fh) else {
             return Ok(());
         };
@@ -745,17 +780,21 @@ impl Filesystem for CoopFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.release_handle(fh.0);
-        match self.handles().remove(&fh.0) {
+        let open = self.handles().remove(&fh.0);
+        let closed = match open {
             Some(Open::Write { pending, .. }) => {
                 let closed = self.writers.close(&pending);
                 if closed == Ok(true) {
                     self.committed(&pending);
                 }
-                done(reply, closed.map(drop));
+                closed.map(drop)
             }
-            _ => reply.ok(),
-        }
+            _ => Ok(()),
+        };
+        // Committed first: the next holder of a lock reads what was
+        // written under it.
+        self.release_handle(fh.0);
+        done(reply, closed);
     }
 
     fn create(
@@ -1040,6 +1079,21 @@ impl Filesystem for CoopFs {
         reply.error(Errno::ENOTSUP);
     }
 
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        // sqlite syncs a journal's directory: the origin's own, flushed.
+        let result = self
+            .path(ino)
+            .and_then(|path| self.origin(|o| o.sync_dir(&path)));
+        done(reply, result);
+    }
+
     fn flush(
         &self,
         _req: &Request,
@@ -1048,10 +1102,12 @@ impl Filesystem for CoopFs {
         lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // A close drops the closing process's POSIX locks of the file.
-        self.release_owner(fh.0, lock_owner.0);
         // Every close: write-through, so the next open anywhere sees it.
-        done(reply, self.commit(fh));
+        let committed = self.commit(fh);
+        // A close drops the closing process's POSIX locks of the file,
+        // once what it wrote is committed.
+        self.release_owner(fh.0, lock_owner.0);
+        done(reply, committed);
     }
 
     fn getxattr(

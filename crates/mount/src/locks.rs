@@ -18,6 +18,14 @@
 //!   kind behave as Linux's; a `flock` and an `fcntl` lock of one file
 //!   taken by different owners conflict (Linux keeps them apart), and a
 //!   `flock` conversion that must wait keeps the old lock while it waits.
+//! - **Lock-to-unlock consistency**, as NFS clients keep it: an unlock
+//!   (and a close that drops locks) first commits what the handle wrote,
+//!   and a granted lock makes its handle read the file's version at the
+//!   origin now, so what one node wrote under a lock is what the next
+//!   node to take it reads (sqlite on two nodes relies on it). A
+//!   read-only handle's pages the kernel cached at an earlier open of the
+//!   same version are not dropped: such a reader sees the new bytes at
+//!   its next open, as close-to-open says.
 //! - **Waits.** `F_SETLKW` and a blocking `flock` wait on the node's
 //!   runtime, never on a FUSE thread. fuser 0.18 answers the kernel's
 //!   interrupts `ENOSYS`, so the mount looks at the waiting thread itself:
@@ -171,15 +179,24 @@ impl CoopFs {
                     pid,
                 }
             }
-            None if typ == libc::F_UNLCK => LockCall::Unlock {
-                path,
-                space,
-                owner,
-                range,
-            },
+            None if typ == libc::F_UNLCK => {
+                // What was written under the lock is committed before it
+                // goes, so its next holder reads it.
+                if let Err(e) = self.commit(fuser::FileHandle(fh)) {
+                    return reply.error(e);
+                }
+                LockCall::Unlock {
+                    path,
+                    space,
+                    owner,
+                    range,
+                }
+            }
             None => return reply.error(Errno::EINVAL),
         };
         let node = self.node().clone();
+        let locking = matches!(call, LockCall::Lock { .. });
+        let refresh = self.refresh_after_lock(fh);
         self.runtime().spawn(async move {
             let call = node.lock(call);
             tokio::pin!(call);
@@ -195,7 +212,12 @@ impl CoopFs {
                 }
             };
             match result {
-                Ok(None) => reply.ok(),
+                Ok(None) => {
+                    if locking {
+                        refresh.await;
+                    }
+                    reply.ok()
+                }
                 Ok(Some(_)) => reply.error(Errno::EAGAIN),
                 Err(e) => reply.error(errno(e)),
             }

@@ -106,6 +106,15 @@ impl Pending {
         *self.committed.lock().unwrap_or_else(|p| p.into_inner()) = Some(version);
     }
 
+    /// These writers read `fresh` from now on, unless they have written
+    /// since their last commit (their draft is what they read then).
+    pub(crate) fn refresh(&self, fresh: Arc<FileVersion>) {
+        let st = self.state();
+        if st.draft.is_none() && !st.unlinked {
+            self.set_committed(fresh);
+        }
+    }
+
     /// The path now (it follows renames).
     pub(crate) fn path(&self) -> Arc<str> {
         self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()

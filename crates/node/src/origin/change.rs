@@ -125,6 +125,23 @@ impl Origin {
         }
     }
 
+    /// Flushes directory `path`'s entries to stable storage (`fsyncdir`);
+    /// an object store's changes are durable once made, so there is
+    /// nothing to do for one.
+    pub async fn sync_dir(&self, path: &str) -> Result<(), OriginError> {
+        // The root's path is empty, which no checked path is.
+        if !path.is_empty() {
+            check_path(path)?;
+        }
+        let p = path.to_owned();
+        match &self.store {
+            Store::Local(dir) => {
+                Self::local_change(path, dir.clone(), move |d| d.sync_dir(&p)).await
+            }
+            Store::Object { .. } => Ok(()),
+        }
+    }
+
     /// Removes the empty directory at `path`.
     pub async fn rmdir(&self, path: &str) -> Result<(), OriginError> {
         let p = path.to_owned();

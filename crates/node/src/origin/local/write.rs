@@ -175,6 +175,19 @@ impl LocalDir {
         rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| self.change_error(path, e))
     }
 
+    /// Flushes directory `path`'s entries to disk (`fsyncdir`): the names
+    /// made, removed and renamed in it survive a crash of the origin's
+    /// machine.
+    pub(crate) fn sync_dir(&self, path: &str) -> Result<(), OriginError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let dir = match path.is_empty() {
+            true => rustix::fs::openat(&self.root, ".", flags, Mode::empty()),
+            false => self.resolve(path, flags),
+        }
+        .map_err(|e| self.refusal(path, e))?;
+        rustix::fs::fsync(&dir).map_err(|e| self.change_error(path, e))
+    }
+
     /// Removes the empty directory at `path`.
     pub(crate) fn rmdir(&self, path: &str) -> Result<(), OriginError> {
         let (dir, name) = self.parent(path)?;
