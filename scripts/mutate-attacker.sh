@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-files="crates/node/src/link.rs crates/node/src/membership.rs crates/node/src/link/admission.rs"
+files="crates/node/src/link.rs crates/node/src/membership.rs crates/node/src/link/admission.rs crates/core/src/c2cfs/locks/protocol.rs"
 backup=$(mktemp -d)
 for f in $files; do cp "$f" "$backup/$(basename "$f")"; done
 restore() { for f in $files; do cp "$backup/$(basename "$f")" "$f"; done; }
@@ -22,6 +22,7 @@ mutations=(
   "links-per-member|crates/node/src/link/admission.rs|s/if entry.queue.len\(\) >= LINKS_PER_MEMBER$/if entry.queue.len() >= LINKS_PER_MEMBER \&\& false/"
   "duplicate|crates/node/src/link/admission.rs|s/\&\& links.listen != listen$/\&\& links.listen != listen \&\& false/"
   "revoked|crates/node/src/link.rs|s/        match revoked.revokes\(chain\) \{/        match revoked.revokes(chain) \&\& false {/"
+  "lock-grant-sender|crates/core/src/c2cfs/locks/protocol.rs|s/\.is_some_and\(\|a\| a.to == from \&\& a.phase == Phase::Waiting\);/.is_some_and(|a| a.phase == Phase::Waiting);/"
 )
 survived=0
 for m in "${mutations[@]}"; do

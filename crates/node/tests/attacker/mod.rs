@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 mod flood;
 mod gossip;
 mod identity;
+mod locks;
 mod revoke;
 
 /// `PROTOCOL_VERSION` as docs/PROTOCOL.md gives it.

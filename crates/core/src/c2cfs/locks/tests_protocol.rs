@@ -286,3 +286,24 @@ fn a_call_no_manager_answers_fails_with_unanswered_and_a_cancelled_wait_with_can
     assert_eq!(net.node(2).table().waiters(), 0);
     assert!(net.node(1).is_quiet());
 }
+
+#[test]
+fn an_answer_from_a_member_not_asked_is_refused_while_the_asked_one_is_silent() {
+    let mut net = Net::new(&[1, 2, 3]);
+    let f = path_managed_by(3, &[1, 2, 3], &[1, 2]);
+    // The manager is cut off: node 2's call waits for its answer.
+    net.down.insert(3);
+    net.call(2, 1, lock(&f, 5, X, false));
+    for nonce in 0..8 {
+        let answer = LockMsg::Answer {
+            nonce,
+            answer: LockAnswer::Done(Ok(LockOutcome::Granted)),
+        };
+        let now = net.now;
+        net.node(2).handle_message(1, answer, now);
+        net.run();
+    }
+    assert_eq!(net.reply(2, 1), None);
+    assert_eq!(net.node(2).held(), 0);
+    assert!(net.violations.iter().any(|v| (v.0, v.1) == (2, 1)));
+}
