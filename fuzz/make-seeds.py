@@ -35,6 +35,9 @@ bodies = {
  'recirculate': bytes([52]) + block(7, 1) + b'\x02' + b'block bytes',
  'place': bytes([53]) + block(7, 2) + b'placed bytes',
  'ping': bytes([54]) + struct.pack('>Q', 5),
+ 'lock': bytes([70]) + struct.pack('>Q', 1) + struct.pack('>H', 1) + b'f' + b'\x00' + struct.pack('>Q', 7) + b'\x01' + struct.pack('>QQ', 0, 2**64 - 1) + b'\x01' + struct.pack('>I', 42),
+ 'lock-answer-conflict': bytes([77]) + struct.pack('>Q', 1) + b'\x01' + struct.pack('>IQ', 2, 7) + b'\x01' + struct.pack('>QQ', 0, 99) + struct.pack('>I', 42),
+ 'granted': bytes([78]) + struct.pack('>Q', 1) + b'\x00',
 }
 for k, b in bodies.items():
     put('frame_decode', k, struct.pack('>I', len(b)) + b)

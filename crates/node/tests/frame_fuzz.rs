@@ -9,6 +9,10 @@
 use bytes::{Bytes, BytesMut};
 use coopcache_core::c2cfs::Tcommit;
 use coopcache_core::c2cfs::live::{CommitMsg, FirstBlock};
+use coopcache_core::c2cfs::locks::{
+    LockAnswer, LockConflict, LockError, LockKind, LockMsg, LockOutcome, LockOwner, LockRange,
+    LockRequest, LockSpace,
+};
 use coopcache_core::coop::MAX_CHANCES;
 use coopcache_core::protocol::{Digest, PeerMsg, Recorded, Status};
 use coopcache_node::block::BlockId;
@@ -172,6 +176,114 @@ fn commit_msg() -> impl Strategy<Value = CommitMsg<PathVersion>> {
     ]
 }
 
+fn lock_msg() -> impl Strategy<Value = LockMsg> {
+    let space = prop_oneof![Just(LockSpace::Posix), Just(LockSpace::Flock)];
+    let kind = prop_oneof![Just(LockKind::Shared), Just(LockKind::Exclusive)];
+    let range = (any::<u64>(), any::<u64>())
+        .prop_map(|(a, b)| LockRange::new(a.min(b), a.max(b)).expect("ordered"))
+        .boxed();
+    let error = prop_oneof![
+        Just(LockError::TooManyLocks),
+        Just(LockError::TooManyWaiters),
+        Just(LockError::Deadlock),
+        Just(LockError::Cancelled),
+        Just(LockError::DuplicateNonce),
+        Just(LockError::PathTooLong),
+        Just(LockError::Unanswered),
+    ]
+    .boxed();
+    let conflict = (
+        any::<u32>(),
+        any::<u64>(),
+        kind.clone(),
+        range.clone(),
+        any::<u32>(),
+    )
+        .prop_map(|(node, owner, kind, range, pid)| LockConflict {
+            owner: LockOwner { node, owner },
+            kind,
+            range,
+            pid,
+        })
+        .boxed();
+    let request = (
+        any::<u64>(),
+        long_name(),
+        space.clone(),
+        any::<u64>(),
+        kind.clone(),
+        range.clone(),
+        any::<bool>(),
+        any::<u32>(),
+    )
+        .prop_map(
+            |(nonce, path, space, owner, kind, range, wait, pid)| LockRequest {
+                nonce,
+                path,
+                space,
+                owner,
+                kind,
+                range,
+                wait,
+                pid,
+            },
+        )
+        .boxed();
+    let answer = prop_oneof![
+        Just(LockAnswer::Done(Ok(LockOutcome::Granted))),
+        Just(LockAnswer::Done(Ok(LockOutcome::Waiting))),
+        conflict
+            .clone()
+            .prop_map(|c| LockAnswer::Done(Ok(LockOutcome::Conflict(c)))),
+        error.clone().prop_map(|e| LockAnswer::Done(Err(e))),
+        prop::option::of(conflict).prop_map(LockAnswer::Tested),
+        Just(LockAnswer::NotManager),
+    ];
+    prop_oneof![
+        request.clone().prop_map(LockMsg::Lock),
+        request.prop_map(LockMsg::Reclaim),
+        (
+            any::<u64>(),
+            long_name(),
+            space.clone(),
+            any::<u64>(),
+            range.clone()
+        )
+            .prop_map(|(nonce, path, space, owner, range)| LockMsg::Unlock {
+                nonce,
+                path,
+                space,
+                owner,
+                range
+            }),
+        (any::<u64>(), long_name(), space.clone(), any::<u64>()).prop_map(
+            |(nonce, path, space, owner)| LockMsg::Release {
+                nonce,
+                path,
+                space,
+                owner
+            }
+        ),
+        (any::<u64>(), long_name(), space, any::<u64>(), kind, range).prop_map(
+            |(nonce, path, space, owner, kind, range)| LockMsg::Test {
+                nonce,
+                path,
+                space,
+                owner,
+                kind,
+                range
+            }
+        ),
+        any::<u64>().prop_map(|nonce| LockMsg::Cancel { nonce }),
+        Just(LockMsg::Renew),
+        (any::<u64>(), answer).prop_map(|(nonce, answer)| LockMsg::Answer { nonce, answer }),
+        (any::<u64>(), prop::option::of(error)).prop_map(|(nonce, e)| LockMsg::Granted {
+            nonce,
+            result: e.map_or(Ok(()), Err)
+        }),
+    ]
+}
+
 fn wire() -> impl Strategy<Value = Wire> {
     prop_oneof![
         (any::<u16>(), any::<u32>(), name(), name(), any::<u32>()).prop_map(
@@ -191,6 +303,7 @@ fn wire() -> impl Strategy<Value = Wire> {
             .prop_map(|c| Wire::Revoked(Bytes::from(c))),
         msg().prop_map(Wire::Peer),
         commit_msg().prop_map(Wire::Commit),
+        lock_msg().prop_map(Wire::Lock),
     ]
 }
 
@@ -228,7 +341,7 @@ proptest! {
     /// uniformly random ones.
     #[test]
     fn decoding_any_kind_with_arbitrary_body_never_panics(
-        kind in 0u8..72,
+        kind in 0u8..80,
         body in prop::collection::vec(any::<u8>(), 0..120),
     ) {
         let mut b = vec![kind];
