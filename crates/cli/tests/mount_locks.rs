@@ -265,3 +265,71 @@ fn sqlite_writers_on_two_nodes(env: &[(String, String)]) {
     assert!(b.terminate().success());
     assert!(a.terminate().success());
 }
+
+/// A third node joins while a process on A holds locks on 16 files: the
+/// files whose manager it becomes are reclaimed from it, so every lock
+/// still keeps B out, and B gets each once A lets go.
+#[test]
+fn locks_survive_a_member_joining() {
+    let Some(work) = Work::new(&["origin", "a", "b", "c"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let origin = work.join("origin");
+    for i in 0..16 {
+        std::fs::write(origin.join(format!("f{i}")), b"x").unwrap();
+    }
+    let (a_dir, b_dir, c_dir) = (work.join("a"), work.join("b"), work.join("c"));
+    let a = Mount::start_named(work.path(), &origin, &a_dir, "a", None);
+    let b = Mount::start_named(work.path(), &origin, &b_dir, "b", Some(&a));
+    wait_members(&a, 2);
+    wait_members(&b, 2);
+    let (held, stop) = (work.join("held"), work.join("stop"));
+    let holder = format!(
+        "import fcntl, os, time
+fds = [os.open('{a}/f%d' % i, os.O_RDWR) for i in range(16)]
+for fd in fds:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+open('{held}', 'w').close()
+while not os.path.exists('{stop}'):
+    time.sleep(0.02)",
+        a = a_dir.display(),
+        held = held.display(),
+        stop = stop.display()
+    );
+    let mut holder = Command::new("python3").args(["-c", &holder]).spawn().unwrap();
+    wait_for(&held);
+    let c = Mount::start_named(work.path(), &origin, &c_dir, "c", Some(&a));
+    for m in [&a, &b, &c] {
+        wait_members(m, 3);
+    }
+    // Past the new manager's grace, B tries every file.
+    thread::sleep(Duration::from_secs(6));
+    let tries = |dir: &Path| {
+        let script = format!(
+            "import fcntl, os
+got = 0
+for i in range(16):
+    try:
+        fcntl.lockf(os.open('{}/f%d' % i, os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        got += 1
+    except BlockingIOError:
+        pass
+print(got)",
+            dir.display()
+        );
+        let out = Command::new("python3").args(["-c", &script]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(tries(&b_dir), "0", "B took locks A holds");
+    assert_eq!(tries(&c_dir), "0", "C took locks A holds");
+    std::fs::write(&stop, b"").unwrap();
+    assert!(holder.wait().unwrap().success());
+    assert_eq!(tries(&b_dir), "16");
+    for m in [c, b, a] {
+        assert!(m.terminate().success());
+    }
+}
