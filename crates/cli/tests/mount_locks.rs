@@ -299,7 +299,10 @@ while not os.path.exists('{stop}'):
         held = held.display(),
         stop = stop.display()
     );
-    let mut holder = Command::new("python3").args(["-c", &holder]).spawn().unwrap();
+    let mut holder = Command::new("python3")
+        .args(["-c", &holder])
+        .spawn()
+        .unwrap();
     wait_for(&held);
     let c = Mount::start_named(work.path(), &origin, &c_dir, "c", Some(&a));
     for m in [&a, &b, &c] {
@@ -320,8 +323,15 @@ for i in range(16):
 print(got)",
             dir.display()
         );
-        let out = Command::new("python3").args(["-c", &script]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new("python3")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     assert_eq!(tries(&b_dir), "0", "B took locks A holds");

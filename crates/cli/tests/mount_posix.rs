@@ -227,6 +227,41 @@ for n in ['open', 'f', 'closed', 'sticky']:
     assert!(m.terminate().success());
 }
 
+/// `mknod` of a regular file creates it empty with the caller's mode (it
+/// was ENOSYS); FIFOs, sockets and devices are refused with EPERM, never
+/// ENOSYS, and leave nothing behind.
+#[test]
+fn mknod_makes_regular_files_and_refuses_special_ones_with_eperm() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    let m = Mount::start(work.path(), &origin, &dir);
+    let d = dir.display();
+    let got = python(&format!(
+        "import errno, os, socket, stat
+os.umask(0o022)
+os.mknod('{d}/plain', 0o666 | stat.S_IFREG)
+st = os.stat('{d}/plain')
+print(oct(stat.S_IMODE(st.st_mode)), st.st_size)
+def refused(make):
+    try:
+        make()
+        return 'made'
+    except OSError as e:
+        return errno.errorcode[e.errno]
+print(refused(lambda: os.mkfifo('{d}/fifo')))
+print(refused(lambda: socket.socket(socket.AF_UNIX).bind('{d}/sock')))
+print(refused(lambda: os.mknod('{d}/null', 0o600 | stat.S_IFCHR, os.makedev(1, 3))))"
+    ));
+    assert_eq!(got, "0o644 0\nEPERM\nEPERM\nEPERM\n");
+    assert_eq!(names(&origin), ["plain"]);
+    assert!(m.terminate().success());
+}
+
 /// `df` on a mount of a directory shows the directory's file system (it
 /// showed 0 of 0), here a 16 MiB tmpfs.
 #[test]

@@ -797,6 +797,38 @@ impl Filesystem for CoopFs {
         done(reply, closed);
     }
 
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        // A regular file is created empty, as `creat` then `close` would.
+        // FIFOs, sockets and devices are not kept: no origin shows them
+        // (a directory origin's are hidden from its namespace), so they
+        // are refused as a file system without them refuses them.
+        if mode & libc::S_IFMT != libc::S_IFREG {
+            return reply.error(Errno::EPERM);
+        }
+        let result = (|| {
+            let path: Arc<str> = Arc::from(self.child(parent, name)?);
+            let perm = (mode & !umask & 0o7777) as u16;
+            let pending = self.writers.open(&path, true, false, perm)?;
+            if self.writers.close(&pending)? {
+                self.committed(&pending);
+            }
+            self.fresh_entry(&path)
+        })();
+        match result {
+            Ok(attr) => self.reply_entry(reply, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
     fn create(
         &self,
         _req: &Request,
