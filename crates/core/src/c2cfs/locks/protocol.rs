@@ -564,7 +564,9 @@ impl LockProtocol {
             return;
         };
         let (to, call, phase) = (ask.to, ask.call.clone(), ask.phase);
-        if phase == Phase::Waiting && self.is_member(to) {
+        // A wait may be queued there, also before its manager said so.
+        let waits = matches!(call, LockCall::Lock { wait: true, .. });
+        if waits && phase != Phase::Retrying && self.is_member(to) {
             self.send(to, LockMsg::Cancel { nonce });
         }
         if self.abandoned.len() >= MAX_ABANDONED {
@@ -710,7 +712,9 @@ impl LockProtocol {
         let Some((_, _, call)) = self.abandoned.remove(at) else {
             return;
         };
-        // Granted after this node gave up on it: give it back.
+        // Granted after this node gave up on it: give it back, unless the
+        // owner holds or asks for a lock of the file again (a grant of
+        // that would be undone, as owners' locks merge).
         if let (
             Ok(()),
             LockCall::Lock {
@@ -722,6 +726,9 @@ impl LockProtocol {
             },
         ) = (result, call)
         {
+            if self.owner_busy(&path, space, owner) {
+                return;
+            }
             let unlock = LockCall::Unlock {
                 path,
                 space,
@@ -732,6 +739,26 @@ impl LockProtocol {
                 self.ask(None, unlock, false, now, now);
             }
         }
+    }
+
+    /// Whether `owner` holds a lock of `path` here or has a call about it
+    /// in flight.
+    fn owner_busy(&self, path: &str, space: LockSpace, owner: u64) -> bool {
+        let asking = self.asks.values().any(|a| match &a.call {
+            LockCall::Lock {
+                path: p,
+                space: s,
+                owner: o,
+                ..
+            } => **p == *path && *s == space && *o == owner,
+            _ => false,
+        });
+        asking
+            || self
+                .mine
+                .held_by(self.me)
+                .iter()
+                .any(|(p, s, h)| **p == *path && *s == space && h.owner.owner == owner)
     }
 
     /// `nonce`'s call was carried out: the copy of what this node holds

@@ -12,6 +12,10 @@ struct Net {
     lost: Vec<(NodeId, Arc<str>)>,
     /// Nodes whose messages, in and out, are dropped (crashed or cut off).
     down: HashSet<NodeId>,
+    /// Links (from, to) whose messages are held back, in order, until
+    /// [`Net::release`].
+    slow: HashSet<(NodeId, NodeId)>,
+    held_back: Vec<(NodeId, NodeId, LockMsg)>,
 }
 
 impl Net {
@@ -29,6 +33,8 @@ impl Net {
             violations: Vec::new(),
             lost: Vec::new(),
             down: HashSet::new(),
+            slow: HashSet::new(),
+            held_back: Vec::new(),
         }
     }
 
@@ -59,6 +65,10 @@ impl Net {
                 if self.down.contains(&from) || self.down.contains(&to) {
                     continue;
                 }
+                if self.slow.contains(&(from, to)) {
+                    self.held_back.push((from, to, msg));
+                    continue;
+                }
                 let now = self.now;
                 self.node(to).handle_message(from, msg, now);
             }
@@ -87,6 +97,16 @@ impl Net {
             self.run();
         }
         self.now = end;
+    }
+
+    /// Delivers what slow links held back, in order, and makes them fast.
+    fn release(&mut self) {
+        self.slow.clear();
+        for (from, to, msg) in std::mem::take(&mut self.held_back) {
+            let now = self.now;
+            self.node(to).handle_message(from, msg, now);
+            self.run();
+        }
     }
 
     fn call(&mut self, id: NodeId, req: u64, call: LockCall) {
@@ -306,4 +326,24 @@ fn an_answer_from_a_member_not_asked_is_refused_while_the_asked_one_is_silent() 
     assert_eq!(net.reply(2, 1), None);
     assert_eq!(net.node(2).held(), 0);
     assert!(net.violations.iter().any(|v| (v.0, v.1) == (2, 1)));
+}
+
+#[test]
+fn a_grant_late_past_a_calls_timeout_is_not_given_back_over_the_lock_asked_again() {
+    let mut net = Net::new(&[1, 2, 3]);
+    let f = path_managed_by(3, &[1, 2, 3], &[1, 2]);
+    net.call(2, 1, lock(&f, 5, X, false));
+    // The manager's answers to node 1 are slow: node 1's wait is queued,
+    // then granted at node 2's unlock, and node 1 hears neither in time.
+    net.slow.insert((3, 1));
+    net.call(1, 10, lock(&f, 5, X, true));
+    net.call(2, 2, unlock(&f, 5));
+    net.advance(LockProtocolConfig::default().timeout_us + 1);
+    net.release();
+    assert_eq!(net.reply(1, 10), Some(&Ok(None)));
+    // What node 1 holds is what its manager says it holds.
+    assert_eq!(net.node(1).held(), 1);
+    assert_eq!(net.node(3).table().locks_of(1), 1);
+    net.call(2, 3, lock(&f, 5, X, false));
+    assert!(matches!(net.reply(2, 3), Some(Ok(Some(_)))));
 }
