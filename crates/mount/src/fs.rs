@@ -43,22 +43,12 @@ use crate::inodes::Inodes;
 use crate::locks::LockOwners;
 use crate::write::{Pending, Writers};
 
+mod read;
+use read::ReadAhead;
+
 /// Open files and directories at most; an open beyond it fails with
 /// `EMFILE`.
 pub const MAX_HANDLES: usize = 65_536;
-
-/// Bytes fetched ahead of a sequential reader (a quarter of the node's
-/// stream budget, as a gateway stream reads ahead).
-const READ_AHEAD: u64 = 2 << 20;
-
-/// Where a handle's reader stands, for read-ahead.
-#[derive(Default)]
-struct ReadAhead {
-    /// End of the last read.
-    last_end: AtomicU64,
-    /// Blocks below this were fetched ahead already.
-    fetched_to: AtomicU64,
-}
 
 /// A written file is taken into the writer's memory at its close if it
 /// is at most 1/this of the node's memory.
@@ -162,40 +152,6 @@ impl CoopFs {
 
     pub(crate) fn runtime(&self) -> &Handle {
         &self.rt
-    }
-
-    /// What a granted lock does before its holder reads through `fh`
-    /// (lock-to-unlock consistency, as NFS clients keep it): the handle
-    /// reads the file's version at the origin now, which holds whatever
-    /// the lock's previous holder wrote before it unlocked, on any node.
-    /// Writes of these writers not yet committed are read as they are.
-    pub(crate) fn refresh_after_lock(
-        &self,
-        fh: u64,
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let handles = self.handles.clone();
-        let node = self.node.clone();
-        let (path, pending) = match self.handles().get(&fh) {
-            Some(Open::File { path, .. }) => (Some(path.clone()), None),
-            Some(Open::Write { pending, .. }) => (Some(pending.path()), Some(pending.clone())),
-            _ => (None, None),
-        };
-        async move {
-            let Some(path) = path else { return };
-            let fresh = match node.stat_fresh(&path).await {
-                Ok(v) => v,
-                Err(e) => return tracing::debug!(%path, error = %e, "no fresh version at a lock"),
-            };
-            if let Some(p) = pending {
-                p.refresh(fresh);
-                return;
-            }
-            let mut handles = handles.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(Open::File { version, ahead, .. }) = handles.get_mut(&fh) {
-                *version = fresh;
-                *ahead = Arc::new(ReadAhead::default());
-            }
-        }
     }
 
     fn path(&self, ino: INodeNo) -> Result<Arc<str>, Errno> {
@@ -468,72 +424,6 @@ impl CoopFs {
         match self.handles().get(&fh.0) {
             Some(Open::Write { pending, .. }) => Some(pending.clone()),
             _ => None,
-        }
-    }
-
-    /// Reads through a write handle: the draft if something was written
-    /// since the last commit, else the version its writers last committed,
-    /// else the version the open saw (or, for a file created empty, the
-    /// file as committed).
-    fn read_written(
-        &self,
-        p: &Pending,
-        opened: Option<Arc<FileVersion>>,
-        offset: u64,
-        size: u32,
-    ) -> Result<Vec<u8>, Errno> {
-        let len = size.min(MAX_READ) as usize;
-        if let Some(data) = self.writers.read(p, offset, len) {
-            return data;
-        }
-        let path = p.path();
-        let node = self.node.clone();
-        // What these writers committed last is newer than what the open saw.
-        let opened = p.committed().or(opened);
-        self.rt.block_on(async move {
-            let version = match opened {
-                Some(v) => v,
-                None => node.stat(&path).await.map_err(|e| errno::of_node(&e))?,
-            };
-            let range = offset..offset.saturating_add(len as u64);
-            let data = node.read_version(path, version, range).await;
-            data.map(|d| d.to_vec()).map_err(|e| errno::of_node(&e))
-        })
-    }
-
-    /// Read-ahead across peers: when a handle reads on from where it last
-    /// stopped, the blocks up to [`READ_AHEAD`] bytes past this read are
-    /// fetched into the node now, each once, so the kernel's next requests
-    /// find them in memory instead of waiting a peer's round trip each.
-    fn prefetch(
-        &self,
-        ahead: &ReadAhead,
-        path: &Arc<str>,
-        version: &Arc<FileVersion>,
-        offset: u64,
-        end: u64,
-    ) {
-        let sequential = ahead.last_end.swap(end, Ordering::Relaxed) == offset;
-        if !sequential {
-            return;
-        }
-        let bs = u64::from(self.node.block_size());
-        let from = ahead
-            .fetched_to
-            .load(Ordering::Relaxed)
-            .max(end.div_ceil(bs));
-        let to = (end + READ_AHEAD).min(version.size).div_ceil(bs);
-        if from >= to {
-            return;
-        }
-        ahead.fetched_to.store(to, Ordering::Relaxed);
-        for index in from..to {
-            let (node, path, version) = (self.node.clone(), path.clone(), version.clone());
-            // Into the node's cache; a failure here is the later read's to
-            // meet and report.
-            self.rt.spawn(async move {
-                let _ = node.read_block(&path, &version, index as u32).await;
-            });
         }
     }
 
