@@ -138,6 +138,16 @@ pub fn manager_key(path: &str) -> u64 {
     u64::from(route_of(path_key(path)))
 }
 
+/// `members` with `me` among them, sorted and without repeats: the live
+/// set a file's manager is chosen from, as every C2Cfs machine keeps it.
+pub(crate) fn live_with(me: NodeId, members: &[NodeId]) -> Vec<NodeId> {
+    let mut live = members.to_vec();
+    live.push(me);
+    live.sort_unstable();
+    live.dedup();
+    live
+}
+
 /// What the machine needs to know of a version beyond its identity.
 pub trait Version: Clone + Eq {
     /// Whether the version has a first block to serve (is not empty).
@@ -340,10 +350,7 @@ impl<V: Version> CommitProtocol<V> {
 
     /// The live members are now `members` (this node is added if absent).
     pub fn set_members(&mut self, members: &[NodeId], now: u64) {
-        let mut live = members.to_vec();
-        live.push(self.me);
-        live.sort_unstable();
-        live.dedup();
+        let live = live_with(self.me, members);
         if live == self.live {
             return;
         }

@@ -37,7 +37,7 @@ use super::{
     LockConfig, LockConflict, LockError, LockKind, LockMsg, LockOutcome, LockRange, LockRequest,
     LockSpace, LockTable, LockViolation, Managed,
 };
-use crate::c2cfs::live::manager_key;
+use crate::c2cfs::live::{live_with, manager_key};
 use crate::coop::NodeId;
 use crate::protocol::manager_of;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -410,10 +410,7 @@ impl LockProtocol {
 
     /// The live members are now `members` (this node is added if absent).
     pub fn set_members(&mut self, members: &[NodeId], now: u64) {
-        let mut live = members.to_vec();
-        live.push(self.me);
-        live.sort_unstable();
-        live.dedup();
+        let live = live_with(self.me, members);
         if live == self.live {
             return;
         }
