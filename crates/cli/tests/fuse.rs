@@ -15,5 +15,6 @@ mod bench_dataset;
 mod mount;
 mod mount_histories;
 mod mount_locks;
+mod mount_owners;
 mod mount_posix;
 mod mount_s3;

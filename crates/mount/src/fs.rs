@@ -27,7 +27,7 @@ use coopcache_core::c2cfs::Tcommit;
 use coopcache_node::NodeHandle;
 use coopcache_node::origin::tree::join;
 use coopcache_node::origin::{
-    DirEntry, Entry, EntryKind, FileVersion, Origin, OriginError, SetTime,
+    DirEntry, Entry, EntryKind, FileVersion, Origin, OriginError, Owner, PosixAttrs, SetTime,
 };
 use fuser::{
     BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
@@ -41,7 +41,7 @@ use crate::Consistency;
 use crate::errno;
 use crate::inodes::Inodes;
 use crate::locks::LockOwners;
-use crate::write::{Pending, Writers};
+use crate::write::{AttrChange, NewFile, Pending, Writers};
 
 mod read;
 use read::ReadAhead;
@@ -129,6 +129,33 @@ impl CoopFs {
         }
     }
 
+    /// The mount's own user and group (this process's).
+    fn owner(&self) -> Owner {
+        Owner {
+            uid: self.uid,
+            gid: self.gid,
+        }
+    }
+
+    /// What a file `req` creates is made with: `perm`, and the caller as
+    /// owner where the origin keeps owners (else the mount's user, which
+    /// is what such a file shows).
+    fn new_file(&self, req: &Request, perm: u16) -> NewFile {
+        NewFile {
+            perm,
+            creator: self.creator(req).unwrap_or(self.owner()),
+        }
+    }
+
+    /// The caller of `req`, who owns what it creates, where the origin
+    /// keeps owners.
+    fn creator(&self, req: &Request) -> Option<Owner> {
+        self.node.origin().keeps_owners().then(|| Owner {
+            uid: req.uid(),
+            gid: req.gid(),
+        })
+    }
+
     fn inodes(&self) -> MutexGuard<'_, Inodes> {
         self.inodes.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -214,8 +241,14 @@ impl CoopFs {
                     size: v.size,
                     perm: v.perm,
                     modified: v.modified,
-                    // A manager keeps versions, not access or change times.
-                    posix: None,
+                    // A manager keeps versions, not access or change times:
+                    // those of the origin's entry when it has none.
+                    posix: v.owner.map(|owner| PosixAttrs {
+                        accessed: v.modified,
+                        changed: v.modified,
+                        nlink: 1,
+                        owner,
+                    }),
                 };
                 return self.writers.entry(path, Ok(managed));
             }
@@ -230,6 +263,8 @@ impl CoopFs {
         let posix = e.posix.as_ref();
         let time = |t: Option<std::time::SystemTime>| t.unwrap_or(modified);
         let nlink = if e.kind == EntryKind::Dir { 2 } else { 1 };
+        // S3 and HTTP keep no owners: their files are the mount's user's.
+        let owner = posix.map_or(self.owner(), |p| p.owner);
         FileAttr {
             ino: INodeNo(ino),
             size: e.size,
@@ -241,8 +276,8 @@ impl CoopFs {
             kind: kind(e.kind),
             perm: e.perm,
             nlink: posix.map_or(nlink, |p| p.nlink),
-            uid: self.uid,
-            gid: self.gid,
+            uid: owner.uid,
+            gid: owner.gid,
             rdev: 0,
             blksize: self.node.block_size(),
             flags: 0,
@@ -567,7 +602,7 @@ impl Filesystem for CoopFs {
         }
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let result = (|| {
             let path = self.path(ino)?;
             if flags.acc_mode() != OpenAccMode::O_RDONLY {
@@ -585,7 +620,8 @@ impl Filesystem for CoopFs {
                     }
                     _ => (None, None),
                 };
-                let pending = self.writers.open(&path, false, truncate, 0o644)?;
+                let new = self.new_file(req, 0o644);
+                let pending = self.writers.open(&path, false, truncate, new)?;
                 if pending.topen().is_none() {
                     pending.set_topen(topen);
                 }
@@ -689,7 +725,7 @@ impl Filesystem for CoopFs {
 
     fn mknod(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -707,7 +743,9 @@ impl Filesystem for CoopFs {
         let result = (|| {
             let path: Arc<str> = Arc::from(self.child(parent, name)?);
             let perm = (mode & !umask & 0o7777) as u16;
-            let pending = self.writers.open(&path, true, false, perm)?;
+            let pending = self
+                .writers
+                .open(&path, true, false, self.new_file(req, perm))?;
             if self.writers.close(&pending)? {
                 self.committed(&pending);
             }
@@ -721,7 +759,7 @@ impl Filesystem for CoopFs {
 
     fn create(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -733,7 +771,9 @@ impl Filesystem for CoopFs {
             let path: Arc<str> = Arc::from(self.child(parent, name)?);
             let truncate = flags & libc::O_TRUNC != 0;
             let perm = (mode & !umask & 0o7777) as u16;
-            let pending = self.writers.open(&path, true, truncate, perm)?;
+            let pending = self
+                .writers
+                .open(&path, true, truncate, self.new_file(req, perm))?;
             let fh = self.add_handle(Open::Write {
                 pending,
                 version: None,
@@ -759,7 +799,7 @@ impl Filesystem for CoopFs {
         fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
@@ -768,7 +808,11 @@ impl Filesystem for CoopFs {
             return reply.error(Errno::EBADF);
         };
         let append = flags.0 & libc::O_APPEND != 0;
-        match self.writers.write(&pending, offset, data, append) {
+        let kill_set_id = write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
+        match self
+            .writers
+            .write(&pending, offset, data, append, kill_set_id)
+        {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(e),
         }
@@ -788,7 +832,7 @@ impl Filesystem for CoopFs {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -806,11 +850,20 @@ impl Filesystem for CoopFs {
     ) {
         let result = (|| {
             let path = self.path(ino)?;
-            // Files belong to the mount's user; another owner cannot be
-            // kept (as on FAT or s3fs).
-            if uid.is_some_and(|u| u != self.uid) || gid.is_some_and(|g| g != self.gid) {
-                return Err(Errno::EPERM);
+            // -1 means "unchanged" to chown: the kernel never sends it.
+            if uid == Some(u32::MAX) || gid == Some(u32::MAX) {
+                return Err(Errno::EINVAL);
             }
+            let keeps_owners = self.node.origin().keeps_owners();
+            let (uid, gid) = match keeps_owners {
+                true => (uid, gid),
+                // S3 and HTTP files are the mount's user's: giving them to
+                // it changes nothing, another owner cannot be kept (as on
+                // FAT or s3fs).
+                false if uid.is_some_and(|u| u != self.uid) => return Err(Errno::EPERM),
+                false if gid.is_some_and(|g| g != self.gid) => return Err(Errno::EPERM),
+                false => (None, None),
+            };
             let pending = fh
                 .and_then(|fh| self.writer(fh))
                 .or_else(|| self.writers.get(&path));
@@ -818,7 +871,8 @@ impl Filesystem for CoopFs {
                 match &pending {
                     Some(p) => self.writers.truncate(p, len)?,
                     None => {
-                        self.writers.truncate_closed(&path, len)?;
+                        let new = self.new_file(req, 0o644);
+                        self.writers.truncate_closed(&path, len, new)?;
                         self.changed(&path);
                     }
                 }
@@ -829,12 +883,24 @@ impl Filesystem for CoopFs {
                     TimeOrNow::Now => SetTime::Now,
                 })
             };
-            let (atime, mtime) = (when(atime), when(mtime));
+            let change = AttrChange {
+                uid,
+                gid,
+                mode,
+                atime: when(atime),
+                mtime: when(mtime),
+            };
             let drafted = match &pending {
-                Some(p) => self.writers.set_attrs(p, mode, atime, mtime)?,
+                Some(p) => self.writers.set_attrs(p, &change)?,
                 None => false,
             };
             if !drafted {
+                let AttrChange { atime, mtime, .. } = change;
+                // The owner first: a chown clears set-id bits a mode sets.
+                if uid.is_some() || gid.is_some() {
+                    self.origin(|o| o.set_owner(&path, uid, gid))?;
+                    self.changed(&path);
+                }
                 if let Some(mode) = mode {
                     self.origin(|o| o.set_mode(&path, mode))?;
                 }
@@ -858,7 +924,7 @@ impl Filesystem for CoopFs {
 
     fn mkdir(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -866,7 +932,7 @@ impl Filesystem for CoopFs {
         reply: ReplyEntry,
     ) {
         let result = self.child(parent, name).and_then(|path| {
-            self.origin(|o| o.mkdir(&path, mode & !umask))?;
+            self.origin(|o| o.mkdir(&path, mode & !umask, self.creator(req)))?;
             self.fresh_entry(&path)
         });
         match result {
@@ -875,7 +941,7 @@ impl Filesystem for CoopFs {
         }
     }
 
-    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|path| {
             // Writers and readers here keep the file open: they go on with
             // its bytes (a draft), and it vanishes at their last close.
@@ -889,7 +955,8 @@ impl Filesystem for CoopFs {
             let prepared = (|| {
                 let shared: Arc<str> = Arc::from(path.as_str());
                 for _ in &readers {
-                    added.push(self.writers.open(&shared, false, false, 0o644)?);
+                    let new = self.new_file(req, 0o644);
+                    added.push(self.writers.open(&shared, false, false, new)?);
                 }
                 self.writers.before_unlink(&path)
             })();
@@ -971,7 +1038,7 @@ impl Filesystem for CoopFs {
 
     fn symlink(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         link_name: &OsStr,
         target: &std::path::Path,
@@ -979,7 +1046,7 @@ impl Filesystem for CoopFs {
     ) {
         let result = self.child(parent, link_name).and_then(|path| {
             let target = target.to_str().ok_or(Errno::EINVAL)?;
-            self.origin(|o| o.symlink(target, &path))?;
+            self.origin(|o| o.symlink(target, &path, self.creator(req)))?;
             self.fresh_entry(&path)
         });
         match result {

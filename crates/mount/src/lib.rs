@@ -16,7 +16,9 @@
 //! file's manager instead of the origin: the core's C2Cfs commit state
 //! (`coopcache_core::c2cfs::live`), which every close, removal and rename
 //! through a mount updates. Hard links are not supported (`ENOTSUP`), nor
-//! extended attributes; files belong to the mounting user.
+//! extended attributes. Owners are the origin's (a directory keeps them;
+//! S3 and HTTP files belong to the mounting user), and the kernel checks
+//! permissions against them (`default_permissions`).
 //!
 //! A reader of a file several peers hold takes its blocks from all of them
 //! (C2Cfs's parallel segment fetch: the block's manager picks the holder,

@@ -30,7 +30,7 @@ use std::time::SystemTime;
 
 use coopcache_core::c2cfs::Tcommit;
 use coopcache_node::origin::{
-    Draft, Entry, EntryKind, FileVersion, Origin, OriginError, PosixAttrs, SetTime,
+    Draft, Entry, EntryKind, FileVersion, Origin, OriginError, Owner, PosixAttrs, SetTime,
 };
 use fuser::Errno;
 use tokio::runtime::Handle;
@@ -45,8 +45,8 @@ pub(crate) const MAX_PENDING: usize = 4096;
 pub(crate) struct Pending {
     /// The path (it follows renames).
     path: Mutex<Arc<str>>,
-    /// Permission bits for a file the origin does not have yet.
-    mode: u16,
+    /// What a file the origin does not have yet is made with.
+    new: NewFile,
     state: Mutex<State>,
     /// `exclusive` mode: the file's `Tcommit` when its writers' session
     /// began or last committed with its copy valid (C2Cfs's `Topen`);
@@ -75,6 +75,20 @@ struct State {
     /// reading and writing the draft (POSIX: the file lives until its last
     /// close), nothing is committed, and the last close drops it.
     unlinked: bool,
+    /// The draft is known to have no set-user-ID or set-group-ID bit (a
+    /// write by a process without `CAP_FSETID` clears them: looked at once
+    /// per draft and mode change, not at every write).
+    no_set_id: bool,
+}
+
+/// What a file a writer creates is made with: the caller's permission
+/// bits (its umask applied) and the caller as owner.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewFile {
+    /// Permission bits.
+    pub(crate) perm: u16,
+    /// The creating process's user and group.
+    pub(crate) creator: Owner,
 }
 
 impl Pending {
@@ -120,12 +134,15 @@ impl Pending {
         self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The file's size and modification time as its writers see them, if
-    /// a draft is open.
-    fn drafted(&self) -> Option<(u64, Option<SystemTime>)> {
+    /// The file as its writers see it, if a draft is open.
+    fn drafted(&self) -> Option<Drafted> {
         let st = self.state();
         let draft = st.draft.as_ref()?;
-        Some((draft.len().ok()?, draft.modified().ok()))
+        Some(Drafted {
+            size: draft.len().ok()?,
+            modified: draft.modified().ok(),
+            attrs: draft.attrs().ok().flatten(),
+        })
     }
 }
 
@@ -153,10 +170,15 @@ impl Writers {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn draft(&self, path: &str, keep: bool, mode: u16) -> Result<Draft, Errno> {
-        self.rt
-            .block_on(self.origin.draft(path, keep, u32::from(mode)))
-            .map_err(|e| errno::of_origin(&e))
+    /// A draft of `path`; a file it creates is `new`.
+    fn draft(&self, path: &str, keep: bool, new: NewFile) -> Result<Draft, Errno> {
+        let fail = |e: OriginError| errno::of_origin(&e);
+        let draft = self
+            .rt
+            .block_on(self.origin.draft(path, keep, u32::from(new.perm)));
+        let draft = draft.map_err(fail)?;
+        draft.set_creator(new.creator).map_err(fail)?;
+        Ok(draft)
     }
 
     /// The pending state of `path`, if it has writers here.
@@ -164,14 +186,14 @@ impl Writers {
         self.map().get(path).cloned()
     }
 
-    /// Opens `path` for writing: `create` makes it (empty, `mode`) if the
-    /// origin lacks it, `truncate` empties it.
+    /// Opens `path` for writing: `create` makes it (empty, as `new` says)
+    /// if the origin lacks it, `truncate` empties it.
     pub(crate) fn open(
         &self,
         path: &Arc<str>,
         create: bool,
         truncate: bool,
-        mode: u16,
+        new: NewFile,
     ) -> Result<Arc<Pending>, Errno> {
         let pending = {
             let mut map = self.map();
@@ -182,7 +204,7 @@ impl Writers {
                 .or_insert_with(|| {
                     Arc::new(Pending {
                         path: Mutex::new(path.clone()),
-                        mode,
+                        new,
                         state: Mutex::default(),
                         topen: Mutex::default(),
                         committed: Mutex::default(),
@@ -200,7 +222,7 @@ impl Writers {
                         st.dirty = true;
                     }
                 } else if truncate || !self.exists(path) {
-                    st.draft = Some(self.draft(path, false, mode)?);
+                    st.draft = Some(self.draft(path, false, new)?);
                     st.dirty = true;
                 }
             }
@@ -227,7 +249,8 @@ impl Writers {
     ) -> Result<(), Errno> {
         let mut st = p.state();
         if st.draft.is_none() {
-            st.draft = Some(self.draft(&p.path(), true, p.mode)?);
+            st.draft = Some(self.draft(&p.path(), true, p.new)?);
+            st.no_set_id = false;
         }
         let draft = st.draft.as_mut().ok_or(Errno::EIO)?;
         if let Err(e) = change(draft) {
@@ -240,18 +263,48 @@ impl Writers {
     }
 
     /// Writes `data` at `offset`, or with `append` (`O_APPEND`) at the
-    /// file's end, at the commit the end the file has then.
+    /// file's end, at the commit the end the file has then. With
+    /// `kill_set_id` (the kernel's `FUSE_WRITE_KILL_SUIDGID`: the writer
+    /// lacks `CAP_FSETID`), the set-user-ID bit and an executable file's
+    /// set-group-ID bit are cleared, as a local write clears them.
     pub(crate) fn write(
         &self,
         p: &Pending,
         offset: u64,
         data: &[u8],
         append: bool,
+        kill_set_id: bool,
     ) -> Result<(), Errno> {
         match append {
-            true => self.change(p, |d| d.append(data).map(drop)),
-            false => self.change(p, |d| d.write_at(offset, data)),
+            true => self.change(p, |d| d.append(data).map(drop))?,
+            false => self.change(p, |d| d.write_at(offset, data))?,
         }
+        if kill_set_id {
+            self.kill_set_id(p)?;
+        }
+        Ok(())
+    }
+
+    /// Clears the draft's set-id bits (see [`Writers::write`]).
+    fn kill_set_id(&self, p: &Pending) -> Result<(), Errno> {
+        let mut st = p.state();
+        if st.no_set_id {
+            return Ok(());
+        }
+        let Some(draft) = st.draft.as_ref() else {
+            return Ok(());
+        };
+        let fail = |e: OriginError| errno::of_origin(&e);
+        if let Some((perm, _)) = draft.attrs().map_err(fail)? {
+            let perm = u32::from(perm);
+            let set_gid_exec = perm & 0o2010 == 0o2010;
+            let killed = perm & !0o4000 & if set_gid_exec { !0o2000 } else { !0 };
+            if killed != perm {
+                draft.set_mode(killed).map_err(fail)?;
+            }
+        }
+        st.no_set_id = true;
+        Ok(())
     }
 
     /// Reads from the draft, if there is one (`None`: read the origin).
@@ -271,34 +324,43 @@ impl Writers {
         self.change(p, |d| d.set_len(len))
     }
 
-    /// Applies a mode or times change to `p`'s draft, which the commit
-    /// will put in place (a change made only to the origin's file would
-    /// be undone by it). False if there is no draft: change the origin.
-    pub(crate) fn set_attrs(
-        &self,
-        p: &Pending,
-        mode: Option<u32>,
-        atime: Option<SetTime>,
-        mtime: Option<SetTime>,
-    ) -> Result<bool, Errno> {
+    /// Applies an owner, mode or times change to `p`'s draft, which the
+    /// commit will put in place (a change made only to the origin's file
+    /// would be undone by it). False if there is no draft: change the
+    /// origin.
+    pub(crate) fn set_attrs(&self, p: &Pending, change: &AttrChange) -> Result<bool, Errno> {
+        let AttrChange {
+            uid,
+            gid,
+            mode,
+            atime,
+            mtime,
+        } = *change;
         let mut st = p.state();
         let Some(draft) = st.draft.as_mut() else {
             return Ok(false);
         };
-        let fail = |e: coopcache_node::origin::OriginError| errno::of_origin(&e);
+        let fail = |e: OriginError| errno::of_origin(&e);
+        // The owner first: a chown clears set-id bits a mode then sets.
+        if uid.is_some() || gid.is_some() {
+            draft.set_owner(uid, gid).map_err(fail)?;
+        }
         if let Some(mode) = mode {
             draft.set_mode(mode).map_err(fail)?;
         }
         if atime.is_some() || mtime.is_some() {
             draft.set_times(atime, mtime).map_err(fail)?;
         }
+        if mode.is_some() {
+            st.no_set_id = false;
+        }
         Ok(true)
     }
 
     /// Sets the length of `path`, which has no writers here: a draft
     /// committed at once.
-    pub(crate) fn truncate_closed(&self, path: &str, len: u64) -> Result<(), Errno> {
-        let mut draft = self.draft(path, true, 0o644)?;
+    pub(crate) fn truncate_closed(&self, path: &str, len: u64, new: NewFile) -> Result<(), Errno> {
+        let mut draft = self.draft(path, true, new)?;
         draft.set_len(len).map_err(|e| errno::of_origin(&e))?;
         self.rt
             .block_on(draft.commit())
@@ -377,7 +439,7 @@ impl Writers {
         };
         let mut st = p.state();
         if st.draft.is_none() {
-            st.draft = Some(self.draft(path, true, p.mode)?);
+            st.draft = Some(self.draft(path, true, p.new)?);
         }
         drop(st);
         Ok(Some(p))
@@ -426,8 +488,7 @@ impl Writers {
     /// kernel asks by inode, with no handle), `None` otherwise.
     pub(crate) fn unlinked_entry(&self, ino: u64) -> Option<Entry> {
         let p = self.unlinked_map().get(&ino)?.clone();
-        let (size, modified) = p.drafted()?;
-        Some(drafted_entry(p.mode, size, modified, 0))
+        Some(drafted_entry(&p, p.drafted()?, 0))
     }
 
     /// The entry for `path` as its writers here see it: the origin's with
@@ -437,35 +498,60 @@ impl Writers {
             return origin;
         };
         match (origin, p.drafted()) {
-            (Ok(mut e), Some((size, modified))) => {
+            (Ok(mut e), Some(d)) => {
                 // The writes so far moved the times, as on a disk.
-                e.size = size;
-                if modified.is_some() {
-                    e.modified = modified;
+                e.size = d.size;
+                if d.modified.is_some() {
+                    e.modified = d.modified;
                     if let Some(posix) = &mut e.posix {
-                        posix.changed = modified;
+                        posix.changed = d.modified;
                     }
+                }
+                // A chmod or chown of an open file went to its draft.
+                if let (Some((perm, owner)), Some(posix)) = (d.attrs, &mut e.posix) {
+                    e.perm = perm;
+                    posix.owner = owner;
                 }
                 Ok(e)
             }
             (Ok(e), None) => Ok(e),
-            (Err(_), Some((size, modified))) => Ok(drafted_entry(p.mode, size, modified, 1)),
+            (Err(_), Some(d)) => Ok(drafted_entry(&p, d, 1)),
             (Err(e), None) => Err(e),
         }
     }
 }
 
+/// An open draft's attributes.
+struct Drafted {
+    size: u64,
+    modified: Option<SystemTime>,
+    /// Permission bits and owner, where the origin keeps them.
+    attrs: Option<(u16, Owner)>,
+}
+
+/// An owner, mode or times change (`None`: unchanged).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AttrChange {
+    pub(crate) uid: Option<u32>,
+    pub(crate) gid: Option<u32>,
+    pub(crate) mode: Option<u32>,
+    pub(crate) atime: Option<SetTime>,
+    pub(crate) mtime: Option<SetTime>,
+}
+
 /// A file only a draft has (new, or unlinked while open: `nlink` 0).
-fn drafted_entry(perm: u16, size: u64, modified: Option<SystemTime>, nlink: u32) -> Entry {
+fn drafted_entry(p: &Pending, d: Drafted, nlink: u32) -> Entry {
+    let (perm, owner) = d.attrs.unwrap_or((p.new.perm, p.new.creator));
     Entry {
         kind: EntryKind::File,
-        size,
+        size: d.size,
         perm,
-        modified,
+        modified: d.modified,
         posix: Some(PosixAttrs {
-            accessed: modified,
-            changed: modified,
+            accessed: d.modified,
+            changed: d.modified,
             nlink,
+            owner,
         }),
     }
 }

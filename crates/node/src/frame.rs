@@ -16,7 +16,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 8;
+pub const PROTOCOL_VERSION: u16 = 9;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -828,6 +828,7 @@ mod tests {
                 version: "v".repeat(commit::MAX_VERSION + 1),
                 modified: None,
                 perm: 0o644,
+                owner: None,
             },
         };
         let t = Tcommit {

@@ -20,7 +20,7 @@ use coopcache_node::frame::{
     self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, Wire, body_len, decode, encode,
 };
 use coopcache_node::link::read_frame;
-use coopcache_node::origin::{FileVersion, PathVersion};
+use coopcache_node::origin::{FileVersion, Owner, PathVersion};
 use proptest::prelude::*;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -127,14 +127,16 @@ fn path_version() -> impl Strategy<Value = PathVersion> {
         long_name(),
         modified,
         0u16..=0o7777,
+        proptest::option::of((any::<u32>(), any::<u32>())),
     )
-        .prop_map(|(path, size, version, modified, perm)| PathVersion {
+        .prop_map(|(path, size, version, modified, perm, owner)| PathVersion {
             path,
             version: FileVersion {
                 size,
                 version: version.to_string(),
                 modified,
                 perm,
+                owner: owner.map(|(uid, gid)| Owner { uid, gid }),
             },
         })
 }

@@ -182,6 +182,7 @@ async fn escaping_paths_are_refused() {
             version: "x".into(),
             modified: None,
             perm: 0o644,
+            owner: None,
         };
         let read = origin.read(path, &v, 0..6).await;
         assert!(matches!(read, Err(OriginError::BadPath { .. })), "{path:?}");

@@ -137,6 +137,7 @@ async fn symbolic_links_out_of_the_origin_are_refused() {
             version: "x".into(),
             modified: None,
             perm: 0o644,
+            owner: None,
         };
         assert_leaves_origin(origin.read(path, &v, 0..6).await, path);
     }
@@ -283,10 +284,10 @@ async fn changes_through_links_never_leave_the_origin() {
         let p = |name: &str| format!("{dir}/{name}");
         assert_leaves_origin(origin.draft(&p("new"), false, 0o644).await, &p("new"));
         assert_leaves_origin(origin.draft(&p("secret"), true, 0o644).await, &p("secret"));
-        assert_leaves_origin(origin.mkdir(&p("d"), 0o755).await, &p("d"));
+        assert_leaves_origin(origin.mkdir(&p("d"), 0o755, None).await, &p("d"));
         assert_leaves_origin(origin.unlink(&p("secret")).await, &p("secret"));
         assert_leaves_origin(origin.rmdir(&p("d")).await, &p("d"));
-        assert_leaves_origin(origin.symlink("x", &p("l")).await, &p("l"));
+        assert_leaves_origin(origin.symlink("x", &p("l"), None).await, &p("l"));
         assert_leaves_origin(origin.set_mode(&p("secret"), 0o777).await, &p("secret"));
         assert_leaves_origin(
             origin.set_times(&p("secret"), None, None).await,
@@ -434,7 +435,7 @@ async fn the_origin_counts_changes_writes_and_commits() {
     draft.write_at(0, b"hello ").expect("write");
     draft.write_at(6, b"world").expect("write");
     draft.commit().await.expect("commit");
-    origin.mkdir("d", 0o755).await.expect("mkdir");
+    origin.mkdir("d", 0o755, None).await.expect("mkdir");
     origin.rename("f", "d/f", false).await.expect("rename");
     origin.list("d").await.expect("list");
     origin.entry("d/f").await.expect("entry");

@@ -197,7 +197,7 @@ async fn directories_are_prefixes_that_last_until_rmdir() {
     let Some(s) = s3("t") else { return };
     let o = &s.origin;
     let (file, dir) = (EntryKind::File, EntryKind::Dir);
-    o.mkdir("d", 0o755).await.expect("mkdir");
+    o.mkdir("d", 0o755, None).await.expect("mkdir");
     assert_eq!(names(o, "").await, [("d".into(), dir)]);
     assert_eq!(names(o, "d").await, [], "the marker is hidden");
     assert!(
@@ -206,7 +206,7 @@ async fn directories_are_prefixes_that_last_until_rmdir() {
             .expect_err("hidden")
             .is_not_found()
     );
-    let exists = o.mkdir("d", 0o755).await.expect_err("again");
+    let exists = o.mkdir("d", 0o755, None).await.expect_err("again");
     assert!(matches!(exists, OriginError::Exists { .. }), "{exists}");
 
     let mut f = o.draft("d/f", false, 0o644).await.expect("draft");
@@ -242,7 +242,7 @@ async fn directories_are_prefixes_that_last_until_rmdir() {
     assert_eq!(contents(o, "d/g").await.1, b"h");
     assert!(o.entry("h").await.expect_err("moved").is_not_found());
 
-    let err = o.symlink("g", "d/link").await.expect_err("no links");
+    let err = o.symlink("g", "d/link", None).await.expect_err("no links");
     assert!(matches!(err, OriginError::Unsupported { .. }), "{err}");
     o.set_mode("d/g", 0o600).await.expect("accepted, not kept");
     let err = o.set_mode("nothing", 0o600).await.expect_err("missing");
@@ -259,7 +259,7 @@ async fn paths_outside_the_prefix_are_refused_for_writes() {
     let Some(s) = s3("p") else { return };
     for bad in ["../x", "/etc/x", "a/../../x", ""] {
         assert!(s.origin.draft(bad, false, 0o644).await.is_err(), "{bad}");
-        assert!(s.origin.mkdir(bad, 0o755).await.is_err(), "{bad}");
+        assert!(s.origin.mkdir(bad, 0o755, None).await.is_err(), "{bad}");
     }
     let outside = s
         .store

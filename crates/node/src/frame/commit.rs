@@ -11,7 +11,7 @@ use coopcache_core::c2cfs::live::{CommitMsg, FirstBlock, MAX_PATH};
 use coopcache_core::c2cfs::{Committed, Tcommit};
 
 use super::{FrameError, Reader};
-use crate::origin::{FileVersion, PathVersion};
+use crate::origin::{FileVersion, Owner, PathVersion};
 
 /// Longest version string a frame carries (ETags are tens of bytes).
 pub(super) const MAX_VERSION: usize = 1024;
@@ -125,6 +125,14 @@ fn put_version(buf: &mut BytesMut, v: &PathVersion) {
         None => buf.put_u8(0),
     }
     buf.put_u16(v.perm);
+    match v.owner {
+        Some(o) => {
+            buf.put_u8(1);
+            buf.put_u32(o.uid);
+            buf.put_u32(o.gid);
+        }
+        None => buf.put_u8(0),
+    }
 }
 
 impl Reader {
@@ -225,6 +233,12 @@ impl Reader {
         if perm > 0o7777 {
             return Err(self.bad(format!("permission bits {perm:o}")));
         }
+        let owner = if self.flag("owner")? {
+            let (uid, gid) = (self.u32()?, self.u32()?);
+            Some(Owner { uid, gid })
+        } else {
+            None
+        };
         Ok(PathVersion {
             path,
             version: FileVersion {
@@ -232,6 +246,7 @@ impl Reader {
                 version,
                 modified,
                 perm,
+                owner,
             },
         })
     }
@@ -253,6 +268,10 @@ pub(crate) mod tests {
             version: "\"9b2cf535f27731c974343645a3985328\"".into(),
             modified: Some(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
             perm: 0o4755,
+            owner: Some(Owner {
+                uid: 1000,
+                gid: 100,
+            }),
         };
         let version = PathVersion {
             path: path.clone(),

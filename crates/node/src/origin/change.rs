@@ -14,7 +14,7 @@ use super::backend::Backend;
 use super::draft::Draft;
 use super::local::LocalDir;
 use super::object_write::ObjectDraft;
-use super::{Origin, OriginError, Store, check_path, object_change, prefixed};
+use super::{Origin, OriginError, Owner, Store, check_path, object_change, prefixed};
 
 /// A time to set on a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,12 @@ impl Origin {
             Store::Local(_) => true,
             Store::Object { backend, .. } => *backend == Backend::S3,
         }
+    }
+
+    /// Whether the origin keeps files' owners (a directory does; S3 and
+    /// HTTP keep none).
+    pub fn keeps_owners(&self) -> bool {
+        matches!(self.store, Store::Local(_))
     }
 
     /// Where a change of `path` goes, counted as one change asked of the
@@ -103,11 +109,19 @@ impl Origin {
         }
     }
 
-    /// Creates directory `path`.
-    pub async fn mkdir(&self, path: &str, mode: u32) -> Result<(), OriginError> {
+    /// Creates directory `path`, owned by `creator` where the origin keeps
+    /// owners and this process may give files away (it is root).
+    pub async fn mkdir(
+        &self,
+        path: &str,
+        mode: u32,
+        creator: Option<Owner>,
+    ) -> Result<(), OriginError> {
         let p = path.to_owned();
         match self.target(path)? {
-            Target::Local(dir) => Self::local_change(path, dir, move |d| d.mkdir(&p, mode)).await,
+            Target::Local(dir) => {
+                Self::local_change(path, dir, move |d| d.mkdir(&p, mode, creator)).await
+            }
             Target::Object { store, key, .. } => {
                 object_change::mkdir(store.as_ref(), &key, path).await
             }
@@ -172,12 +186,20 @@ impl Origin {
         }
     }
 
-    /// Creates a symbolic link at `path` holding `target` (S3 has none:
+    /// Creates a symbolic link at `path` holding `target`, owned by
+    /// `creator` as [`Origin::mkdir`] says (S3 has none:
     /// [`OriginError::Unsupported`]).
-    pub async fn symlink(&self, target: &str, path: &str) -> Result<(), OriginError> {
+    pub async fn symlink(
+        &self,
+        target: &str,
+        path: &str,
+        creator: Option<Owner>,
+    ) -> Result<(), OriginError> {
         let (t, p) = (target.to_owned(), path.to_owned());
         match self.target(path)? {
-            Target::Local(dir) => Self::local_change(path, dir, move |d| d.symlink(&t, &p)).await,
+            Target::Local(dir) => {
+                Self::local_change(path, dir, move |d| d.symlink(&t, &p, creator)).await
+            }
             Target::Object { .. } => Err(OriginError::Unsupported {
                 origin: self.description.clone(),
                 what: "symbolic links".into(),
@@ -196,6 +218,27 @@ impl Origin {
             Target::Object { store, key, .. } => {
                 object_change::exists(store.as_ref(), &key, path).await
             }
+        }
+    }
+
+    /// Sets the owner and group of `path` (`None`: unchanged), refused
+    /// unless this process may (a directory origin: `EPERM` from the
+    /// system); S3 keeps none ([`OriginError::Unsupported`]).
+    pub async fn set_owner(
+        &self,
+        path: &str,
+        uid: Option<u32>,
+        gid: Option<u32>,
+    ) -> Result<(), OriginError> {
+        let p = path.to_owned();
+        match self.target(path)? {
+            Target::Local(dir) => {
+                Self::local_change(path, dir, move |d| d.set_owner(&p, uid, gid)).await
+            }
+            Target::Object { .. } => Err(OriginError::Unsupported {
+                origin: self.description.clone(),
+                what: "owners".into(),
+            }),
         }
     }
 

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use super::counts::Counts;
 use super::object_write::ObjectDraft;
-use super::{FileVersion, OriginError, SetTime, local};
+use super::{FileVersion, OriginError, Owner, SetTime, local};
 
 /// A file being written: nothing of it is visible to others until
 /// [`Draft::commit`]; dropped uncommitted, it leaves the file as it was.
@@ -120,6 +120,37 @@ impl Draft {
         match &self.kind {
             Kind::Local(d) => d.set_mode(mode),
             Kind::Object(_) => Ok(()),
+        }
+    }
+
+    /// Gives a file the draft creates to `owner`, its creator (a file the
+    /// origin had keeps its owner; an object store keeps none; a process
+    /// that may not give files away keeps them).
+    pub fn set_creator(&self, owner: Owner) -> Result<(), OriginError> {
+        match &self.kind {
+            Kind::Local(d) => d.set_creator(owner),
+            Kind::Object(_) => Ok(()),
+        }
+    }
+
+    /// Sets the owner and group the file will have (`None`: unchanged;
+    /// an object store keeps none: [`OriginError::Unsupported`]).
+    pub fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> Result<(), OriginError> {
+        match &self.kind {
+            Kind::Local(d) => d.set_owner(uid, gid),
+            Kind::Object(d) => Err(OriginError::Unsupported {
+                origin: "an object store".into(),
+                what: format!("owners (of {})", d.path()),
+            }),
+        }
+    }
+
+    /// The permission bits and owner the file will have, where the origin
+    /// keeps them (`None`: an object store).
+    pub fn attrs(&self) -> Result<Option<(u16, Owner)>, OriginError> {
+        match &self.kind {
+            Kind::Local(d) => d.attrs().map(Some),
+            Kind::Object(_) => Ok(None),
         }
     }
 

@@ -45,7 +45,7 @@ pub use draft::Draft;
 pub use error::OriginError;
 pub use path::check_path;
 pub use spec::{ACCEPTED_FORMS, OriginSpec};
-pub use tree::{DirEntry, Entry, EntryKind, PosixAttrs};
+pub use tree::{DirEntry, Entry, EntryKind, Owner, PosixAttrs};
 
 /// A version of a file in the origin: its size and a version string that
 /// changes whenever the content may have changed.
@@ -81,6 +81,12 @@ pub struct FileVersion {
     /// `exclusive` mode, beside the size and time.
     #[serde(default = "default_perm")]
     pub perm: u16,
+    /// Owner and group, where the origin keeps them (a directory does):
+    /// what a manager answers a mount's `getattr` with beside `perm`, so
+    /// that the kernel checks permissions against the same owner in both
+    /// consistency modes.
+    #[serde(default)]
+    pub owner: Option<Owner>,
 }
 
 /// Permission bits of a version that came without them.
@@ -142,6 +148,7 @@ impl FileVersion {
             version,
             modified: dated.then(|| meta.last_modified.into()),
             perm: default_perm(),
+            owner: None,
         })
     }
 

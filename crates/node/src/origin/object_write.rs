@@ -313,6 +313,7 @@ impl ObjectDraft {
             version,
             modified: None,
             perm: 0o644,
+            owner: None,
         })
     }
 }

@@ -55,6 +55,18 @@ pub struct PosixAttrs {
     pub changed: Option<SystemTime>,
     /// Hard links (a directory: 2 plus its subdirectories).
     pub nlink: u32,
+    /// Who owns it.
+    pub owner: Owner,
+}
+
+/// A file's owner and group, as numbers (a directory origin keeps them;
+/// S3 and HTTP keep none, and a mount reports its own user for them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Owner {
+    /// The owning user.
+    pub uid: u32,
+    /// The owning group.
+    pub gid: u32,
 }
 
 /// One name in a directory.

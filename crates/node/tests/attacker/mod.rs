@@ -20,7 +20,7 @@ mod locks;
 mod revoke;
 
 /// `PROTOCOL_VERSION` as docs/PROTOCOL.md gives it.
-const VERSION: u16 = 8;
+const VERSION: u16 = 9;
 const KIND_HELLO: u8 = 1;
 const KIND_GOSSIP: u8 = 3;
 const KIND_LEAVING: u8 = 4;

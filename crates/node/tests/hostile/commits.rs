@@ -104,6 +104,7 @@ async fn answers_to_a_request_sent_to_another_node_are_refused() {
             version: "forged".into(),
             modified: None,
             perm: 0o644,
+            owner: None,
         },
     };
     let forged = [

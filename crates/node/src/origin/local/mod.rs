@@ -38,7 +38,7 @@ use bytes::Bytes;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Statx, StatxFlags};
 use rustix::io::Errno;
 
-use super::{DirEntry, Entry, EntryKind, FileVersion, OriginError, PosixAttrs};
+use super::{DirEntry, Entry, EntryKind, FileVersion, OriginError, Owner, PosixAttrs};
 
 mod write;
 pub(crate) use write::Draft;
@@ -179,6 +179,10 @@ impl LocalDir {
                 accessed: system_time(st.stx_atime),
                 changed: system_time(st.stx_ctime),
                 nlink: st.stx_nlink,
+                owner: Owner {
+                    uid: st.stx_uid,
+                    gid: st.stx_gid,
+                },
             }),
         })
     }
@@ -352,6 +356,8 @@ fn statx(path: &str, fd: impl AsFd) -> Result<Statx, OriginError> {
 const STATX_MASK: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::MODE)
     .union(StatxFlags::NLINK)
+    .union(StatxFlags::UID)
+    .union(StatxFlags::GID)
     .union(StatxFlags::ATIME)
     .union(StatxFlags::INO)
     .union(StatxFlags::SIZE)
@@ -383,6 +389,10 @@ fn version_of(path: &str, st: &Statx) -> Result<FileVersion, OriginError> {
         ),
         modified: system_time(m),
         perm: st.stx_mode & 0o7777,
+        owner: Some(Owner {
+            uid: st.stx_uid,
+            gid: st.stx_gid,
+        }),
     })
 }
 

@@ -21,7 +21,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::time::SystemTime;
 
@@ -30,7 +30,7 @@ use rustix::io::Errno;
 
 use super::{LocalDir, io_error, statx, statx_at, version_of};
 use crate::origin::written::Written;
-use crate::origin::{FileVersion, OriginError, SetTime};
+use crate::origin::{FileVersion, OriginError, Owner, SetTime};
 use std::collections::hash_map::RandomState;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,6 +55,9 @@ pub(crate) struct Draft {
     name: String,
     path: String,
     committed: bool,
+    /// Whether the origin had no such file when the draft began: its
+    /// creator owns it ([`Draft::set_creator`]).
+    created: bool,
     /// The temporary file a rebase wrote, while it is not yet renamed.
     rebased_temp: Option<String>,
     /// What this open wrote (or that it replaces the file whole).
@@ -120,16 +123,29 @@ impl LocalDir {
             Err(Errno::NOENT) => None,
             Err(e) => return Err(self.refusal(path, e)),
         };
-        let (mode, before) = match &existing {
+        let (mode, before, owner) = match &existing {
             Some(f) => {
                 let st = statx(path, f)?;
                 // Refuses a directory or a FIFO.
                 let version = version_of(path, &st)?.version;
-                (u32::from(st.stx_mode) & 0o7777, Some(version))
+                let owner = Owner {
+                    uid: st.stx_uid,
+                    gid: st.stx_gid,
+                };
+                (u32::from(st.stx_mode) & 0o7777, Some(version), Some(owner))
             }
-            None => (mode & 0o7777, None),
+            None => (mode & 0o7777, None, None),
         };
         let (file, temp) = create_temp(&dir, mode).map_err(|e| io_error(path, e))?;
+        if let Some(owner) = owner {
+            // The commit renames the draft over the file: it keeps the
+            // file's owner (where this process may give it; see
+            // `chown_if_allowed`), and its set-id bits, which the chown
+            // cleared.
+            chown_if_allowed(&file, Some(owner.uid), Some(owner.gid))
+                .and_then(|()| rustix::fs::fchmod(&file, Mode::from_raw_mode(mode)))
+                .map_err(|e| io_error(path, e.into()))?;
+        }
         let mut draft = Draft {
             file,
             dir,
@@ -137,6 +153,7 @@ impl LocalDir {
             name: name.to_owned(),
             path: path.to_owned(),
             committed: false,
+            created: existing.is_none(),
             rebased_temp: None,
             written: Written::new(!keep || existing.is_none()),
             times: None,
@@ -151,11 +168,18 @@ impl LocalDir {
         Ok(draft)
     }
 
-    /// Creates directory `path`.
-    pub(crate) fn mkdir(&self, path: &str, mode: u32) -> Result<(), OriginError> {
+    /// Creates directory `path`, owned by `creator` if given (and this
+    /// process may give it).
+    pub(crate) fn mkdir(
+        &self,
+        path: &str,
+        mode: u32,
+        creator: Option<Owner>,
+    ) -> Result<(), OriginError> {
         let (dir, name) = self.parent(path)?;
-        let mode = Mode::from_raw_mode(mode & 0o7777);
-        rustix::fs::mkdirat(&dir, name, mode).map_err(|e| self.change_error(path, e))?;
+        let inherits = set_gid(&dir).map_err(|e| self.change_error(path, e))?;
+        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode & 0o7777))
+            .map_err(|e| self.change_error(path, e))?;
         // This process's umask cleared bits the caller's mode kept (the
         // caller's own umask is applied already): set them, as a local
         // mkdir would have.
@@ -166,6 +190,12 @@ impl LocalDir {
             Mode::empty(),
         )
         .map_err(|e| self.change_error(path, e))?;
+        if let Some(owner) = creator {
+            give_to_creator(&made, owner, inherits).map_err(|e| self.change_error(path, e))?;
+        }
+        // A set-group-ID directory's subdirectory inherits the bit.
+        let inherited = if inherits { 0o2000 } else { 0 };
+        let mode = Mode::from_raw_mode((mode & 0o7777) | inherited);
         rustix::fs::fchmod(&made, mode).map_err(|e| self.change_error(path, e))
     }
 
@@ -207,10 +237,45 @@ impl LocalDir {
             .map_err(|e| self.change_error(from, e))
     }
 
-    /// Creates a symbolic link at `path` holding `target`.
-    pub(crate) fn symlink(&self, target: &str, path: &str) -> Result<(), OriginError> {
+    /// Creates a symbolic link at `path` holding `target`, owned by
+    /// `creator` if given (and this process may give it).
+    pub(crate) fn symlink(
+        &self,
+        target: &str,
+        path: &str,
+        creator: Option<Owner>,
+    ) -> Result<(), OriginError> {
         let (dir, name) = self.parent(path)?;
-        rustix::fs::symlinkat(target, &dir, name).map_err(|e| self.change_error(path, e))
+        rustix::fs::symlinkat(target, &dir, name).map_err(|e| self.change_error(path, e))?;
+        let Some(owner) = creator else {
+            return Ok(());
+        };
+        let inherits = set_gid(&dir).map_err(|e| self.change_error(path, e))?;
+        let gid = (!inherits).then_some(owner.gid);
+        let (uid, gid) = (Some(uid_of(owner.uid)), gid.map(gid_of));
+        match rustix::fs::chownat(&dir, name, uid, gid, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(Errno::PERM) | Ok(()) => Ok(()),
+            Err(e) => Err(self.change_error(path, e)),
+        }
+    }
+
+    /// Sets the owner and group of `path` (`None`: unchanged), not
+    /// following a final link: refused (`EPERM`) unless this process may
+    /// (`CAP_CHOWN`, or its own file given to a group it is in). The
+    /// system clears a regular file's set-id bits, as a local chown does.
+    pub(crate) fn set_owner(
+        &self,
+        path: &str,
+        uid: Option<u32>,
+        gid: Option<u32>,
+    ) -> Result<(), OriginError> {
+        let (dir, name) = self.parent(path)?;
+        let (uid, gid) = (uid.map(uid_of), gid.map(gid_of));
+        rustix::fs::chownat(&dir, name, uid, gid, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| match e {
+            // chown's own answer, not a refused read's `EACCES`.
+            Errno::PERM => io_error(path, e.into()),
+            e => self.change_error(path, e),
+        })
     }
 
     /// Sets the permission bits of `path` (not following a final link).
@@ -296,6 +361,37 @@ impl Draft {
             .map_err(|e| io_error(&self.path, e.into()))
     }
 
+    /// Gives a new file to its creator (a file the origin had keeps its
+    /// owner): the group too unless the directory is set-group-ID, whose
+    /// group new files take. Where this process may not give files away
+    /// (it is not root), the file stays its own, as the files it made
+    /// before the owners were kept.
+    pub(crate) fn set_creator(&self, owner: Owner) -> Result<(), OriginError> {
+        if !self.created {
+            return Ok(());
+        }
+        let inherits = set_gid(&self.dir).map_err(|e| io_error(&self.path, e.into()))?;
+        give_to_creator(&self.file, owner, inherits).map_err(|e| io_error(&self.path, e.into()))
+    }
+
+    /// Sets the owner and group the file will have (`None`: unchanged);
+    /// refused (`EPERM`) unless this process may.
+    pub(crate) fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> Result<(), OriginError> {
+        let (uid, gid) = (uid.map(uid_of), gid.map(gid_of));
+        // `EPERM` as it is (chown's answer), not as a refused read.
+        rustix::fs::fchown(&self.file, uid, gid).map_err(|e| io_error(&self.path, e.into()))
+    }
+
+    /// The permission bits and the owner the file will have.
+    pub(crate) fn attrs(&self) -> Result<(u16, Owner), OriginError> {
+        let st = rustix::fs::fstat(&self.file).map_err(|e| io_error(&self.path, e.into()))?;
+        let owner = Owner {
+            uid: st.st_uid,
+            gid: st.st_gid,
+        };
+        Ok(((st.st_mode & 0o7777) as u16, owner))
+    }
+
     /// Sets the times the file will have (the rename keeps them).
     pub(crate) fn set_times(
         &mut self,
@@ -352,9 +448,12 @@ impl Draft {
     /// A new temporary file holding the target as it is now with this
     /// open's writes laid over it (`rebased_temp` names it).
     fn rebase(&mut self) -> io::Result<File> {
-        let mode = rustix::fs::fstat(&self.file)?.st_mode & 0o7777;
+        let st = rustix::fs::fstat(&self.file)?;
+        let mode = st.st_mode & 0o7777;
         let (out, temp) = create_temp(&self.dir, mode)?;
         self.rebased_temp = Some(temp);
+        chown_if_allowed(&out, Some(st.st_uid), Some(st.st_gid))?;
+        rustix::fs::fchmod(&out, Mode::from_raw_mode(mode))?;
         match rustix::fs::openat(
             &self.dir,
             self.name.as_str(),
@@ -387,6 +486,39 @@ impl Drop for Draft {
             let _ = rustix::fs::unlinkat(&self.dir, temp.as_str(), AtFlags::empty());
         }
     }
+}
+
+/// Whether directory `dir` is set-group-ID (what is made in it takes its
+/// group).
+fn set_gid(dir: &OwnedFd) -> Result<bool, Errno> {
+    Ok(rustix::fs::fstat(dir)?.st_mode & 0o2000 != 0)
+}
+
+/// Gives `fd` to `owner` (its group unless `inherits`, the directory's
+/// group having been taken), where this process may.
+fn give_to_creator(fd: &impl AsFd, owner: Owner, inherits: bool) -> Result<(), Errno> {
+    let gid = (!inherits).then_some(owner.gid);
+    chown_if_allowed(fd, Some(owner.uid), gid)
+}
+
+/// `fchown`, a refusal for lack of the right (`EPERM`: this process is not
+/// root) taken as the answer: the file stays this process's.
+fn chown_if_allowed(fd: &impl AsFd, uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
+    match rustix::fs::fchown(fd, uid.map(uid_of), gid.map(gid_of)) {
+        Err(Errno::PERM) | Ok(()) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A user number as the system calls take it (`u32::MAX` would mean "no
+/// change" there: it is refused before it gets here).
+fn uid_of(raw: u32) -> rustix::fs::Uid {
+    rustix::fs::Uid::from_raw_unchecked(raw)
+}
+
+/// A group number as the system calls take it.
+fn gid_of(raw: u32) -> rustix::fs::Gid {
+    rustix::fs::Gid::from_raw_unchecked(raw)
 }
 
 /// Creates a new temporary file in `dir` with `mode`.
