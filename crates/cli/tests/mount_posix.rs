@@ -405,3 +405,61 @@ os.close(fb)"
     assert!(b.terminate().success());
     assert!(a.terminate().success());
 }
+
+/// Names past 255 bytes are `ENAMETOOLONG` for every call that takes one,
+/// as on the kernel's own file system, and a path's length is counted
+/// from the mount point, not from the origin's place: with the origin
+/// directory 3,700 bytes deep, a file 1,000 bytes below the mount point
+/// is made, found and removed (the origin's own path to it is past
+/// `PATH_MAX`). (A directory origin refused long names before the mount
+/// had limits of its own; an S3 origin answered `EIO`: `mount_s3`.)
+#[test]
+fn names_are_too_long_by_the_mounts_own_limits() {
+    let deep = vec!["o".repeat(250); 15].join("/");
+    let Some(work) = Work::new(&["plain", &format!("origin/{deep}"), "mnt"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let (origin, dir) = (work.join("origin").join(&deep), work.join("mnt"));
+    assert!(origin.as_os_str().len() > 3_700);
+    let m = Mount::start(work.path(), &origin, &dir);
+    let script = |d: &std::path::Path| {
+        python(&format!(
+            "import errno, os
+os.chdir('{}')
+def tried(what, call):
+    try:
+        call()
+        print(what, 'ok')
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+fits, over = 'n' * 255, 'n' * 256
+tried('create 255', lambda: os.close(os.open(fits, os.O_CREAT | os.O_WRONLY, 0o644)))
+tried('stat 255', lambda: os.stat(fits))
+tried('create 256', lambda: os.open(over, os.O_CREAT | os.O_WRONLY, 0o644))
+tried('stat 256', lambda: os.stat(over))
+tried('mkdir 256', lambda: os.mkdir(over))
+tried('rename to 256', lambda: os.rename(fits, over))
+tried('symlink 256', lambda: os.symlink(fits, over))
+tried('unlink 256', lambda: os.unlink(over))
+level = 'd' * 249
+for i in range(4):
+    os.mkdir(level)
+    os.chdir(level)
+tried('deep create', lambda: open('f', 'w').write('deep'))
+tried('deep read', lambda: open('f').read() == 'deep' or 1 / 0)
+tried('deep unlink', lambda: os.unlink('f'))",
+            d.display()
+        ))
+    };
+    let expected = "create 255 ok\nstat 255 ok\n\
+                    create 256 ENAMETOOLONG\nstat 256 ENAMETOOLONG\n\
+                    mkdir 256 ENAMETOOLONG\nrename to 256 ENAMETOOLONG\n\
+                    symlink 256 ENAMETOOLONG\nunlink 256 ENAMETOOLONG\n\
+                    deep create ok\ndeep read ok\ndeep unlink ok\n";
+    assert_eq!(script(&work.join("plain")), expected, "a plain directory");
+    assert_eq!(script(&dir), expected, "the mount");
+    assert!(m.terminate().success());
+}

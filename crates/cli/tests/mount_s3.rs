@@ -75,6 +75,14 @@ fn an_s3_origin_mounts_writable_and_readers_fetch_from_the_writer() {
     assert!(std::fs::read(db.join("c/g.bin")).unwrap() == want);
     sh(&format!("rm -r {0}/c {0}/e", da.display()));
     assert!(names(&db).is_empty(), "{:?}", names(&db));
+
+    // The mount's own name limit, the one statfs reports (S3 would hold a
+    // 1,024-byte key): a 256-byte name is too long, a 255-byte one fits.
+    assert_eq!(
+        errno_of(std::fs::write(da.join("n".repeat(256)), b"x")),
+        Some(libc_errno::ENAMETOOLONG)
+    );
+    std::fs::write(da.join("n".repeat(255)), b"x").unwrap();
     assert!(a.terminate().success());
     assert!(b.terminate().success());
 }

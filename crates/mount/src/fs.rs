@@ -41,6 +41,7 @@ use crate::Consistency;
 use crate::errno;
 use crate::inodes::Inodes;
 use crate::locks::LockOwners;
+use crate::names;
 use crate::write::{AttrChange, NewFile, Pending, Writers};
 
 mod read;
@@ -205,9 +206,7 @@ impl CoopFs {
 
     /// The path of `name` in directory `parent`.
     fn child(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
-        let dir = self.path(parent)?;
-        let name = name.to_str().ok_or(Errno::EINVAL)?;
-        Ok(join(&dir, name))
+        names::child_path(&self.path(parent)?, name, Errno::EINVAL)
     }
 
     /// Looks `path` up after a change made it, for the kernel's new entry.
@@ -544,9 +543,7 @@ impl Filesystem for CoopFs {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let result = (|| {
-            let dir = self.path(parent)?;
-            let name = name.to_str().ok_or(Errno::ENOENT)?;
-            let path = join(&dir, name);
+            let path = names::child_path(&self.path(parent)?, name, Errno::ENOENT)?;
             // A name the kernel asks again (its entry's second is up) of a
             // file it still holds: in `exclusive` mode, its manager says.
             let known = self.inodes().number(&path);

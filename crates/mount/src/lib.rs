@@ -32,6 +32,7 @@ mod errno;
 mod fs;
 mod inodes;
 mod locks;
+mod names;
 mod passthrough;
 mod write;
 

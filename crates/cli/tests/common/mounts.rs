@@ -287,6 +287,7 @@ pub mod libc_errno {
     pub const EISDIR: i32 = 21;
     pub const EROFS: i32 = 30;
     pub const ENOTEMPTY: i32 = 39;
+    pub const ENAMETOOLONG: i32 = 36;
     pub const ENOTSUP: i32 = 95;
     pub const ENOSPC: i32 = 28;
     pub const ENOTCONN: i32 = 107;
