@@ -16,7 +16,9 @@
 #   - prometheus: promtool checks /metrics;
 #   - systemd: systemd-analyze verifies deploy/coopcache.service (a fresh
 #     Debian has none; installing it starts nothing);
-#   - chromium: the dashboard test drives it headless.
+#   - chromium: the dashboard test drives it headless;
+#   - fsx (crates.io, about 45 s to build): the File System eXerciser the
+#     mount tests run (crates/cli/tests/mount_fsx.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,3 +35,5 @@ if [ -n "$missing" ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
 fi
+
+command -v fsx >/dev/null || cargo install fsx --version 0.3.2 --locked --quiet

@@ -13,6 +13,7 @@ mod servers;
 
 mod bench_dataset;
 mod mount;
+mod mount_fsx;
 mod mount_histories;
 mod mount_locks;
 mod mount_owners;
