@@ -506,11 +506,8 @@ impl Filesystem for CoopFs {
                 "the kernel cannot hand file locks to the mount: they stay local to this node"
             );
         }
-        // Not FUSE_DIRECT_IO_ALLOW_MMAP: with shared writable maps, sqlite's
-        // WAL mode runs, its wal-index (the `-shm` file, memory it needs
-        // shared by every writer) is shared only on one node, and inserts
-        // from two nodes were reported done and lost (36 done, 31 kept,
-        // 2026-12-03); without them WAL fails at its first write.
+        // Not FUSE_DIRECT_IO_ALLOW_MMAP: shared maps let sqlite's WAL run
+        // with per-node shared memory, and it lost rows (README's table).
         Ok(())
     }
 
