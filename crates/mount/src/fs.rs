@@ -27,7 +27,7 @@ use coopcache_core::c2cfs::Tcommit;
 use coopcache_node::NodeHandle;
 use coopcache_node::origin::tree::join;
 use coopcache_node::origin::{
-    DirEntry, Entry, EntryKind, FileVersion, Origin, OriginError, Owner, PosixAttrs, SetTime,
+    DirEntry, Entry, EntryKind, FileVersion, Origin, OriginError, PosixAttrs, SetTime,
 };
 use fuser::{
     BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
@@ -42,8 +42,9 @@ use crate::errno;
 use crate::inodes::Inodes;
 use crate::locks::LockOwners;
 use crate::names;
-use crate::write::{AttrChange, NewFile, Pending, Writers};
+use crate::write::{AttrChange, Pending, Writers};
 
+mod owners;
 mod read;
 use read::ReadAhead;
 
@@ -128,33 +129,6 @@ impl CoopFs {
             uid: rustix::process::geteuid().as_raw(),
             gid: rustix::process::getegid().as_raw(),
         }
-    }
-
-    /// The mount's own user and group (this process's).
-    fn owner(&self) -> Owner {
-        Owner {
-            uid: self.uid,
-            gid: self.gid,
-        }
-    }
-
-    /// What a file `req` creates is made with: `perm`, and the caller as
-    /// owner where the origin keeps owners (else the mount's user, which
-    /// is what such a file shows).
-    fn new_file(&self, req: &Request, perm: u16) -> NewFile {
-        NewFile {
-            perm,
-            creator: self.creator(req).unwrap_or(self.owner()),
-        }
-    }
-
-    /// The caller of `req`, who owns what it creates, where the origin
-    /// keeps owners.
-    fn creator(&self, req: &Request) -> Option<Owner> {
-        self.node.origin().keeps_owners().then(|| Owner {
-            uid: req.uid(),
-            gid: req.gid(),
-        })
     }
 
     fn inodes(&self) -> MutexGuard<'_, Inodes> {
@@ -849,20 +823,7 @@ impl Filesystem for CoopFs {
     ) {
         let result = (|| {
             let path = self.path(ino)?;
-            // -1 means "unchanged" to chown: the kernel never sends it.
-            if uid == Some(u32::MAX) || gid == Some(u32::MAX) {
-                return Err(Errno::EINVAL);
-            }
-            let keeps_owners = self.node.origin().keeps_owners();
-            let (uid, gid) = match keeps_owners {
-                true => (uid, gid),
-                // S3 and HTTP files are the mount's user's: giving them to
-                // it changes nothing, another owner cannot be kept (as on
-                // FAT or s3fs).
-                false if uid.is_some_and(|u| u != self.uid) => return Err(Errno::EPERM),
-                false if gid.is_some_and(|g| g != self.gid) => return Err(Errno::EPERM),
-                false => (None, None),
-            };
+            let (uid, gid) = self.owner_asked(uid, gid)?;
             let pending = fh
                 .and_then(|fh| self.writer(fh))
                 .or_else(|| self.writers.get(&path));
@@ -895,18 +856,19 @@ impl Filesystem for CoopFs {
             };
             if !drafted {
                 let AttrChange { atime, mtime, .. } = change;
+                let owned = uid.is_some() || gid.is_some();
+                let timed = atime.is_some() || mtime.is_some();
                 // The owner first: a chown clears set-id bits a mode sets.
-                if uid.is_some() || gid.is_some() {
+                if owned {
                     self.origin(|o| o.set_owner(&path, uid, gid))?;
-                    self.changed(&path);
                 }
                 if let Some(mode) = mode {
                     self.origin(|o| o.set_mode(&path, mode))?;
                 }
-                if atime.is_some() || mtime.is_some() {
+                if timed {
                     self.origin(|o| o.set_times(&path, atime, mtime))?;
                 }
-                if mode.is_some() || atime.is_some() || mtime.is_some() {
+                if owned || timed || mode.is_some() {
                     self.changed(&path);
                 }
             }
