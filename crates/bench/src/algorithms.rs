@@ -1,7 +1,7 @@
 //! `coopcache bench algorithms`: a multi-client workload (the simulator's
 //! `sprite-like` by default) replayed through a live loopback cluster for
 //! each algorithm the daemon runs, next to the same protocol simulated
-//! with the live cluster's block ids (`coopcache_sim::live`) and to the
+//! with the live cluster's block ids (`coopcache_sim::protocol`) and to the
 //! paper's simulator, for the same trace, seed, cache sizes and block size.
 //!
 //! All three get the same shape: one node per client, each caching
@@ -22,7 +22,7 @@ use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
 use coopcache_node::block::{BlockId, first_block};
 use coopcache_node::origin::FileVersion;
-use coopcache_sim::live::LiveCluster;
+use coopcache_sim::protocol::LiveCluster;
 use coopcache_sim::trace::{Op, Request};
 use coopcache_sim::workload::Workload;
 use std::collections::{BTreeMap, HashMap};

@@ -5,7 +5,7 @@
 //! - `shared`: an open asks the origin for the file's version;
 //! - `exclusive`: an open asks the file's manager, which serves the
 //!   file's first block with its answer (one round trip for both,
-//!   `coopcache_core::c2cfs::live`);
+//!   `coopcache_core::c2cfs::exclusive`);
 //! - `exclusive, two round trips`: the same, the first block asked for
 //!   after the answer (`NodeOptions::first_block_with_open` off), as
 //!   before the first block was served with the answer.

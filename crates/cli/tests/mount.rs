@@ -394,7 +394,7 @@ fn exclusive_mounts_see_every_change_made_through_a_mount() {
         wait_members(m, 3);
     }
     // Managers answer from their tables once the members have agreed for
-    // the stable period (coopcache_core::c2cfs::live).
+    // the stable period (coopcache_core::c2cfs::exclusive).
     wait_commits_stable(&[&a, &b, &c]);
     let stats = || -> u64 {
         [&a, &b, &c]

@@ -183,7 +183,7 @@ fn histories(env: &[(String, String)]) {
     }
     if !env.is_empty() {
         // Managers answer from their tables once the members have agreed
-        // for a while (`coopcache_core::c2cfs::live`); until then opens
+        // for a while (`coopcache_core::c2cfs::exclusive`); until then opens
         // ask the origin, which would test nothing new.
         for m in &mounts {
             wait_members(m, 3);

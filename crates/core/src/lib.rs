@@ -17,6 +17,8 @@
 //!   `Tcommit` and valid copies, and where an open reads from.
 //! - [`members`]: a node's view of the cluster: whom it dials, which
 //!   linked members are live, whom a peer's word makes it dial.
+//! - [`node`]: one node's protocols (block reads, C2Cfs opens and
+//!   commits, file locks) joined into the one machine the daemon carries.
 //! - [`list`]: the slab-backed linked lists the policies are built on.
 #![forbid(unsafe_code)]
 
@@ -29,6 +31,7 @@ pub mod error;
 mod index;
 pub mod list;
 pub mod members;
+pub mod node;
 pub mod policy;
 pub mod protocol;
 mod queue;

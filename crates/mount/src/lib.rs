@@ -14,7 +14,7 @@
 //!
 //! In `exclusive` mode ([`Consistency::Exclusive`]) an open asks the
 //! file's manager instead of the origin: the core's C2Cfs commit state
-//! (`coopcache_core::c2cfs::live`), which every close, removal and rename
+//! (`coopcache_core::c2cfs::exclusive`), which every close, removal and rename
 //! through a mount updates. Hard links are not supported (`ENOTSUP`), nor
 //! extended attributes. Owners are the origin's (a directory keeps them;
 //! S3 and HTTP files belong to the mounting user), and the kernel checks

@@ -12,7 +12,7 @@
 
 use std::ffi::OsStr;
 
-use coopcache_core::c2cfs::live::MAX_PATH;
+use coopcache_core::c2cfs::exclusive::MAX_PATH;
 use coopcache_node::origin::tree::join;
 use fuser::Errno;
 

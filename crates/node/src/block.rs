@@ -2,7 +2,7 @@
 //! from the path and the origin's version) and carries their bytes.
 
 use bytes::Bytes;
-use coopcache_core::c2cfs::live::path_key;
+use coopcache_core::c2cfs::exclusive::path_key;
 pub use coopcache_core::protocol::{BlockId, manager_of};
 use coopcache_core::protocol::{Content, Digest, route_of};
 
@@ -16,7 +16,7 @@ pub fn file_id(path: &str, version: &str) -> u64 {
 /// Block 0 of version `version` of the file at `path` in a shared origin
 /// (its others are `BlockId { index, ..first }`), routed by the path: every
 /// version of a file has the same manager, which in C2Cfs `exclusive` mode
-/// keeps its commit state too (`coopcache_core::c2cfs::live`).
+/// keeps its commit state too (`coopcache_core::c2cfs::exclusive`).
 pub fn first_block(path: &str, version: &str) -> BlockId {
     BlockId {
         file: file_id(path, version),
@@ -106,7 +106,7 @@ mod tests {
         let (a, b) = (first_block("d/f", "v1"), first_block("d/f", "v2"));
         assert_ne!(a.file, b.file);
         assert_eq!((a.route, a.index), (b.route, 0));
-        let key = coopcache_core::c2cfs::live::manager_key("d/f");
+        let key = coopcache_core::c2cfs::exclusive::manager_key("d/f");
         assert_eq!(u64::from(a.route), key);
         assert_ne!(first_block("d/g", "v1").route, a.route);
     }

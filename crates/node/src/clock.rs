@@ -1,6 +1,6 @@
 //! The daemon's clock: the one place that reads the time. The protocol
-//! takes microseconds since the node started, SWIM and the attribute cache
-//! take instants; both come from here, so a test or a harness that drives
+//! takes microseconds since the node started (so does the version cache), SWIM
+//! takes instants; both come from here, so a test or a harness that drives
 //! the core with another clock replaces one thing.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -13,11 +13,10 @@ use crate::membership::Swim;
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError};
 use bytes::Bytes;
-use coopcache_core::c2cfs::live::CommitProtocol;
-use coopcache_core::c2cfs::locks::LockProtocol;
 use coopcache_core::coop::{Level, NodeId};
 use coopcache_core::members::View;
-use coopcache_core::protocol::{Action, NodeProtocol, PeerMsg, ReadFailure, Served};
+use coopcache_core::node::{Msg, Output};
+use coopcache_core::protocol::{Action, PeerMsg, ReadFailure, Served};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +50,7 @@ pub enum ReadError {
 pub type Reply = oneshot::Sender<Result<(Bytes, Level), ReadError>>;
 
 use commits::CommitWaiter;
-pub use commits::{CommitEvent, OpenAnswer};
+pub use commits::{CommitEvent, OpenAnswer, first_block_of};
 pub use locks::LockEvent;
 
 /// What the driver reacts to.
@@ -303,10 +302,15 @@ pub struct DriverConfig {
     pub budget: u64,
 }
 
+/// The core's node: block reads, C2Cfs opens and commits, file locks, and
+/// what joins them.
+pub type Node = coopcache_core::node::Node<BlockId, Block, crate::origin::PathVersion>;
+
 /// The driver's state.
 pub struct Driver {
     cfg: DriverConfig,
-    protocol: NodeProtocol<BlockId, Block>,
+    /// Every protocol decision: the driver only carries it.
+    node: Node,
     clock: Clock,
     origin: Arc<Origin>,
     metrics: Arc<Metrics>,
@@ -327,16 +331,10 @@ pub struct Driver {
     /// Origin reads the protocol asked for, not sent yet (see
     /// `origin_reads`): at most what the events of one drain ask for.
     origin_queue: Vec<BlockId>,
-    /// C2Cfs `exclusive` mode: this node's share of the files' commit
-    /// state, and its own opens and commits (`commits.rs`).
-    commits: CommitProtocol<crate::origin::PathVersion>,
-    /// Callers waiting on `commits`, by request id.
+    /// Callers waiting on the node's opens and commits, by request id.
     commit_waiters: HashMap<u64, CommitWaiter>,
     next_commit_req: u64,
-    /// The cluster's locks: the files this node manages and its own
-    /// processes' calls (`locks.rs`).
-    locks: LockProtocol,
-    /// Callers waiting on `locks`, by request id.
+    /// Callers waiting on the node's lock calls, by request id.
     lock_waiters: HashMap<u64, oneshot::Sender<coopcache_core::c2cfs::locks::LockResult>>,
     next_lock_req: u64,
 }
@@ -353,13 +351,10 @@ struct Synced {
 }
 
 impl Driver {
-    /// A driver for `protocol`.
-    #[allow(clippy::too_many_arguments)]
+    /// A driver for `node`.
     pub fn new(
         cfg: DriverConfig,
-        protocol: NodeProtocol<BlockId, Block>,
-        commits: CommitProtocol<crate::origin::PathVersion>,
-        locks: LockProtocol,
+        node: Node,
         clock: Clock,
         origin: Arc<Origin>,
         metrics: Arc<Metrics>,
@@ -382,7 +377,7 @@ impl Driver {
         let view = View::new(cfg.id, ctx.listen.clone(), MAX_LINKS, MAX_DOWN);
         Driver {
             cfg,
-            protocol,
+            node,
             clock,
             origin,
             metrics,
@@ -395,10 +390,8 @@ impl Driver {
             received: BTreeMap::new(),
             synced: Synced::default(),
             origin_queue: Vec::new(),
-            commits,
             commit_waiters: HashMap::new(),
             next_commit_req: 0,
-            locks,
             lock_waiters: HashMap::new(),
             next_lock_req: 0,
         }
@@ -415,14 +408,7 @@ impl Driver {
             self.send_origin_reads();
             // The protocol's next deadline rarely moves (most reads finish
             // long before theirs): re-arm only when it does.
-            let due = [
-                self.protocol.poll_timeout(),
-                self.commits.poll_timeout(),
-                self.locks.poll_timeout(),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
+            let due = self.node.poll_timeout();
             if due != armed
                 && let Some(us) = due
             {
@@ -446,9 +432,7 @@ impl Driver {
                 },
                 _ = &mut timer, if due.is_some() => {
                     let now = self.clock.micros();
-                    self.protocol.handle_timeout(now);
-                    self.commits.handle_timeout(now);
-                    self.locks.handle_timeout(now);
+                    self.node.handle_timeout(now);
                     self.apply();
                 }
                 _ = tick.tick() => {
@@ -481,13 +465,13 @@ impl Driver {
                     error: None,
                 });
                 w.replies.push(reply);
-                self.protocol.handle_read(block, now);
+                self.node.handle_read(block, now);
             }
             Event::Peer { from, msg, held } => {
                 if !matches!(msg, PeerMsg::Ping { .. } | PeerMsg::Pong { .. }) {
                     *self.received.entry(from).or_default() += 1;
                 }
-                self.protocol.handle_message(from, msg, now);
+                self.node.handle_message(from, Msg::Read(msg), now);
                 drop(held);
             }
             Event::Frame { from, wire } => self.on_frame(from, wire),
@@ -511,7 +495,7 @@ impl Driver {
                         Err(())
                     }
                 };
-                self.protocol.handle_origin_done(block, result, now);
+                self.node.handle_origin_done(block, result, now);
             }
             Event::Status(reply) => {
                 let _ = reply.send(self.status());
@@ -528,51 +512,62 @@ impl Driver {
         self.apply();
     }
 
-    /// Carries out what the protocol and the commit machine decided.
+    /// Carries out what the node decided, in its order.
     pub(super) fn apply(&mut self) {
-        loop {
-            self.apply_protocol();
-            if !self.apply_commits() {
-                break;
+        while let Some(out) = self.node.poll() {
+            match out {
+                Output::Read(action) => self.apply_read(action),
+                Output::Commit(action) => self.apply_commit(action),
+                Output::Lock(action) => self.apply_lock(action),
+                Output::FirstRead {
+                    block,
+                    path,
+                    version,
+                } => {
+                    // Its origin read, if it comes to that, reads this.
+                    self.waiting.entry(block).or_insert_with(|| Waiting {
+                        path,
+                        version: Arc::new(version.version),
+                        replies: Vec::new(),
+                        error: None,
+                    });
+                }
             }
         }
-        self.apply_locks();
     }
 
-    /// Carries out what the protocol decided.
-    fn apply_protocol(&mut self) {
-        while let Some(action) = self.protocol.poll() {
-            match action {
-                Action::Send { to, msg } => self.send_peer(to, msg),
-                Action::ReadOrigin { block } => self.read_origin(block),
-                Action::Complete { block, result } => self.complete(block, result),
-                Action::Violation {
-                    peer,
+    /// Carries out what the block reads decided.
+    fn apply_read(&mut self, action: Action<BlockId, Block>) {
+        match action {
+            Action::Send { to, msg } => self.send_peer(to, msg),
+            Action::ReadOrigin { block } => self.read_origin(block),
+            Action::Complete { block, result } => self.complete(block, result),
+            Action::Violation {
+                peer,
+                message,
+                rule,
+                count,
+            } => {
+                let name = self.member_name(peer);
+                tracing::warn!(
+                    peer = %name,
+                    id = peer,
                     message,
-                    rule,
                     count,
-                } => {
-                    let name = self.member_name(peer);
-                    tracing::warn!(
-                        peer = %name,
-                        id = peer,
-                        message,
-                        count,
-                        "refused a peer's message: {rule}"
-                    );
-                }
-                Action::IntegrityFailure {
-                    block,
-                    message,
-                    sender,
-                    manager,
-                    recorder,
-                    verdict,
-                    count,
-                } => {
-                    let who = [sender, manager, recorder];
-                    self.report_integrity(block, message, who, verdict, count)
-                }
+                    "refused a peer's message: {rule}"
+                );
+            }
+            Action::IntegrityFailure {
+                block,
+                message,
+                sender,
+                manager,
+                recorder,
+                verdict,
+                count,
+            } => {
+                let who = [sender, manager, recorder];
+                self.report_integrity(block, message, who, verdict, count)
             }
         }
     }
@@ -639,7 +634,7 @@ impl Driver {
 
     /// Copies the protocol's counters into the metrics.
     pub(super) fn sync_metrics(&mut self) {
-        let s = self.protocol.stats();
+        let s = self.node.reads().stats();
         let m = &self.metrics;
         m.integrity_failures
             .inc_by(s.integrity_failures - self.synced.integrity_failures);
@@ -654,8 +649,8 @@ impl Driver {
                 *seen = n;
             }
         }
-        m.cached_bytes.set(self.protocol.usage().bytes as i64);
-        let c = *self.commits.counters();
+        m.cached_bytes.set(self.node.reads().usage().bytes as i64);
+        let c = *self.node.commits().counters();
         m.manager_opens
             .inc_by(c.opens_from_table - self.synced.manager_opens);
         m.first_served

@@ -10,7 +10,7 @@ mod lock;
 
 use crate::origin::PathVersion;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use coopcache_core::c2cfs::live::CommitMsg;
+use coopcache_core::c2cfs::exclusive::CommitMsg;
 use coopcache_core::coop::NodeId;
 use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
@@ -806,7 +806,7 @@ mod tests {
     #[test]
     fn over_long_paths_and_versions_are_refused() {
         use coopcache_core::c2cfs::Tcommit;
-        use coopcache_core::c2cfs::live::MAX_PATH;
+        use coopcache_core::c2cfs::exclusive::MAX_PATH;
         let decoded = |msg| {
             let mut buf = BytesMut::new();
             encode(&Wire::Commit(msg), &mut buf);

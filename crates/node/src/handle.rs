@@ -11,17 +11,16 @@ use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError, check_path};
 use crate::tls::Identity;
 use bytes::{Bytes, BytesMut};
-use coopcache_core::c2cfs::live::{CommitConfig, CommitProtocol};
-use coopcache_core::c2cfs::{Committed, Tcommit};
+use coopcache_core::c2cfs::exclusive::{CommitConfig, CommitProtocol};
+use coopcache_core::c2cfs::{Committed, Tcommit, VersionCache};
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::{NodeProtocol, ProtocolConfig};
 use futures::{Stream, StreamExt};
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -76,8 +75,9 @@ impl AsRef<[u8]> for Held {
 /// Events queued for the driver; senders wait beyond this.
 const EVENT_QUEUE: usize = 1024;
 
-/// Attributes (versions) cached per node, like NFS's attribute cache.
-const MAX_ATTRS: usize = 65536;
+/// Files whose version a node trusts for `--attr-ttl` (the core's
+/// [`VersionCache`]).
+const MAX_VERSIONS: usize = 65536;
 
 /// Everything a node needs to start.
 pub struct NodeOptions {
@@ -112,7 +112,8 @@ pub struct NodeOptions {
     /// again. 0 (the default) is close-to-open: every open (a `read`, a
     /// gateway request) asks the origin, so it sees every write closed
     /// before it; more trades that for fewer origin round trips, like
-    /// NFS's attribute cache (a write is then seen within this window).
+    /// NFS's attribute cache timeout (a write is then seen within this
+    /// window; the core's `VersionCache`).
     pub attr_ttl: Duration,
     /// Least time to wait on peers before reading the origin.
     pub min_timeout: Duration,
@@ -134,7 +135,7 @@ pub struct NodeOptions {
     /// C2Cfs `exclusive` mode: how long after a membership change the
     /// files' managers answer no open from their commit tables (opens
     /// read the origin's version meanwhile), for every member's view of
-    /// the members to agree again (`coopcache_core::c2cfs::live`).
+    /// the members to agree again (`coopcache_core::c2cfs::exclusive`).
     pub commit_stable: Duration,
     /// C2Cfs `exclusive` mode: an open asks its manager to serve the
     /// file's first block with the answer, one round trip for both (on
@@ -240,8 +241,9 @@ pub struct NodeHandle {
     capacity: usize,
     /// Blocks all streams together may hold ([`crate::budget::STREAM_BYTES`]).
     streaming: Arc<tokio::sync::Semaphore>,
-    attr_ttl: Duration,
-    attrs: Mutex<HashMap<String, (Arc<FileVersion>, Instant)>>,
+    /// `shared` mode: versions trusted for `--attr-ttl` (the core decides).
+    versions: Mutex<VersionCache<Arc<FileVersion>>>,
+    clock: Clock,
     metrics: Arc<Metrics>,
     listen: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
@@ -429,9 +431,12 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
             block_size: bs,
             budget: opts.memory,
         },
-        protocol,
-        commits,
-        coopcache_core::c2cfs::locks::LockProtocol::new(id, Default::default()),
+        crate::driver::Node::new(
+            protocol,
+            commits,
+            coopcache_core::c2cfs::locks::LockProtocol::new(id, Default::default()),
+            crate::driver::first_block_of,
+        ),
         clock,
         origin.clone(),
         metrics.clone(),
@@ -455,8 +460,11 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         block_size: bs,
         capacity,
         streaming: Arc::new(tokio::sync::Semaphore::new(stream_blocks(bs))),
-        attr_ttl: opts.attr_ttl,
-        attrs: Mutex::new(HashMap::new()),
+        versions: Mutex::new(VersionCache::new(
+            opts.attr_ttl.as_micros().try_into().unwrap_or(u64::MAX),
+            MAX_VERSIONS,
+        )),
+        clock,
         metrics,
         listen,
         tasks,
@@ -539,21 +547,17 @@ impl NodeHandle {
     }
 
     /// The version of `path` (checked: it must stay inside the origin),
-    /// from the attribute cache if younger than the TTL.
+    /// from the version cache if the origin gave it less than
+    /// `--attr-ttl` ago.
     pub async fn stat(&self, path: &str) -> Result<Arc<FileVersion>, NodeError> {
         check_path(path)?;
-        if let Some((v, at)) = self.lock_attrs().get(path)
-            && crate::clock::now().duration_since(*at) < self.attr_ttl
-        {
-            return Ok(v.clone());
+        if let Some(v) = self.lock_versions().get(path, self.clock.micros()) {
+            return Ok(v);
         }
         self.metrics.origin_stats.inc();
         let v = Arc::new(self.origin.stat(path).await?);
-        let mut attrs = self.lock_attrs();
-        if attrs.len() >= MAX_ATTRS {
-            attrs.clear();
-        }
-        attrs.insert(path.to_string(), (v.clone(), crate::clock::now()));
+        self.lock_versions()
+            .insert(path, v.clone(), self.clock.micros());
         Ok(v)
     }
 
@@ -583,7 +587,7 @@ impl NodeHandle {
     }
 
     /// [`NodeHandle::ask_manager`]; for an open that `reads`, the manager
-    /// serves the file's first block with its answer (`c2cfs::live`).
+    /// serves the file's first block with its answer (`c2cfs::exclusive`).
     async fn manager_says(&self, path: &str, reads: bool) -> Option<(Tcommit, FileVersion)> {
         let (reply, answer) = oneshot::channel();
         let ev = CommitEvent::Open {
@@ -592,7 +596,7 @@ impl NodeHandle {
             reply,
         };
         self.events.send(Event::Commits(ev)).await.ok()?;
-        // The core answers no other path's version (c2cfs::live::Version).
+        // The core answers no other path's version (c2cfs::exclusive::Version).
         let (tcommit, found) = answer.await.ok().flatten()?;
         Some((tcommit, found.version))
     }
@@ -616,7 +620,7 @@ impl NodeHandle {
     }
 
     /// The version of `path` as the origin has it now, refreshing the
-    /// attribute cache (a writer's own commit must not be hidden from it
+    /// version cache (a writer's own commit must not be hidden from it
     /// Carries out a lock call of a process of this node (the mount's
     /// `setlk`, `getlk`, `flush` and `release`) at the file's manager;
     /// dropping the future cancels a wait.
@@ -635,7 +639,7 @@ impl NodeHandle {
 
     /// by an entry from before).
     pub async fn stat_fresh(&self, path: &str) -> Result<Arc<FileVersion>, NodeError> {
-        self.lock_attrs().remove(path);
+        self.lock_versions().forget(path);
         self.stat(path).await
     }
 
@@ -662,10 +666,8 @@ impl NodeHandle {
         Ok(())
     }
 
-    fn lock_attrs(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, (Arc<FileVersion>, Instant)>> {
-        self.attrs.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock_versions(&self) -> std::sync::MutexGuard<'_, VersionCache<Arc<FileVersion>>> {
+        self.versions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Block `index` of `path` at `version`, and the level that served it.

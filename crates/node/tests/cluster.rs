@@ -323,7 +323,7 @@ async fn exclusive_opens_read_the_managers_version_without_asking_the_origin() {
 /// its own memory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exclusive_open_is_served_its_first_block_in_the_same_round_trip() {
-    use coopcache_core::c2cfs::live::manager_key;
+    use coopcache_core::c2cfs::exclusive::manager_key;
     use coopcache_core::coop::Level;
     use coopcache_node::block::manager_of;
     let names: Vec<String> = (0..64).map(|i| format!("f{i}.bin")).collect();

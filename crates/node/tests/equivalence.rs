@@ -1,10 +1,10 @@
 //! The live cluster runs the protocol the simulator runs: replayed one
 //! request at a time, a seeded trace is served from exactly the same level
 //! by a 4-node loopback cluster of daemons and by the same protocol code
-//! simulated (`coopcache_sim::live`, the daemon's delivery order), with
+//! simulated (`coopcache_sim::protocol`, the daemon's delivery order), with
 //! every node caching as many blocks after every request, for Base,
 //! Greedy, Hash-Distributed and Direct; N-Chance up to one named race.
-//! (`crates/sim/tests/live_protocol.rs` checks the simulated protocol
+//! (`crates/sim/tests/protocol_sim.rs` checks the simulated protocol
 //! against the paper's simulator, exactly, for all five.)
 //!
 //! Both sides get the same shape: 4 nodes of 16 blocks each (the smallest
@@ -24,7 +24,7 @@ use coopcache_core::policy::PolicyKind;
 use coopcache_node::NodeHandle;
 use coopcache_node::block::{BlockId, first_block};
 use coopcache_node::budget::{PER_BLOCK_OVERHEAD, RESERVE};
-use coopcache_sim::live::LiveCluster;
+use coopcache_sim::protocol::LiveCluster;
 use coopcache_sim::trace::{Op, Request};
 use std::sync::Arc;
 use std::time::Duration;

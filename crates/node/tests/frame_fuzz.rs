@@ -8,7 +8,7 @@
 
 use bytes::{Bytes, BytesMut};
 use coopcache_core::c2cfs::Tcommit;
-use coopcache_core::c2cfs::live::{CommitMsg, FirstBlock};
+use coopcache_core::c2cfs::exclusive::{CommitMsg, FirstBlock};
 use coopcache_core::c2cfs::locks::{
     LockAnswer, LockConflict, LockError, LockKind, LockMsg, LockOutcome, LockOwner, LockRange,
     LockRequest, LockSpace,

@@ -14,7 +14,7 @@
 //!   reports them.
 //! - [`c2cfs`]: traces with writes through close-to-open consistency
 //!   (NFS's, and C2Cfs's in shared and exclusive mode).
-//! - [`live`]: the live protocol (the daemon's own code) simulated over an
+//! - [`protocol`]: the live protocol (the daemon's own code) simulated over an
 //!   in-order network and a virtual clock.
 #![forbid(unsafe_code)]
 
@@ -27,9 +27,9 @@ pub mod coop;
 pub mod error;
 pub mod faults;
 pub mod interval;
-pub mod live;
 pub mod local;
 pub mod mrc;
+pub mod protocol;
 pub mod replay;
 pub mod size;
 pub mod stats;

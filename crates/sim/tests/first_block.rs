@@ -1,5 +1,5 @@
 //! An open's first block served in the open's own round trip (C2Cfs
-//! section 3, `coopcache_core::c2cfs::live`): the file's manager serves a
+//! section 3, `coopcache_core::c2cfs::exclusive`): the file's manager serves a
 //! read the opener carried in its open, and the opener starts that read
 //! without sending its `Read`. The read must end as a read the opener had
 //! asked for itself would, with one message fewer and nothing refused.
@@ -7,7 +7,7 @@
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::{PeerMsg, manager_of};
-use coopcache_sim::live::{LiveCluster, content_of};
+use coopcache_sim::protocol::{LiveCluster, content_of};
 use std::cell::RefCell;
 use std::rc::Rc;
 

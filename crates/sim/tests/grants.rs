@@ -8,7 +8,7 @@
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::manager_of;
-use coopcache_sim::live::{LiveCluster, content_of};
+use coopcache_sim::protocol::{LiveCluster, content_of};
 
 const BLOCK_SIZE: u32 = 4096;
 

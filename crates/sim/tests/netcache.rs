@@ -7,7 +7,7 @@ use crate::idle;
 
 use coopcache_core::coop::{AlgorithmKind, Level};
 use coopcache_core::protocol::IDLE_AFTER_US;
-use coopcache_sim::live::LiveCluster;
+use coopcache_sim::protocol::LiveCluster;
 use idle::{CAPACITY, PING_US, read_all};
 
 fn cluster(kind: AlgorithmKind, nodes: u32) -> LiveCluster<u64> {

@@ -9,7 +9,7 @@ use crate::idle;
 
 use coopcache_core::coop::{AlgorithmKind, Level, NodeId};
 use coopcache_core::protocol::{Digest, PeerMsg, manager_of};
-use coopcache_sim::live::LiveCluster;
+use coopcache_sim::protocol::LiveCluster;
 use idle::{CAPACITY, read_all};
 use std::cell::RefCell;
 use std::rc::Rc;

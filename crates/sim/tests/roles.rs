@@ -8,7 +8,7 @@
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::{Digest, MIN_TRACKED, PeerMsg, Recorded, Served, manager_of};
-use coopcache_sim::live::{LiveCluster, content_of};
+use coopcache_sim::protocol::{LiveCluster, content_of};
 
 const MALLORY: NodeId = 9;
 const BLOCK_SIZE: u32 = 4096;

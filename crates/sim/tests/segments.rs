@@ -5,7 +5,7 @@
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::PeerMsg;
-use coopcache_sim::live::{LiveCluster, content_of};
+use coopcache_sim::protocol::{LiveCluster, content_of};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;

@@ -14,9 +14,12 @@
 //! close came between the writer's open (`Topen`) and its close, else
 //! empty, exactly as the paper says.
 //!
-//! [`live`] runs this between the nodes of a live cluster in `exclusive`
+//! [`exclusive`] runs this between the nodes of a live cluster in `exclusive`
 //! mode: each node manages the files rendezvous hashing gives it, and asks
 //! the origin for versions itself rather than trusting a peer's.
+//!
+//! [`VersionCache`] is `shared` mode's: how long a node trusts a version
+//! the origin gave it (`--attr-ttl`).
 //!
 //! [`locks`] is the file locks a manager keeps for its files' lockers
 //! across the cluster (flock and POSIX record locks, with waiters and a
@@ -36,11 +39,13 @@
 //!   a writer outside the cluster changed the file if they differ.
 
 mod commits;
-pub mod live;
+pub mod exclusive;
 pub mod locks;
 mod source;
 mod valid;
+mod versions;
 
 pub use commits::{CommitTable, Committed, Opened, Tcommit};
 pub use source::Source;
 pub use valid::{MAX_VALID, ValidCopies};
+pub use versions::VersionCache;

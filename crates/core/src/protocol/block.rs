@@ -50,7 +50,7 @@ impl BlockId {
 }
 
 /// The manager key of a file whose path has the 64-bit key `path_key`
-/// ([`path_key`](crate::c2cfs::live::path_key)): its top half, so a block
+/// ([`path_key`](crate::c2cfs::exclusive::path_key)): its top half, so a block
 /// id carries it in four bytes. Files sharing a route share a manager,
 /// nothing more.
 pub fn route_of(path_key: u64) -> u32 {

@@ -1,6 +1,6 @@
 //! Reads carried inside another request (a C2Cfs `exclusive` open whose
 //! manager serves the file's first block with its answer,
-//! [`c2cfs::live`](crate::c2cfs::live)), on the reader's side: the contents
+//! [`c2cfs::exclusive`](crate::c2cfs::exclusive)), on the reader's side: the contents
 //! that come before the read exists.
 //!
 //! The manager sends its `Opened` to the opener and, in the same breath,
@@ -140,7 +140,7 @@ where
     D: Content,
 {
     /// This node sent an open asking its manager to serve the first block
-    /// of the file routed by `route` with the answer (`c2cfs::live`): the
+    /// of the file routed by `route` with the answer (`c2cfs::exclusive`): the
     /// block's contents may come before the answer, and before the read
     /// ([`NodeProtocol::handle_read_asked`]) that takes them. They are kept
     /// for a peer timeout (see the module doc).

@@ -227,7 +227,7 @@ impl<K: ProtocolKey> Slice<K> {
     /// all at the first made the holder's next `NotHere` look like one no
     /// forward asked for (a violation by an honest holder, now and then
     /// in `every_live_policy_serves_right_bytes_under_eviction`; every
-    /// time in `live_protocol.rs:
+    /// time in `protocol_sim.rs:
     /// concurrent_reads_under_recirculation_raise_no_violation`).
     fn take_forwards(&mut self, block: K, holder: NodeId) -> Vec<NodeId> {
         let Some(f) = self.forwards.get_mut(&block) else {

@@ -399,7 +399,7 @@ where
     /// `reader` asked for `block` inside another request its link
     /// authenticated: a C2Cfs open whose manager (this node) serves the
     /// file's first block with its answer
-    /// ([`c2cfs::live`](crate::c2cfs::live)). Judged and served exactly
+    /// ([`c2cfs::exclusive`](crate::c2cfs::exclusive)). Judged and served exactly
     /// as a [`PeerMsg::Read`] from `reader`.
     pub fn handle_read_for(&mut self, reader: NodeId, block: K, now: u64) {
         self.handle_message(reader, PeerMsg::Read { block }, now);

@@ -1,24 +1,28 @@
-//! The driver's side of C2Cfs `exclusive` mode: it feeds the core's
-//! [`CommitProtocol`] with this node's opens and commits, the peers'
-//! commit messages, membership and the clock, and carries out what it
-//! asks for: frames to peers, origin stats (each on a task of its own, its
-//! answer back as an event), answers to the callers waiting, and the
-//! first block of an open handed between the two machines: a manager's
-//! `ServeFirst` becomes the block protocol's `handle_read_for`, an
-//! opener's `ReadFirst` its `handle_read_asked`. Which version an open
-//! reads, whom to ask, whether to serve and whom to believe is the core's;
-//! the driver only names the block (`first_block`).
+//! The driver's side of C2Cfs `exclusive` mode: it feeds the core's node
+//! with this node's opens and commits and the peers' commit messages, and
+//! carries out what it asks for: frames to peers, origin stats (each on a
+//! task of its own, its answer back as an event) and answers to the
+//! callers waiting. Which version an open reads, whom to ask, whether to
+//! serve, whom to believe, and how an open's first block passes from the
+//! commit machine to the read machine are the core's
+//! (`coopcache_core::node`); the driver only gives it the function that
+//! names a first block ([`first_block`](crate::block::first_block)).
 
 use super::*;
-use crate::block::first_block;
 use crate::origin::PathVersion;
-use coopcache_core::c2cfs::live::{Action as CommitAction, CommitMsg};
+use coopcache_core::c2cfs::exclusive::{Action as CommitAction, CommitMsg};
 use coopcache_core::c2cfs::{Committed, Tcommit};
 
 /// What an exclusive open learns: the file's `Tcommit` (the open's
 /// `Topen`) and the version to read; `None` when the manager could not say
 /// (the caller asks the origin itself).
 pub type OpenAnswer = Option<(Tcommit, PathVersion)>;
+
+/// The first block of `version` of `path`: the core's node names an
+/// open's first block with this.
+pub fn first_block_of(path: &str, version: &PathVersion) -> BlockId {
+    crate::block::first_block(path, &version.version.version)
+}
 
 /// A caller of the commit machine, waiting for its answer.
 pub(super) enum CommitWaiter {
@@ -65,16 +69,13 @@ impl Driver {
         match ev {
             CommitEvent::Open { path, reads, reply } => {
                 let req = self.commit_waiter(CommitWaiter::Open(reply));
-                match reads {
-                    true => self.commits.handle_open(req, path, now),
-                    false => self.commits.handle_ask(req, path, now),
-                }
+                self.node.handle_open(req, path, reads, now);
             }
             CommitEvent::Commit { path, topen, reply } => {
                 let req = self.commit_waiter(CommitWaiter::Commit(reply));
-                self.commits.handle_commit(req, path, topen, now);
+                self.node.handle_commit(req, path, topen, now);
             }
-            CommitEvent::Stat { path, result } => self.commits.handle_stat(&path, result, now),
+            CommitEvent::Stat { path, result } => self.node.handle_stat(&path, result, now),
         }
     }
 
@@ -82,7 +83,7 @@ impl Driver {
     pub(super) fn on_commit_msg(&mut self, from: NodeId, msg: CommitMsg<PathVersion>) {
         *self.received.entry(from).or_default() += 1;
         let now = self.clock.micros();
-        self.commits.handle_message(from, msg, now);
+        self.node.handle_message(from, Msg::Commit(msg), now);
     }
 
     /// Files `waiter` under a fresh request id. The machine answers every
@@ -94,89 +95,45 @@ impl Driver {
         self.next_commit_req
     }
 
-    /// Carries out what the commit machine decided; true if that gave the
-    /// block protocol something to do (a first block served or read).
-    pub(super) fn apply_commits(&mut self) -> bool {
-        let mut fed = false;
-        while let Some(action) = self.commits.poll() {
-            match action {
-                CommitAction::Send { to, msg } => {
-                    if self.send(to, Wire::Commit(msg)) {
-                        *self.sent.entry(to).or_default() += 1;
-                    }
-                }
-                CommitAction::Stat { path } => self.stat_origin(path),
-                CommitAction::Opened { req, answer } => {
-                    if let Some(CommitWaiter::Open(reply)) = self.commit_waiters.remove(&req) {
-                        let _ = reply.send(answer);
-                    }
-                }
-                CommitAction::Committed { req, answer } => {
-                    if answer.is_none() {
-                        // Close-to-open then rests on every member having
-                        // forgotten the file (core: c2cfs::live). Every
-                        // close does this for a while after a membership
-                        // change: counted, logged at debug only.
-                        self.metrics.unrecorded_commits.inc();
-                        tracing::debug!("a commit was not recorded by the file's manager");
-                    }
-                    if let Some(CommitWaiter::Commit(reply)) = self.commit_waiters.remove(&req) {
-                        let _ = reply.send(answer);
-                    }
-                }
-                CommitAction::Violation { from, why } => {
-                    let name = self.member_name(from);
-                    tracing::warn!(peer = %name, id = from, "refused a peer's commit message: {why}");
-                    self.metrics.violation(name, 1);
-                }
-                CommitAction::AwaitFirst { route } => {
-                    let now = self.clock.micros();
-                    self.protocol.expect_carried(route, now);
-                }
-                CommitAction::ServeFirst {
-                    reader,
-                    path,
-                    version,
-                } => {
-                    self.serve_first(reader, &path, &version);
-                    fed = true;
-                }
-                CommitAction::ReadFirst {
-                    path,
-                    version,
-                    manager,
-                } => {
-                    self.read_first(path, version, manager);
-                    fed = true;
+    /// Carries out what the commit machine decided (an open's first block
+    /// the core passes to its read machine itself).
+    pub(super) fn apply_commit(&mut self, action: CommitAction<PathVersion>) {
+        match action {
+            CommitAction::Send { to, msg } => {
+                if self.send(to, Wire::Commit(msg)) {
+                    *self.sent.entry(to).or_default() += 1;
                 }
             }
+            CommitAction::Stat { path } => self.stat_origin(path),
+            CommitAction::Opened { req, answer } => {
+                if let Some(CommitWaiter::Open(reply)) = self.commit_waiters.remove(&req) {
+                    let _ = reply.send(answer);
+                }
+            }
+            CommitAction::Committed { req, answer } => {
+                if answer.is_none() {
+                    // Close-to-open then rests on every member having
+                    // forgotten the file (core: c2cfs::exclusive). Every
+                    // close does this for a while after a membership
+                    // change: counted, logged at debug only.
+                    self.metrics.unrecorded_commits.inc();
+                    tracing::debug!("a commit was not recorded by the file's manager");
+                }
+                if let Some(CommitWaiter::Commit(reply)) = self.commit_waiters.remove(&req) {
+                    let _ = reply.send(answer);
+                }
+            }
+            CommitAction::Violation { from, why } => {
+                let name = self.member_name(from);
+                tracing::warn!(peer = %name, id = from, "refused a peer's commit message: {why}");
+                self.metrics.violation(name, 1);
+            }
+            // The node joins these to its read machine and never passes
+            // them on; should one come, there is nothing to carry.
+            CommitAction::ServeFirst { .. }
+            | CommitAction::AwaitFirst { .. }
+            | CommitAction::ReadFirst { .. } => {}
         }
-        fed
-    }
-
-    /// As the file's manager: `reader`'s open carried its read of the
-    /// first block of `version` (of `path`: the core serves no other
-    /// path's version).
-    fn serve_first(&mut self, reader: NodeId, path: &str, version: &PathVersion) {
-        let block = first_block(path, &version.version.version);
-        let now = self.clock.micros();
-        self.protocol.handle_read_for(reader, block, now);
-    }
-
-    /// This node's open of `path` is served the first block of `version`
-    /// by `manager`: its read starts now, before the open's caller hears
-    /// the answer, so the block's answers (on the manager's link, behind
-    /// the `Opened`) find it, and the caller's read of the block joins it.
-    fn read_first(&mut self, path: Arc<str>, version: PathVersion, manager: NodeId) {
-        let block = first_block(&path, &version.version.version);
-        self.waiting.entry(block).or_insert_with(|| Waiting {
-            path,
-            version: Arc::new(version.version),
-            replies: Vec::new(),
-            error: None,
-        });
-        let now = self.clock.micros();
-        self.protocol.handle_read_asked(block, manager, now);
     }
 
     /// Asks the origin for `path`'s version on a task of its own; the

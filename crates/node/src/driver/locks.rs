@@ -1,5 +1,5 @@
-//! The driver's side of the cluster's locks: it feeds the core's
-//! [`LockProtocol`] with the mount's calls, the peers' lock frames (with
+//! The driver's side of the cluster's locks: it feeds the core's node
+//! (its `LockProtocol`) with the mount's calls, the peers' lock frames (with
 //! the link's identity), membership and the clock, and carries out what
 //! it asks: frames to peers, answers to the callers waiting. Whom to ask,
 //! when to ask again, whom to believe and what a manager answers are the
@@ -25,14 +25,14 @@ impl Driver {
         // The core answers every call (at once when over its bound), so
         // this map holds at most its calls in flight.
         self.lock_waiters.insert(req, ev.reply);
-        self.locks.handle_call(req, ev.call, now);
+        self.node.handle_lock_call(req, ev.call, now);
     }
 
     /// A peer's lock frame.
     pub(super) fn on_lock_msg(&mut self, from: NodeId, msg: LockMsg) {
         *self.received.entry(from).or_default() += 1;
         let now = self.clock.micros();
-        self.locks.handle_message(from, msg, now);
+        self.node.handle_message(from, Msg::Lock(msg), now);
     }
 
     /// Cancels the waits whose callers went away.
@@ -48,38 +48,36 @@ impl Driver {
             .collect();
         let now = self.clock.micros();
         for req in gone {
-            self.locks.handle_cancel(req, now);
+            self.node.handle_lock_cancel(req, now);
         }
-        self.apply_locks();
+        self.apply();
     }
 
     /// Carries out what the lock machine decided.
-    pub(super) fn apply_locks(&mut self) {
-        while let Some(action) = self.locks.poll() {
-            match action {
-                LockAction::Send { to, msg } => {
-                    if self.send(to, Wire::Lock(msg)) {
-                        *self.sent.entry(to).or_default() += 1;
-                    }
+    pub(super) fn apply_lock(&mut self, action: LockAction) {
+        match action {
+            LockAction::Send { to, msg } => {
+                if self.send(to, Wire::Lock(msg)) {
+                    *self.sent.entry(to).or_default() += 1;
                 }
-                LockAction::Reply { req, result } => {
-                    if let Some(reply) = self.lock_waiters.remove(&req) {
-                        let _ = reply.send(result);
-                    }
+            }
+            LockAction::Reply { req, result } => {
+                if let Some(reply) = self.lock_waiters.remove(&req) {
+                    let _ = reply.send(result);
                 }
-                LockAction::Violation { from, why } => {
-                    let name = self.member_name(from);
-                    tracing::warn!(peer = %name, id = from, "refused a peer's lock message: {why}");
-                    self.metrics.violation(name, 1);
-                }
-                LockAction::Lost { path, owner } => {
-                    self.metrics.locks_lost.inc();
-                    tracing::warn!(
-                        %path,
-                        owner,
-                        "a lock held here was taken by another node while the file's manager changed"
-                    );
-                }
+            }
+            LockAction::Violation { from, why } => {
+                let name = self.member_name(from);
+                tracing::warn!(peer = %name, id = from, "refused a peer's lock message: {why}");
+                self.metrics.violation(name, 1);
+            }
+            LockAction::Lost { path, owner } => {
+                self.metrics.locks_lost.inc();
+                tracing::warn!(
+                    %path,
+                    owner,
+                    "a lock held here was taken by another node while the file's manager changed"
+                );
             }
         }
     }

@@ -77,9 +77,7 @@ impl Driver {
     pub(super) fn membership_changed(&mut self) {
         let live = self.view.live();
         let now = self.clock.micros();
-        self.protocol.set_members(&live, now);
-        self.commits.set_members(&live, now);
-        self.locks.set_members(&live, now);
+        self.node.set_members(&live, now);
         self.metrics.members.set(live.len() as i64);
         self.apply();
     }

@@ -7,7 +7,7 @@ use crate::membership::{Change, Effects, SwimId};
 use crate::tls::{Identity, init_cluster};
 use coopcache_core::coop::{AlgorithmKind, Holders, LiveShape};
 use coopcache_core::policy::PolicyKind;
-use coopcache_core::protocol::{ProtocolConfig, manager_of};
+use coopcache_core::protocol::{NodeProtocol, ProtocolConfig, manager_of};
 
 pub(super) const PEER: NodeId = 7;
 const PEER_ADDR: &str = "127.0.0.1:9";
@@ -44,11 +44,10 @@ pub(super) fn driver(dir: &std::path::Path) -> Driver {
         budget: 64 << 20,
     };
     let commits =
-        coopcache_core::c2cfs::live::CommitProtocol::new(0, 1, Default::default()).unwrap();
+        coopcache_core::c2cfs::exclusive::CommitProtocol::new(0, 1, Default::default()).unwrap();
     let locks = coopcache_core::c2cfs::locks::LockProtocol::new(cfg.id, Default::default());
-    Driver::new(
-        cfg, protocol, commits, locks, clock, origin, metrics, ctx, events,
-    )
+    let node = Node::new(protocol, commits, locks, first_block_of);
+    Driver::new(cfg, node, clock, origin, metrics, ctx, events)
 }
 
 /// Dials the peer and reports its link up, as `run_link` would.
@@ -84,7 +83,7 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
     let tmp = tempfile::tempdir().unwrap();
     let mut d = driver(tmp.path());
     link(&mut d);
-    assert_eq!(d.protocol.members(), [0, PEER]);
+    assert_eq!(d.node.reads().members(), [0, PEER]);
     // A block this node manages, read by the peer: the peer holds it.
     let block = (0..)
         .map(|f| BlockId::new(f << 32, 0))
@@ -95,24 +94,27 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
         msg: PeerMsg::Read { block },
         held: None,
     });
-    assert_eq!(*d.protocol.directory().holders(block), Holders::One(PEER));
+    assert_eq!(
+        *d.node.reads().directory().holders(block),
+        Holders::One(PEER)
+    );
 
     // The link still looks up, but SWIM says down.
     verdict(&mut d, Change::Down { node: PEER });
-    assert_eq!(d.protocol.members(), [0]);
+    assert_eq!(d.node.reads().members(), [0]);
     assert_eq!(listed(&mut d), vec![0]);
-    assert_eq!(*d.protocol.directory().holders(block), Holders::None);
+    assert_eq!(*d.node.reads().directory().holders(block), Holders::None);
     assert!(d.view.sizes().0 == 0, "the hung link is dropped");
 
     // A new link to it does not make it live while SWIM holds it down...
     link(&mut d);
     assert!(d.view.member(PEER).is_some());
-    assert_eq!(d.protocol.members(), [0]);
+    assert_eq!(d.node.reads().members(), [0]);
     assert_eq!(listed(&mut d), vec![0]);
 
     // ...SWIM seeing it alive does.
     peer_up(&mut d);
-    assert_eq!(d.protocol.members(), [0, PEER]);
+    assert_eq!(d.node.reads().members(), [0, PEER]);
     assert_eq!(listed(&mut d), vec![0, PEER]);
 }
 
@@ -123,7 +125,7 @@ async fn swim_up_for_an_unlinked_member_dials_it() {
     peer_up(&mut d);
     assert!(d.view.is_dialled(PEER_ADDR));
     // Live only once the link is up (TLS decides membership).
-    assert_eq!(d.protocol.members(), [0]);
+    assert_eq!(d.node.reads().members(), [0]);
 }
 
 #[tokio::test]
@@ -146,7 +148,7 @@ async fn bad_gossip_frames_are_counted_and_change_nothing() {
     let e = other.announce(0, "127.0.0.1:7000".into(), crate::clock::now());
     d.on_frame(PEER, Wire::Gossip(e.send[0].2.clone()));
     assert_eq!(d.metrics.peer_errors.get(), before + 2);
-    assert_eq!(d.protocol.members(), [0, PEER]);
+    assert_eq!(d.node.reads().members(), [0, PEER]);
 }
 
 #[tokio::test]
@@ -154,9 +156,9 @@ async fn a_member_that_says_it_is_leaving_is_dropped_and_not_dialled_again() {
     let tmp = tempfile::tempdir().unwrap();
     let mut d = driver(tmp.path());
     link(&mut d);
-    assert_eq!(d.protocol.members(), [0, PEER]);
+    assert_eq!(d.node.reads().members(), [0, PEER]);
     d.on_frame(PEER, Wire::Leaving);
-    assert_eq!(d.protocol.members(), [0]);
+    assert_eq!(d.node.reads().members(), [0]);
     assert!(d.view.sizes().0 == 0, "its link is closed");
     // Neither another member's list nor SWIM (which has not noticed yet)
     // dials it again...

@@ -8,7 +8,7 @@ impl Driver {
         let m = &self.metrics;
         let origin = self.origin.counts();
         let bs = self.cfg.block_size;
-        let own = self.protocol.own_status(self.clock.micros());
+        let own = self.node.reads().own_status(self.clock.micros());
         let mut members = vec![MemberStatus {
             id: self.cfg.id,
             name: self.cfg.name.clone(),
@@ -16,7 +16,7 @@ impl Driver {
             rtt_us: None,
             memory: Some(MemberMemory::of(own, bs)),
         }];
-        let protocol = &self.protocol;
+        let protocol = self.node.reads();
         members.extend(self.view.live_peers().map(|(&id, mm)| MemberStatus {
             id,
             name: mm.link.name.clone(),
@@ -24,12 +24,12 @@ impl Driver {
             rtt_us: protocol.rtt_us(id),
             memory: protocol.peer_status(id).map(|s| MemberMemory::of(s, bs)),
         }));
-        let usage = self.protocol.usage();
-        let stats = self.protocol.stats();
+        let usage = self.node.reads().usage();
+        let stats = self.node.reads().stats();
         Status {
             id: self.cfg.id,
             name: self.cfg.name.clone(),
-            algorithm: self.protocol.algorithm().to_string(),
+            algorithm: self.node.reads().algorithm().to_string(),
             policy: self.cfg.policy.name().to_string(),
             members,
             cached_bytes: usage.bytes as u64,
@@ -44,17 +44,17 @@ impl Driver {
             origin_bytes: m.origin_bytes.get(),
             integrity_failures: stats.integrity_failures,
             protocol_violations: stats.violations_total()
-                + self.commits.counters().violations
-                + self.locks.counters().violations,
+                + self.node.commits().counters().violations
+                + self.node.locks().counters().violations,
             timeouts: stats.timeouts,
             peer_errors: m.peer_errors.get(),
-            private: self.protocol.is_private(),
+            private: self.node.reads().is_private(),
             sealed_blocks: stats.sealed,
             opened_blocks: stats.opened,
             unified_blocks: stats.unified,
             unified_hosted: stats.unified_hosted,
             foreign_blocks: u64::from(own.foreign),
-            quiet: self.protocol.is_quiet() && self.commits.is_quiet(),
+            quiet: self.node.is_quiet(),
             origin_stats: m.origin_stats.get(),
             origin_metadata: origin.metadata,
             origin_changes: origin.changes,
@@ -64,7 +64,7 @@ impl Driver {
             manager_opens: m.manager_opens.get(),
             first_served: m.first_served.get(),
             unrecorded_commits: m.unrecorded_commits.get(),
-            commits_stable: self.commits.is_stable(self.clock.micros()),
+            commits_stable: self.node.commits().is_stable(self.clock.micros()),
             sent: self.sent.clone(),
             received: self.received.clone(),
         }

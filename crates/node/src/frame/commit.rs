@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, BytesMut};
-use coopcache_core::c2cfs::live::{CommitMsg, FirstBlock, MAX_PATH};
+use coopcache_core::c2cfs::exclusive::{CommitMsg, FirstBlock, MAX_PATH};
 use coopcache_core::c2cfs::{Committed, Tcommit};
 
 use super::{FrameError, Reader};

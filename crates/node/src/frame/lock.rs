@@ -6,7 +6,7 @@
 //! bytes.
 
 use bytes::{BufMut, BytesMut};
-use coopcache_core::c2cfs::live::MAX_PATH;
+use coopcache_core::c2cfs::exclusive::MAX_PATH;
 use coopcache_core::c2cfs::locks::{
     LockAnswer, LockConflict, LockError, LockKind, LockMsg, LockOutcome, LockOwner, LockRange,
     LockRequest, LockSpace,

@@ -108,7 +108,7 @@ pub struct PathVersion {
 
 /// What a file's manager needs of a version: whether it has a first block
 /// to serve with an open's answer, and which path it is of.
-impl coopcache_core::c2cfs::live::Version for PathVersion {
+impl coopcache_core::c2cfs::exclusive::Version for PathVersion {
     fn has_first_block(&self) -> bool {
         self.version.size > 0
     }

@@ -44,7 +44,7 @@ async fn a_member_cannot_unlock_another_nodes_lock_or_grant_a_wait() {
     let f = (0..)
         .map(|i| format!("f{i}"))
         .find(|p| {
-            let key = coopcache_core::c2cfs::live::manager_key(p);
+            let key = coopcache_core::c2cfs::exclusive::manager_key(p);
             let of = |m: &[u32]| coopcache_core::protocol::manager_of(key, m);
             of(&[0, 1, 2]) == Some(2) && of(&[0, 1, 2, EVE_ID]) == Some(2)
         })

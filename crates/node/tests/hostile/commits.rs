@@ -6,7 +6,7 @@
 //! right path is a documented residual risk, not tested here.)
 
 use super::*;
-use coopcache_core::c2cfs::live::manager_key;
+use coopcache_core::c2cfs::exclusive::manager_key;
 use coopcache_core::c2cfs::{Committed, Tcommit};
 use coopcache_core::coop::AlgorithmKind;
 use coopcache_core::protocol::manager_of;

@@ -33,7 +33,7 @@ mod roles;
 
 use bytes::Bytes;
 use common::*;
-use coopcache_core::c2cfs::live::CommitMsg;
+use coopcache_core::c2cfs::exclusive::CommitMsg;
 use coopcache_core::coop::{Level, NodeId};
 use coopcache_core::protocol::{Content, PeerMsg, Recorded};
 use coopcache_node::block::{Block, BlockId, first_block, manager_of};

@@ -5,7 +5,7 @@
 //! node that trusted a forged record would take the liar's bytes.
 
 use super::BLOCK_SIZE;
-use crate::live::content_of;
+use crate::protocol::content_of;
 use coopcache_core::coop::NodeId;
 use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, manager_of};
 use rand::Rng;

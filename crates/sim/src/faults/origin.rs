@@ -3,7 +3,7 @@
 //! version check: a read of a version that is no longer current fails.
 
 use super::BLOCK_SIZE;
-use crate::live::content_of;
+use crate::protocol::content_of;
 use coopcache_core::protocol::{BlockId, Digest};
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;

@@ -6,7 +6,7 @@
 use coopcache_core::coop::{AlgorithmKind, LiveShape, NodeId};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::IDLE_AFTER_US;
-use coopcache_sim::live::LiveCluster;
+use coopcache_sim::protocol::LiveCluster;
 
 /// Blocks each node caches.
 pub(crate) const CAPACITY: usize = 16;

@@ -73,7 +73,7 @@ pub use protocol::{
     LockAction, LockCall, LockCounters, LockProtocol, LockProtocolConfig, LockResult, MAX_ASKS,
 };
 
-use super::live::MAX_PATH;
+use super::exclusive::MAX_PATH;
 use crate::coop::NodeId;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;

@@ -37,7 +37,7 @@ use super::{
     LockConfig, LockConflict, LockError, LockKind, LockMsg, LockOutcome, LockRange, LockRequest,
     LockSpace, LockTable, LockViolation, Managed,
 };
-use crate::c2cfs::live::{live_with, manager_key};
+use crate::c2cfs::exclusive::{live_with, manager_key};
 use crate::coop::NodeId;
 use crate::protocol::manager_of;
 use std::collections::{BTreeSet, HashMap, VecDeque};

@@ -157,7 +157,7 @@ fn path_managed_by(want: NodeId, among: &[NodeId], then: &[NodeId]) -> String {
         .expect("some path")
 }
 
-use crate::c2cfs::live::manager_key;
+use crate::c2cfs::exclusive::manager_key;
 use crate::protocol::manager_of;
 
 const X: LockKind = LockKind::Exclusive;

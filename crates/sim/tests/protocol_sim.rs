@@ -6,7 +6,7 @@
 use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
 use coopcache_sim::coop::stepwise::stepwise;
-use coopcache_sim::live::{LiveCluster, Order, content_of};
+use coopcache_sim::protocol::{LiveCluster, Order, content_of};
 use coopcache_sim::trace::{Op, Request};
 
 const NODES: u32 = 4;

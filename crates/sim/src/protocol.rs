@@ -284,7 +284,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
     }
 
     /// Node `reader`'s read of `block`, carried to `manager` inside another
-    /// request (a C2Cfs open, `c2cfs::live`): `manager` serves it as a
+    /// request (a C2Cfs open, `c2cfs::exclusive`): `manager` serves it as a
     /// `Read` from `reader`, then `reader` starts it without asking (as it
     /// does on the open's answer), and the cluster runs until quiet.
     /// Returns how the read finished (`None` if it did not).
