@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-files="crates/node/src/link.rs crates/node/src/membership.rs crates/node/src/link/admission.rs crates/core/src/c2cfs/locks/protocol.rs"
+files="crates/node/src/link.rs crates/core/src/members/swim.rs crates/node/src/link/admission.rs crates/core/src/c2cfs/locks/protocol.rs"
 backup=$(mktemp -d)
 for f in $files; do cp "$f" "$backup/$(basename "$f")"; done
 restore() { for f in $files; do cp "$backup/$(basename "$f")" "$f"; done; }
@@ -17,7 +17,7 @@ trap 'restore; rm -rf "$backup"' EXIT
 # name | file | sed expression (each must change the file)
 mutations=(
   "hello-id|crates/node/src/link.rs|s/        if node != id \{/        if node != id \&\& false {/"
-  "gossip-screen|crates/node/src/membership.rs|s/let fit = screened.data.as_deref\(\).unwrap_or\(data\);/let fit = data;/"
+  "gossip-screen|crates/core/src/members/swim.rs|s/let fit = screened.data.as_deref\(\).unwrap_or\(data\);/let fit = data;/"
   "unauthenticated-cap|crates/node/src/link/admission.rs|s/if s.unauthenticated.len\(\) >= MAX_UNAUTHENTICATED$/if s.unauthenticated.len() >= MAX_UNAUTHENTICATED \&\& false/"
   "links-per-member|crates/node/src/link/admission.rs|s/if entry.queue.len\(\) >= LINKS_PER_MEMBER$/if entry.queue.len() >= LINKS_PER_MEMBER \&\& false/"
   "duplicate|crates/node/src/link/admission.rs|s/\&\& links.listen != listen$/\&\& links.listen != listen \&\& false/"

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The performance guard CI runs: ratios that do not depend on the machine's
-# absolute speed, each measured in one run beside its own baseline, and
-# compared with a floor (or a ceiling) set at about 60-75% of the figure
-# restored on 2026-12-01 (docs/benchmarks.md, "The performance guard", says
-# how each bound was chosen). Each ratio is measured TRIES times (default
+# The performance guard CI runs: ratios that depend as little as possible
+# on the machine, each measured in one run beside its own baseline, and
+# compared with a floor (or a ceiling) between the healthy figure and the
+# regression it must catch (docs/benchmarks.md, "The performance guard",
+# says how each bound was chosen, on which machines). The peer streams are
+# judged against one link of the cluster's own TLS, not one TCP stream: a
+# TCP stream's speed against encryption and hashing differs from one CPU to
+# the next (2026-12-04: TCP 3.0-5.4 GB/s, a TLS link 1.2-1.4, a peer stream
+# 1.0), and on such a machine the TCP ratio failed a healthy main. Each ratio is measured TRIES times (default
 # 3) and its median judged, so one noisy run on a shared machine does not
 # fail it. Prints every ratio; exits 1 if any is out of bounds.
 #
@@ -20,9 +24,9 @@ tries=${TRIES:-3}
 
 # name|kind (min: a floor, max: a ceiling)|bound|command|python reading the JSON lines on stdin
 metrics=(
-    "peer stream, library / TCP|min|0.28|bench stream --size 256MiB --reps 3 --json|r=rows[0]['rows']; print([x['of_tcp'] for x in r if x['path']=='peer hit, library'][0])"
-    "peer stream, gateway / TCP|min|0.22|bench stream --size 256MiB --reps 3 --json|r=rows[0]['rows']; print([x['of_tcp'] for x in r if x['path']=='peer hit, HTTP gateway'][0])"
-    "remote hit p50 / round trip|max|3.0|bench latency --no-baselines --concurrency 1 --duration 1s --json|d=rows[0]; print(d['rows'][0]['p50_us'] / d['ceiling']['rtt_node_threads_p50_us'])"
+    "peer stream, library / TLS link|min|0.55|bench stream --size 256MiB --reps 3 --json|r=rows[0]['rows']; print([x['of_tls'] for x in r if x['path']=='peer hit, library'][0])"
+    "peer stream, gateway / TLS link|min|0.45|bench stream --size 256MiB --reps 3 --json|r=rows[0]['rows']; print([x['of_tls'] for x in r if x['path']=='peer hit, HTTP gateway'][0])"
+    "remote hit p50 / round trip|max|3.6|bench latency --no-baselines --concurrency 1 --duration 1s --json|d=rows[0]; print(d['rows'][0]['p50_us'] / d['ceiling']['rtt_node_threads_p50_us'])"
     "replay LRU / reference loop|min|1.8|bench replay-speed --reps 3 --json|print(rows[0]['ratio'])"
     "mount from peers / FUSE passthrough|min|0.20|bench mount --phases throughput --file-size 64MiB --json|from statistics import median as md; step=lambda k: md([x['mb_per_s'] for x in rows if k in x.get('step', '')]); print(step('from peers') / step('FUSE passthrough'))"
 )

@@ -112,6 +112,93 @@ pub(crate) async fn stream_between_threads(duration: Duration) -> Result<f64> {
     r
 }
 
+/// One link of the cluster's own (mutual TLS with the node's settings, the
+/// node's frames) from one thread to another, each on a runtime of its
+/// own, for `duration`: the holder's side writes `Data` frames of `block`
+/// bytes four to a write, as a link batches them, and the reader's side
+/// reads them with the link's frame reader and hashes every block
+/// (BLAKE3) as a link task does before its node sees it. The most one
+/// peer stream can carry on this machine, whatever its CPU's cost of
+/// encryption and hashing against copying: GB/s. Keys are made in `dir`.
+pub(crate) async fn tls_link_between_threads(
+    dir: &std::path::Path,
+    duration: Duration,
+    block: usize,
+) -> Result<f64> {
+    use coopcache_core::protocol::PeerMsg;
+    use coopcache_node::block::{Block, BlockId};
+    use coopcache_node::frame::{self, Wire};
+    use coopcache_node::tls::{Identity, SERVER_NAME, init_cluster};
+    let keys = dir.join("tls-link-keys");
+    if !keys.join("a.pem").exists() {
+        init_cluster(&keys, &["a".to_string(), "b".to_string()], 1)?;
+    }
+    let (a, b) = (Identity::load(&keys, "a")?, Identity::load(&keys, "b")?);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let server = a.server.clone();
+    let reader = on_own_thread(async move {
+        let listener = TcpListener::from_std(listener)?;
+        let (tcp, _) = listener.accept().await?;
+        tcp.set_nodelay(true)?;
+        let mut tls = tokio_rustls::TlsAcceptor::from(server).accept(tcp).await?;
+        let max = frame::max_frame(block as u32);
+        let mut got = 0usize;
+        let mut start = None;
+        let mut end = Instant::now() + duration;
+        while Instant::now() < end {
+            match coopcache_node::link::read_frame(&mut tls, max).await? {
+                Some(Wire::Peer(PeerMsg::Data { data, .. })) => {
+                    // Timed from the first block, past the handshake.
+                    if start.is_none() {
+                        start = Some(Instant::now());
+                        end = Instant::now() + duration;
+                        continue;
+                    }
+                    got += Block::new(data).bytes.len();
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        anyhow::ensure!(got > 0 && secs > 0.0, "the TLS link carried nothing");
+        Ok(got as f64 / secs / 1e9)
+    });
+    let client = b.client.clone();
+    let writer = on_own_thread(async move {
+        let tcp = TcpStream::connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        let name = rustls_pki_types::ServerName::try_from(SERVER_NAME)?;
+        let mut tls = tokio_rustls::TlsConnector::from(client)
+            .connect(name, tcp)
+            .await?;
+        let data = bytes::Bytes::from(vec![0x5au8; block]);
+        let mut buf = bytes::BytesMut::new();
+        let mut index = 0u32;
+        // Until the reader has its figure and closes the connection.
+        loop {
+            buf.clear();
+            for _ in 0..4 {
+                let msg = PeerMsg::Data {
+                    block: BlockId::new(1, index),
+                    data: data.clone(),
+                };
+                index = index.wrapping_add(1);
+                frame::encode(&Wire::Peer(msg), &mut buf);
+            }
+            if tls.write_all(&buf).await.is_err() {
+                break;
+            }
+        }
+        anyhow::Ok(())
+    });
+    let (w, r) = tokio::join!(writer, reader);
+    w?;
+    r
+}
+
 /// 1-byte requests answered with 1 byte, the two ends on two threads each
 /// with a runtime of its own (as two nodes are): p50 and p99.
 pub(crate) async fn ping_pong_between_threads(duration: Duration) -> Result<(f64, f64)> {

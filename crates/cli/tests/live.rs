@@ -283,7 +283,7 @@ fn sigkill_of_a_peer_mid_storm_loses_no_read() {
         assert!(fetch(nodes[1].http, path).unwrap() == *data, "{path} via b");
     }
     // B's records reach the managers asynchronously.
-    thread::sleep(Duration::from_millis(500));
+    wait_quiescent(&nodes);
     // C holds nothing: whatever A gets from the cluster comes from B.
     assert_eq!(counter(&nodes[2].status(), "cached_blocks"), 0);
     let a0 = nodes[0].status();

@@ -1,7 +1,9 @@
-//! The node driver: one task that feeds the core's [`NodeProtocol`] with
-//! client reads, peer messages, origin completions, membership and the
-//! clock, and carries out what it asks for: frames to peers, origin reads,
-//! replies to the readers waiting. Every protocol decision (whom to ask,
+//! The node driver: one task that feeds the core's node
+//! ([`coopcache_core::node::Node`]) and membership
+//! ([`coopcache_core::members::Membership`]) with client reads, peer
+//! messages, origin completions, links and the clock, and carries out what
+//! they ask for: frames to peers, dials, origin reads, replies to the
+//! readers waiting. Every protocol decision (whom to ask,
 //! whom to trust, when to give up, what a read returns) is the core's; the
 //! driver owns the sockets, the bytes in flight and the time.
 
@@ -9,12 +11,12 @@ use crate::block::{Block, BlockId};
 use crate::clock::Clock;
 use crate::frame::Wire;
 use crate::link::{LinkCtx, LinkTx};
-use crate::membership::Swim;
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError};
 use bytes::Bytes;
 use coopcache_core::coop::{Level, NodeId};
-use coopcache_core::members::View;
+use coopcache_core::members::swim::Swim;
+use coopcache_core::members::{Membership, View};
 use coopcache_core::node::{Msg, Output};
 use coopcache_core::protocol::{Action, PeerMsg, ReadFailure, Served};
 use std::collections::{BTreeMap, HashMap};
@@ -318,11 +320,11 @@ pub struct Driver {
     events: mpsc::Sender<Event>,
     /// Readers waiting, by block.
     waiting: HashMap<BlockId, Waiting>,
-    /// The core's view of the cluster: links by dialled address, linked
-    /// members, those down or gone, whom a peer's word makes it dial.
-    view: View<LinkTx, Member>,
-    /// The SWIM failure detector.
-    swim: Swim,
+    /// The core's membership: the view (links by dialled address, linked
+    /// members, those down or gone) and SWIM, joined; it decides every
+    /// dial and what every verdict means, the driver keeps its channels
+    /// in it.
+    members: Membership<LinkTx, Member>,
     /// Protocol messages sent and received per peer, pings aside.
     sent: BTreeMap<NodeId, u64>,
     received: BTreeMap<NodeId, u64>,
@@ -367,7 +369,7 @@ impl Driver {
         // new SWIM identity that wins over the one its peers remember.
         let incarnation = crate::clock::unix_micros();
         let swim = Swim::new(
-            crate::membership::SwimId {
+            coopcache_core::members::swim::SwimId {
                 node: cfg.id,
                 listen: ctx.listen.clone(),
                 incarnation,
@@ -375,6 +377,7 @@ impl Driver {
             incarnation,
         );
         let view = View::new(cfg.id, ctx.listen.clone(), MAX_LINKS, MAX_DOWN);
+        let members = Membership::new(view, swim);
         Driver {
             cfg,
             node,
@@ -384,8 +387,7 @@ impl Driver {
             ctx,
             events,
             waiting: HashMap::new(),
-            view,
-            swim,
+            members,
             sent: BTreeMap::new(),
             received: BTreeMap::new(),
             synced: Synced::default(),
@@ -644,7 +646,10 @@ impl Driver {
         for (&peer, &n) in &s.violations {
             let seen = self.synced.violations.entry(peer).or_default();
             if n > *seen {
-                let name = self.view.member(peer).map_or("?", |m| m.link.name.as_str());
+                let name = self
+                    .members
+                    .member(peer)
+                    .map_or("?", |m| m.link.name.as_str());
                 m.violation(name, n - *seen);
                 *seen = n;
             }

@@ -38,7 +38,7 @@ pub const MAX_OVERHEAD: usize = 1024;
 /// Largest SWIM datagram a `Gossip` frame carries (foca's
 /// `max_packet_size`): within [`MAX_OVERHEAD`], so it fits any node's
 /// frame limit whatever its block size.
-pub const MAX_GOSSIP: usize = 1000;
+pub use coopcache_core::members::swim::MAX_GOSSIP;
 
 /// A frame between two nodes.
 #[derive(Clone, Debug, PartialEq, Eq)]

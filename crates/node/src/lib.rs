@@ -7,12 +7,11 @@
 //! - [`origin`]: the slow shared storage behind the cluster (a directory,
 //!   S3 or HTTP, through `object_store`).
 //! - [`frame`]: the wire format (docs/PROTOCOL.md); [`link`]: connections.
-//! - [`driver`]: the task that drives the core's protocol
-//!   ([`coopcache_core::protocol::NodeProtocol`]) with sockets, origin
-//!   reads and [`clock`]; [`handle`]: starting a node and reading through
-//!   it.
-//! - [`membership`]: SWIM failure detection (foca) over the links;
-//!   [`discovery`]: finding members on one subnet by multicast.
+//! - [`driver`]: the task that carries the core's node
+//!   ([`coopcache_core::node::Node`]) and SWIM
+//!   ([`coopcache_core::members::swim`]) with sockets, origin reads and
+//!   [`clock`]; [`handle`]: starting a node and reading through it.
+//! - [`discovery`]: finding members on one subnet by multicast.
 //! - [`block`]: block ids and contents; [`budget`]: how many blocks fit
 //!   the memory budget; [`seal`]: sealing a private origin's blocks
 //!   before they are parked on peers.
@@ -33,7 +32,6 @@ pub mod handle;
 pub mod issued;
 pub mod join;
 pub mod link;
-pub mod membership;
 pub mod metrics;
 pub mod origin;
 pub mod quiescence;

@@ -87,7 +87,7 @@ pub struct Metrics {
     /// Messages dropped because a peer's queue was full or it was down.
     pub dropped_messages: Counter,
     /// SWIM updates a peer sent about other members, dropped unapplied: a
-    /// member speaks for itself only (`membership::screen`).
+    /// member speaks for itself only (`coopcache_core::members::swim::screen`).
     pub gossip_screened: Counter,
     /// Discovery datagrams ignored: malformed, or from another cluster.
     pub discovery_ignored: Counter,

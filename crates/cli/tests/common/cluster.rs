@@ -179,6 +179,24 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Waits until the cluster is at quiescence: every node quiet (no read in
+/// flight, nothing expected from a peer) and every protocol message a node
+/// sent received by its peer (`sent` and `received` by id in `status`).
+pub fn wait_quiescent(nodes: &[Node]) {
+    wait_until("the cluster at quiescence", || {
+        let all: Vec<Value> = nodes.iter().map(|n| n.status()).collect();
+        let id = |s: &Value| s["id"].to_string();
+        all.iter().all(|s| s["quiet"] == true)
+            && all.iter().all(|from| {
+                all.iter().filter(|to| id(to) != id(from)).all(|to| {
+                    let sent = &from["sent"][id(to)];
+                    let received = &to["received"][id(from)];
+                    sent.as_u64().unwrap_or(0) == received.as_u64().unwrap_or(0)
+                })
+            })
+    });
+}
+
 // ---- the gateway -------------------------------------------------------
 
 /// An HTTP answer.

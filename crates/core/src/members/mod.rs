@@ -27,6 +27,10 @@
 //! control channel) and per member (`M`, e.g. its queues), so there is one
 //! table of each and nothing to keep in step.
 
+mod membership;
+pub mod swim;
+
+pub use membership::{Dropped, MemberAction, MemberNote, Membership};
 #[cfg(test)]
 mod tests;
 
@@ -279,11 +283,21 @@ impl<L, M> View<L, M> {
 
     /// This node is leaving: it dials no one again; every member and link
     /// is dropped, the members returned (to be told).
-    pub fn leave(&mut self) -> Vec<Member<M>> {
+    pub fn leave(&mut self) -> Vec<(NodeId, Member<M>)> {
         self.stopping = true;
         self.links.clear();
         self.hinted.clear();
-        std::mem::take(&mut self.members).into_values().collect()
+        std::mem::take(&mut self.members).into_iter().collect()
+    }
+
+    /// This node's id.
+    pub fn me(&self) -> NodeId {
+        self.me
+    }
+
+    /// The most addresses dialled at once.
+    pub fn max_links(&self) -> usize {
+        self.max_links
     }
 
     /// Whether this node is leaving.

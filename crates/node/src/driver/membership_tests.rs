@@ -3,9 +3,9 @@
 //! whatever the link says.
 
 use super::*;
-use crate::membership::{Change, Effects, SwimId};
 use crate::tls::{Identity, init_cluster};
 use coopcache_core::coop::{AlgorithmKind, Holders, LiveShape};
+use coopcache_core::members::swim::{Change, Effects, SwimId};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::{NodeProtocol, ProtocolConfig, manager_of};
 
@@ -57,10 +57,11 @@ pub(super) fn link(d: &mut Driver) {
 }
 
 fn verdict(d: &mut Driver, change: Change) {
-    d.swim_effects(Effects {
+    d.members.handle_verdicts(Effects {
         changes: vec![change],
         ..Effects::default()
     });
+    d.apply_members();
 }
 
 /// SWIM sees the peer alive.
@@ -104,11 +105,11 @@ async fn a_swim_verdict_of_down_forgets_a_linked_member_until_it_is_up_again() {
     assert_eq!(d.node.reads().members(), [0]);
     assert_eq!(listed(&mut d), vec![0]);
     assert_eq!(*d.node.reads().directory().holders(block), Holders::None);
-    assert!(d.view.sizes().0 == 0, "the hung link is dropped");
+    assert!(d.members.view().sizes().0 == 0, "the hung link is dropped");
 
     // A new link to it does not make it live while SWIM holds it down...
     link(&mut d);
-    assert!(d.view.member(PEER).is_some());
+    assert!(d.members.view().member(PEER).is_some());
     assert_eq!(d.node.reads().members(), [0]);
     assert_eq!(listed(&mut d), vec![0]);
 
@@ -123,7 +124,7 @@ async fn swim_up_for_an_unlinked_member_dials_it() {
     let tmp = tempfile::tempdir().unwrap();
     let mut d = driver(tmp.path());
     peer_up(&mut d);
-    assert!(d.view.is_dialled(PEER_ADDR));
+    assert!(d.members.view().is_dialled(PEER_ADDR));
     // Live only once the link is up (TLS decides membership).
     assert_eq!(d.node.reads().members(), [0]);
 }
@@ -145,7 +146,7 @@ async fn bad_gossip_frames_are_counted_and_change_nothing() {
         },
         1,
     );
-    let e = other.announce(0, "127.0.0.1:7000".into(), crate::clock::now());
+    let e = other.announce(0, "127.0.0.1:7000".into(), d.clock.micros());
     d.on_frame(PEER, Wire::Gossip(e.send[0].2.clone()));
     assert_eq!(d.metrics.peer_errors.get(), before + 2);
     assert_eq!(d.node.reads().members(), [0, PEER]);
@@ -159,18 +160,22 @@ async fn a_member_that_says_it_is_leaving_is_dropped_and_not_dialled_again() {
     assert_eq!(d.node.reads().members(), [0, PEER]);
     d.on_frame(PEER, Wire::Leaving);
     assert_eq!(d.node.reads().members(), [0]);
-    assert!(d.view.sizes().0 == 0, "its link is closed");
+    assert!(d.members.view().sizes().0 == 0, "its link is closed");
     // Neither another member's list nor SWIM (which has not noticed yet)
     // dials it again...
     d.on_frame(8, Wire::Members(vec![(PEER, PEER_ADDR.into())]));
-    d.swim_effects(Effects {
+    d.members.handle_verdicts(Effects {
         send: vec![(PEER, PEER_ADDR.into(), Bytes::from_static(b"ping"))],
         ..Effects::default()
     });
-    assert!(d.view.sizes().0 == 0, "dialled a member that left");
+    d.apply_members();
+    assert!(
+        d.members.view().sizes().0 == 0,
+        "dialled a member that left"
+    );
     // ...until SWIM sees it back (it restarted).
     peer_up(&mut d);
-    assert!(d.view.is_dialled(PEER_ADDR));
+    assert!(d.members.view().is_dialled(PEER_ADDR));
 }
 
 #[tokio::test]
@@ -179,8 +184,8 @@ async fn a_leaving_node_drops_its_links_and_dials_no_one() {
     let mut d = driver(tmp.path());
     link(&mut d);
     d.leave();
-    assert!(d.view.linked().next().is_none() && d.view.sizes().0 == 0);
+    assert!(d.members.view().linked().next().is_none() && d.members.view().sizes().0 == 0);
     d.dial(PEER_ADDR.into());
     peer_up(&mut d);
-    assert!(d.view.sizes().0 == 0, "a leaving node dialled");
+    assert!(d.members.view().sizes().0 == 0, "a leaving node dialled");
 }

@@ -33,7 +33,7 @@ impl Driver {
         }
         let frame = Wire::Revoked(r.der.clone());
         self.ctx.revoked.send_replace(Arc::new(r));
-        let ids: Vec<NodeId> = self.view.linked().collect();
+        let ids: Vec<NodeId> = self.members.view().linked().collect();
         for id in ids {
             self.send(id, frame.clone());
         }

@@ -17,13 +17,18 @@ impl Driver {
             memory: Some(MemberMemory::of(own, bs)),
         }];
         let protocol = self.node.reads();
-        members.extend(self.view.live_peers().map(|(&id, mm)| MemberStatus {
-            id,
-            name: mm.link.name.clone(),
-            listen: mm.listen.clone(),
-            rtt_us: protocol.rtt_us(id),
-            memory: protocol.peer_status(id).map(|s| MemberMemory::of(s, bs)),
-        }));
+        members.extend(
+            self.members
+                .view()
+                .live_peers()
+                .map(|(&id, mm)| MemberStatus {
+                    id,
+                    name: mm.link.name.clone(),
+                    listen: mm.listen.clone(),
+                    rtt_us: protocol.rtt_us(id),
+                    memory: protocol.peer_status(id).map(|s| MemberMemory::of(s, bs)),
+                }),
+        );
         let usage = self.node.reads().usage();
         let stats = self.node.reads().stats();
         Status {

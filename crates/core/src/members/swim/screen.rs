@@ -28,8 +28,8 @@
 //! resets is still noticed at once, by its links).
 
 use super::{GossipError, SwimId};
+use crate::coop::NodeId;
 use bytes::BufMut;
-use coopcache_core::coop::NodeId;
 use foca::{Codec, Incarnation, Member, Message, PostcardCodec, State};
 
 /// Hints kept from one datagram; the rest are dropped.

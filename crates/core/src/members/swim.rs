@@ -1,25 +1,28 @@
 //! Failure detection: SWIM (Das, Gupta and Motivala, 2002) through the
 //! `foca` crate, not a protocol of our own. Foca's datagrams travel as
 //! `Gossip` frames over the authenticated links; this module is sans-IO
-//! like the core: the driver feeds it frames and the clock and carries out
-//! what it returns (datagrams to send, members up and down).
+//! like the rest of the core: the driver feeds it frames and the time (in
+//! microseconds, as every machine here) and carries out what it returns
+//! (datagrams to send, members up and down, what to log).
 //!
 //! Links alone notice a peer that closes or resets its connection; SWIM
 //! also notices one that stops answering while its TCP connection still
 //! looks open (a partition or a blackhole route, where TCP retransmits
 //! silently for minutes).
 
-use crate::frame::MAX_GOSSIP;
+use crate::coop::NodeId;
 use bytes::Bytes;
-use coopcache_core::coop::NodeId;
 use foca::{
     AccumulatingRuntime, Config, Foca, NoCustomBroadcast, OwnedNotification, PeriodicParams,
     PostcardCodec, Timer,
 };
-use rand_pcg::Pcg64;
+use rand_pcg_foca::Pcg64;
 use std::collections::BTreeMap;
 use std::num::{NonZeroU32, NonZeroUsize};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// Largest SWIM datagram, in bytes (a `Gossip` frame's body).
+pub const MAX_GOSSIP: usize = 1000;
 
 /// SWIM probe period: each member probes one other member this often.
 pub const PROBE_PERIOD: Duration = Duration::from_secs(1);
@@ -121,10 +124,43 @@ pub struct Effects {
     pub changes: Vec<Change>,
     /// Timers dropped because [`MAX_TIMERS`] were pending.
     pub dropped_timers: usize,
+    /// What happened that an operator may want to read, in order.
+    pub notes: Vec<Note>,
+}
+
+/// Something SWIM did that changes no membership but is worth a log line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    /// Peers declared this node down; it rejoined as a new incarnation.
+    Rejoined {
+        /// The new incarnation.
+        incarnation: u64,
+    },
+    /// This node was declared down and cannot rejoin.
+    Defunct,
+    /// Foca refused a call (an announce, a timer): routine after a rejoin.
+    Refused {
+        /// The call.
+        call: &'static str,
+        /// Foca's reason.
+        error: String,
+    },
+}
+
+impl Effects {
+    /// Appends `more`, in order.
+    fn extend(&mut self, more: Effects) {
+        self.send.extend(more.send);
+        self.hints.extend(more.hints);
+        self.dropped_updates += more.dropped_updates;
+        self.changes.extend(more.changes);
+        self.dropped_timers += more.dropped_timers;
+        self.notes.extend(more.notes);
+    }
 }
 
 /// Why a gossip frame was refused.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum GossipError {
     /// The datagram claims to come from another node than the link's
     /// certificate-authenticated peer.
@@ -175,13 +211,23 @@ type SwimFoca = Foca<SwimId, PostcardCodec, Pcg64, NoCustomBroadcast>;
 pub struct Swim {
     foca: SwimFoca,
     runtime: AccumulatingRuntime<SwimId>,
-    /// Foca's timers by due time (and a sequence number to keep equal
-    /// times apart).
-    timers: BTreeMap<(Instant, u64), Timer<SwimId>>,
+    /// Foca's timers by due time in microseconds (and a sequence number
+    /// to keep equal times apart).
+    timers: BTreeMap<(u64, u64), Timer<SwimId>>,
     seq: u64,
     /// Foca's incarnation of this node, as its last datagram said:
     /// suspicions of a later one are lies ([`screen`]).
     incarnation: foca::Incarnation,
+}
+
+impl std::fmt::Debug for Swim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Swim")
+            .field("identity", self.foca.identity())
+            .field("timers", &self.timers.len())
+            .field("incarnation", &self.incarnation)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Swim {
@@ -212,25 +258,25 @@ impl Swim {
     /// Asks `node` (just linked, incarnation unknown) to add us and send
     /// its member list: foca accepts an announce addressed to any
     /// incarnation of the node.
-    pub fn announce(&mut self, node: NodeId, listen: String, now: Instant) -> Effects {
+    pub fn announce(&mut self, node: NodeId, listen: String, now: u64) -> Effects {
         let dst = SwimId {
             node,
             listen,
             incarnation: 0,
         };
-        if let Err(e) = self.foca.announce(dst, &mut self.runtime) {
-            tracing::debug!(node, error = %e, "swim: announce");
+        let refused = self.foca.announce(dst, &mut self.runtime).err();
+        let mut effects = self.drain(now);
+        if let Some(e) = refused {
+            effects.notes.push(Note::Refused {
+                call: "announce",
+                error: e.to_string(),
+            });
         }
-        self.drain(now)
+        effects
     }
 
     /// A `Gossip` frame from `from` (the link's authenticated peer).
-    pub fn receive(
-        &mut self,
-        from: NodeId,
-        data: &[u8],
-        now: Instant,
-    ) -> Result<Effects, GossipError> {
+    pub fn receive(&mut self, from: NodeId, data: &[u8], now: u64) -> Result<Effects, GossipError> {
         // Members are authenticated by certificate; a datagram speaks for
         // its sender only (see `screen`).
         if data.len() > MAX_GOSSIP {
@@ -254,7 +300,7 @@ impl Swim {
     }
 
     /// Fires the timers due by `now`.
-    pub fn tick(&mut self, now: Instant) -> Effects {
+    pub fn tick(&mut self, now: u64) -> Effects {
         let mut effects = Effects::default();
         while let Some(entry) = self.timers.first_entry() {
             if entry.key().0 > now {
@@ -262,19 +308,19 @@ impl Swim {
             }
             let timer = entry.remove();
             if let Err(e) = self.foca.handle_timer(timer, &mut self.runtime) {
-                tracing::debug!(error = %e, "swim: timer");
+                effects.notes.push(Note::Refused {
+                    call: "timer",
+                    error: e.to_string(),
+                });
             }
             let more = self.drain(now);
-            effects.send.extend(more.send);
-            effects.hints.extend(more.hints);
-            effects.changes.extend(more.changes);
-            effects.dropped_timers += more.dropped_timers;
+            effects.extend(more);
         }
         effects
     }
 
     /// When the next timer is due, if any.
-    pub fn next_due(&self) -> Option<Instant> {
+    pub fn next_due(&self) -> Option<u64> {
         self.timers.keys().next().map(|&(at, _)| at)
     }
 
@@ -284,7 +330,7 @@ impl Swim {
     }
 
     /// Everything foca asked for during the last call.
-    fn drain(&mut self, now: Instant) -> Effects {
+    fn drain(&mut self, now: u64) -> Effects {
         let mut effects = Effects::default();
         while let Some((to, data)) = self.runtime.to_send() {
             if let Some(incarnation) = screen::own_incarnation(&data) {
@@ -298,7 +344,9 @@ impl Swim {
                 continue;
             }
             self.seq += 1;
-            self.timers.insert((now + after, self.seq), timer);
+            let after = u64::try_from(after.as_micros()).unwrap_or(u64::MAX);
+            self.timers
+                .insert((now.saturating_add(after), self.seq), timer);
         }
         while let Some(n) = self.runtime.to_notify() {
             match n {
@@ -309,16 +357,13 @@ impl Swim {
                 OwnedNotification::MemberDown(id) => {
                     effects.changes.push(Change::Down { node: id.node })
                 }
-                OwnedNotification::Rejoin(id) => {
-                    tracing::info!(
-                        incarnation = id.incarnation,
-                        "swim: this node was declared down; rejoined as a new incarnation"
-                    )
-                }
-                OwnedNotification::Defunct => {
-                    tracing::warn!("swim: this node was declared down and cannot rejoin")
-                }
-                other => tracing::debug!(?other, "swim"),
+                OwnedNotification::Rejoin(id) => effects.notes.push(Note::Rejoined {
+                    incarnation: id.incarnation,
+                }),
+                OwnedNotification::Defunct => effects.notes.push(Note::Defunct),
+                // Foca's other notifications (active, idle) change nothing
+                // the node acts on.
+                _ => {}
             }
         }
         effects
