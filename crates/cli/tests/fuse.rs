@@ -19,3 +19,4 @@ mod mount_locks;
 mod mount_owners;
 mod mount_posix;
 mod mount_s3;
+mod readme_tour;
