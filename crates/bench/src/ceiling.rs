@@ -6,6 +6,9 @@
 
 use crate::measure::quantile_us;
 use anyhow::Result;
+use coopcache_core::protocol::PeerMsg;
+use coopcache_node::block::{Block, BlockId};
+use coopcache_node::frame::{self, Wire};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -34,12 +37,17 @@ pub(crate) struct Ceiling {
     /// Median 1-byte round trip between two threads each with a
     /// current-thread runtime of its own: two nodes, each on its machine.
     pub rtt_node_threads_p50_us: f64,
+    /// Median round trip between two node threads over one link of the
+    /// cluster's own TLS: a small frame asked, an 8 KiB `Data` frame
+    /// answered and hashed (BLAKE3) on arrival. What a remote hit between
+    /// two nodes must at least cost on this machine, crypto included.
+    pub tls_rtt_8k_node_threads_p50_us: f64,
     /// One TCP stream's throughput, GB/s (10^9 bytes).
     pub stream_gb_s: f64,
 }
 
-/// Measures each for `duration`.
-pub(crate) async fn measure(duration: Duration) -> Result<Ceiling> {
+/// Measures each for `duration` (TLS keys made in `dir`).
+pub(crate) async fn measure(dir: &std::path::Path, duration: Duration) -> Result<Ceiling> {
     // The strict round trips on a runtime of their own, on one thread.
     let single = tokio::task::spawn_blocking(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -54,6 +62,7 @@ pub(crate) async fn measure(duration: Duration) -> Result<Ceiling> {
     let ((rtt_p50_us, rtt_p99_us), (rtt_8k_p50_us, _)) = single.await??;
     let (rtt_threads_p50_us, _) = ping_pong(duration, 1).await?;
     let (rtt_node_threads_p50_us, _) = ping_pong_between_threads(duration).await?;
+    let tls_rtt_8k_node_threads_p50_us = tls_ping_pong_between_threads(dir, duration).await?;
     let stream_gb_s = stream(duration).await?;
     Ok(Ceiling {
         rtt_p50_us,
@@ -61,6 +70,7 @@ pub(crate) async fn measure(duration: Duration) -> Result<Ceiling> {
         rtt_8k_p50_us,
         rtt_threads_p50_us,
         rtt_node_threads_p50_us,
+        tls_rtt_8k_node_threads_p50_us,
         stream_gb_s,
     })
 }
@@ -125,24 +135,9 @@ pub(crate) async fn tls_link_between_threads(
     duration: Duration,
     block: usize,
 ) -> Result<f64> {
-    use coopcache_core::protocol::PeerMsg;
-    use coopcache_node::block::{Block, BlockId};
-    use coopcache_node::frame::{self, Wire};
-    use coopcache_node::tls::{Identity, SERVER_NAME, init_cluster};
-    let keys = dir.join("tls-link-keys");
-    if !keys.join("a.pem").exists() {
-        init_cluster(&keys, &["a".to_string(), "b".to_string()], 1)?;
-    }
-    let (a, b) = (Identity::load(&keys, "a")?, Identity::load(&keys, "b")?);
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?;
-    listener.set_nonblocking(true)?;
-    let server = a.server.clone();
+    let (listener, server, connect) = tls_pair(dir)?;
     let reader = on_own_thread(async move {
-        let listener = TcpListener::from_std(listener)?;
-        let (tcp, _) = listener.accept().await?;
-        tcp.set_nodelay(true)?;
-        let mut tls = tokio_rustls::TlsAcceptor::from(server).accept(tcp).await?;
+        let mut tls = accept(listener, server).await?;
         let max = frame::max_frame(block as u32);
         let mut got = 0usize;
         let mut start = None;
@@ -166,14 +161,8 @@ pub(crate) async fn tls_link_between_threads(
         anyhow::ensure!(got > 0 && secs > 0.0, "the TLS link carried nothing");
         Ok(got as f64 / secs / 1e9)
     });
-    let client = b.client.clone();
     let writer = on_own_thread(async move {
-        let tcp = TcpStream::connect(addr).await?;
-        tcp.set_nodelay(true)?;
-        let name = rustls_pki_types::ServerName::try_from(SERVER_NAME)?;
-        let mut tls = tokio_rustls::TlsConnector::from(client)
-            .connect(name, tcp)
-            .await?;
+        let mut tls = connect.await?;
         let data = bytes::Bytes::from(vec![0x5au8; block]);
         let mut buf = bytes::BytesMut::new();
         let mut index = 0u32;
@@ -197,6 +186,116 @@ pub(crate) async fn tls_link_between_threads(
     let (w, r) = tokio::join!(writer, reader);
     w?;
     r
+}
+
+/// The two ends of one link of the cluster's TLS (keys made in `dir` the
+/// first time): a listener and the server's settings, and the client's
+/// connection to it (to await on the client's thread).
+#[allow(clippy::type_complexity)]
+fn tls_pair(
+    dir: &std::path::Path,
+) -> Result<(
+    std::net::TcpListener,
+    std::sync::Arc<tokio_rustls::rustls::ServerConfig>,
+    std::pin::Pin<
+        Box<dyn Future<Output = Result<tokio_rustls::client::TlsStream<TcpStream>>> + Send>,
+    >,
+)> {
+    use coopcache_node::tls::{Identity, SERVER_NAME, init_cluster};
+    let keys = dir.join("tls-link-keys");
+    if !keys.join("a.pem").exists() {
+        init_cluster(&keys, &["a".to_string(), "b".to_string()], 1)?;
+    }
+    let (a, b) = (Identity::load(&keys, "a")?, Identity::load(&keys, "b")?);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let client = b.client.clone();
+    let connect = Box::pin(async move {
+        let tcp = TcpStream::connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        let name = rustls_pki_types::ServerName::try_from(SERVER_NAME)?;
+        Ok(tokio_rustls::TlsConnector::from(client)
+            .connect(name, tcp)
+            .await?)
+    });
+    Ok((listener, a.server.clone(), connect))
+}
+
+/// Accepts the one connection of [`tls_pair`]'s listener.
+async fn accept(
+    listener: std::net::TcpListener,
+    server: std::sync::Arc<tokio_rustls::rustls::ServerConfig>,
+) -> Result<tokio_rustls::server::TlsStream<TcpStream>> {
+    let listener = TcpListener::from_std(listener)?;
+    let (tcp, _) = listener.accept().await?;
+    tcp.set_nodelay(true)?;
+    Ok(tokio_rustls::TlsAcceptor::from(server).accept(tcp).await?)
+}
+
+/// Round trips over one link of the cluster's TLS between two node
+/// threads for `duration`: a `Read` frame asked, an 8 KiB `Data` frame
+/// answered and hashed (BLAKE3) on arrival, as a remote hit between two
+/// nodes is at least: the p50, µs.
+pub(crate) async fn tls_ping_pong_between_threads(
+    dir: &std::path::Path,
+    duration: Duration,
+) -> Result<f64> {
+    const ANSWER: usize = 8 << 10;
+    let max = frame::max_frame(ANSWER as u32);
+    let (listener, server, connect) = tls_pair(dir)?;
+    let holder = on_own_thread(async move {
+        let mut tls = accept(listener, server).await?;
+        let data = bytes::Bytes::from(vec![0x5au8; ANSWER]);
+        let mut buf = bytes::BytesMut::new();
+        while let Ok(Some(Wire::Peer(PeerMsg::Read { block }))) =
+            coopcache_node::link::read_frame(&mut tls, max).await
+        {
+            buf.clear();
+            let answer = PeerMsg::Data {
+                block,
+                data: data.clone(),
+            };
+            frame::encode(&Wire::Peer(answer), &mut buf);
+            if tls.write_all(&buf).await.is_err() {
+                break;
+            }
+        }
+        anyhow::Ok(())
+    });
+    let reader = on_own_thread(async move {
+        let mut tls = connect.await?;
+        let mut buf = bytes::BytesMut::new();
+        let mut samples = Vec::new();
+        let end = Instant::now() + duration;
+        let mut index = 0u32;
+        while Instant::now() < end {
+            let t = Instant::now();
+            buf.clear();
+            let ask = PeerMsg::Read {
+                block: BlockId::new(1, index),
+            };
+            index = index.wrapping_add(1);
+            frame::encode(&Wire::Peer(ask), &mut buf);
+            tls.write_all(&buf).await?;
+            match coopcache_node::link::read_frame(&mut tls, max).await? {
+                Some(Wire::Peer(PeerMsg::Data { data, .. })) => {
+                    std::hint::black_box(Block::new(data));
+                }
+                other => anyhow::bail!("the TLS ping-pong got {other:?}"),
+            }
+            if samples.len() < MAX_PINGS {
+                samples.push(t.elapsed());
+            }
+        }
+        samples.sort_unstable();
+        Ok(quantile_us(&samples, 0.5))
+    });
+    let (r, h) = tokio::join!(reader, holder);
+    // The holder ends when the reader's connection closes.
+    let p50 = r?;
+    h?;
+    Ok(p50)
 }
 
 /// 1-byte requests answered with 1 byte, the two ends on two threads each

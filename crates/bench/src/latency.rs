@@ -182,7 +182,7 @@ pub(crate) fn run(args: LatencyArgs) -> Result<()> {
 
 async fn bench(args: &LatencyArgs, exes: &[(Kind, PathBuf)], dir: &Path) -> Result<Report> {
     eprintln!("loopback ceiling ...");
-    let ceiling = ceiling::measure(args.duration).await?;
+    let ceiling = ceiling::measure(dir, args.duration).await?;
     let (mut rows, local_hit_p50_us, counters) = coopcache(args, dir).await?;
     for (kind, exe) in exes {
         rows.extend(run_baseline(args, *kind, exe, dir).await?);

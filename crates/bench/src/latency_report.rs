@@ -8,12 +8,13 @@ use std::path::Path;
 pub(crate) fn print(r: &Report) {
     let c = &r.ceiling;
     println!(
-        "loopback ceiling: 1-byte round trip p50 {:.1} us on one thread (p99 {:.1} us), with an 8 KiB answer {:.1} us, across a runtime's worker threads {:.1} us, between two threads each with its own runtime {:.1} us; one TCP stream {:.2} GB/s",
+        "loopback ceiling: 1-byte round trip p50 {:.1} us on one thread (p99 {:.1} us), with an 8 KiB answer {:.1} us, across a runtime's worker threads {:.1} us, between two threads each with its own runtime {:.1} us, the same over the cluster's TLS with an 8 KiB answer hashed {:.1} us; one TCP stream {:.2} GB/s",
         c.rtt_p50_us,
         c.rtt_p99_us,
         c.rtt_8k_p50_us,
         c.rtt_threads_p50_us,
         c.rtt_node_threads_p50_us,
+        c.tls_rtt_8k_node_threads_p50_us,
         c.stream_gb_s
     );
     let layout = match r.runtime {
