@@ -46,7 +46,10 @@ fn latency_reads_are_peer_hits_at_every_concurrency() {
     assert!(c["rtt_p50_us"].as_f64().unwrap() > 0.0, "{c}");
     assert!(c["stream_gb_s"].as_f64().unwrap() > 0.0, "{c}");
     // The performance guard's baseline: a round trip of the cluster's TLS.
-    assert!(c["tls_rtt_8k_node_threads_p50_us"].as_f64().unwrap() > 0.0, "{c}");
+    assert!(
+        c["tls_rtt_8k_node_threads_p50_us"].as_f64().unwrap() > 0.0,
+        "{c}"
+    );
     let rows = r["rows"].as_array().unwrap();
     let concurrency: Vec<u64> = rows
         .iter()
