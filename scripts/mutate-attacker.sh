@@ -2,13 +2,14 @@
 # Removes each defence the outsider's attacks (crates/node/tests/attacker/)
 # are aimed at, one at a time, and runs those tests: each removal must make
 # one fail, or the defence is untested. Restores every file it touched,
-# also on Ctrl-C. ~1 minute per defence (ci profile).
+# also on Ctrl-C. ~1 minute per defence in crates/node, ~3 in crates/core
+# (ci profile, 2 cores).
 #
 #   scripts/mutate-attacker.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-files="crates/node/src/link.rs crates/core/src/members/swim.rs crates/node/src/link/admission.rs crates/core/src/c2cfs/locks/protocol.rs"
+files="crates/node/src/link.rs crates/core/src/members/swim.rs crates/node/src/link/admission.rs crates/core/src/c2cfs/locks/protocol.rs crates/core/src/protocol/held.rs crates/core/src/protocol/reader.rs crates/core/src/protocol/roles.rs crates/core/src/c2cfs/exclusive/client.rs"
 backup=$(mktemp -d)
 for f in $files; do cp "$f" "$backup/$(basename "$f")"; done
 restore() { for f in $files; do cp "$backup/$(basename "$f")" "$f"; done; }
@@ -23,6 +24,13 @@ mutations=(
   "duplicate|crates/node/src/link/admission.rs|s/\&\& links.listen != listen$/\&\& links.listen != listen \&\& false/"
   "revoked|crates/node/src/link.rs|s/        match revoked.revokes\(chain\) \{/        match revoked.revokes(chain) \&\& false {/"
   "lock-grant-sender|crates/core/src/c2cfs/locks/protocol.rs|s/\.is_some_and\(\|a\| a.to == from \&\& a.phase == Phase::Waiting\);/.is_some_and(|a| a.phase == Phase::Waiting);/"
+  "pushed-never-evicts|crates/core/src/protocol/held.rs|s/let refuse = .*; \/\/ rule: pushed-never-evicts$/let refuse = false; \/\/ rule: pushed-never-evicts/"
+  "data-early|crates/core/src/protocol/reader.rs|s/let asked = from == source; \/\/ rule: data-early$/let asked = true; \/\/ rule: data-early/"
+  "expect|crates/core/src/protocol/roles.rs|/\/\/ rule: expect$/ s/check\((.*), FROM_MANAGER\)/check(true, FROM_MANAGER)/"
+  "fetch-origin|crates/core/src/protocol/roles.rs|/\/\/ rule: fetch-origin$/ s/check\((.*), FROM_MANAGER\)/check(true, FROM_MANAGER)/"
+  "hash-is|crates/core/src/protocol/roles.rs|/\/\/ rule: hash-is$/ s/check\((.*), FROM_MANAGER\)/check(true, FROM_MANAGER)/"
+  "record|crates/core/src/protocol/roles.rs|/\/\/ rule: record$/ s/check\((.*), RECORD\)/check(true, RECORD)/"
+  "commit-answer-sender|crates/core/src/c2cfs/exclusive/client.rs|s/^        if ask.to != from \{$/        if ask.to != from \&\& false {/"
 )
 survived=0
 for m in "${mutations[@]}"; do

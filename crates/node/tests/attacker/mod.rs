@@ -13,11 +13,15 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+mod answers;
 mod flood;
 mod gossip;
 mod identity;
 mod locks;
+mod pushed;
+mod records;
 mod revoke;
+mod wire;
 
 /// `PROTOCOL_VERSION` as docs/PROTOCOL.md gives it.
 const VERSION: u16 = 9;
