@@ -35,8 +35,19 @@ fn soak(mode: Mode) -> Summary {
     let summary = run_seeds(0, seeds, &base, |_| {});
     let c = &summary.counts;
     eprintln!(
-        "{seeds} seeds ({mode}): {} reads, {} steps, {} right, {} failed, {} lost, {} tolerated, {} refused",
-        c.ops, c.steps, c.reads_ok, c.reads_failed, c.reads_lost, c.wrong_tolerated, c.refused
+        "{seeds} seeds ({mode}): {} reads, {} steps, {} right, {} failed, {} lost, {} tolerated, {} refused; \
+         exclusive opens {} answered, {} not, {} first blocks served, {} commits",
+        c.ops,
+        c.steps,
+        c.reads_ok,
+        c.reads_failed,
+        c.reads_lost,
+        c.wrong_tolerated,
+        c.refused,
+        c.opens_answered,
+        c.opens_unanswered,
+        c.first_served,
+        c.commits
     );
     let report: Vec<String> = summary
         .failures
@@ -74,12 +85,25 @@ fn safety_seeds_keep_every_invariant() {
     assert!(s.counts.refused > 0);
     assert!(s.counts.unified > 0, "no block unified in the CI seeds");
     assert!(s.counts.reads_ok > s.counts.ops / 2);
+    exercises_exclusive_mode(&s);
+}
+
+/// C2Cfs `exclusive` mode ran in the seeds: opens answered by managers
+/// (most of them) and by none, first blocks served with the answer, and
+/// writes committed.
+fn exercises_exclusive_mode(s: &Summary) {
+    let c = &s.counts;
+    assert!(c.opens_answered > c.opens_unanswered, "{c:?}");
+    assert!(c.opens_unanswered > 0, "{c:?}");
+    assert!(c.first_served > 0, "{c:?}");
+    assert!(c.commits > 0, "{c:?}");
 }
 
 #[test]
 fn liveness_seeds_finish_every_read_in_time() {
     let s = soak(Mode::Liveness);
     assert!(s.counts.reads_ok > s.counts.ops / 2);
+    exercises_exclusive_mode(&s);
 }
 
 #[test]

@@ -143,6 +143,12 @@ fn report(s: &Summary, base: &RunConfig, secs: f64) {
         .collect();
     println!("faults: {}", faults.join(", "));
     println!("messages refused for their sender's role: {}", c.refused);
+    if c.opens_answered + c.opens_unanswered > 0 {
+        println!(
+            "exclusive opens: {} answered by their manager ({} with the first block), {} by none; {} writes committed",
+            c.opens_answered, c.first_served, c.opens_unanswered, c.commits
+        );
+    }
     if c.unified > 0 {
         println!(
             "blocks hosts kept once for several private owners: {}",
@@ -176,6 +182,10 @@ fn counts_json(c: &coopcache_sim::faults::Counts) -> serde_json::Value {
         "faults": faults,
         "refused": c.refused,
         "unified": c.unified,
+        "opens_answered": c.opens_answered,
+        "opens_unanswered": c.opens_unanswered,
+        "first_served": c.first_served,
+        "commits": c.commits,
     })
 }
 

@@ -2,15 +2,23 @@
 //! files and get grants like anyone, and around it they lie in what they
 //! send, forge messages of every kind, and replay what they were sent.
 //! Their bytes and their records agree with each other ([`evil`]), so a
-//! node that trusted a forged record would take the liar's bytes.
+//! node that trusted a forged record would take the liar's bytes. In
+//! `exclusive` seeds they also answer opens they were never asked,
+//! answer them with versions that do not exist, and send lock answers and
+//! requests of every kind.
 
 use super::BLOCK_SIZE;
+use super::version::{self, Version};
 use crate::protocol::content_of;
+use coopcache_core::c2cfs::exclusive::CommitMsg;
+use coopcache_core::c2cfs::locks::{LockKind, LockMsg, LockRange, LockRequest, LockSpace};
+use coopcache_core::c2cfs::{Committed, Tcommit};
 use coopcache_core::coop::NodeId;
+use coopcache_core::node;
 use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, manager_of};
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// The bytes a liar passes off as `block` (and records for it).
 pub(super) fn evil(block: BlockId) -> Digest {
@@ -25,10 +33,14 @@ const KEPT: usize = 32;
 /// One lying member's memory.
 #[derive(Default)]
 pub(super) struct Liar {
-    seen: VecDeque<PeerMsg<BlockId, Digest>>,
+    seen: VecDeque<Msg>,
+    /// The latest C2Cfs request nonce each member sent it: a member's
+    /// nonces count up, so its next requests' are easy to guess.
+    nonces: BTreeMap<NodeId, u64>,
 }
 
-type Msg = PeerMsg<BlockId, Digest>;
+/// A message of any of the node's machines.
+pub(super) type Msg = node::Msg<BlockId, Digest, Version>;
 
 /// Wrong contents for `block`: the liar's own, flipped, truncated, an
 /// older version's or another block's.
@@ -64,7 +76,16 @@ fn wrong(rng: &mut Pcg64Mcg, block: BlockId) -> Digest {
 
 impl Liar {
     /// Keeps a message it was sent, to replay later.
-    pub(super) fn observe(&mut self, msg: &Msg) {
+    pub(super) fn observe(&mut self, from: NodeId, msg: &Msg) {
+        if let node::Msg::Commit(
+            CommitMsg::Open { nonce, .. }
+            | CommitMsg::Commit { nonce, .. }
+            | CommitMsg::Forget { nonce, .. },
+        ) = *msg
+        {
+            let latest = self.nonces.entry(from).or_default();
+            *latest = (*latest).max(nonce);
+        }
         if self.seen.len() == KEPT {
             self.seen.pop_front();
         }
@@ -74,6 +95,19 @@ impl Liar {
     /// `msg` as the liar sends it: its contents or digest wrong. Returns
     /// whether it lied.
     pub(super) fn tamper(&mut self, rng: &mut Pcg64Mcg, msg: &mut Msg) -> bool {
+        let msg = match msg {
+            node::Msg::Read(m) => m,
+            // A lying manager answers an open with a version the origin
+            // never had: the opener's read of it must fail, not serve.
+            node::Msg::Commit(CommitMsg::Opened {
+                answer: Some((_, v)),
+                ..
+            }) => {
+                v.file ^= 0x5eed;
+                return true;
+            }
+            _ => return false,
+        };
         match msg {
             PeerMsg::Data { block, data }
             | PeerMsg::Place { block, data }
@@ -102,8 +136,8 @@ impl Liar {
     pub(super) fn ambush(&self, me: NodeId, from: NodeId, msg: &Msg, out: &mut Vec<(NodeId, Msg)>) {
         use PeerMsg::*;
         let (block, reader) = match *msg {
-            Forward { block, reader } => (block, reader),
-            PartitionRead { block } | Reclaim { block } => (block, from),
+            node::Msg::Read(Forward { block, reader }) => (block, reader),
+            node::Msg::Read(PartitionRead { block } | Reclaim { block }) => (block, from),
             _ => return,
         };
         let bad = evil(block);
@@ -113,20 +147,20 @@ impl Liar {
         };
         out.push((
             reader,
-            Expect {
+            node::Msg::Read(Expect {
                 block,
                 recorded,
                 holder: me,
-            },
+            }),
         ));
         out.push((
             reader,
-            HashIs {
+            node::Msg::Read(HashIs {
                 block,
                 recorded: Some(recorded),
-            },
+            }),
         ));
-        out.push((reader, Data { block, data: bad }));
+        out.push((reader, node::Msg::Read(Data { block, data: bad })));
     }
 
     /// Messages of its own making about `block`: each kind a member could
@@ -136,7 +170,7 @@ impl Liar {
         rng: &mut Pcg64Mcg,
         me: NodeId,
         members: &[NodeId],
-        block: BlockId,
+        (path, block): (u32, BlockId),
         out: &mut Vec<(NodeId, Msg)>,
     ) {
         use PeerMsg::*;
@@ -148,17 +182,23 @@ impl Liar {
             digest: bad,
             by: anyone,
         };
+        let nonce = self.nonces.get(&anyone).map_or(1, |n| n + 1);
+        if rng.random_bool(1.0 / 3.0) {
+            let forged = forge_c2cfs(rng, path, block, nonce);
+            out.extend(forged.into_iter().map(|m| (anyone, m)));
+            return;
+        }
         let (to, msg) = match rng.random_range(0..18) {
             0 => (manager, Record { block, digest: bad }),
             1 => (anyone, Invalidate { block }),
             2 => {
                 out.push((
                     anyone,
-                    Expect {
+                    node::Msg::Read(Expect {
                         block,
                         recorded,
                         holder: me,
-                    },
+                    }),
                 ));
                 (anyone, Data { block, data: bad })
             }
@@ -207,11 +247,89 @@ impl Liar {
             ),
             15 => (anyone, Data { block, data: bad }),
             16 => (anyone, Missing { block }),
-            _ => match self.seen.len() {
-                0 => return,
-                n => (anyone, self.seen[rng.random_range(0..n)].clone()),
-            },
+            _ => {
+                if let n @ 1.. = self.seen.len() {
+                    out.push((anyone, self.seen[rng.random_range(0..n)].clone()));
+                }
+                return;
+            }
         };
-        out.push((to, msg));
+        out.push((to, node::Msg::Read(msg)));
     }
+}
+
+/// Answers to opens sprayed at once, for consecutive nonces: a member's
+/// requests to other managers move its counter past the last one the
+/// liar saw.
+const SPRAY: u64 = 8;
+
+/// C2Cfs messages of the liar's making about `path` (whose `block` the
+/// liar drew): answers to opens, commits and locks its target may be
+/// waiting for (`nonce`, the next its target may use, and the following
+/// ones), carrying a version of the path the origin never had, and
+/// requests of its own.
+fn forge_c2cfs(rng: &mut Pcg64Mcg, path: u32, block: BlockId, nonce: u64) -> Vec<Msg> {
+    let fake = Version {
+        path,
+        file: block.file ^ 0x5eed,
+    };
+    let path = version::name(path);
+    let tcommit = Tcommit {
+        epoch: rng.random(),
+        serial: rng.random_range(0..8),
+    };
+    let request = LockRequest {
+        nonce,
+        path: path.clone(),
+        space: LockSpace::Posix,
+        owner: rng.random_range(0..4),
+        kind: LockKind::Exclusive,
+        range: LockRange::WHOLE,
+        wait: rng.random(),
+        pid: 1,
+    };
+    let served = rng.random();
+    vec![match rng.random_range(0..9) {
+        0 => {
+            return (nonce..nonce + SPRAY)
+                .map(|nonce| {
+                    let answer = Some((tcommit, fake));
+                    node::Msg::Commit(CommitMsg::Opened {
+                        nonce,
+                        answer,
+                        served,
+                    })
+                })
+                .collect();
+        }
+        1 => node::Msg::Commit(CommitMsg::Opened {
+            nonce,
+            answer: None,
+            served: false,
+        }),
+        2 => node::Msg::Commit(CommitMsg::Committed {
+            nonce,
+            answer: Some(Committed {
+                tcommit,
+                valid: true,
+            }),
+        }),
+        3 => node::Msg::Commit(CommitMsg::Forget { nonce, path }),
+        4 => node::Msg::Commit(CommitMsg::Commit {
+            nonce,
+            path,
+            topen: Some(tcommit),
+        }),
+        5 => node::Msg::Commit(CommitMsg::Open {
+            nonce,
+            path,
+            first: None,
+        }),
+        6 => node::Msg::Lock(LockMsg::Lock(request)),
+        7 => node::Msg::Lock(LockMsg::Granted {
+            nonce,
+            result: Ok(()),
+        }),
+        _ => node::Msg::Commit(CommitMsg::Forgot { nonce }),
+    }]
 }

@@ -1,8 +1,9 @@
 //! Deterministic fault simulation of the live protocol (issue 13): a
-//! cluster of the core's [`NodeProtocol`](coopcache_core::protocol::NodeProtocol)s,
-//! the code every `coopcache node` runs, on a virtual clock over a seeded
-//! network, with faults of every kind a cluster meets and members that
-//! lie, and invariants checked after every step.
+//! cluster of the core's [`Node`](coopcache_core::node::Node)s, the
+//! machine every `coopcache node` runs (block reads, C2Cfs `exclusive`
+//! opens and commits, locks), on a virtual clock over a seeded network,
+//! with faults of every kind a cluster meets and members that lie, and
+//! invariants checked after every step.
 //!
 //! Everything random comes from the seed, and events at one time are
 //! delivered in the order they were scheduled, so a seed replays the same
@@ -15,15 +16,27 @@
 //! down; slow nodes; origin errors, a slow origin, and files changing at
 //! the origin between opens. Lying members ([`Plan::byzantine`]) run the
 //! real protocol and lie in what they send (flipped, truncated, stale and
-//! other blocks' contents; forged digests), forge messages of every kind
-//! in every role, and replay what they were sent.
+//! other blocks' contents; forged digests; versions that never existed in
+//! their answers to opens), forge messages of every kind in every role
+//! (answers to opens sprayed at the nonces a member will use next, commit
+//! and lock messages too), and replay what they were sent. A message's
+//! sender is the node that sent it, as a link authenticates it: claiming
+//! another member's id is refused at the link, tested against real daemons
+//! (`crates/node/tests/attacker/identity.rs`).
+//!
+//! In `exclusive` seeds ([`Plan::exclusive`]) half the reads of shared
+//! files start with an open answered by the file's manager, which serves
+//! the first block with its answer, and files change only by writes
+//! committed at their manager.
 //!
 //! Invariants ([`Violation`]): an honest node never completes a read with
 //! bytes other than the origin's for the version it opened (except where
 //! the trust model allows it: the block's manager or its granted first
 //! reader lied, docs/PROTOCOL.md); a read fails with an origin error only
 //! if the origin failed it; every read finishes within the mode's bound
-//! ([`Mode::Liveness`] limits the faults so the bound is tight); every
+//! ([`Mode::Liveness`] limits the faults so the bound is tight), and so
+//! does every open and commit; an honest node's open is answered only with
+//! a version its file has had, unless a liar manages the file; every
 //! table stays within its bound; a manager's directory names only its
 //! live members; after the faults stop the cluster settles; no panic.
 
@@ -33,6 +46,7 @@ mod net;
 mod origin;
 mod plan;
 mod report;
+mod version;
 mod world;
 
 pub use plan::{Mode, Plan};

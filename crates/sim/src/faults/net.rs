@@ -2,8 +2,9 @@
 //! by delivery time and then by the order it was scheduled, so a seed
 //! always delivers the same events in the same order.
 
+use super::byzantine::Msg;
 use coopcache_core::coop::NodeId;
-use coopcache_core::protocol::{BlockId, Digest, PeerMsg};
+use coopcache_core::protocol::BlockId;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -16,13 +17,19 @@ pub(super) enum Event {
         from: NodeId,
         to: NodeId,
         incarnation: u32,
-        msg: PeerMsg<BlockId, Digest>,
+        msg: Msg,
     },
     /// An origin read `node` started finishes.
     Origin {
         node: NodeId,
         incarnation: u32,
         block: BlockId,
+    },
+    /// An origin stat `node`'s commit machine asked for finishes.
+    Stat {
+        node: NodeId,
+        incarnation: u32,
+        path: u32,
     },
     /// A crashed node starts again, empty.
     Restart { node: NodeId },

@@ -43,6 +43,14 @@ impl Origin {
         (file_id(path, version), blocks)
     }
 
+    /// Whether `file` is the id of some version `path` has had.
+    pub(super) fn had(&self, path: u32, file: u64) -> bool {
+        let Some(&(current, _)) = self.files.get(path as usize) else {
+            return false;
+        };
+        (0..=current).any(|v| file_id(path, v) == file)
+    }
+
     /// `path` is rewritten: a new version of `blocks` blocks.
     pub(super) fn change(&mut self, path: u32, blocks: u32) {
         let (version, _) = self.files[path as usize];

@@ -108,6 +108,11 @@ pub struct Plan {
     pub ping_us: u64,
     /// How long a node's reads must have stopped before it is idle.
     pub idle_after_us: u64,
+    /// C2Cfs `exclusive` mode: half the reads of shared files start with
+    /// an open answered by the file's manager (which serves the first
+    /// block with its answer, but in Direct), and every change of a file
+    /// is a node's write, committed at the manager.
+    pub exclusive: bool,
 }
 
 /// Files each private node reads, its alone.
@@ -170,6 +175,7 @@ impl Plan {
             unify: false,
             ping_us: 1_000_000,
             idle_after_us: coopcache_core::protocol::IDLE_AFTER_US,
+            exclusive: false,
         };
         // Direct parks only on idle members, and a run lasts a few virtual
         // seconds: nodes that never read, and pings and idleness on the
@@ -183,6 +189,7 @@ impl Plan {
             plan.private = rng.random_range(0..=nodes - byzantine - plan.idle_hosts);
             plan.unify = plan.private >= 2 && rng.random_bool(0.5);
         }
+        plan.exclusive = rng.random_bool(0.5);
         plan
     }
 
@@ -245,7 +252,7 @@ impl fmt::Display for Plan {
             f,
             "{} {}: {} nodes ({} lying), {} files of <= {} blocks, {} blocks a node; \
              drop {:.3} dup {:.3} reorder {:.3} crash {:.4} partition {:.4} \
-             change {:.4} origin errors {:.3}; {} idle hosts, {} private{}, pings every {} us, idle after {} us",
+             change {:.4} origin errors {:.3}; {} idle hosts, {} private{}, pings every {} us, idle after {} us{}",
             self.mode,
             self.algorithm.name(),
             self.nodes,
@@ -265,6 +272,7 @@ impl fmt::Display for Plan {
             if self.unify { " unifying" } else { "" },
             self.ping_us,
             self.idle_after_us,
+            if self.exclusive { "; exclusive" } else { "" },
         )
     }
 }

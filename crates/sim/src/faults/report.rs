@@ -92,6 +92,16 @@ pub struct Counts {
     pub refused: u64,
     /// Blocks hosts kept once for several private owners (unified).
     pub unified: u64,
+    /// `exclusive` opens answered by a manager (a version), and by none
+    /// (the opener read the origin's current version).
+    pub opens_answered: u64,
+    /// `exclusive` opens the manager did not answer.
+    pub opens_unanswered: u64,
+    /// `exclusive` opens whose first block the manager served with its
+    /// answer.
+    pub first_served: u64,
+    /// Writes committed at a manager (`Committed` with a `Tcommit`).
+    pub commits: u64,
     /// Faults injected, by [`FaultKind::ALL`] index.
     pub faults: [u64; 12],
 }
@@ -108,6 +118,10 @@ impl Counts {
         self.messages += other.messages;
         self.refused += other.refused;
         self.unified += other.unified;
+        self.opens_answered += other.opens_answered;
+        self.opens_unanswered += other.opens_unanswered;
+        self.first_served += other.first_served;
+        self.commits += other.commits;
         for (a, b) in self.faults.iter_mut().zip(other.faults) {
             *a += b;
         }
@@ -167,6 +181,35 @@ pub enum Violation {
         waited_us: u64,
         /// The bound.
         bound_us: u64,
+    },
+    /// An `exclusive` open or a commit took longer than the mode allows:
+    /// every request must be answered, at worst after its timeout.
+    #[error("node {node}'s {what} of {path} has waited {waited_us} µs (bound {bound_us} µs)")]
+    SlowRequest {
+        /// The node.
+        node: NodeId,
+        /// An open, a write's open or a commit.
+        what: &'static str,
+        /// The file.
+        path: String,
+        /// How long it waited.
+        waited_us: u64,
+        /// The bound.
+        bound_us: u64,
+    },
+    /// An honest node's open was answered with a version its file never
+    /// had, though an honest member manages the file: it took a forged
+    /// answer.
+    #[error(
+        "node {node}'s open of {path} was answered with file {file:016x}, never a version of it"
+    )]
+    ForgedVersion {
+        /// The opener.
+        node: NodeId,
+        /// The file.
+        path: String,
+        /// The version's file id.
+        file: u64,
     },
     /// An honest node's integrity report blamed only honest nodes for a
     /// block no liar vouched for: the verdict convicted the innocent.

@@ -1,14 +1,22 @@
 //! One seed's run: the nodes, the network and the origin, the workload
-//! and the faults, stepped on a virtual clock.
+//! and the faults, stepped on a virtual clock. Each node is the core's
+//! [`Node`], the machine every `coopcache node` runs: block reads, C2Cfs
+//! `exclusive` opens and commits, and locks.
 
-use super::byzantine::Liar;
+mod requests;
+
+use super::byzantine::{Liar, Msg};
 use super::check::Checker;
 use super::net::{Event, MAX_IN_FLIGHT, Queue};
 use super::origin::Origin;
 use super::plan::{Mode, Plan};
 use super::report::{Counts, Failure, FaultKind, Outcome, Violation};
+use super::version::{self, Version};
 use super::{BLOCK_SIZE, RunConfig};
-use coopcache_core::coop::{LiveShape, NodeId};
+use coopcache_core::c2cfs::exclusive::{Action as CommitAction, CommitConfig, CommitProtocol};
+use coopcache_core::c2cfs::locks::{LockAction, LockProtocol};
+use coopcache_core::coop::{AlgorithmKind, LiveShape, NodeId};
+use coopcache_core::node::{self, Node, Output};
 use coopcache_core::policy::PolicyKind;
 use coopcache_core::protocol::DigestSealer;
 use coopcache_core::protocol::{
@@ -20,8 +28,7 @@ use rand_pcg::Pcg64Mcg;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher;
 
-type Proto = NodeProtocol<BlockId, Digest>;
-type Msg = PeerMsg<BlockId, Digest>;
+type Proto = Node<BlockId, Digest, Version>;
 
 /// A node: running, with the incarnation its links belong to, or down.
 enum Slot {
@@ -56,8 +63,13 @@ pub(super) struct World {
     /// The workload is over: faults stopped, everything healed.
     calm: bool,
     failure: Option<Failure>,
-    actions: Vec<Action<BlockId, Digest>>,
+    actions: Vec<Output<BlockId, Digest, Version>>,
     forged: Vec<(NodeId, Msg)>,
+    /// `exclusive` opens and commits in flight, by request id.
+    requests: requests::Requests,
+    /// Blocks the callers of the node being collected read next: the
+    /// first blocks of the opens just answered.
+    callers: std::collections::VecDeque<BlockId>,
 }
 
 /// The protocol's bounds in the harness: small, so they are reached.
@@ -111,6 +123,8 @@ impl World {
             failure: None,
             actions: Vec::new(),
             forged: Vec::new(),
+            requests: Default::default(),
+            callers: Default::default(),
             private_ids: Default::default(),
             plan,
         };
@@ -145,13 +159,7 @@ impl World {
             .build_live(id, &shape)
             .expect("the plan draws only live algorithms");
         let cfg = config(&self.plan);
-        let mut proto = Box::new(NodeProtocol::new(
-            id,
-            self.plan.algorithm,
-            machines,
-            cfg,
-            self.now,
-        ));
+        let mut reads = NodeProtocol::new(id, self.plan.algorithm, machines, cfg, self.now);
         if self.plan.is_private(id) {
             // A restart draws a new key, as the daemon does.
             let key = self.seed ^ u64::from(id) ^ self.now.rotate_left(32);
@@ -161,9 +169,22 @@ impl World {
                 true => DigestSealer::unifying(key, self.seed, |file| file % 4 == 0),
                 false => DigestSealer::new(key),
             };
-            proto.set_private(Box::new(sealer), 4 * self.plan.capacity);
+            reads.set_private(Box::new(sealer), 4 * self.plan.capacity);
         }
-        proto
+        let commit_cfg = CommitConfig {
+            capacity: 4 * self.plan.capacity,
+            timeout_us: self.plan.peer_timeout_us(),
+            stable_us: self.plan.detect_us.1,
+            // As the daemon: not where reads go to a host first (Direct)
+            // or where no manager knows the blocks (a private origin).
+            serve_first: self.plan.algorithm != AlgorithmKind::Direct && !self.plan.is_private(id),
+        };
+        // A restarted node issues `Tcommit`s of a new epoch, as the daemon
+        // draws one at start.
+        let epoch = self.seed ^ u64::from(id) << 48 ^ self.now;
+        let commits = CommitProtocol::new(id, epoch, commit_cfg).expect("capacity is at least 4");
+        let locks = LockProtocol::new(id, Default::default());
+        Box::new(Node::new(reads, commits, locks, version::first_block))
     }
 
     fn proto(&mut self, id: NodeId) -> Option<&mut Proto> {
@@ -235,6 +256,9 @@ impl World {
             if let Err(v) = self.check.overdue(self.now) {
                 self.fail(v);
             }
+            if let Err(v) = self.overdue_request() {
+                self.fail(v);
+            }
             if self.counts.steps.is_multiple_of(4096) {
                 for id in 0..self.plan.nodes {
                     self.check_directory(id);
@@ -243,7 +267,7 @@ impl World {
         }
         for slot in &self.nodes {
             if let Slot::Up { proto, .. } = slot {
-                self.counts.unified += proto.stats().unified_hosted;
+                self.counts.unified += proto.reads().stats().unified_hosted;
             }
         }
         let outcome = Outcome {
@@ -292,7 +316,23 @@ impl World {
             return;
         }
         let node = up[self.rng.random_range(0..up.len())];
-        let block = self.some_block(Some(node));
+        let path = self.some_path(Some(node));
+        if self.plan.exclusive && !self.plan.is_private(node) && self.rng.random_bool(0.5) {
+            self.open(node, path);
+        } else {
+            self.read(node, path);
+        }
+        let liars: Vec<NodeId> = self.liars.keys().copied().collect();
+        for liar in liars {
+            if self.incarnation(liar).is_some() && self.rng.random_bool(self.plan.lie) {
+                self.forge(liar);
+            }
+        }
+    }
+
+    /// Node `node` reads a block of the current version of `path`.
+    fn read(&mut self, node: NodeId, path: u32) {
+        let block = self.block_of(path);
         let block = self.private_id(node, block);
         // Only honest nodes' reads are checked: a liar's own reads owe
         // nobody anything (its lies stall them).
@@ -305,12 +345,6 @@ impl World {
         }
         self.note(("read", node, node, Some(block)));
         self.collect(node);
-        let liars: Vec<NodeId> = self.liars.keys().copied().collect();
-        for liar in liars {
-            if self.incarnation(liar).is_some() && self.rng.random_bool(self.plan.lie) {
-                self.forge(liar);
-            }
-        }
     }
 
     /// A block of the current version of a file, the first files read
@@ -330,28 +364,35 @@ impl World {
         BlockId { file, ..block }
     }
 
-    fn some_block(&mut self, reader: Option<NodeId>) -> BlockId {
+    /// A path `reader` reads (any shared one for `None`), the first ones
+    /// more often.
+    fn some_path(&mut self, reader: Option<NodeId>) -> u32 {
         let u: f64 = self.rng.random();
         let paths = self.plan.paths_of(reader);
         let n = paths.len() as u32;
-        let path = paths.start + ((u * u * f64::from(n)) as u32).min(n - 1);
+        paths.start + ((u * u * f64::from(n)) as u32).min(n - 1)
+    }
+
+    /// A block of the current version of `path`.
+    fn block_of(&mut self, path: u32) -> BlockId {
         let (file, blocks) = self.origin.open(path);
         let index = self.rng.random_range(0..blocks);
         // Every version of a path has one manager, as in the daemon.
-        let route = foldhash::fast::FixedState::with_seed(0x726f_7574).hash_one(path) as u32;
+        let route = version::route(path);
         BlockId { file, index, route }
     }
 
     /// Liar `liar` sends messages of its own making.
     fn forge(&mut self, liar: NodeId) {
-        let block = self.some_block(None);
+        let path = self.some_path(None);
+        let block = self.block_of(path);
         let members = match self.proto(liar) {
-            Some(p) => p.members().to_vec(),
+            Some(p) => p.reads().members().to_vec(),
             None => return,
         };
         let mut forged = std::mem::take(&mut self.forged);
         if let Some(l) = self.liars.get_mut(&liar) {
-            l.forge(&mut self.rng, liar, &members, block, &mut forged);
+            l.forge(&mut self.rng, liar, &members, (path, block), &mut forged);
         }
         self.send_forged(liar, &mut forged);
         self.forged = forged;
@@ -406,8 +447,13 @@ impl World {
         if change {
             let path = self.rng.random_range(0..self.origin.len());
             let blocks = self.rng.random_range(1..=p.max_blocks);
-            self.origin.change(path, blocks);
             self.counts.fault(FaultKind::Change);
+            match p.exclusive && path < p.files {
+                // In `exclusive` mode files change only by the cluster's
+                // writes, committed at their manager.
+                true => self.write(path, blocks),
+                false => self.origin.change(path, blocks),
+            }
         }
         if slow_origin && !self.origin_slow {
             self.origin_slow = true;
@@ -445,10 +491,11 @@ impl World {
         let node = honest_up[self.rng.random_range(0..honest_up.len())];
         let incarnation = self.incarnation(node).unwrap_or_default();
         if let Slot::Up { proto, .. } = &self.nodes[node as usize] {
-            self.counts.unified += proto.stats().unified_hosted;
+            self.counts.unified += proto.reads().stats().unified_hosted;
         }
         self.nodes[node as usize] = Slot::Down { incarnation };
         self.counts.reads_lost += self.check.lost(node);
+        self.requests.lost(node);
         self.counts.fault(FaultKind::Crash);
         self.note(("crash", node, node, None));
         let until = self.now + self.outage();
@@ -502,19 +549,23 @@ impl World {
     fn is_settled(&self) -> bool {
         let all: Vec<NodeId> = (0..self.plan.nodes).collect();
         self.check.pending() == 0
+            && self.requests.is_empty()
             && self.nodes.iter().all(|s| match s {
-                Slot::Up { proto, .. } => proto.is_quiet() && proto.members() == all,
+                Slot::Up { proto, .. } => proto.is_quiet() && proto.reads().members() == all,
                 Slot::Down { .. } => false,
             })
     }
 
     /// What keeps the cluster from settling, for the report.
     fn waiting(&self) -> String {
-        let mut what = vec![format!("{} reads pending", self.check.pending())];
+        let mut what = vec![
+            format!("{} reads pending", self.check.pending()),
+            format!("{} opens and commits pending", self.requests.len()),
+        ];
         for (id, slot) in self.nodes.iter().enumerate() {
             match slot {
                 Slot::Up { proto, .. } if !proto.is_quiet() => {
-                    let on = proto.waits_on().unwrap_or_default();
+                    let on = proto.reads().waits_on().unwrap_or_default();
                     what.push(format!("node {id} waits on {on}"));
                 }
                 Slot::Down { .. } => what.push(format!("node {id} down")),
@@ -573,6 +624,11 @@ impl World {
                 incarnation,
                 block,
             } => self.origin_done(node, incarnation, block),
+            Event::Stat {
+                node,
+                incarnation,
+                path,
+            } => self.stat_done(node, incarnation, path),
             Event::Restart { node } => self.restart(node),
             Event::Heal { id } => {
                 self.cuts.remove(&id);
@@ -591,7 +647,7 @@ impl World {
                     let view = self.view(node);
                     let now = self.now;
                     let Some(p) = self.proto(node) else { continue };
-                    if p.members() != view {
+                    if p.reads().members() != view {
                         p.set_members(&view, now);
                         self.note(("members", node, node, None));
                         self.collect(node);
@@ -610,7 +666,7 @@ impl World {
             let ambush = self.rng.random_bool(self.plan.lie);
             let mut forged = std::mem::take(&mut self.forged);
             if let Some(liar) = self.liars.get_mut(&to) {
-                liar.observe(&msg);
+                liar.observe(from, &msg);
                 if ambush {
                     liar.ambush(to, from, &msg, &mut forged);
                 }
@@ -620,7 +676,11 @@ impl World {
         }
         self.taint(from, to, &msg);
         self.counts.messages += 1;
-        self.note((msg.name(), from, to, msg.block()));
+        self.note(match &msg {
+            node::Msg::Read(m) => (m.name(), from, to, m.block()),
+            node::Msg::Commit(_) => ("commit", from, to, None),
+            node::Msg::Lock(_) => ("lock", from, to, None),
+        });
         if let Some(trace) = &mut self.trace {
             trace.push(format!("{:>12}   {msg:?}", self.now));
         }
@@ -636,10 +696,10 @@ impl World {
     /// sent, as the manager then takes the liar's record whether or not
     /// the grant arrives (a liar need not wait for it to forge one).
     fn taint_grant(&mut self, to: NodeId, msg: &Msg) {
-        if let PeerMsg::FetchOrigin {
+        if let node::Msg::Read(PeerMsg::FetchOrigin {
             block,
             record: true,
-        } = *msg
+        }) = *msg
             && self.liars.contains_key(&to)
         {
             self.check.taint(block);
@@ -650,7 +710,7 @@ impl World {
     /// liar told an honest node its digest as the block's manager.
     fn taint(&mut self, from: NodeId, to: NodeId, msg: &Msg) {
         let block = match *msg {
-            PeerMsg::Expect { block, .. } | PeerMsg::HashIs { block, .. }
+            node::Msg::Read(PeerMsg::Expect { block, .. } | PeerMsg::HashIs { block, .. })
                 if self.liars.contains_key(&from) =>
             {
                 block
@@ -658,7 +718,9 @@ impl World {
             _ => return,
         };
         let manager = match self.nodes.get(to as usize) {
-            Some(Slot::Up { proto, .. }) => manager_of(u64::from(block.route), proto.members()),
+            Some(Slot::Up { proto, .. }) => {
+                manager_of(u64::from(block.route), proto.reads().members())
+            }
             _ => None,
         };
         if manager == Some(from) {
@@ -690,59 +752,130 @@ impl World {
         self.collect(node);
     }
 
-    /// Carries out what node `id` asked for, then checks its bounds.
+    /// Carries out what node `id` asked for (and what that makes it ask
+    /// for), then checks its bounds.
     fn collect(&mut self, id: NodeId) {
         self.counts.steps += 1;
         let mut actions = std::mem::take(&mut self.actions);
-        if let Some(p) = self.proto(id) {
-            while let Some(a) = p.poll() {
-                actions.push(a);
+        loop {
+            if let Some(p) = self.proto(id) {
+                while let Some(a) = p.poll() {
+                    actions.push(a);
+                }
             }
-        }
-        for action in actions.drain(..) {
-            match action {
-                Action::Send { to, mut msg } => {
-                    self.taint_grant(to, &msg);
-                    if let Some(liar) = self.liars.get_mut(&id)
-                        && self.rng.random_bool(self.plan.lie)
-                        && liar.tamper(&mut self.rng, &mut msg)
-                    {
-                        self.counts.fault(FaultKind::Lie);
-                    }
-                    self.transmit(id, to, msg);
+            if actions.is_empty() {
+                // The callers of answered opens read now, one at a time,
+                // each read's immediate completion (a local hit) carried
+                // out before the next starts, as a caller reads after its
+                // answer.
+                match self.callers.pop_front() {
+                    Some(block) => self.caller_reads(id, block),
+                    None => break,
                 }
-                Action::ReadOrigin { block } => {
-                    let (lo, hi) = self.plan.origin_us;
-                    let mut took = self.rng.random_range(lo..=hi);
-                    if self.origin_slow || self.slow.contains(&id) {
-                        took *= 10;
+                continue;
+            }
+            for output in actions.drain(..) {
+                match output {
+                    Output::Read(action) => self.carry_read(id, action),
+                    Output::Commit(action) => self.carry_commit(id, action),
+                    Output::Lock(LockAction::Send { to, msg }) => {
+                        self.transmit(id, to, node::Msg::Lock(msg));
                     }
-                    let incarnation = self.incarnation(id).unwrap_or_default();
-                    let event = Event::Origin {
-                        node: id,
-                        incarnation,
-                        block,
-                    };
-                    self.queue.at(self.now + took, event);
+                    Output::Lock(LockAction::Violation { .. }) => self.counts.refused += 1,
+                    Output::Lock(_) => {}
+                    Output::FirstRead { block, .. } => self.first_read(id, block),
                 }
-                Action::Complete { block, result } => self.complete(id, block, result),
-                Action::Violation { .. } => self.counts.refused += 1,
-                Action::IntegrityFailure {
-                    block,
-                    sender,
-                    manager,
-                    recorder,
-                    verdict,
-                    ..
-                } => self.check_blame(id, block, verdict, [sender, manager, recorder]),
             }
         }
         self.actions = actions;
         if let Some(Slot::Up { proto, .. }) = self.nodes.get(id as usize)
-            && let Err(v) = self.check.bounds(id, proto)
+            && let Err(v) = self.check.bounds(id, proto.reads())
         {
             self.fail(v);
         }
+    }
+
+    /// Carries out one of the block reads' actions.
+    fn carry_read(&mut self, id: NodeId, action: Action<BlockId, Digest>) {
+        match action {
+            Action::Send { to, msg } => {
+                let mut msg = node::Msg::Read(msg);
+                self.taint_grant(to, &msg);
+                self.send_as(id, &mut msg);
+                self.transmit(id, to, msg);
+            }
+            Action::ReadOrigin { block } => self.at_origin(id, |node, incarnation| Event::Origin {
+                node,
+                incarnation,
+                block,
+            }),
+            Action::Complete { block, result } => self.complete(id, block, result),
+            Action::Violation { .. } => self.counts.refused += 1,
+            Action::IntegrityFailure {
+                block,
+                sender,
+                manager,
+                recorder,
+                verdict,
+                ..
+            } => self.check_blame(id, block, verdict, [sender, manager, recorder]),
+        }
+    }
+
+    /// Carries out one of the commit machine's actions.
+    fn carry_commit(&mut self, id: NodeId, action: CommitAction<Version>) {
+        match action {
+            CommitAction::Send { to, msg } => {
+                let mut msg = node::Msg::Commit(msg);
+                self.send_as(id, &mut msg);
+                self.transmit(id, to, msg);
+            }
+            CommitAction::Stat { path } => match version::number(&path) {
+                Some(path) => self.at_origin(id, |node, incarnation| Event::Stat {
+                    node,
+                    incarnation,
+                    path,
+                }),
+                None => self.fail(Violation::Internal {
+                    node: id,
+                    what: "stats of paths nobody opened",
+                    count: 1,
+                }),
+            },
+            CommitAction::Opened { req, answer } => self.opened(id, req, answer),
+            CommitAction::Committed { req, answer } => self.committed(id, req, answer),
+            CommitAction::Violation { .. } => self.counts.refused += 1,
+            // `Node` carries these out itself.
+            CommitAction::ServeFirst { .. }
+            | CommitAction::AwaitFirst { .. }
+            | CommitAction::ReadFirst { .. } => self.fail(Violation::Internal {
+                node: id,
+                what: "first-block actions left to the driver",
+                count: 1,
+            }),
+        }
+    }
+
+    /// `msg` as node `id` sends it: a liar may lie in it.
+    fn send_as(&mut self, id: NodeId, msg: &mut Msg) {
+        if let Some(liar) = self.liars.get_mut(&id)
+            && self.rng.random_bool(self.plan.lie)
+            && liar.tamper(&mut self.rng, msg)
+        {
+            self.counts.fault(FaultKind::Lie);
+        }
+    }
+
+    /// Node `id` sends the origin a request, answered by `done(id, its
+    /// incarnation)` when the origin's time for it has passed.
+    fn at_origin(&mut self, id: NodeId, done: impl FnOnce(NodeId, u32) -> Event) {
+        let (lo, hi) = self.plan.origin_us;
+        let mut took = self.rng.random_range(lo..=hi);
+        if self.origin_slow || self.slow.contains(&id) {
+            took *= 10;
+        }
+        let incarnation = self.incarnation(id).unwrap_or_default();
+        self.queue.at(self.now + took, done(id, incarnation));
     }
 
     /// Puts `msg` from `from` on the wire to `to`, through the faults.
@@ -829,7 +962,7 @@ impl World {
 
     fn check_directory(&mut self, id: NodeId) {
         if let Some(Slot::Up { proto, .. }) = self.nodes.get(id as usize)
-            && let Err(v) = Checker::directory(id, proto)
+            && let Err(v) = Checker::directory(id, proto.reads())
         {
             self.fail(v);
         }

@@ -107,7 +107,7 @@ use super::{CommitTable, Tcommit};
 use crate::coop::NodeId;
 use crate::error::CapacityError;
 use crate::protocol::route_of;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -213,12 +213,15 @@ pub struct CommitProtocol<V> {
     /// The manager answers again from this time on.
     stable_at: u64,
     table: CommitTable<u64, V>,
-    stats: HashMap<u64, manager::Stat>,
-    asks: HashMap<u64, client::Ask>,
+    // Ordered maps: what walks them (a membership change answering every
+    // waiter) decides outputs in one order, so a seed of the fault harness
+    // replays event for event.
+    stats: BTreeMap<u64, manager::Stat>,
+    asks: BTreeMap<u64, client::Ask>,
     /// `(deadline, nonce)` of every ask.
     deadlines: BTreeSet<(u64, u64)>,
     /// Commits broadcasting `Forget`: answers still awaited, per request.
-    forgetting: HashMap<u64, usize>,
+    forgetting: BTreeMap<u64, usize>,
     /// This node's opens and commits in flight.
     requests: usize,
     /// This node's `Tlocal` of each file it opened or wrote, by path key:
@@ -226,7 +229,7 @@ pub struct CommitProtocol<V> {
     /// the blocks may have gone since), at most `cfg.capacity`.
     tlocal: client::Tlocal,
     /// This node's opens in flight, by path key.
-    opening: HashMap<u64, u32>,
+    opening: BTreeMap<u64, u32>,
     next_nonce: u64,
     /// Messages from this node to itself, handled before the next input.
     local: VecDeque<CommitMsg<V>>,
@@ -255,13 +258,13 @@ impl<V: Version> CommitProtocol<V> {
             live: vec![me],
             stable_at: 0,
             table: CommitTable::new(epoch, cfg.capacity)?,
-            stats: HashMap::new(),
-            asks: HashMap::new(),
+            stats: BTreeMap::new(),
+            asks: BTreeMap::new(),
             deadlines: BTreeSet::new(),
-            forgetting: HashMap::new(),
+            forgetting: BTreeMap::new(),
             requests: 0,
             tlocal: client::Tlocal::new(cfg.capacity),
-            opening: HashMap::new(),
+            opening: BTreeMap::new(),
             next_nonce: 0,
             local: VecDeque::new(),
             actions: VecDeque::new(),

@@ -75,7 +75,7 @@ pub use protocol::{
 
 use super::exclusive::MAX_PATH;
 use crate::coop::NodeId;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -398,9 +398,11 @@ struct Usage {
 /// The locks of the files one manager keeps (see the module doc).
 pub struct LockTable {
     cfg: LockConfig,
-    files: HashMap<(Arc<str>, LockSpace), FileLocks>,
+    /// Ordered: a member's locks dropped or reclaimed are walked in one
+    /// order, so a seed of the fault harness replays event for event.
+    files: BTreeMap<(Arc<str>, LockSpace), FileLocks>,
     /// Only nodes holding or waiting for a lock have an entry.
-    usage: HashMap<NodeId, Usage>,
+    usage: BTreeMap<NodeId, Usage>,
     locks: usize,
     waiters: usize,
     /// Bytes of the paths `files` holds.
@@ -413,8 +415,8 @@ impl LockTable {
     pub fn new(cfg: LockConfig) -> LockTable {
         LockTable {
             cfg,
-            files: HashMap::new(),
-            usage: HashMap::new(),
+            files: BTreeMap::new(),
+            usage: BTreeMap::new(),
             locks: 0,
             waiters: 0,
             path_bytes: 0,

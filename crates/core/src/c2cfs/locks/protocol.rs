@@ -40,7 +40,7 @@ use super::{
 use crate::c2cfs::exclusive::{live_with, manager_key};
 use crate::coop::NodeId;
 use crate::protocol::manager_of;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 /// Calls of this node in flight at once; more fail at once with
@@ -301,7 +301,7 @@ pub struct LockProtocol {
     table: LockTable,
     /// What this node's own owners hold, for reclaims and renewals.
     mine: LockTable,
-    asks: HashMap<u64, Ask>,
+    asks: BTreeMap<u64, Ask>,
     timers: BTreeSet<(u64, u64)>,
     abandoned: VecDeque<(u64, NodeId, LockCall)>,
     next_nonce: u64,
@@ -327,7 +327,7 @@ impl LockProtocol {
             grace_until: 0,
             table: LockTable::new(cfg.table),
             mine: LockTable::new(own),
-            asks: HashMap::new(),
+            asks: BTreeMap::new(),
             timers: BTreeSet::new(),
             abandoned: VecDeque::new(),
             next_nonce: 0,

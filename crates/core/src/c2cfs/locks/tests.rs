@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::HashMap;
 
 const A: NodeId = 1;
 const B: NodeId = 2;
