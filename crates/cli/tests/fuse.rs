@@ -10,6 +10,8 @@ mod common;
 mod mounts;
 #[path = "../../node/tests/servers/mod.rs"]
 mod servers;
+#[path = "common/shell.rs"]
+mod shell;
 
 mod bench_dataset;
 mod mount;
