@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The Python package's tests: builds the abi3 wheel of crates/python with
-# maturin, installs it into a fresh venv under target/ and runs pytest on
-# crates/python/tests. The wheel build shares the workspace's target/ and the
-# tests' `ci` profile, so after `cargo test --profile ci` only the extension
-# crate compiles.
+# The Python package's tests: runs docs/guide/python.md's shell block (a
+# venv, the abi3 wheel of crates/python built with maturin and installed in
+# it) and pytest on crates/python/tests. The wheel build shares the
+# workspace's target/ and the tests' `ci` profile, so after `cargo test
+# --profile ci` only the extension crate compiles.
 #
 # Installs python3-venv and python3-pip with apt where the interpreter
 # lacks them (Debian, as root). PYTHON picks the interpreter (default
@@ -18,21 +18,30 @@ if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv python3-pip
 fi
 
-# The tools, pinned; a fresh venv each run so nothing stale is imported.
-venv=target/python-venv
-rm -rf "$venv"
-"$python" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    maturin==1.16.0 pandas==2.3.3 pytest==8.4.2
-
+# docs/guide/python.md's shell block, run as written (a fresh venv, ./venv,
+# each run so nothing stale is imported) but for one word: `--release`
+# becomes `--profile ci`, the release profile's settings in the directory
+# `cargo test --profile ci` filled, so only the extension crate compiles
+# (the release profile would build everything again: about 10 minutes on 2
+# cores). The guide's unpinned `pip install` gets pinned versions from a
+# constraints file (PIP_CONSTRAINT), so CI does not change under us.
+block=$(sed -n '/^```sh$/,/^```$/p' docs/guide/python.md | sed '1d;$d')
+case "$(printf '%s\n' "$block" | grep -c 'maturin build --release')" in
+    1) ;;
+    *) echo "docs/guide/python.md: one shell block with \`maturin build --release\` expected" >&2; exit 1 ;;
+esac
+constraints=$(mktemp)
+printf '%s\n' maturin==1.16.0 pandas==2.3.3 pytest==8.4.2 >"$constraints"
+export PIP_CONSTRAINT=$constraints PIP_DISABLE_PIP_VERSION_CHECK=1
+rm -rf venv target/wheels
 start=$(date +%s)
-rm -rf target/wheels
-"$venv/bin/maturin" build --profile ci --quiet -m crates/python/Cargo.toml \
-    --interpreter "$venv/bin/python" --out target/wheels
-echo "wheel built in $(( $(date +%s) - start )) s: $(ls target/wheels)"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check target/wheels/coopcache-*.whl
+block=${block//--release/--profile ci}
+bash -euo pipefail -c "${block//python3 -m venv/$python -m venv}"
+echo "the guide's block ran in $(( $(date +%s) - start )) s: $(ls target/wheels)"
+venv/bin/python -m pip install -q pytest
+rm -f "$constraints"
 
 # From outside the source tree, so the installed wheel is what is tested,
 # not crates/python/python.
 cd crates/python/tests
-exec "../../../$venv/bin/python" -m pytest -q "$@" .
+exec ../../../venv/bin/python -m pytest -q "$@" .

@@ -10,8 +10,11 @@ mod common;
 mod mounts;
 #[path = "../../node/tests/servers/mod.rs"]
 mod servers;
+#[path = "common/shell.rs"]
+mod shell;
 
 mod bench_dataset;
+mod guides;
 mod mount;
 mod mount_fsx;
 mod mount_histories;
