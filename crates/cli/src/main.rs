@@ -4,6 +4,8 @@ mod access;
 mod cluster;
 mod completions;
 mod demo;
+#[cfg(test)]
+mod doc_commands;
 mod node;
 mod sim;
 mod trace;
