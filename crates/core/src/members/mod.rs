@@ -33,6 +33,8 @@ pub mod swim;
 pub use membership::{Dropped, MemberAction, MemberNote, Membership};
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_random;
 
 use crate::coop::NodeId;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};

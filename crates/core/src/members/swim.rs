@@ -373,4 +373,4 @@ impl Swim {
 pub mod screen;
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -25,7 +25,7 @@ struct Net {
     changes: Vec<(NodeId, Change, Duration)>,
 }
 
-fn id(node: NodeId) -> SwimId {
+pub(in crate::members) fn id(node: NodeId) -> SwimId {
     SwimId {
         node,
         listen: format!("10.0.0.{node}:7170"),
@@ -246,7 +246,11 @@ fn malformed_datagrams_are_refused() {
 
 /// A datagram from `src` to `dst` carrying `updates`, encoded as foca
 /// does: what a member with its own certificate can send on its link.
-fn forged(src: NodeId, dst: NodeId, updates: &[foca::Member<SwimId>]) -> Vec<u8> {
+pub(in crate::members) fn forged(
+    src: NodeId,
+    dst: NodeId,
+    updates: &[foca::Member<SwimId>],
+) -> Vec<u8> {
     use bytes::BufMut;
     let mut buf = Vec::new();
     let header = foca::Header {
