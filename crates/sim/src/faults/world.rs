@@ -662,6 +662,10 @@ impl World {
         if self.incarnation(to) != Some(incarnation) {
             return;
         }
+        if self.liars.contains_key(&from) {
+            self.requests
+                .delivered_from_liar(from, (to, incarnation), &msg);
+        }
         if self.liars.contains_key(&to) {
             let ambush = self.rng.random_bool(self.plan.lie);
             let mut forged = std::mem::take(&mut self.forged);
@@ -827,6 +831,8 @@ impl World {
         match action {
             CommitAction::Send { to, msg } => {
                 let mut msg = node::Msg::Commit(msg);
+                let incarnation = self.incarnation(id).unwrap_or_default();
+                self.requests.sent((id, incarnation), to, &msg);
                 self.send_as(id, &mut msg);
                 self.transmit(id, to, msg);
             }

@@ -5,15 +5,18 @@
 //! answered within the mode's bound; the blocks an open reads are checked as
 //! every read is.
 
+use super::Msg;
 use super::World;
 use crate::faults::plan::Mode;
 use crate::faults::report::Violation;
 use crate::faults::version::{self, Version};
+use coopcache_core::c2cfs::exclusive::CommitMsg;
 use coopcache_core::c2cfs::{Committed, Tcommit};
 use coopcache_core::coop::NodeId;
-use coopcache_core::protocol::{BlockId, manager_of};
+use coopcache_core::node;
+use coopcache_core::protocol::BlockId;
 use rand::Rng;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What a request is for.
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +53,13 @@ struct Request {
 pub(super) struct Requests {
     by_id: BTreeMap<u64, Request>,
     next: u64,
+    /// Whom each node's open went to: (node, incarnation, nonce) to the
+    /// manager asked, as the opener's machine sent it.
+    asked: BTreeMap<(NodeId, u32, u64), NodeId>,
+    /// Versions (node, file id) a liar answered a node's open with, as the
+    /// manager that node asked: the trust model lets a file's manager
+    /// answer what it likes.
+    vouched: BTreeSet<(NodeId, u64)>,
 }
 
 impl Requests {
@@ -84,6 +94,32 @@ impl Requests {
 
     pub(super) fn len(&self) -> usize {
         self.by_id.len()
+    }
+
+    /// Node `node` (incarnation `incarnation`) sends `msg` to `to`.
+    pub(super) fn sent(&mut self, (node, incarnation): (NodeId, u32), to: NodeId, msg: &Msg) {
+        if let node::Msg::Commit(CommitMsg::Open { nonce, .. }) = *msg {
+            self.asked.insert((node, incarnation, nonce), to);
+        }
+    }
+
+    /// Liar `from` delivers `msg` to node `to` (incarnation `incarnation`):
+    /// an answer to an open `to` asked it is the manager's to give.
+    pub(super) fn delivered_from_liar(
+        &mut self,
+        from: NodeId,
+        (to, incarnation): (NodeId, u32),
+        msg: &Msg,
+    ) {
+        if let node::Msg::Commit(CommitMsg::Opened {
+            nonce,
+            answer: Some((_, v)),
+            ..
+        }) = *msg
+            && self.asked.get(&(to, incarnation, nonce)) == Some(&from)
+        {
+            self.vouched.insert((to, v.file));
+        }
     }
 }
 
@@ -172,18 +208,15 @@ impl World {
     }
 
     /// An honest node's open of `path` answered `v`: a version the file
-    /// has had, unless a liar manages the file in the opener's view (the
-    /// trust model lets a file's manager answer what it likes: its bytes
-    /// then fail at the origin).
+    /// has had, unless a liar the node asked answered it (the trust model
+    /// lets a file's manager answer what it likes: its bytes then fail at
+    /// the origin). Judged by whom the opener's machine asked, not by its
+    /// view now, which may have moved the file since.
     fn check_version(&mut self, id: NodeId, path: u32, v: Version) {
-        if self.plan.is_byzantine(id) || self.origin.had(path, v.file) {
-            return;
-        }
-        let manager = match self.proto(id) {
-            Some(p) => manager_of(u64::from(version::route(path)), p.reads().members()),
-            None => None,
-        };
-        if manager.is_some_and(|m| self.plan.is_byzantine(m)) {
+        if self.plan.is_byzantine(id)
+            || self.origin.had(path, v.file)
+            || self.requests.vouched.contains(&(id, v.file))
+        {
             return;
         }
         self.fail(Violation::ForgedVersion {
