@@ -360,6 +360,35 @@ os.close(fd)"
     assert!(m.terminate().success());
 }
 
+/// The mount point itself takes a mode, times and an owner like any
+/// directory (each was `ENOENT`, so `tar xf -C mnt` failed at its end
+/// setting `.`'s times and owner), and the origin's root keeps them.
+#[test]
+fn the_mount_points_own_attributes_are_set_at_the_origins_root() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    let m = Mount::start(work.path(), &origin, &dir);
+    let d = dir.display();
+    let got = python(&format!(
+        "import os
+os.chmod('{d}', 0o751)
+os.utime('{d}', (1000, 2000))
+st = os.stat('{d}')
+os.chown('{d}', st.st_uid, st.st_gid)
+print(oct(st.st_mode & 0o7777), int(st.st_atime), int(st.st_mtime))"
+    ));
+    assert_eq!(got, "0o751 1000 2000\n");
+    let st = std::fs::metadata(&origin).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!((st.mode() & 0o7777, st.mtime()), (0o751, 2000));
+    assert!(m.terminate().success());
+}
+
 /// Appends (`O_APPEND`) from two nodes to one file, their opens both
 /// before either close, both survive (the second close used to lay its
 /// line over the first's), and a shell's `>>` from both nodes keeps every

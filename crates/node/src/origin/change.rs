@@ -62,6 +62,26 @@ impl Origin {
         Ok(target)
     }
 
+    /// Where `path` is for a change of its owner, mode or times, which
+    /// the root (`""`, the mount point) takes too: `None` for an object
+    /// store's root, which always exists and keeps none of them.
+    fn attributes_target(&self, path: &str) -> Result<Option<Target>, OriginError> {
+        if !path.is_empty() {
+            return self.target(path).map(Some);
+        }
+        self.counts.change();
+        match &self.store {
+            Store::Local(dir) => Ok(Some(Target::Local(dir.clone()))),
+            Store::Object {
+                backend: Backend::S3,
+                ..
+            } => Ok(None),
+            Store::Object { .. } => Err(OriginError::ReadOnly {
+                origin: self.description.clone(),
+            }),
+        }
+    }
+
     /// Where `path` is, for a change (not counted: a rename's second path).
     fn place(&self, path: &str) -> Result<Target, OriginError> {
         let location = check_path(path)?;
@@ -211,11 +231,12 @@ impl Origin {
     /// kept, as `rclone mount` does).
     pub async fn set_mode(&self, path: &str, mode: u32) -> Result<(), OriginError> {
         let p = path.to_owned();
-        match self.target(path)? {
-            Target::Local(dir) => {
+        match self.attributes_target(path)? {
+            None => Ok(()),
+            Some(Target::Local(dir)) => {
                 Self::local_change(path, dir, move |d| d.set_mode(&p, mode)).await
             }
-            Target::Object { store, key, .. } => {
+            Some(Target::Object { store, key, .. }) => {
                 object_change::exists(store.as_ref(), &key, path).await
             }
         }
@@ -231,11 +252,11 @@ impl Origin {
         gid: Option<u32>,
     ) -> Result<(), OriginError> {
         let p = path.to_owned();
-        match self.target(path)? {
-            Target::Local(dir) => {
+        match self.attributes_target(path)? {
+            Some(Target::Local(dir)) => {
                 Self::local_change(path, dir, move |d| d.set_owner(&p, uid, gid)).await
             }
-            Target::Object { .. } => Err(OriginError::Unsupported {
+            None | Some(Target::Object { .. }) => Err(OriginError::Unsupported {
                 origin: self.description.clone(),
                 what: "owners".into(),
             }),
@@ -251,11 +272,12 @@ impl Origin {
         mtime: Option<SetTime>,
     ) -> Result<(), OriginError> {
         let p = path.to_owned();
-        match self.target(path)? {
-            Target::Local(dir) => {
+        match self.attributes_target(path)? {
+            None => Ok(()),
+            Some(Target::Local(dir)) => {
                 Self::local_change(path, dir, move |d| d.set_times(&p, atime, mtime)).await
             }
-            Target::Object { store, key, .. } => {
+            Some(Target::Object { store, key, .. }) => {
                 object_change::exists(store.as_ref(), &key, path).await
             }
         }

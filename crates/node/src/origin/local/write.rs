@@ -109,6 +109,19 @@ impl LocalDir {
         }
     }
 
+    /// Like [`Self::parent`], but the origin's root (`""`) is named as
+    /// itself (`.` in the root), so its owner, mode and times can be set
+    /// (`tar` sets the extracted directory's, `touch` of a mount point).
+    fn target<'p>(&self, path: &'p str) -> Result<(OwnedFd, &'p str), OriginError> {
+        if !path.is_empty() {
+            return self.parent(path);
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.root, ".", flags, Mode::empty())
+            .map_err(|e| self.refusal(path, e))?;
+        Ok((fd, "."))
+    }
+
     /// Starts writing `path`: empty if `keep` is false or the file does
     /// not exist, else a copy of its current bytes. A new file gets `mode`.
     pub(crate) fn draft(&self, path: &str, keep: bool, mode: u32) -> Result<Draft, OriginError> {
@@ -269,7 +282,7 @@ impl LocalDir {
         uid: Option<u32>,
         gid: Option<u32>,
     ) -> Result<(), OriginError> {
-        let (dir, name) = self.parent(path)?;
+        let (dir, name) = self.target(path)?;
         let (uid, gid) = (uid.map(uid_of), gid.map(gid_of));
         rustix::fs::chownat(&dir, name, uid, gid, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| match e {
             // chown's own answer, not a refused read's `EACCES`.
@@ -280,7 +293,7 @@ impl LocalDir {
 
     /// Sets the permission bits of `path` (not following a final link).
     pub(crate) fn set_mode(&self, path: &str, mode: u32) -> Result<(), OriginError> {
-        let (dir, name) = self.parent(path)?;
+        let (dir, name) = self.target(path)?;
         let fd = rustix::fs::openat(
             &dir,
             name,
@@ -302,7 +315,7 @@ impl LocalDir {
         atime: Option<SetTime>,
         mtime: Option<SetTime>,
     ) -> Result<(), OriginError> {
-        let (dir, name) = self.parent(path)?;
+        let (dir, name) = self.target(path)?;
         let times = timestamps(atime, mtime);
         rustix::fs::utimensat(&dir, name, &times, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| self.change_error(path, e))
