@@ -360,6 +360,72 @@ os.close(fd)"
     assert!(m.terminate().success());
 }
 
+/// `fsync` succeeds wherever a program may call it: on a descriptor whose
+/// writes a `dup`'s close already committed (it flushes that version to
+/// the origin's disk), on a read-only descriptor, and on a file unlinked
+/// while open; the bytes it synced are the origin's.
+#[test]
+fn fsync_flushes_what_was_committed_on_any_descriptor() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    let m = Mount::start(work.path(), &origin, &dir);
+    let d = dir.display();
+    let got = python(&format!(
+        "import os
+fd = os.open('{d}/f', os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b'synced')
+os.close(os.dup(fd))
+os.fsync(fd)
+r = os.open('{d}/f', os.O_RDONLY)
+os.fsync(r)
+os.close(r)
+os.close(fd)
+t = os.open('{d}/t', os.O_CREAT | os.O_RDWR, 0o644)
+os.write(t, b'gone')
+os.unlink('{d}/t')
+os.fsync(t)
+os.close(t)
+print('ok')"
+    ));
+    assert_eq!(got, "ok\n");
+    assert_eq!(std::fs::read(origin.join("f")).unwrap(), b"synced");
+    assert!(!origin.join("t").exists());
+    assert!(m.terminate().success());
+}
+
+/// A mount unmounted from outside (`umount`, as an administrator or a
+/// shutdown does) ends its daemon, as `rclone mount` and `sshfs` end: it
+/// went on serving without a mount, and its next start found the port
+/// taken.
+#[test]
+fn unmounted_from_outside_the_daemon_exits() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
+        return;
+    };
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    let mut m = Mount::start(work.path(), &origin, &dir);
+    assert!(Command::new("umount").arg(&dir).status().unwrap().success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let code = loop {
+        if let Some(code) = m.child.try_wait().unwrap() {
+            break code;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon outlived its mount:\n{}",
+            m.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(code.success(), "{code}:\n{}", m.log_text());
+    assert!(m.log_text().contains("unmounted from outside"));
+}
+
 /// The mount point itself takes a mode, times and an owner like any
 /// directory (each was `ENOENT`, so `tar xf -C mnt` failed at its end
 /// setting `.`'s times and owner), and the origin's root keeps them.

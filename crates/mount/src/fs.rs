@@ -173,9 +173,7 @@ impl CoopFs {
     where
         F: std::future::Future<Output = Result<T, OriginError>>,
     {
-        self.rt
-            .block_on(call(self.node.origin()))
-            .map_err(|e| errno::of_origin(&e))
+        crate::wait(&self.rt, call(self.node.origin())).map_err(|e| errno::of_origin(&e))
     }
 
     /// The path of `name` in directory `parent`.
@@ -207,7 +205,7 @@ impl CoopFs {
     /// cannot say, and for everything else.
     fn entry_of(&self, ino: u64, path: &str) -> Result<Entry, Errno> {
         if self.exclusive && self.inodes().is_file(ino) {
-            let asked = self.rt.block_on(self.node.ask_manager(path));
+            let asked = crate::wait(&self.rt, self.node.ask_manager(path));
             if let Some((_, v)) = asked {
                 let managed = Entry {
                     kind: EntryKind::File,
@@ -286,7 +284,7 @@ impl CoopFs {
         let node = self.node.clone();
         let mut tries = 0;
         loop {
-            let got = self.rt.block_on(async {
+            let got = crate::wait(&self.rt, async {
                 let (topen, version) = match self.exclusive {
                     true => node.open_exclusive(path).await?,
                     false => (None, node.stat(path).await?),
@@ -322,7 +320,7 @@ impl CoopFs {
         if readers.is_empty() {
             return Vec::new();
         }
-        let Ok(current) = self.rt.block_on(self.node.stat_fresh(path)) else {
+        let Ok(current) = crate::wait(&self.rt, self.node.stat_fresh(path)) else {
             return Vec::new();
         };
         (readers.into_iter())
@@ -358,7 +356,7 @@ impl CoopFs {
     /// returns, so the next open anywhere reads the change.
     fn changed(&self, path: &str) {
         if self.exclusive {
-            self.rt.block_on(self.node.commit_exclusive(path, None));
+            crate::wait(&self.rt, self.node.commit_exclusive(path, None));
         }
     }
 
@@ -370,12 +368,10 @@ impl CoopFs {
     fn committed(&self, p: &Pending) {
         let path = p.path();
         if self.exclusive {
-            let done = self
-                .rt
-                .block_on(self.node.commit_exclusive(&path, p.topen()));
+            let done = crate::wait(&self.rt, self.node.commit_exclusive(&path, p.topen()));
             p.set_topen(done.filter(|c| c.valid).map(|c| c.tcommit));
         }
-        match self.rt.block_on(self.node.stat_fresh(&path)) {
+        match crate::wait(&self.rt, self.node.stat_fresh(&path)) {
             Ok(version) => {
                 p.set_committed(version.clone());
                 self.take_in(path, version);
@@ -423,7 +419,7 @@ impl CoopFs {
         if behind {
             self.rt.spawn(work);
         } else {
-            self.rt.block_on(work);
+            crate::wait(&self.rt, work);
         }
     }
 
@@ -588,7 +584,7 @@ impl Filesystem for CoopFs {
                         (topen, Some(version))
                     }
                     _ if self.exclusive => {
-                        let asked = self.rt.block_on(self.node.ask_manager(&path));
+                        let asked = crate::wait(&self.rt, self.node.ask_manager(&path));
                         (asked.map(|(t, _)| t), None)
                     }
                     _ => (None, None),
@@ -794,13 +790,23 @@ impl Filesystem for CoopFs {
     fn fsync(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        // Durable means in the origin: commit what was written.
-        done(reply, self.commit(fh));
+        // Durable means in the origin, on its disk: commit what was
+        // written, then flush the file as committed (a close's commit
+        // publishes it and leaves that to the system, as a local close
+        // does). A file unlinked meanwhile has nothing left to keep.
+        let result = self.commit(fh).and_then(|()| {
+            let path = self.path(ino)?;
+            match self.origin(|o| o.sync(&path)) {
+                Err(Errno::ENOENT) => Ok(()),
+                synced => synced,
+            }
+        });
+        done(reply, result);
     }
 
     fn setattr(
@@ -1069,11 +1075,14 @@ impl Filesystem for CoopFs {
         reply: ReplyXattr,
     ) {
         // No origin keeps extended attributes the cache could carry.
-        reply.error(Errno::ENOTSUP);
+        // `ENOSYS` tells the kernel so once: it answers every later call
+        // itself with `ENOTSUP`, sparing a round trip per written file
+        // (the kernel asks for `security.capability` at each write).
+        reply.error(Errno::ENOSYS);
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
-        reply.error(Errno::ENOTSUP);
+        reply.error(Errno::ENOSYS);
     }
 
     fn setxattr(
@@ -1086,11 +1095,11 @@ impl Filesystem for CoopFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        reply.error(Errno::ENOTSUP);
+        reply.error(Errno::ENOSYS);
     }
 
     fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
-        reply.error(Errno::ENOTSUP);
+        reply.error(Errno::ENOSYS);
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

@@ -146,12 +146,28 @@ impl Mounted {
         &self.dir
     }
 
+    /// Whether the file system was unmounted from outside (`umount`,
+    /// `fusermount3 -u`): its FUSE threads have ended.
+    pub fn ended(&self) -> bool {
+        self.session.guard.is_finished()
+    }
+
+    /// Waits until the file system is unmounted from outside.
+    pub async fn until_ended(&self) {
+        while !self.ended() {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
     /// Unmounts and waits for the FUSE threads to end. If programs still
     /// hold files or directories open in the mount (`EBUSY`), detaches it
     /// lazily instead, so that no dead mount point stays behind once this
     /// process exits; their next calls fail. Says which happened.
     pub fn unmount(self) -> std::io::Result<Unmounted> {
         let dir = self.dir;
+        if self.session.guard.is_finished() {
+            return self.session.join().map(|()| Unmounted::Clean);
+        }
         match self.session.umount_and_join() {
             Ok(()) => Ok(Unmounted::Clean),
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
@@ -207,6 +223,13 @@ pub fn mount(
     }
     let fs = CoopFs::new(rt, node, opts.attr_ttl, opts.consistency);
     spawn(fs, dir, &config)
+}
+
+/// Waits on a FUSE thread for `f`, with the origin's local directory
+/// calls made on this thread rather than handed to the blocking pool and
+/// back ([`coopcache_node::origin::on_this_thread`]).
+pub(crate) fn wait<F: std::future::Future>(rt: &tokio::runtime::Handle, f: F) -> F::Output {
+    coopcache_node::origin::on_this_thread(|| rt.block_on(f))
 }
 
 /// Serves `fs` on `dir` on FUSE threads of its own.

@@ -286,7 +286,7 @@ impl CoopFs {
 
     fn release_all(&self, path: Arc<str>, owners: Vec<u64>) {
         let node = self.node().clone();
-        self.runtime().block_on(async move {
+        crate::wait(self.runtime(), async move {
             for owner in owners {
                 let call = LockCall::Release {
                     path: path.clone(),

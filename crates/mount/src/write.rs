@@ -173,9 +173,7 @@ impl Writers {
     /// A draft of `path`; a file it creates is `new`.
     fn draft(&self, path: &str, keep: bool, new: NewFile) -> Result<Draft, Errno> {
         let fail = |e: OriginError| errno::of_origin(&e);
-        let draft = self
-            .rt
-            .block_on(self.origin.draft(path, keep, u32::from(new.perm)));
+        let draft = crate::wait(&self.rt, self.origin.draft(path, keep, u32::from(new.perm)));
         let draft = draft.map_err(fail)?;
         draft.set_creator(new.creator).map_err(fail)?;
         Ok(draft)
@@ -237,7 +235,7 @@ impl Writers {
     }
 
     fn exists(&self, path: &str) -> bool {
-        self.rt.block_on(self.origin.entry(path)).is_ok()
+        crate::wait(&self.rt, self.origin.entry(path)).is_ok()
     }
 
     /// Changes `p`'s draft with `change`, drafting the committed file
@@ -362,9 +360,7 @@ impl Writers {
     pub(crate) fn truncate_closed(&self, path: &str, len: u64, new: NewFile) -> Result<(), Errno> {
         let mut draft = self.draft(path, true, new)?;
         draft.set_len(len).map_err(|e| errno::of_origin(&e))?;
-        self.rt
-            .block_on(draft.commit())
-            .map_err(|e| errno::of_origin(&e))?;
+        crate::wait(&self.rt, draft.commit()).map_err(|e| errno::of_origin(&e))?;
         Ok(())
     }
 
@@ -387,7 +383,7 @@ impl Writers {
         let draft = st.draft.take().ok_or(Errno::EIO)?;
         st.dirty = false;
         tracing::debug!(path = %p.path(), "commit");
-        self.rt.block_on(draft.commit()).map_err(|e| {
+        crate::wait(&self.rt, draft.commit()).map_err(|e| {
             tracing::warn!(path = %p.path(), error = %e, "commit to the origin failed; the writes are lost");
             errno::of_origin(&e)
         })?;

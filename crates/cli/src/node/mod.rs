@@ -353,6 +353,14 @@ fn serve(s: Settings) -> Result<()> {
             r = coopcache_node::gateway::serve(gateway, node.clone(), &gateway_opts) => r.context("gateway")?,
             _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
             _ = term.recv() => tracing::info!("terminated; stopping"),
+            // A node that mounts is there for its mount: unmounted from
+            // outside, it goes too (as `rclone mount` and `sshfs` do).
+            _ = async {
+                match &mounted {
+                    Some(m) => m.until_ended().await,
+                    None => std::future::pending().await,
+                }
+            } => tracing::info!("the mount was unmounted from outside; stopping"),
         }
         if let Some(m) = mounted {
             let dir = m.dir().to_owned();

@@ -71,7 +71,7 @@ impl CoopFs {
         let node = self.node.clone();
         // What these writers committed last is newer than what the open saw.
         let opened = p.committed().or(opened);
-        self.rt.block_on(async move {
+        crate::wait(&self.rt, async move {
             let version = match opened {
                 Some(v) => v,
                 None => node.stat(&path).await.map_err(|e| errno::of_node(&e))?,

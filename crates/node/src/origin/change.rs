@@ -176,6 +176,18 @@ impl Origin {
         }
     }
 
+    /// Makes what was committed to the file at `path` durable (`fsync`):
+    /// a directory origin flushes it and its directory to disk; an object
+    /// store's puts are durable once made, so there is nothing to do.
+    pub async fn sync(&self, path: &str) -> Result<(), OriginError> {
+        check_path(path)?;
+        let p = path.to_owned();
+        match &self.store {
+            Store::Local(dir) => Self::local_change(path, dir.clone(), move |d| d.sync(&p)).await,
+            Store::Object { .. } => Ok(()),
+        }
+    }
+
     /// Removes the empty directory at `path`.
     pub async fn rmdir(&self, path: &str) -> Result<(), OriginError> {
         let p = path.to_owned();

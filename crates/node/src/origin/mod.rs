@@ -22,6 +22,7 @@ mod copies;
 mod counts;
 mod draft;
 mod error;
+mod inline;
 mod local;
 mod object_change;
 mod object_write;
@@ -43,6 +44,7 @@ pub use change::SetTime;
 pub use counts::OriginCounts;
 pub use draft::Draft;
 pub use error::OriginError;
+pub use inline::on_this_thread;
 pub use path::check_path;
 pub use spec::{ACCEPTED_FORMS, OriginSpec};
 pub use tree::{DirEntry, Entry, EntryKind, Owner, PosixAttrs};
@@ -501,11 +503,15 @@ fn read_copy(path: &str, copy: &std::fs::File, range: Range<u64>) -> Result<Byte
     Ok(Bytes::from(buf))
 }
 
-/// Runs a local directory call on the blocking pool.
+/// Runs a local directory call on the blocking pool, or on this thread if
+/// it may block ([`on_this_thread`]).
 async fn blocking<T: Send + 'static>(
     path: String,
     f: impl FnOnce() -> Result<T, OriginError> + Send + 'static,
 ) -> Result<T, OriginError> {
+    if inline::may_block() {
+        return f();
+    }
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
         Err(OriginError::Local {
             path,
