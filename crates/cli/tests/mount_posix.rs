@@ -426,6 +426,45 @@ fn unmounted_from_outside_the_daemon_exits() {
     assert!(m.log_text().contains("unmounted from outside"));
 }
 
+/// `fallocate` as programs call it: mode 0 (`fallocate -l`,
+/// `posix_fallocate`) makes the file that long in zeros, `KEEP_SIZE`
+/// succeeds and keeps the size, a hole is `EOPNOTSUPP` (`ENOTSUP`, the
+/// same number; every mode was
+/// `EOPNOTSUPP`: fuser answered `ENOSYS`), and what was allocated reaches
+/// the origin at the close.
+#[test]
+fn fallocate_extends_files_and_refuses_holes() {
+    let Some(work) = Work::new(&["origin", "mnt"]) else {
+        return;
+    };
+    if !have("python3") {
+        return;
+    }
+    let (origin, dir) = (work.join("origin"), work.join("mnt"));
+    let m = Mount::start(work.path(), &origin, &dir);
+    let d = dir.display();
+    let got = python(&format!(
+        "import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fd = os.open('{d}/f', os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b'head')
+print(libc.fallocate(fd, 0, 0, 65536), os.fstat(fd).st_size)
+print(libc.fallocate(fd, 1, 0, 1 << 20), os.fstat(fd).st_size)
+r = libc.fallocate(fd, 3, 0, 4096)
+print(r, errno.errorcode[ctypes.get_errno()])
+os.posix_fallocate(fd, 65536, 4096)
+print(os.fstat(fd).st_size)
+os.close(fd)"
+    ));
+    assert_eq!(got, "0 65536\n0 65536\n-1 ENOTSUP\n69632\n");
+    let bytes = std::fs::read(origin.join("f")).unwrap();
+    assert_eq!(bytes.len(), 69632);
+    assert_eq!(&bytes[..4], b"head");
+    assert!(bytes[4..].iter().all(|&b| b == 0));
+    assert!(m.terminate().success());
+}
+
 /// The mount point itself takes a mode, times and an owner like any
 /// directory (each was `ENOENT`, so `tar xf -C mnt` failed at its end
 /// setting `.`'s times and owner), and the origin's root keeps them.

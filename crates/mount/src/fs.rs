@@ -1066,6 +1066,34 @@ impl Filesystem for CoopFs {
         done(reply, committed);
     }
 
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        // The modes programs use: mode 0 (`posix_fallocate`, `fallocate
+        // -l`) makes the file at least that long; `KEEP_SIZE` reserves
+        // space, which the origin gets at the commit or not at all, so it
+        // succeeds doing nothing. Holes and moved ranges are refused, as
+        // by a local file system without them (fuser answered `ENOSYS`,
+        // which the kernel turns into `EOPNOTSUPP` for every mode).
+        let result = (|| {
+            let end = offset.checked_add(length).ok_or(Errno::EFBIG)?;
+            let pending = self.writer(fh).ok_or(Errno::EBADF)?;
+            match mode {
+                0 => self.writers.allocate(&pending, end),
+                libc::FALLOC_FL_KEEP_SIZE => Ok(()),
+                _ => Err(Errno::EOPNOTSUPP),
+            }
+        })();
+        done(reply, result);
+    }
+
     fn getxattr(
         &self,
         _req: &Request,

@@ -322,6 +322,15 @@ impl Writers {
         self.change(p, |d| d.set_len(len))
     }
 
+    /// Makes `p`'s file at least `end` bytes long, the new bytes zeros
+    /// (`fallocate` without `FALLOC_FL_KEEP_SIZE`, `posix_fallocate`).
+    pub(crate) fn allocate(&self, p: &Pending, end: u64) -> Result<(), Errno> {
+        self.change(p, |d| match d.len()? < end {
+            true => d.set_len(end),
+            false => Ok(()),
+        })
+    }
+
     /// Applies an owner, mode or times change to `p`'s draft, which the
     /// commit will put in place (a change made only to the origin's file
     /// would be undone by it). False if there is no draft: change the
