@@ -213,7 +213,9 @@ impl CoopFs {
                     perm: v.perm,
                     modified: v.modified,
                     // A manager keeps versions, not access or change times:
-                    // those of the origin's entry when it has none.
+                    // both are shown as the modification time, the price
+                    // of no origin round trip (the README's table says
+                    // so; `shared` mode shows the origin's).
                     posix: v.owner.map(|owner| PosixAttrs {
                         accessed: v.modified,
                         changed: v.modified,

@@ -148,7 +148,9 @@ pub struct NodeArgs {
     #[arg(long, env = "COOPCACHE_MOUNT")]
     mount: Option<PathBuf>,
     /// Let other users use the mount (FUSE's allow_other; permission bits
-    /// still apply).
+    /// still apply). On by default for a daemon run as root, as an NFS
+    /// mount is open to every user; `mount_allow_other = false` in the
+    /// config file keeps other users out.
     #[arg(long, env = "COOPCACHE_MOUNT_ALLOW_OTHER")]
     mount_allow_other: bool,
     /// How the mount's opens learn a file's version: `shared` (writers

@@ -307,7 +307,14 @@ impl Settings {
             name,
             chances: args.chances.or(file.chances).unwrap_or(2),
             mount: args.mount.or(file.mount),
-            mount_allow_other: args.mount_allow_other || file.mount_allow_other.unwrap_or(false),
+            // As root, the mount is open to every user, as an NFS mount
+            // is (the kernel checks the modes and owners the origin
+            // keeps); the config file's `mount_allow_other = false` keeps
+            // others out. Other daemons need `user_allow_other` for it.
+            mount_allow_other: args.mount_allow_other
+                || file
+                    .mount_allow_other
+                    .unwrap_or_else(|| rustix::process::geteuid().is_root()),
             consistency: match (args.consistency, &file.consistency) {
                 (Some(c), _) => c,
                 (None, Some(c)) => c
