@@ -619,8 +619,6 @@ impl NodeHandle {
         answer.await.ok().flatten()
     }
 
-    /// The version of `path` as the origin has it now, refreshing the
-    /// version cache (a writer's own commit must not be hidden from it
     /// Carries out a lock call of a process of this node (the mount's
     /// `setlk`, `getlk`, `flush` and `release`) at the file's manager;
     /// dropping the future cancels a wait.
@@ -637,6 +635,8 @@ impl NodeHandle {
         rx.await.unwrap_or(Err(LockError::Unanswered))
     }
 
+    /// The version of `path` as the origin has it now, refreshing the
+    /// version cache (a writer's own commit must not be hidden from it
     /// by an entry from before).
     pub async fn stat_fresh(&self, path: &str) -> Result<Arc<FileVersion>, NodeError> {
         self.lock_versions().forget(path);
