@@ -367,19 +367,27 @@ impl CoopFs {
     /// returns (C2Cfs: `Tcommit` moves on, the writer's copy is the valid
     /// one if no other close came between); then the writer's node takes
     /// the new version in.
-    fn committed(&self, p: &Pending) {
+    fn committed(&self, p: &Pending, version: FileVersion) {
         let path = p.path();
         if self.exclusive {
             let done = crate::wait(&self.rt, self.node.commit_exclusive(&path, p.topen()));
             p.set_topen(done.filter(|c| c.valid).map(|c| c.tcommit));
         }
-        match crate::wait(&self.rt, self.node.stat_fresh(&path)) {
-            Ok(version) => {
-                p.set_committed(version.clone());
-                self.take_in(path, version);
-            }
-            Err(e) => tracing::debug!(error = %e, "the written file was not taken into memory"),
-        }
+        // The version the commit made, as a directory origin stated it
+        // after the rename: asking again would only say it twice. A put's
+        // answer carries no modification time; the store is asked then.
+        let version = match version.modified {
+            Some(_) => self.node.committed(&path, version),
+            None => match crate::wait(&self.rt, self.node.stat_fresh(&path)) {
+                Ok(version) => version,
+                Err(e) => {
+                    tracing::debug!(error = %e, "the written file was not taken into memory");
+                    return;
+                }
+            },
+        };
+        p.set_committed(version.clone());
+        self.take_in(path, version);
     }
 
     /// Commits what the writer behind `fh` wrote, if it is one.
@@ -387,8 +395,8 @@ impl CoopFs {
         let Some(p) = self.writer(fh) else {
             return Ok(());
         };
-        if self.writers.commit(&p)? {
-            self.committed(&p);
+        if let Some(version) = self.writers.commit(&p)? {
+            self.committed(&p, version);
         }
         Ok(())
     }
@@ -681,10 +689,11 @@ impl Filesystem for CoopFs {
         let closed = match open {
             Some(Open::Write { pending, .. }) => {
                 let closed = self.writers.close(&pending);
-                if closed == Ok(true) {
-                    self.committed(&pending);
-                }
-                closed.map(drop)
+                closed.map(|version| {
+                    if let Some(version) = version {
+                        self.committed(&pending, version);
+                    }
+                })
             }
             _ => Ok(()),
         };
@@ -717,8 +726,8 @@ impl Filesystem for CoopFs {
             let pending = self
                 .writers
                 .open(&path, true, false, self.new_file(req, perm))?;
-            if self.writers.close(&pending)? {
-                self.committed(&pending);
+            if let Some(version) = self.writers.close(&pending)? {
+                self.committed(&pending, version);
             }
             self.fresh_entry(&path)
         })();

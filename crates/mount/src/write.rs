@@ -373,12 +373,12 @@ impl Writers {
         Ok(())
     }
 
-    /// Commits what `p`'s writers wrote (a `close`, an `fsync`); true if
-    /// a new version reached the origin.
-    pub(crate) fn commit(&self, p: &Pending) -> Result<bool, Errno> {
+    /// Commits what `p`'s writers wrote (a `close`, an `fsync`); the new
+    /// version, if one reached the origin.
+    pub(crate) fn commit(&self, p: &Pending) -> Result<Option<FileVersion>, Errno> {
         let mut st = p.state();
         if st.unlinked {
-            return Ok(false);
+            return Ok(None);
         }
         if let Some(e) = st.failed.take() {
             st.draft = None;
@@ -387,16 +387,16 @@ impl Writers {
             return Err(e);
         }
         if !st.dirty {
-            return Ok(false);
+            return Ok(None);
         }
         let draft = st.draft.take().ok_or(Errno::EIO)?;
         st.dirty = false;
         tracing::debug!(path = %p.path(), "commit");
-        crate::wait(&self.rt, draft.commit()).map_err(|e| {
+        let version = crate::wait(&self.rt, draft.commit()).map_err(|e| {
             tracing::warn!(path = %p.path(), error = %e, "commit to the origin failed; the writes are lost");
             errno::of_origin(&e)
         })?;
-        Ok(true)
+        Ok(Some(version))
     }
 
     /// One writer of `p` is gone (`release`). Its `close` committed its
@@ -407,21 +407,21 @@ impl Writers {
     /// its own close (the randomized histories caught it: a read saw the
     /// bytes of an open that had not begun to close). So only the last
     /// handle commits, what no `flush` carried, and `p` is forgotten.
-    /// True if a new version reached the origin.
-    pub(crate) fn close(&self, p: &Arc<Pending>) -> Result<bool, Errno> {
+    /// The new version, if one reached the origin.
+    pub(crate) fn close(&self, p: &Arc<Pending>) -> Result<Option<FileVersion>, Errno> {
         let last = {
             let mut st = p.state();
             st.handles = st.handles.saturating_sub(1);
             st.handles == 0
         };
         if !last {
-            return Ok(false);
+            return Ok(None);
         }
         // The last holder of an unlinked file: it goes with its draft.
         let unlinked = p.state().unlinked;
         let committed = if unlinked {
             self.unlinked_map().retain(|_, q| !Arc::ptr_eq(q, p));
-            Ok(false)
+            Ok(None)
         } else {
             self.commit(p)
         };

@@ -635,6 +635,18 @@ impl NodeHandle {
         rx.await.unwrap_or(Err(LockError::Unanswered))
     }
 
+    /// `version` of `path` is what this node's writers just committed to
+    /// the origin (the commit stated it after its rename): the version
+    /// cache holds it from now on, as [`NodeHandle::stat_fresh`] would
+    /// have found it.
+    pub fn committed(&self, path: &str, version: FileVersion) -> Arc<FileVersion> {
+        let version = Arc::new(version);
+        let mut versions = self.lock_versions();
+        versions.forget(path);
+        versions.insert(path, version.clone(), self.clock.micros());
+        version
+    }
+
     /// The version of `path` as the origin has it now, refreshing the
     /// version cache (a writer's own commit must not be hidden from it
     /// by an entry from before).
