@@ -494,6 +494,35 @@ print(oct(st.st_mode & 0o7777), int(st.st_atime), int(st.st_mtime))"
     assert!(m.terminate().success());
 }
 
+/// A symbolic link's times set without following it are kept, in both
+/// consistency modes (in `exclusive` mode the change went to a manager,
+/// whose look at the origin followed the link and moved its atime).
+#[test]
+fn a_links_own_times_are_kept() {
+    for consistency in ["shared", "exclusive"] {
+        let Some(work) = Work::new(&["origin", "mnt"]) else {
+            return;
+        };
+        if !have("python3") {
+            return;
+        }
+        let (origin, dir) = (work.join("origin"), work.join("mnt"));
+        std::fs::write(origin.join("target"), b"t").unwrap();
+        let env = [("COOPCACHE_CONSISTENCY".to_string(), consistency.to_string())];
+        let m = Mount::start_env(work.path(), &origin, &dir, "node", None, &env);
+        let d = dir.display();
+        let got = python(&format!(
+            "import os
+os.symlink('target', '{d}/l')
+os.utime('{d}/l', (1960000000, 1970000000), follow_symlinks=False)
+st = os.lstat('{d}/l')
+print(int(st.st_atime), int(st.st_mtime))"
+        ));
+        assert_eq!(got, "1960000000 1970000000\n", "{consistency}");
+        assert!(m.terminate().success());
+    }
+}
+
 /// Appends (`O_APPEND`) from two nodes to one file, their opens both
 /// before either close, both survive (the second close used to lay its
 /// line over the first's), and a shell's `>>` from both nodes keeps every
