@@ -1,0 +1,96 @@
+//! What a writer's commit does beyond the origin: in `exclusive` mode it
+//! tells the file's manager, and the writer's node takes the new version
+//! into its memory (C2Cfs: the writer's copy is the valid one).
+
+use super::*;
+
+/// A written file is taken into the writer's memory at its close if it
+/// is at most 1/this of the node's memory.
+const TAKE_IN_SHARE: u64 = 4;
+
+/// A written file up to this size is in the writer's memory when its close
+/// returns; a larger one is taken in behind the close.
+const TAKE_IN_BEFORE_CLOSE: u64 = 64 << 20;
+
+impl CoopFs {
+    /// `exclusive` mode: `path` changed at the origin through this mount
+    /// (removed, renamed, a file renamed over it, truncated or touched
+    /// while closed): its manager asks the origin again before this
+    /// returns, so the next open anywhere reads the change.
+    pub(super) fn changed(&self, path: &str) {
+        if self.exclusive {
+            crate::wait(&self.rt, self.node.commit_exclusive(path, None));
+        }
+    }
+
+    /// After the writers of `p` committed to the origin: in `exclusive`
+    /// mode the commit goes to the file's manager before the close
+    /// returns (C2Cfs: `Tcommit` moves on, the writer's copy is the valid
+    /// one if no other close came between); then the writer's node takes
+    /// the new version in.
+    pub(super) fn committed(&self, p: &Pending, version: FileVersion) {
+        let path = p.path();
+        if self.exclusive {
+            let done = crate::wait(&self.rt, self.node.commit_exclusive(&path, p.topen()));
+            p.set_topen(done.filter(|c| c.valid).map(|c| c.tcommit));
+        }
+        // The version the commit made, as a directory origin stated it
+        // after the rename: asking again would only say it twice. A put's
+        // answer carries no modification time; the store is asked then.
+        let version = match version.modified {
+            Some(_) => self.node.committed(&path, version),
+            None => match crate::wait(&self.rt, self.node.stat_fresh(&path)) {
+                Ok(version) => version,
+                Err(e) => {
+                    tracing::debug!(error = %e, "the written file was not taken into memory");
+                    return;
+                }
+            },
+        };
+        p.set_committed(version.clone());
+        self.take_in(path, version);
+    }
+
+    /// Commits what the writer behind `fh` wrote, if it is one.
+    pub(crate) fn commit(&self, fh: FileHandle) -> Result<(), Errno> {
+        let Some(p) = self.writer(fh) else {
+            return Ok(());
+        };
+        if let Some(version) = self.writers.commit(&p)? {
+            self.committed(&p, version);
+        }
+        Ok(())
+    }
+
+    /// After a commit of `path`: the writer's node takes the new version
+    /// into its memory, so the next opener on any node is forwarded to it
+    /// instead of reading the origin (C2Cfs: the writer's copy is the valid
+    /// one). Up to [`TAKE_IN_BEFORE_CLOSE`] bytes this is done before the
+    /// close returns, so any later open finds it; a larger file is taken in
+    /// behind the close, which would otherwise wait seconds for it. Files
+    /// larger than a quarter of the node's memory are left to the origin
+    /// rather than flush the cache. A failure costs the next readers an
+    /// origin read, nothing else. On S3 the node reads the version from
+    /// the spool the commit put, not back from the store.
+    pub(super) fn take_in(&self, path: Arc<str>, version: Arc<FileVersion>) {
+        let node = self.node.clone();
+        if version.size > node.cache_bytes() / TAKE_IN_SHARE {
+            node.origin().forget_copy(&path, &version);
+            return;
+        }
+        let behind = version.size > TAKE_IN_BEFORE_CLOSE;
+        let work = async move {
+            if let Err(e) = node.take_in(path.clone(), version.clone()).await {
+                tracing::debug!(error = %e, "the written file was not taken into memory");
+            }
+            // Read from the writer's copy of an S3 put, if the origin kept
+            // one (`coopcache_node::origin`); now in memory, it can go.
+            node.origin().forget_copy(&path, &version);
+        };
+        if behind {
+            self.rt.spawn(work);
+        } else {
+            crate::wait(&self.rt, work);
+        }
+    }
+}
