@@ -188,3 +188,48 @@ fn count_files(dir: &Path) -> Result<u64> {
     }
     Ok(n)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Copies `from`'s files to `to` (the tree's two levels).
+    fn copy_tree(from: &Path, to: &Path) {
+        for d in std::fs::read_dir(from).unwrap() {
+            let d = d.unwrap().path();
+            let into = to.join(d.file_name().unwrap());
+            std::fs::create_dir_all(&into).unwrap();
+            for f in std::fs::read_dir(&d).unwrap() {
+                let f = f.unwrap().path();
+                std::fs::copy(&f, into.join(f.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_copy_passes_and_one_wrong_byte_or_file_fails_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = Source::build(dir.path(), 40, 3 << 20, 7, false).unwrap();
+        assert_eq!(src.files.len(), 40);
+        let copy = dir.path().join("copy");
+        copy_tree(&src.tree, &copy);
+        assert_eq!(src.check_tree(&copy).unwrap(), src.tree_bytes);
+
+        let victim = copy.join(&src.files[3]);
+        let mut bytes = std::fs::read(&victim).unwrap();
+        bytes[0] ^= 1;
+        std::fs::write(&victim, &bytes).unwrap();
+        let err = format!("{:#}", src.check_tree(&copy).unwrap_err());
+        assert!(err.contains("1 wrong bytes"), "{err}");
+        assert!(err.contains(&*src.files[3].to_string_lossy()), "{err}");
+        std::fs::write(copy.join("d00/extra"), b"x").unwrap();
+        assert!(src.check_tree(&copy).is_err(), "an extra file");
+
+        let big = dir.path().join("big");
+        std::fs::copy(&src.big, &big).unwrap();
+        assert_eq!(src.check_big(&big).unwrap(), 3 << 20);
+        let f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
+        f.set_len((3 << 20) - 1).unwrap();
+        assert!(src.check_big(&big).is_err(), "a short copy");
+    }
+}
