@@ -22,6 +22,8 @@ mod latency_report;
 mod measure;
 mod mount;
 mod mount_dataset;
+mod mount_files;
+mod mount_files_tree;
 mod mount_opens;
 mod netcache;
 mod replay;

@@ -16,11 +16,17 @@
 //! - `opens` (not run unless asked for): small files opened through
 //!   `shared` and `exclusive` mounts, the first block served with the
 //!   open's answer or not, in `mount_opens.rs`.
+//! - `files` (not run unless asked for): `tar xf`, `rsync -a` of small
+//!   files and a big sequential write by `dd`, `cp` and `cat`, into the
+//!   origin directory itself, one-node `shared` and `exclusive` mounts
+//!   over a directory with no emulated delay (whatever `--origin-delay`)
+//!   and `rclone mount`, in `mount_files.rs`.
 //!
 //! Needs root (or fusermount3) and /dev/fuse, like `coopcache mount`.
 
 use super::common::{Bar, Counters, in_tempdir, median, rng, write_origin_file, wrong_bytes};
 use super::mount_dataset::{self, DatasetArgs};
+use super::mount_files::{self, FilesArgs};
 use super::mount_opens::{self, OpensArgs};
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
 use anyhow::{Context, Result, bail};
@@ -56,7 +62,9 @@ pub struct MountBenchArgs {
     /// Phases to run: staggered, write-read, throughput (in the order
     /// given), dataset (coopcache against rclone and s3fs over MinIO;
     /// needs MinIO and the tools of --systems), opens (small files through
-    /// shared and exclusive mounts); the last two after the others.
+    /// shared and exclusive mounts), files (tar, rsync and big writes
+    /// into the directory, shared and exclusive mounts and rclone, with
+    /// no origin delay); the last three after the others.
     #[arg(
         long,
         value_delimiter = ',',
@@ -67,6 +75,8 @@ pub struct MountBenchArgs {
     pub(super) dataset: DatasetArgs,
     #[command(flatten)]
     opens: OpensArgs,
+    #[command(flatten)]
+    files: FilesArgs,
     /// JSON lines instead of a table.
     #[arg(long)]
     json: bool,
@@ -85,6 +95,8 @@ pub(crate) enum Phase {
     Dataset,
     /// Small files opened through shared and exclusive mounts.
     Opens,
+    /// tar, rsync and big writes into the directory, mounts and rclone.
+    Files,
 }
 
 /// One step of the benchmark.
@@ -161,12 +173,20 @@ pub(crate) fn run(args: MountBenchArgs) -> Result<()> {
         bail!("--mounts must be at least 2, --file-size and --write-size at least 1 byte");
     }
     if args.phases.is_empty() {
-        bail!("--phases needs at least one of staggered, write-read, throughput, dataset, opens");
+        bail!(
+            "--phases needs at least one of staggered, write-read, throughput, dataset, opens, files"
+        );
     }
     if args.phases.contains(&Phase::Opens)
         && (args.opens.open_files == 0 || args.opens.open_passes == 0)
     {
         bail!("--open-files and --open-passes must be at least 1");
+    }
+    let f = &args.files;
+    if args.phases.contains(&Phase::Files)
+        && (f.files_count == 0 || f.files_passes == 0 || f.files_write_size == 0)
+    {
+        bail!("--files-count, --files-passes and --files-write-size must be at least 1");
     }
     let dataset = args.phases.contains(&Phase::Dataset);
     let dataset_plan = if dataset {
@@ -177,32 +197,42 @@ pub(crate) fn run(args: MountBenchArgs) -> Result<()> {
     let classic = args
         .phases
         .iter()
-        .any(|p| !matches!(p, Phase::Dataset | Phase::Opens));
+        .any(|p| !matches!(p, Phase::Dataset | Phase::Opens | Phase::Files));
     let opens = args.phases.contains(&Phase::Opens);
+    let files = args.phases.contains(&Phase::Files);
     let a = &args;
-    let (rows, open_rows) = in_tempdir("coopcache-bench-mount-", |dir| async move {
-        let mut rows = Vec::new();
-        if classic {
-            rows.extend(bench(a, dir.join("classic")).await?);
-        }
-        if let Some(plan) = dataset_plan {
-            rows.extend(mount_dataset::bench(a, &plan, &dir.join("dataset")).await?);
-        }
-        let mut open_rows = Vec::new();
-        if opens {
-            open_rows = mount_opens::bench(a, &a.opens, &dir.join("opens")).await?;
-        }
-        Ok((rows, open_rows))
-    })?;
+    let (rows, open_rows, (file_rows, notes)) =
+        in_tempdir("coopcache-bench-mount-", |dir| async move {
+            let mut rows = Vec::new();
+            if classic {
+                rows.extend(bench(a, dir.join("classic")).await?);
+            }
+            if let Some(plan) = dataset_plan {
+                rows.extend(mount_dataset::bench(a, &plan, &dir.join("dataset")).await?);
+            }
+            let mut open_rows = Vec::new();
+            if opens {
+                open_rows = mount_opens::bench(a, &a.opens, &dir.join("opens")).await?;
+            }
+            let mut file_rows = (Vec::new(), Vec::new());
+            if files {
+                file_rows = mount_files::bench(a, &a.files, &dir.join("files")).await?;
+            }
+            Ok((rows, open_rows, file_rows))
+        })?;
     if args.json {
         coopcache_console::output::print_json(&rows)?;
         coopcache_console::output::print_json(&open_rows)?;
+        coopcache_console::output::print_json(&file_rows)?;
     } else {
         if !rows.is_empty() {
             table(&rows);
         }
         if !open_rows.is_empty() {
             mount_opens::table(&open_rows);
+        }
+        if !file_rows.is_empty() {
+            mount_files::table(&file_rows, &notes);
         }
     }
     let wrong: u64 =
@@ -268,7 +298,7 @@ async fn phases(
     let steps = |p: &Phase| match p {
         Phase::Staggered | Phase::WriteRead => u64::from(args.mounts),
         Phase::Throughput => u64::from(args.mounts) - 1,
-        Phase::Dataset | Phase::Opens => 0,
+        Phase::Dataset | Phase::Opens | Phase::Files => 0,
     };
     let bar = Bar::new(args.phases.iter().map(steps).sum(), "steps");
     for phase in &args.phases {
@@ -276,7 +306,7 @@ async fn phases(
             Phase::Staggered => staggered(args, nodes, mounts, file, &bar, &mut rows).await?,
             Phase::WriteRead => write_read(args, nodes, mounts, &bar, &mut rows).await?,
             Phase::Throughput => throughput(nodes, mounts, origin, held, &bar, &mut rows).await?,
-            Phase::Dataset | Phase::Opens => {}
+            Phase::Dataset | Phase::Opens | Phase::Files => {}
         }
     }
     drop(bar);

@@ -20,7 +20,7 @@ pub(crate) fn find_tool(exe: &str, package: &str) -> Result<PathBuf> {
     })
 }
 
-fn on_path(exe: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(exe: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|d| d.join(exe))

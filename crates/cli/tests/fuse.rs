@@ -14,6 +14,7 @@ mod servers;
 mod shell;
 
 mod bench_dataset;
+mod bench_files;
 mod guides;
 mod mount;
 mod mount_fsx;
