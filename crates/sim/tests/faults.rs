@@ -83,6 +83,13 @@ fn safety_seeds_keep_every_invariant() {
         );
     }
     assert!(s.counts.refused > 0);
+    // The membership is the real SWIM detector: it changed views under the
+    // faults, and honest nodes screened the liars' gossip.
+    assert!(
+        s.counts.member_changes > 0,
+        "no membership change in the CI seeds"
+    );
+    assert!(s.counts.screened > 0, "no gossip screened in the CI seeds");
     assert!(s.counts.unified > 0, "no block unified in the CI seeds");
     assert!(s.counts.reads_ok > s.counts.ops / 2);
     exercises_exclusive_mode(&s);

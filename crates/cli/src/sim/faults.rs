@@ -143,6 +143,10 @@ fn report(s: &Summary, base: &RunConfig, secs: f64) {
         .collect();
     println!("faults: {}", faults.join(", "));
     println!("messages refused for their sender's role: {}", c.refused);
+    println!(
+        "membership: {} changes of a node's live members, {} gossip updates about others screened",
+        c.member_changes, c.screened
+    );
     if c.opens_answered + c.opens_unanswered > 0 {
         println!(
             "exclusive opens: {} answered by their manager ({} with the first block), {} by none; {} writes committed",
@@ -186,6 +190,8 @@ fn counts_json(c: &coopcache_sim::faults::Counts) -> serde_json::Value {
         "opens_unanswered": c.opens_unanswered,
         "first_served": c.first_served,
         "commits": c.commits,
+        "member_changes": c.member_changes,
+        "screened": c.screened,
     })
 }
 

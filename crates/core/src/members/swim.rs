@@ -205,6 +205,28 @@ pub fn config() -> Config {
     c
 }
 
+/// [`config`] with every period and timeout divided by `speed`, for a
+/// simulated cluster that must see many failures and rejoins within a short
+/// virtual run: the protocol is the same, only the clock runs faster.
+pub fn config_at(speed: u32) -> Config {
+    let speed = speed.max(1);
+    let mut c = config();
+    c.probe_period /= speed;
+    c.probe_rtt /= speed;
+    c.suspect_to_down_after /= speed;
+    for p in [
+        &mut c.periodic_gossip,
+        &mut c.periodic_announce,
+        &mut c.periodic_announce_to_down_members,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        p.frequency /= speed;
+    }
+    c
+}
+
 type SwimFoca = Foca<SwimId, PostcardCodec, Pcg64, NoCustomBroadcast>;
 
 /// One node's SWIM failure detector.
@@ -370,6 +392,7 @@ impl Swim {
     }
 }
 
+pub mod lies;
 pub mod screen;
 
 #[cfg(test)]

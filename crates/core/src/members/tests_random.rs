@@ -12,7 +12,8 @@
 //!   every node as live again within a bound;
 //! - the view's tables stay within their bounds.
 
-use super::swim::tests::{forged, id};
+use super::swim::lies::{self, Lie};
+use super::swim::tests::id;
 use super::swim::{Swim, SwimId};
 use super::{Dropped, MemberAction, MemberNote, Membership, View};
 use crate::coop::NodeId;
@@ -308,24 +309,16 @@ impl Net {
         let honest: Vec<NodeId> = self.nodes.keys().copied().filter(|&n| n != liar).collect();
         let victim = honest[self.rng.below(honest.len() as u64) as usize];
         let to = honest[self.rng.below(honest.len() as u64) as usize];
-        let state = match self.rng.below(2) {
-            0 => foca::State::Down,
-            _ => foca::State::Suspect,
+        let lie = match self.rng.below(2) {
+            0 => Lie::Down,
+            _ => Lie::Suspect,
         };
-        let lies = [
-            foca::Member::new(
-                SwimId {
-                    incarnation: u64::MAX,
-                    ..id(victim)
-                },
-                foca::Incarnation::MAX,
-                state,
-            ),
-            foca::Member::new(id(victim), foca::Incarnation::MAX, state),
-            foca::Member::new(id(to), foca::Incarnation::MAX, foca::State::Suspect),
-        ];
         self.counts.lies += 1;
-        self.send(liar, to, Frame::Gossip(forged(liar, to, &lies)));
+        self.send(
+            liar,
+            to,
+            Frame::Gossip(lies::about(&id(liar), &id(to), &id(victim), lie)),
+        );
     }
 
     /// Runs for `us` microseconds; faults strike at `storm` rates.

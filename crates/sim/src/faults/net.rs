@@ -41,9 +41,35 @@ pub(super) enum Event {
     Fast { node: NodeId },
     /// The origin is fast again.
     OriginFast,
-    /// Failure detection settles: every node learns the members it can
-    /// reach.
-    Detect,
+    /// The link task of `from` (incarnation `incarnation`) to `to`
+    /// connects, or is refused and tries again after `backoff`, as the
+    /// daemon's does, until `from`'s membership drops the address.
+    Dialled {
+        from: NodeId,
+        incarnation: u32,
+        to: NodeId,
+        backoff: u64,
+    },
+    /// `from`'s link to `to` is reset (`to` crashed).
+    Reset { from: NodeId, to: NodeId },
+    /// A membership frame arrives at `to`, if `to` is still the
+    /// incarnation it was sent to.
+    Member {
+        from: NodeId,
+        to: NodeId,
+        incarnation: u32,
+        frame: MemberFrame,
+    },
+}
+
+/// What members tell each other on their links (the daemon's `Gossip`
+/// and `Members` frames).
+#[derive(Clone, Debug)]
+pub(super) enum MemberFrame {
+    /// A SWIM datagram.
+    Gossip(Vec<u8>),
+    /// The members a node knows, sent to a member just linked.
+    Members(Vec<(NodeId, String)>),
 }
 
 struct Scheduled {

@@ -71,8 +71,8 @@ pub struct Plan {
     pub crash: f64,
     /// Per operation: a partition cuts the cluster in two.
     pub partition: f64,
-    /// Per operation: a node's failure detector wrongly declares a peer
-    /// down while their link still carries messages.
+    /// Per operation: the link between two live nodes loses everything
+    /// both ways for a spell, so each one's SWIM suspects the other.
     pub suspect: f64,
     /// Per operation: a node turns slow (its messages take ten times as
     /// long) for a while.

@@ -17,7 +17,8 @@ pub enum FaultKind {
     Crash,
     /// The cluster cut in two.
     Partition,
-    /// A live peer declared down by one node's failure detector.
+    /// The link between two nodes lost everything both ways for a while,
+    /// so that one's failure detector may declare the other down.
     Suspect,
     /// A node slowed down.
     SlowNode,
@@ -31,11 +32,13 @@ pub enum FaultKind {
     Lie,
     /// A lying member forged or replayed a message.
     Forgery,
+    /// A lying member gossiped that an honest one is suspect or down.
+    GossipLie,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::Drop,
         FaultKind::Duplicate,
         FaultKind::Reorder,
@@ -48,6 +51,7 @@ impl FaultKind {
         FaultKind::SlowOrigin,
         FaultKind::Lie,
         FaultKind::Forgery,
+        FaultKind::GossipLie,
     ];
 
     /// Its name in reports.
@@ -65,6 +69,7 @@ impl FaultKind {
             FaultKind::SlowOrigin => "slow-origin",
             FaultKind::Lie => "lie",
             FaultKind::Forgery => "forgery",
+            FaultKind::GossipLie => "gossip-lie",
         }
     }
 }
@@ -102,8 +107,13 @@ pub struct Counts {
     pub first_served: u64,
     /// Writes committed at a manager (`Committed` with a `Tcommit`).
     pub commits: u64,
+    /// Changes of a node's live members, as its membership (SWIM and its
+    /// links) decided them.
+    pub member_changes: u64,
+    /// Gossip updates about other members that SWIM's screen dropped.
+    pub screened: u64,
     /// Faults injected, by [`FaultKind::ALL`] index.
-    pub faults: [u64; 12],
+    pub faults: [u64; 13],
 }
 
 impl Counts {
@@ -122,6 +132,8 @@ impl Counts {
         self.opens_unanswered += other.opens_unanswered;
         self.first_served += other.first_served;
         self.commits += other.commits;
+        self.member_changes += other.member_changes;
+        self.screened += other.screened;
         for (a, b) in self.faults.iter_mut().zip(other.faults) {
             *a += b;
         }

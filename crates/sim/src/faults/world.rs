@@ -3,11 +3,12 @@
 //! [`Node`], the machine every `coopcache node` runs: block reads, C2Cfs
 //! `exclusive` opens and commits, and locks.
 
+mod members;
 mod requests;
 
 use super::byzantine::{Liar, Msg};
 use super::check::Checker;
-use super::net::{Event, MAX_IN_FLIGHT, Queue};
+use super::net::{Event, MAX_IN_FLIGHT, MemberFrame, Queue};
 use super::origin::Origin;
 use super::plan::{Mode, Plan};
 use super::report::{Counts, Failure, FaultKind, Outcome, Violation};
@@ -30,10 +31,17 @@ use std::hash::BuildHasher;
 
 type Proto = Node<BlockId, Digest, Version>;
 
-/// A node: running, with the incarnation its links belong to, or down.
+/// A node: running (its reads, commits and locks, and its membership),
+/// with the incarnation its links belong to, or down.
 enum Slot {
-    Up { proto: Box<Proto>, incarnation: u32 },
-    Down { incarnation: u32 },
+    Up {
+        proto: Box<Proto>,
+        members: Box<members::Members>,
+        incarnation: u32,
+    },
+    Down {
+        incarnation: u32,
+    },
 }
 
 /// A seed's cluster in flight.
@@ -50,8 +58,13 @@ pub(super) struct World {
     /// Partitions in force: one side of each (the rest is the other).
     cuts: BTreeMap<u64, BTreeSet<NodeId>>,
     next_cut: u64,
-    /// (observer, suspect): the observer's detector wrongly says down.
+    /// (observer, suspect): the link between them loses everything both
+    /// ways for a while, so the observer's SWIM may declare a live member
+    /// down (others still reach it).
     suspected: BTreeSet<(NodeId, NodeId)>,
+    /// Links up, by (dialler, dialled), with the dialled node's
+    /// incarnation: membership frames travel on them.
+    links: BTreeMap<(NodeId, NodeId), u32>,
     slow: BTreeSet<NodeId>,
     origin_slow: bool,
     origin: Origin,
@@ -112,6 +125,7 @@ impl World {
             cuts: BTreeMap::new(),
             next_cut: 0,
             suspected: BTreeSet::new(),
+            links: BTreeMap::new(),
             slow: BTreeSet::new(),
             origin_slow: false,
             origin: Origin::new(lengths),
@@ -130,16 +144,17 @@ impl World {
         };
         for id in 0..world.plan.nodes {
             let proto = world.boot(id);
+            let members = world.boot_members(id, 0);
             world.nodes.push(Slot::Up {
                 proto,
+                members,
                 incarnation: 0,
             });
         }
-        let all: Vec<NodeId> = (0..world.plan.nodes).collect();
+        // Each node dials the others; the cluster forms as the daemon's
+        // does, while the first reads run.
         for id in 0..world.plan.nodes {
-            if let Some(p) = world.proto(id) {
-                p.set_members(&all, 0);
-            }
+            world.carry_members(id);
             world.collect(id);
         }
         world
@@ -282,13 +297,11 @@ impl World {
 
     /// The earliest timer any node has armed.
     fn next_timer(&self) -> Option<u64> {
-        self.nodes
-            .iter()
-            .filter_map(|s| match s {
-                Slot::Up { proto, .. } => proto.poll_timeout(),
-                Slot::Down { .. } => None,
-            })
-            .min()
+        let protos = self.nodes.iter().filter_map(|s| match s {
+            Slot::Up { proto, .. } => proto.poll_timeout(),
+            Slot::Down { .. } => None,
+        });
+        protos.chain(self.next_member_timer()).min()
     }
 
     /// Fires every timer due now.
@@ -302,6 +315,7 @@ impl World {
                 self.collect(id);
             }
         }
+        self.member_timeouts();
     }
 
     /// One workload operation: a node opens a file and reads a block of
@@ -396,6 +410,7 @@ impl World {
         }
         self.send_forged(liar, &mut forged);
         self.forged = forged;
+        self.gossip_lie(liar);
     }
 
     /// Sends what liar `liar` forged (never to itself).
@@ -433,7 +448,6 @@ impl World {
                 self.counts.fault(FaultKind::Suspect);
                 let until = self.now + self.outage();
                 self.queue.at(until, Event::Trust { observer, suspect });
-                self.detect_later();
             }
         }
         if slow {
@@ -468,13 +482,6 @@ impl World {
         self.rng.random_range(lo..=hi)
     }
 
-    /// Failure detection notices the change a little later.
-    fn detect_later(&mut self) {
-        let (lo, hi) = self.plan.detect_us;
-        let at = self.now + self.rng.random_range(lo..=hi);
-        self.queue.at(at, Event::Detect);
-    }
-
     /// An honest node crashes: its memory and its reads are lost.
     fn crash(&mut self) {
         let honest_up: Vec<NodeId> = (0..self.plan.nodes)
@@ -498,9 +505,9 @@ impl World {
         self.requests.lost(node);
         self.counts.fault(FaultKind::Crash);
         self.note(("crash", node, node, None));
+        self.links_crashed(node);
         let until = self.now + self.outage();
         self.queue.at(until, Event::Restart { node });
-        self.detect_later();
     }
 
     /// The cluster is cut in two.
@@ -517,14 +524,17 @@ impl World {
         self.counts.fault(FaultKind::Partition);
         let until = self.now + self.outage();
         self.queue.at(until, Event::Heal { id });
-        self.detect_later();
     }
 
-    /// Whether a partition cuts the link between `a` and `b`.
+    /// Whether a partition, or a link losing everything, cuts `a` off
+    /// from `b`.
     fn cut(&self, a: NodeId, b: NodeId) -> bool {
-        self.cuts
-            .values()
-            .any(|side| side.contains(&a) != side.contains(&b))
+        self.suspected.contains(&(a, b))
+            || self.suspected.contains(&(b, a))
+            || self
+                .cuts
+                .values()
+                .any(|side| side.contains(&a) != side.contains(&b))
     }
 
     /// The workload is over: every fault heals, crashed nodes restart,
@@ -540,8 +550,6 @@ impl World {
                 self.restart(node);
             }
         }
-        self.queue
-            .at(self.now + self.plan.detect_us.1, Event::Detect);
     }
 
     /// Whether the cluster has settled: no read waits, every node is
@@ -571,6 +579,17 @@ impl World {
                 Slot::Down { .. } => what.push(format!("node {id} down")),
                 Slot::Up { .. } => {}
             }
+            if let Slot::Up { members, .. } = slot
+                && members.live().len() != self.nodes.len()
+            {
+                let linked: Vec<NodeId> = members.view().linked().collect();
+                let alive: Vec<NodeId> = members.swim().alive().collect();
+                what.push(format!(
+                    "node {id} counts {:?} live (linked {linked:?}, swim alive {alive:?}, swim incarnation {})",
+                    members.live(),
+                    members.swim().identity().incarnation
+                ));
+            }
         }
         what.join("; ")
     }
@@ -587,28 +606,15 @@ impl World {
         };
         let incarnation = incarnation + 1;
         let proto = self.boot(node);
-        self.nodes[node as usize] = Slot::Up { proto, incarnation };
-        let view = self.view(node);
-        let now = self.now;
-        if let Some(p) = self.proto(node) {
-            p.set_members(&view, now);
-        }
+        let members = self.boot_members(node, incarnation);
+        self.nodes[node as usize] = Slot::Up {
+            proto,
+            members,
+            incarnation,
+        };
         self.note(("restart", node, node, None));
+        self.carry_members(node);
         self.collect(node);
-        self.detect_later();
-    }
-
-    /// The members failure detection gives `node`: those up that it can
-    /// reach and does not suspect, itself included.
-    fn view(&self, node: NodeId) -> Vec<NodeId> {
-        (0..self.plan.nodes)
-            .filter(|&m| {
-                m == node
-                    || (self.incarnation(m).is_some()
-                        && !self.cut(node, m)
-                        && !self.suspected.contains(&(node, m)))
-            })
-            .collect()
     }
 
     fn event(&mut self, event: Event) {
@@ -632,29 +638,27 @@ impl World {
             Event::Restart { node } => self.restart(node),
             Event::Heal { id } => {
                 self.cuts.remove(&id);
-                self.detect_later();
             }
             Event::Trust { observer, suspect } => {
                 self.suspected.remove(&(observer, suspect));
-                self.detect_later();
             }
             Event::Fast { node } => {
                 self.slow.remove(&node);
             }
             Event::OriginFast => self.origin_slow = false,
-            Event::Detect => {
-                for node in 0..self.plan.nodes {
-                    let view = self.view(node);
-                    let now = self.now;
-                    let Some(p) = self.proto(node) else { continue };
-                    if p.reads().members() != view {
-                        p.set_members(&view, now);
-                        self.note(("members", node, node, None));
-                        self.collect(node);
-                        self.check_directory(node);
-                    }
-                }
-            }
+            Event::Dialled {
+                from,
+                incarnation,
+                to,
+                backoff,
+            } => self.dialled(from, incarnation, to, backoff),
+            Event::Reset { from, to } => self.reset(from, to),
+            Event::Member {
+                from,
+                to,
+                incarnation,
+                frame,
+            } => self.member_frame(from, to, incarnation, frame),
         }
     }
 

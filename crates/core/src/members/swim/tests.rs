@@ -3,7 +3,6 @@
 //! and bad datagrams are refused without harm.
 
 use super::*;
-use foca::Codec;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -251,20 +250,7 @@ pub(in crate::members) fn forged(
     dst: NodeId,
     updates: &[foca::Member<SwimId>],
 ) -> Vec<u8> {
-    use bytes::BufMut;
-    let mut buf = Vec::new();
-    let header = foca::Header {
-        src: id(src),
-        src_incarnation: 0,
-        dst: id(dst),
-        message: foca::Message::Gossip,
-    };
-    Codec::encode_header(&mut PostcardCodec, &header, &mut buf).unwrap();
-    buf.put_u16(updates.len() as u16);
-    for m in updates {
-        Codec::encode_member(&mut PostcardCodec, m, &mut buf).unwrap();
-    }
-    buf
+    lies::gossip(&id(src), &id(dst), updates)
 }
 
 #[test]
