@@ -42,7 +42,7 @@ use crate::errno;
 use crate::inodes::Inodes;
 use crate::locks::LockOwners;
 use crate::names;
-use crate::write::{AttrChange, Pending, Writers};
+use crate::write::{AttrChange, Committed, Pending, Writers};
 
 mod commit;
 mod owners;
@@ -601,9 +601,9 @@ impl Filesystem for CoopFs {
         let closed = match open {
             Some(Open::Write { pending, .. }) => {
                 let closed = self.writers.close(&pending);
-                closed.map(|version| {
-                    if let Some(version) = version {
-                        self.committed(&pending, version);
+                closed.map(|committed| {
+                    if let Some(committed) = committed {
+                        self.committed(&pending, committed);
                     }
                 })
             }
@@ -638,8 +638,8 @@ impl Filesystem for CoopFs {
             let pending = self
                 .writers
                 .open(&path, true, false, self.new_file(req, perm))?;
-            if let Some(version) = self.writers.close(&pending)? {
-                self.committed(&pending, version);
+            if let Some(committed) = self.writers.close(&pending)? {
+                self.committed(&pending, committed);
             }
             self.fresh_entry(&path)
         })();

@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use coopcache_core::c2cfs::Tcommit;
 use coopcache_node::origin::{
     Draft, Entry, EntryKind, FileVersion, Origin, OriginError, Owner, PosixAttrs, SetTime,
@@ -36,6 +37,22 @@ use fuser::Errno;
 use tokio::runtime::Handle;
 
 use crate::errno;
+
+/// A committed file up to this size is read back at its commit (from the
+/// page cache, in microseconds) for its writer's node to take in as it
+/// is ([`Committed::bytes`]); a larger one is read by the node from the
+/// origin, block by block, where the per-file cost of that read is small
+/// against its bytes.
+const KEEP_WRITTEN: u64 = 1 << 20;
+
+/// What a commit put at the origin.
+pub(crate) struct Committed {
+    /// The new version.
+    pub(crate) version: FileVersion,
+    /// Its bytes, if the origin handed them back (a small file in a local
+    /// directory, see [`KEEP_WRITTEN`]).
+    pub(crate) bytes: Option<Bytes>,
+}
 
 /// Paths with writers on this node at most; an open for writing beyond it
 /// fails with `ENFILE`.
@@ -375,7 +392,7 @@ impl Writers {
 
     /// Commits what `p`'s writers wrote (a `close`, an `fsync`); the new
     /// version, if one reached the origin.
-    pub(crate) fn commit(&self, p: &Pending) -> Result<Option<FileVersion>, Errno> {
+    pub(crate) fn commit(&self, p: &Pending) -> Result<Option<Committed>, Errno> {
         let mut st = p.state();
         if st.unlinked {
             return Ok(None);
@@ -392,11 +409,12 @@ impl Writers {
         let draft = st.draft.take().ok_or(Errno::EIO)?;
         st.dirty = false;
         tracing::debug!(path = %p.path(), "commit");
-        let version = crate::wait(&self.rt, draft.commit()).map_err(|e| {
+        let committed = crate::wait(&self.rt, draft.commit_keeping(KEEP_WRITTEN));
+        let (version, bytes) = committed.map_err(|e| {
             tracing::warn!(path = %p.path(), error = %e, "commit to the origin failed; the writes are lost");
             errno::of_origin(&e)
         })?;
-        Ok(Some(version))
+        Ok(Some(Committed { version, bytes }))
     }
 
     /// One writer of `p` is gone (`release`). Its `close` committed its
@@ -408,7 +426,7 @@ impl Writers {
     /// bytes of an open that had not begun to close). So only the last
     /// handle commits, what no `flush` carried, and `p` is forgotten.
     /// The new version, if one reached the origin.
-    pub(crate) fn close(&self, p: &Arc<Pending>) -> Result<Option<FileVersion>, Errno> {
+    pub(crate) fn close(&self, p: &Arc<Pending>) -> Result<Option<Committed>, Errno> {
         let last = {
             let mut st = p.state();
             st.handles = st.handles.saturating_sub(1);
