@@ -25,6 +25,7 @@
 //! commit.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
@@ -73,6 +74,12 @@ pub(crate) struct Pending {
     /// what their handles read until they write again (a descriptor reads
     /// back what it wrote and synced, not the version its open saw).
     committed: Mutex<Option<Arc<FileVersion>>>,
+    /// The origin lacked the file when its entry was last asked for while
+    /// the draft was open: only this draft has it (`fs/drafted.rs`).
+    draft_only: AtomicBool,
+    /// The kernel may hold this file's attributes with a time to live
+    /// (`fs/drafted.rs`): they are dropped when the draft goes.
+    attrs_lent: AtomicBool,
 }
 
 #[derive(Default)]
@@ -144,6 +151,27 @@ impl Pending {
         if st.draft.is_none() && !st.unlinked {
             self.set_committed(fresh);
         }
+    }
+
+    /// Whether the kernel may keep the file's attributes for a while: only
+    /// while it is a new file that only this draft has, which no other
+    /// open anywhere can read and whose attributes change only through
+    /// this mount. Marked lent before the draft is looked at, so that a
+    /// commit taking the draft meanwhile finds the mark
+    /// ([`Pending::take_lent`]) and has them dropped.
+    pub(crate) fn lend_attrs(&self) -> bool {
+        if !self.draft_only.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.attrs_lent.store(true, Ordering::SeqCst);
+        let st = self.state();
+        st.draft.is_some() && !st.unlinked && st.failed.is_none()
+    }
+
+    /// Whether the file's attributes were lent to the kernel since the
+    /// last call.
+    pub(crate) fn take_lent(&self) -> bool {
+        self.attrs_lent.swap(false, Ordering::SeqCst)
     }
 
     /// The path now (it follows renames).
@@ -223,6 +251,8 @@ impl Writers {
                         state: Mutex::default(),
                         topen: Mutex::default(),
                         committed: Mutex::default(),
+                        draft_only: AtomicBool::new(false),
+                        attrs_lent: AtomicBool::new(false),
                     })
                 })
                 .clone()
@@ -520,6 +550,8 @@ impl Writers {
         let Some(p) = self.get(path) else {
             return origin;
         };
+        let draft_only = origin.is_err();
+        p.draft_only.store(draft_only, Ordering::SeqCst);
         match (origin, p.drafted()) {
             (Ok(mut e), Some(d)) => {
                 // The writes so far moved the times, as on a disk.

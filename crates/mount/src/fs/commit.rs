@@ -57,7 +57,9 @@ impl CoopFs {
         let Some(p) = self.writer(fh) else {
             return Ok(());
         };
-        if let Some(committed) = self.writers.commit(&p)? {
+        let committed = self.writers.commit(&p);
+        self.take_back_attrs(&p);
+        if let Some(committed) = committed? {
             self.committed(&p, committed);
         }
         Ok(())
