@@ -17,6 +17,7 @@ mod bench_dataset;
 mod bench_files;
 mod guides;
 mod mount;
+mod mount_attrs;
 mod mount_fsx;
 mod mount_histories;
 mod mount_locks;

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, UNIX_EPOCH};
 
 use coopcache_core::c2cfs::Tcommit;
@@ -31,9 +31,9 @@ use coopcache_node::origin::{
 };
 use fuser::{
     BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLock, ReplyOpen,
-    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenAccMode, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLock,
+    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use tokio::runtime::Handle;
 
@@ -42,9 +42,10 @@ use crate::errno;
 use crate::inodes::Inodes;
 use crate::locks::LockOwners;
 use crate::names;
-use crate::write::{AttrChange, Pending, Writers};
+use crate::write::{AttrChange, Committed, Pending, Writers};
 
 mod commit;
+mod drafted;
 mod owners;
 mod read;
 use read::ReadAhead;
@@ -96,6 +97,9 @@ pub struct CoopFs {
     exclusive: bool,
     /// Which lock owners locked through which handle (`locks.rs`).
     lock_owners: Mutex<LockOwners>,
+    /// Tells the kernel to drop what it caches (`fs/drafted.rs`), once
+    /// the session is up.
+    notifier: Arc<OnceLock<Notifier>>,
     uid: u32,
     gid: u32,
 }
@@ -107,6 +111,7 @@ impl CoopFs {
         node: Arc<NodeHandle>,
         attr_ttl: Duration,
         consistency: Consistency,
+        notifier: Arc<OnceLock<Notifier>>,
     ) -> CoopFs {
         let writers = Writers::new(rt.clone(), node.origin().clone());
         CoopFs {
@@ -118,6 +123,7 @@ impl CoopFs {
             handles: Arc::new(Mutex::new(HashMap::new())),
             lock_owners: Mutex::new(LockOwners::default()),
             next_handle: AtomicU64::new(1),
+            notifier,
             attr_ttl,
             uid: rustix::process::geteuid().as_raw(),
             gid: rustix::process::getegid().as_raw(),
@@ -252,11 +258,12 @@ impl CoopFs {
 
     /// How long the kernel may keep `attr`: a file's not at all, so that
     /// the size it caps reads at is the one the origin has now (an open
-    /// reads a new version; the kernel must not cut it at an old size).
+    /// reads a new version; the kernel must not cut it at an old size),
+    /// unless only this node's draft has it (`fs/drafted.rs`).
     /// Directories and links for the attribute TTL.
     fn ttl_of(&self, attr: &FileAttr) -> Duration {
         if attr.kind == FileType::RegularFile {
-            Duration::ZERO
+            self.file_ttl(attr.ino.0)
         } else {
             self.attr_ttl
         }
@@ -601,9 +608,10 @@ impl Filesystem for CoopFs {
         let closed = match open {
             Some(Open::Write { pending, .. }) => {
                 let closed = self.writers.close(&pending);
-                closed.map(|version| {
-                    if let Some(version) = version {
-                        self.committed(&pending, version);
+                self.take_back_attrs(&pending);
+                closed.map(|committed| {
+                    if let Some(committed) = committed {
+                        self.committed(&pending, committed);
                     }
                 })
             }
@@ -638,8 +646,10 @@ impl Filesystem for CoopFs {
             let pending = self
                 .writers
                 .open(&path, true, false, self.new_file(req, perm))?;
-            if let Some(version) = self.writers.close(&pending)? {
-                self.committed(&pending, version);
+            let closed = self.writers.close(&pending);
+            self.take_back_attrs(&pending);
+            if let Some(committed) = closed? {
+                self.committed(&pending, committed);
             }
             self.fresh_entry(&path)
         })();
@@ -674,7 +684,7 @@ impl Filesystem for CoopFs {
         })();
         match result {
             Ok((attr, fh)) => reply.created(
-                &Duration::ZERO,
+                &self.ttl_of(&attr),
                 &attr,
                 Generation(0),
                 fh,
@@ -919,7 +929,11 @@ impl Filesystem for CoopFs {
             if self.exclusive && self.entry(&from)?.kind == EntryKind::Dir {
                 return Err(self.directory_rename_refusal(&from, &to, no_replace));
             }
-            self.writers.before_rename(&from)?;
+            let committed = self.writers.before_rename(&from);
+            if let Some(p) = self.writers.get(&from) {
+                self.take_back_attrs(&p);
+            }
+            committed?;
             self.origin(|o| o.rename(&from, &to, no_replace))?;
             self.inodes().rename(&from, &to);
             self.writers.renamed(&from, &to);

@@ -221,8 +221,11 @@ pub fn mount(
     if !node.origin().writable() {
         config.mount_options.push(MountOption::RO);
     }
-    let fs = CoopFs::new(rt, node, opts.attr_ttl, opts.consistency);
-    spawn(fs, dir, &config)
+    let notifier = Arc::new(std::sync::OnceLock::new());
+    let fs = CoopFs::new(rt, node, opts.attr_ttl, opts.consistency, notifier.clone());
+    let mounted = spawn(fs, dir, &config)?;
+    let _ = notifier.set(mounted.session.notifier());
+    Ok(mounted)
 }
 
 /// Waits on a FUSE thread for `f`, with the origin's local directory

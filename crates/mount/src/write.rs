@@ -25,9 +25,11 @@
 //! commit.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use coopcache_core::c2cfs::Tcommit;
 use coopcache_node::origin::{
     Draft, Entry, EntryKind, FileVersion, Origin, OriginError, Owner, PosixAttrs, SetTime,
@@ -36,6 +38,22 @@ use fuser::Errno;
 use tokio::runtime::Handle;
 
 use crate::errno;
+
+/// A committed file up to this size is read back at its commit (from the
+/// page cache, in microseconds) for its writer's node to take in as it
+/// is ([`Committed::bytes`]); a larger one is read by the node from the
+/// origin, block by block, where the per-file cost of that read is small
+/// against its bytes.
+const KEEP_WRITTEN: u64 = 1 << 20;
+
+/// What a commit put at the origin.
+pub(crate) struct Committed {
+    /// The new version.
+    pub(crate) version: FileVersion,
+    /// Its bytes, if the origin handed them back (a small file in a local
+    /// directory, see [`KEEP_WRITTEN`]).
+    pub(crate) bytes: Option<Bytes>,
+}
 
 /// Paths with writers on this node at most; an open for writing beyond it
 /// fails with `ENFILE`.
@@ -56,6 +74,12 @@ pub(crate) struct Pending {
     /// what their handles read until they write again (a descriptor reads
     /// back what it wrote and synced, not the version its open saw).
     committed: Mutex<Option<Arc<FileVersion>>>,
+    /// The origin lacked the file when its entry was last asked for while
+    /// the draft was open: only this draft has it (`fs/drafted.rs`).
+    draft_only: AtomicBool,
+    /// The kernel may hold this file's attributes with a time to live
+    /// (`fs/drafted.rs`): they are dropped when the draft goes.
+    attrs_lent: AtomicBool,
 }
 
 #[derive(Default)]
@@ -127,6 +151,27 @@ impl Pending {
         if st.draft.is_none() && !st.unlinked {
             self.set_committed(fresh);
         }
+    }
+
+    /// Whether the kernel may keep the file's attributes for a while: only
+    /// while it is a new file that only this draft has, which no other
+    /// open anywhere can read and whose attributes change only through
+    /// this mount. Marked lent before the draft is looked at, so that a
+    /// commit taking the draft meanwhile finds the mark
+    /// ([`Pending::take_lent`]) and has them dropped.
+    pub(crate) fn lend_attrs(&self) -> bool {
+        if !self.draft_only.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.attrs_lent.store(true, Ordering::SeqCst);
+        let st = self.state();
+        st.draft.is_some() && !st.unlinked && st.failed.is_none()
+    }
+
+    /// Whether the file's attributes were lent to the kernel since the
+    /// last call.
+    pub(crate) fn take_lent(&self) -> bool {
+        self.attrs_lent.swap(false, Ordering::SeqCst)
     }
 
     /// The path now (it follows renames).
@@ -206,6 +251,8 @@ impl Writers {
                         state: Mutex::default(),
                         topen: Mutex::default(),
                         committed: Mutex::default(),
+                        draft_only: AtomicBool::new(false),
+                        attrs_lent: AtomicBool::new(false),
                     })
                 })
                 .clone()
@@ -375,7 +422,7 @@ impl Writers {
 
     /// Commits what `p`'s writers wrote (a `close`, an `fsync`); the new
     /// version, if one reached the origin.
-    pub(crate) fn commit(&self, p: &Pending) -> Result<Option<FileVersion>, Errno> {
+    pub(crate) fn commit(&self, p: &Pending) -> Result<Option<Committed>, Errno> {
         let mut st = p.state();
         if st.unlinked {
             return Ok(None);
@@ -392,11 +439,12 @@ impl Writers {
         let draft = st.draft.take().ok_or(Errno::EIO)?;
         st.dirty = false;
         tracing::debug!(path = %p.path(), "commit");
-        let version = crate::wait(&self.rt, draft.commit()).map_err(|e| {
+        let committed = crate::wait(&self.rt, draft.commit_keeping(KEEP_WRITTEN));
+        let (version, bytes) = committed.map_err(|e| {
             tracing::warn!(path = %p.path(), error = %e, "commit to the origin failed; the writes are lost");
             errno::of_origin(&e)
         })?;
-        Ok(Some(version))
+        Ok(Some(Committed { version, bytes }))
     }
 
     /// One writer of `p` is gone (`release`). Its `close` committed its
@@ -408,7 +456,7 @@ impl Writers {
     /// bytes of an open that had not begun to close). So only the last
     /// handle commits, what no `flush` carried, and `p` is forgotten.
     /// The new version, if one reached the origin.
-    pub(crate) fn close(&self, p: &Arc<Pending>) -> Result<Option<FileVersion>, Errno> {
+    pub(crate) fn close(&self, p: &Arc<Pending>) -> Result<Option<Committed>, Errno> {
         let last = {
             let mut st = p.state();
             st.handles = st.handles.saturating_sub(1);
@@ -502,6 +550,8 @@ impl Writers {
         let Some(p) = self.get(path) else {
             return origin;
         };
+        let draft_only = origin.is_err();
+        p.draft_only.store(draft_only, Ordering::SeqCst);
         match (origin, p.drafted()) {
             (Ok(mut e), Some(d)) => {
                 // The writes so far moved the times, as on a disk.

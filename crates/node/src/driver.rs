@@ -68,6 +68,21 @@ pub enum Event {
         /// Where the bytes go.
         reply: Reply,
     },
+    /// [`Event::Read`] of a block whose bytes the reader holds (a writer
+    /// read back what it committed): if the protocol sends the read to
+    /// the origin, these bytes answer it instead (`origin_reads.rs`).
+    Written {
+        /// The file.
+        path: Arc<str>,
+        /// Its version.
+        version: Arc<FileVersion>,
+        /// The block.
+        block: BlockId,
+        /// Its bytes at `version`.
+        bytes: Bytes,
+        /// Where the bytes go.
+        reply: Reply,
+    },
     /// A protocol message from a peer, its contents already hashed by the
     /// link's reader task.
     Peer {
@@ -279,6 +294,8 @@ struct Waiting {
     replies: Vec<Reply>,
     /// The origin's error, if its read failed.
     error: Option<Arc<OriginError>>,
+    /// The block's bytes if a reader already holds them ([`Event::Written`]).
+    known: Option<Bytes>,
 }
 
 /// What the driver keeps for a linked member (the core's view keeps its
@@ -465,7 +482,26 @@ impl Driver {
                     version,
                     replies: Vec::new(),
                     error: None,
+                    known: None,
                 });
+                w.replies.push(reply);
+                self.node.handle_read(block, now);
+            }
+            Event::Written {
+                path,
+                version,
+                block,
+                bytes,
+                reply,
+            } => {
+                let w = self.waiting.entry(block).or_insert_with(|| Waiting {
+                    path,
+                    version,
+                    replies: Vec::new(),
+                    error: None,
+                    known: None,
+                });
+                w.known.get_or_insert(bytes);
                 w.replies.push(reply);
                 self.node.handle_read(block, now);
             }
@@ -532,6 +568,7 @@ impl Driver {
                         version: Arc::new(version.version),
                         replies: Vec::new(),
                         error: None,
+                        known: None,
                     });
                 }
             }

@@ -678,6 +678,53 @@ impl NodeHandle {
         Ok(())
     }
 
+    /// [`NodeHandle::take_in`] of a version whose bytes the caller holds
+    /// whole (a writer's commit read them back from the file it renamed
+    /// into place): the protocol reads it as for any first reader, and
+    /// where it would read the origin these bytes answer instead, saving
+    /// the origin read and its trip through a task and the blocking pool
+    /// (the better part of a small file's close). Bytes that are not the
+    /// version's length are refused as the origin's short read would be.
+    pub async fn take_in_bytes(
+        &self,
+        path: Arc<str>,
+        version: Arc<FileVersion>,
+        bytes: Bytes,
+    ) -> Result<(), NodeError> {
+        if bytes.len() as u64 != version.size {
+            return Err(NodeError::Range {
+                path: path.to_string(),
+                start: 0,
+                end: bytes.len() as u64,
+                size: version.size,
+            });
+        }
+        let first = self.first_block(&path, &version);
+        let bs = self.block_size as usize;
+        let mut replies = Vec::new();
+        // `blocks` gives each block's part as offsets within the block.
+        for (index, part) in self.blocks(&(0..version.size)) {
+            let at = index as usize * bs;
+            let (reply, rx) = oneshot::channel();
+            let ev = Event::Written {
+                path: path.clone(),
+                version: version.clone(),
+                block: BlockId { index, ..first },
+                bytes: bytes.slice(at + part.start..at + part.end),
+                reply,
+            };
+            self.events
+                .send(ev)
+                .await
+                .map_err(|_| NodeError::Shutdown)?;
+            replies.push(rx);
+        }
+        for rx in replies {
+            rx.await.map_err(|_| NodeError::Shutdown)??;
+        }
+        Ok(())
+    }
+
     fn lock_versions(&self) -> std::sync::MutexGuard<'_, VersionCache<Arc<FileVersion>>> {
         self.versions.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -28,7 +28,8 @@ impl CoopFs {
     /// returns (C2Cfs: `Tcommit` moves on, the writer's copy is the valid
     /// one if no other close came between); then the writer's node takes
     /// the new version in.
-    pub(super) fn committed(&self, p: &Pending, version: FileVersion) {
+    pub(super) fn committed(&self, p: &Pending, committed: Committed) {
+        let Committed { version, bytes } = committed;
         let path = p.path();
         if self.exclusive {
             let done = crate::wait(&self.rt, self.node.commit_exclusive(&path, p.topen()));
@@ -48,7 +49,7 @@ impl CoopFs {
             },
         };
         p.set_committed(version.clone());
-        self.take_in(path, version);
+        self.take_in(path, version, bytes);
     }
 
     /// Commits what the writer behind `fh` wrote, if it is one.
@@ -56,8 +57,10 @@ impl CoopFs {
         let Some(p) = self.writer(fh) else {
             return Ok(());
         };
-        if let Some(version) = self.writers.commit(&p)? {
-            self.committed(&p, version);
+        let committed = self.writers.commit(&p);
+        self.take_back_attrs(&p);
+        if let Some(committed) = committed? {
+            self.committed(&p, committed);
         }
         Ok(())
     }
@@ -72,7 +75,14 @@ impl CoopFs {
     /// rather than flush the cache. A failure costs the next readers an
     /// origin read, nothing else. On S3 the node reads the version from
     /// the spool the commit put, not back from the store.
-    pub(super) fn take_in(&self, path: Arc<str>, version: Arc<FileVersion>) {
+    /// `bytes`, the version's as its commit read them back, are taken in
+    /// as they are, with no read of the origin.
+    pub(super) fn take_in(
+        &self,
+        path: Arc<str>,
+        version: Arc<FileVersion>,
+        bytes: Option<bytes::Bytes>,
+    ) {
         let node = self.node.clone();
         if version.size > node.cache_bytes() / TAKE_IN_SHARE {
             node.origin().forget_copy(&path, &version);
@@ -80,7 +90,11 @@ impl CoopFs {
         }
         let behind = version.size > TAKE_IN_BEFORE_CLOSE;
         let work = async move {
-            if let Err(e) = node.take_in(path.clone(), version.clone()).await {
+            let taken = match bytes {
+                Some(b) => node.take_in_bytes(path.clone(), version.clone(), b).await,
+                None => node.take_in(path.clone(), version.clone()).await,
+            };
+            if let Err(e) = taken {
                 tracing::debug!(error = %e, "the written file was not taken into memory");
             }
             // Read from the writer's copy of an S3 put, if the origin kept

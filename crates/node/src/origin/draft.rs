@@ -10,6 +10,8 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use bytes::Bytes;
+
 use super::counts::Counts;
 use super::object_write::ObjectDraft;
 use super::{FileVersion, OriginError, Owner, SetTime, local};
@@ -189,13 +191,25 @@ impl Draft {
     /// it began (see `local/write.rs` and `object_write.rs`), and returns
     /// the new version.
     pub async fn commit(self) -> Result<FileVersion, OriginError> {
+        self.commit_keeping(0).await.map(|(version, _)| version)
+    }
+
+    /// [`Draft::commit`], and the new version's bytes if it is at most
+    /// `up_to` bytes long and the origin is a local directory: read back
+    /// from the file just renamed into place, for the writer's node to
+    /// take in without reading the origin again (`None` for S3, whose
+    /// writer's copy the node reads instead, and if the file changed).
+    pub async fn commit_keeping(
+        self,
+        up_to: u64,
+    ) -> Result<(FileVersion, Option<Bytes>), OriginError> {
         self.counts.commit();
         match self.kind {
             Kind::Local(d) => {
                 let path = d.path().to_owned();
-                super::blocking(path, move || d.commit()).await
+                super::blocking(path, move || d.commit_keeping(up_to)).await
             }
-            Kind::Object(d) => d.commit(&self.counts).await,
+            Kind::Object(d) => Ok((d.commit(&self.counts).await?, None)),
         }
     }
 }

@@ -25,6 +25,7 @@ use std::os::fd::{AsFd, IntoRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 
@@ -57,7 +58,7 @@ pub(crate) fn is_draft(name: &str) -> bool {
 }
 
 /// A file being written: its bytes in a temporary file in the target's
-/// directory until [`Draft::commit`] renames it over the target. Dropped
+/// directory until [`Draft::commit_keeping`] renames it over the target. Dropped
 /// uncommitted, the temporary file is removed.
 #[derive(Debug)]
 pub(crate) struct Draft {
@@ -447,7 +448,17 @@ impl Draft {
     /// `close` is: an `fsync` makes it durable ([`LocalDir::sync`]). Two
     /// flushes to disk at every close cost 0.5 ms a file, more than the
     /// rest of a small file's write through the mount.
-    pub(crate) fn commit(mut self) -> Result<FileVersion, OriginError> {
+    ///
+    /// With the new version comes its bytes if it is at most `up_to`
+    /// bytes long: read back from the very file renamed into
+    /// place (in the page cache still), then checked to be that version
+    /// yet (a program writing the origin directory in place could have
+    /// changed it meanwhile; `None` then). A writer's node takes them in
+    /// as they are, with no read of the origin (`NodeHandle::take_in_bytes`).
+    pub(crate) fn commit_keeping(
+        mut self,
+        up_to: u64,
+    ) -> Result<(FileVersion, Option<Bytes>), OriginError> {
         let path = self.path.clone();
         let fail = |e: io::Error| io_error(&path, e);
         let dir = self.dir.try_clone().map_err(fail)?;
@@ -469,7 +480,15 @@ impl Draft {
         }
         drop(lock);
         // After the rename, whose change time is part of the version.
-        version_of(&path, &statx(&path, &file)?)
+        let version = version_of(&path, &statx(&path, &file)?)?;
+        if version.size > up_to {
+            return Ok((version, None));
+        }
+        let mut bytes = vec![0; version.size as usize];
+        file.read_exact_at(&mut bytes, 0).map_err(fail)?;
+        let after = version_of(&path, &statx(&path, &file)?)?;
+        let kept = (after == version).then(|| Bytes::from(bytes));
+        Ok((version, kept))
     }
 
     /// Whether the target is still the version the draft was copied from
