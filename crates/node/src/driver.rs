@@ -394,7 +394,10 @@ impl Driver {
             incarnation,
         );
         let view = View::new(cfg.id, ctx.listen.clone(), MAX_LINKS, MAX_DOWN);
-        let members = Membership::new(view, swim);
+        let mut members = Membership::new(view, swim);
+        // A list kept from before a restart is in force already (its links
+        // check it); the membership passes it to every member it links.
+        members.handle_revocation(ctx.revoked.borrow().number, None);
         Driver {
             cfg,
             node,

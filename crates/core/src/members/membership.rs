@@ -43,6 +43,12 @@ pub enum MemberAction<M> {
         /// The member.
         id: NodeId,
     },
+    /// Send linked member `to` the revocation list in force
+    /// ([`Membership::handle_revocation`]).
+    PassRevocation {
+        /// The member.
+        to: NodeId,
+    },
     /// The live members changed ([`Membership::live`]).
     Changed,
     /// What the driver kept for member `id` is no longer the view's: drop
@@ -143,6 +149,8 @@ pub struct Membership<L, M> {
     /// Addresses announced in a [`MemberAction::Dial`] not yet
     /// [`dialled`](Membership::dialled): never dialled twice.
     dialling: HashSet<String>,
+    /// The number of the revocation list in force (0: none).
+    revocation: u64,
     out: VecDeque<MemberAction<M>>,
 }
 
@@ -153,6 +161,7 @@ impl<L, M> Membership<L, M> {
             view,
             swim,
             dialling: HashSet::new(),
+            revocation: 0,
             out: VecDeque::new(),
         }
     }
@@ -180,6 +189,30 @@ impl<L, M> Membership<L, M> {
     /// Linked member `id`'s entry.
     pub fn member(&self, id: NodeId) -> Option<&Member<M>> {
         self.view.member(id)
+    }
+
+    /// A revocation list numbered `number` whose cluster CA signature the
+    /// driver has verified (as a link's certificate is verified, it is
+    /// crypto, not protocol), from linked member `from` or (`None`) this
+    /// node's own CA directory or disk. It is put in force only if it is
+    /// newer than the list in force (true): a replayed or older list can
+    /// never lift a revocation. Then every linked member but its sender is
+    /// passed it ([`MemberAction::PassRevocation`]), and so is every member
+    /// linked later, so the whole cluster honours it within a hop per link.
+    pub fn handle_revocation(&mut self, number: u64, from: Option<NodeId>) -> bool {
+        if number <= self.revocation {
+            return false;
+        }
+        self.revocation = number;
+        let to: Vec<NodeId> = self.view.linked().filter(|&id| Some(id) != from).collect();
+        self.out
+            .extend(to.into_iter().map(|to| MemberAction::PassRevocation { to }));
+        true
+    }
+
+    /// The number of the revocation list in force (0: none).
+    pub fn revocation(&self) -> u64 {
+        self.revocation
     }
 
     /// The next thing to do.
@@ -249,6 +282,9 @@ impl<L, M> Membership<L, M> {
         }
         self.out.push_back(MemberAction::Changed);
         self.out.push_back(MemberAction::Welcome { id });
+        if self.revocation > 0 {
+            self.out.push_back(MemberAction::PassRevocation { to: id });
+        }
         // Bring SWIM in: the peer adds us and sends its member list.
         let effects = self.swim.announce(id, listen, now);
         self.swim_effects(effects);

@@ -35,6 +35,8 @@ pub use membership::{Dropped, MemberAction, MemberNote, Membership};
 mod tests;
 #[cfg(test)]
 mod tests_random;
+#[cfg(test)]
+mod tests_revocation;
 
 use crate::coop::NodeId;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};

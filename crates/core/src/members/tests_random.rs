@@ -229,6 +229,8 @@ impl Net {
                     self.counts.screened += updates as u64;
                 }
                 MemberAction::Changed | MemberAction::Note(_) => {}
+                // No revocation lists here: none is ever in force.
+                MemberAction::PassRevocation { .. } => {}
             }
             let (links, down) = self.nodes[&node]
                 .as_ref()

@@ -105,8 +105,8 @@ impl Driver {
                     for frame in crate::frame::members_frames(&list, self.cfg.block_size) {
                         self.send(id, frame);
                     }
-                    self.send_revocations(id);
                 }
+                MemberAction::PassRevocation { to } => self.pass_revocation(to),
                 MemberAction::Changed => changed = true,
                 MemberAction::Dropped { id, member, why } => {
                     let name = &member.link.name;

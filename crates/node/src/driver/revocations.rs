@@ -1,6 +1,8 @@
 //! Revocation lists arriving from a peer or from this node's CA directory:
-//! taken if the cluster CA signed them and they are newer, kept, passed on
-//! to every member, and put in force for every link (`crate::revocation`).
+//! verified against the cluster CA here, taken if the core's membership
+//! finds them newer (`Membership::handle_revocation`, which also decides
+//! whom to pass them to), kept, and put in force for every link
+//! (`crate::revocation`).
 
 use super::*;
 use crate::revocation::{self, Revocations};
@@ -19,7 +21,8 @@ impl Driver {
                 return;
             }
         };
-        if r.number <= self.ctx.revoked.borrow().number {
+        // Whether it is newer, and whom to pass it to, is the core's call.
+        if !self.members.handle_revocation(r.number, from) {
             return; // known already, or older
         }
         tracing::warn!(
@@ -31,22 +34,13 @@ impl Driver {
         if let Err(e) = revocation::store(&self.ctx.identity.dir, &r) {
             tracing::warn!(error = %e, "revocation list not kept (a restart would forget it until a peer sends it again)");
         }
-        let frame = Wire::Revoked(r.der.clone());
         self.ctx.revoked.send_replace(Arc::new(r));
-        let ids: Vec<NodeId> = self.members.view().linked().collect();
-        for id in ids {
-            self.send(id, frame.clone());
-        }
+        self.apply_members();
     }
 
-    /// Tells a member just linked the revocation list in force, if any.
-    pub(super) fn send_revocations(&mut self, to: NodeId) {
-        let der = {
-            let r = self.ctx.revoked.borrow();
-            (r.number > 0).then(|| r.der.clone())
-        };
-        if let Some(der) = der {
-            self.send(to, Wire::Revoked(der));
-        }
+    /// Passes member `to` the revocation list in force.
+    pub(super) fn pass_revocation(&mut self, to: NodeId) {
+        let der = self.ctx.revoked.borrow().der.clone();
+        self.send(to, Wire::Revoked(der));
     }
 }

@@ -110,6 +110,8 @@ impl World {
                     self.counts.screened += updates as u64;
                 }
                 MemberAction::Note(_) => {}
+                // No revocation lists here: none is ever in force.
+                MemberAction::PassRevocation { .. } => {}
             }
         }
         if changed {
