@@ -113,6 +113,27 @@ fn liveness_seeds_finish_every_read_in_time() {
     exercises_exclusive_mode(&s);
 }
 
+/// Seeds whose partitions cut every node off from every other for longer
+/// than SWIM's suspicion timeout: each declared all its peers down, foca
+/// went idle and never announced again, and the cluster stayed apart
+/// after the partitions healed, until the membership learned to dial its
+/// seeds and lost members back (`members/membership/rejoin.rs`).
+#[test]
+fn a_cluster_cut_apart_entirely_comes_back_together() {
+    for seed in [7358, 7741, 7830, 9160] {
+        let (outcome, _) = run_seed(&RunConfig {
+            seed,
+            ops: 10_000,
+            ..base(Mode::Safety)
+        });
+        assert!(
+            outcome.failure.is_none(),
+            "seed {seed}: {:?}",
+            outcome.failure
+        );
+    }
+}
+
 #[test]
 fn a_seed_replays_event_for_event() {
     for seed in [3, 17, 40] {

@@ -16,7 +16,10 @@ use super::swim::{Change, Effects, GossipError, Note, Swim};
 use super::{LinkDown, LinkUp, Member, NoDial, View};
 use crate::coop::NodeId;
 use bytes::Bytes;
+use rejoin::Rejoin;
 use std::collections::{HashSet, VecDeque};
+
+mod rejoin;
 
 /// What the driver must do, in the order it was decided.
 #[derive(Debug, PartialEq, Eq)]
@@ -151,17 +154,21 @@ pub struct Membership<L, M> {
     dialling: HashSet<String>,
     /// The number of the revocation list in force (0: none).
     revocation: u64,
+    /// Whom to dial back when SWIM holds no member alive.
+    rejoin: Rejoin,
     out: VecDeque<MemberAction<M>>,
 }
 
 impl<L, M> Membership<L, M> {
     /// The membership of the node `view` and `swim` are about.
     pub fn new(view: View<L, M>, swim: Swim) -> Self {
+        let rejoin = Rejoin::new(swim.announce_down_every(), view.max_links());
         Membership {
             view,
             swim,
             dialling: HashSet::new(),
             revocation: 0,
+            rejoin,
             out: VecDeque::new(),
         }
     }
@@ -225,12 +232,14 @@ impl<L, M> Membership<L, M> {
         if self.view.is_stopping() {
             return None;
         }
-        self.swim.next_due()
+        let due = [self.swim.next_due(), self.rejoin.next_due()];
+        due.into_iter().flatten().min()
     }
 
     /// Dial `addr`, an address the operator gave (a seed: tried until
     /// dropped).
     pub fn handle_join(&mut self, addr: String) {
+        self.rejoin.seed(&addr);
         self.dial(addr, false);
     }
 
@@ -273,6 +282,7 @@ impl<L, M> Membership<L, M> {
         match self.view.link_up(addr, id, listen.clone(), member) {
             LinkUp::Unknown | LinkUp::Duplicate => return,
             LinkUp::Joined { was_down } => {
+                self.rejoin.found(&listen);
                 self.out.push_back(MemberAction::Note(MemberNote::Linked {
                     id,
                     listen: listen.clone(),
@@ -288,6 +298,7 @@ impl<L, M> Membership<L, M> {
         // Bring SWIM in: the peer adds us and sends its member list.
         let effects = self.swim.announce(id, listen, now);
         self.swim_effects(effects);
+        self.rejoin.arm(now);
     }
 
     /// The link dialled to `addr` went down (`id`: the member it had
@@ -302,6 +313,7 @@ impl<L, M> Membership<L, M> {
                     }));
             }
             LinkDown::Lost(member) => {
+                self.rejoin.lost(&member.listen);
                 self.out.push_back(MemberAction::Dropped {
                     id: id.unwrap_or_default(),
                     member,
@@ -314,6 +326,7 @@ impl<L, M> Membership<L, M> {
 
     /// A SWIM datagram on `from`'s link.
     pub fn handle_gossip(&mut self, from: NodeId, data: &[u8], now: u64) {
+        self.rejoin.arm(now);
         match self.swim.receive(from, data, now) {
             Ok(effects) => self.swim_effects(effects),
             Err(error) => {
@@ -356,6 +369,32 @@ impl<L, M> Membership<L, M> {
         }
         let effects = self.swim.tick(now);
         self.swim_effects(effects);
+        self.rejoin.arm(now);
+        if self.rejoin.due(now) && self.swim.alive().next().is_none() {
+            self.rejoin_round(now);
+        }
+    }
+
+    /// SWIM holds no member alive and foca has gone idle
+    /// (`membership/rejoin.rs`): dial the seeds and the members lost, and
+    /// announce again to every member still linked.
+    fn rejoin_round(&mut self, now: u64) {
+        let linked: Vec<(NodeId, String)> = self
+            .view
+            .linked()
+            .filter_map(|id| Some((id, self.view.member(id)?.listen.clone())))
+            .collect();
+        for (id, listen) in linked {
+            let effects = self.swim.announce(id, listen, now);
+            self.swim_effects(effects);
+        }
+        let (seeds, lost) = self.rejoin.addresses();
+        for addr in seeds {
+            self.dial(addr, false);
+        }
+        for addr in lost {
+            self.dial(addr, true);
+        }
     }
 
     /// This node is stopping: every member is dropped after a last
@@ -435,6 +474,9 @@ impl<L, M> Membership<L, M> {
     fn declare_down(&mut self, id: NodeId, left: bool) {
         match self.view.declare_down(id, left) {
             Some(member) => {
+                if !left {
+                    self.rejoin.lost(&member.listen);
+                }
                 let why = if left { Dropped::Left } else { Dropped::Down };
                 self.out
                     .push_back(MemberAction::Dropped { id, member, why });

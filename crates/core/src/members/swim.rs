@@ -240,6 +240,9 @@ pub struct Swim {
     /// Foca's incarnation of this node, as its last datagram said:
     /// suspicions of a later one are lies ([`screen`]).
     incarnation: foca::Incarnation,
+    /// How often foca announces to members it declared down, in
+    /// microseconds: a node with no member alive rejoins as often.
+    announce_down_every: u64,
 }
 
 impl std::fmt::Debug for Swim {
@@ -262,13 +265,25 @@ impl Swim {
     /// A detector with other settings (tests shorten the periods).
     pub fn with_config(me: SwimId, seed: u64, config: Config) -> Swim {
         let rng = Pcg64::new(u128::from(seed) | (u128::from(me.node) << 64), 0xa02b);
+        let announce_down = config
+            .periodic_announce_to_down_members
+            .as_ref()
+            .map_or(ANNOUNCE_DOWN_PERIOD, |p| p.frequency);
+        let announce_down_every = u64::try_from(announce_down.as_micros()).unwrap_or(u64::MAX);
         Swim {
             foca: Foca::new(me, config, rng, PostcardCodec),
             runtime: AccumulatingRuntime::new(),
             timers: BTreeMap::new(),
             seq: 0,
             incarnation: 0,
+            announce_down_every,
         }
+    }
+
+    /// How often foca announces to members it declared down
+    /// (microseconds).
+    pub fn announce_down_every(&self) -> u64 {
+        self.announce_down_every
     }
 
     /// This node's current identity (its incarnation changes when it

@@ -988,6 +988,13 @@ impl World {
         }
     }
 
+    /// Adds a line to the trace, if kept.
+    fn trace_line(&mut self, line: impl FnOnce() -> String) {
+        if let Some(trace) = &mut self.trace {
+            trace.push(format!("{:>12}   {}", self.now, line()));
+        }
+    }
+
     /// Folds an event into the fingerprint, and the trace if kept.
     fn note(&mut self, (what, from, to, block): (&'static str, NodeId, NodeId, Option<BlockId>)) {
         let h =

@@ -20,7 +20,7 @@ use crate::faults::net::Event;
 use crate::faults::report::FaultKind;
 use coopcache_core::members::swim::lies::{self, Lie};
 use coopcache_core::members::swim::{self, Swim, SwimId};
-use coopcache_core::members::{MemberAction, MemberNote, Membership, View};
+use coopcache_core::members::{Dropped, MemberAction, MemberNote, Membership, View};
 use rand::Rng;
 
 /// What the harness keeps per dialled link and per member: nothing (the
@@ -37,6 +37,16 @@ const MAX_BACKOFF: u64 = 2_000_000 / SPEED as u64;
 /// The view's bounds: more than any seed's nodes.
 const MAX_LINKS: usize = 64;
 const MAX_DOWN: usize = 64;
+
+/// How the trace names a member's drop.
+fn dropped_name(why: Dropped) -> &'static str {
+    match why {
+        Dropped::Lost => "dropped-lost",
+        Dropped::Down => "dropped-down",
+        Dropped::Left => "dropped-left",
+        Dropped::Leaving => "dropped-leaving",
+    }
+}
 
 /// Where node `n` listens (and is dialled).
 pub(super) fn addr(n: NodeId) -> String {
@@ -103,13 +113,14 @@ impl World {
                     self.send_member(id, to, MemberFrame::Members(list));
                 }
                 MemberAction::Changed => changed = true,
-                MemberAction::Dropped { id: to, .. } => {
+                MemberAction::Dropped { id: to, why, .. } => {
                     self.links.remove(&(id, to));
+                    self.note((dropped_name(why), id, to, None));
                 }
                 MemberAction::Note(MemberNote::Screened { updates }) => {
                     self.counts.screened += updates as u64;
                 }
-                MemberAction::Note(_) => {}
+                MemberAction::Note(note) => self.trace_line(|| format!("{id} {note:?}")),
                 // No revocation lists here: none is ever in force.
                 MemberAction::PassRevocation { .. } => {}
             }
@@ -169,6 +180,10 @@ impl World {
         if let Some(i) = to_incarnation {
             self.links.insert((from, to), i);
         }
+        self.note(match to_incarnation {
+            Some(_) => ("link-up", from, to, None),
+            None => ("dial-refused", from, to, None),
+        });
         let Some(m) = self.members(from) else { return };
         match to_incarnation {
             Some(_) => m.handle_link_up(&a, to, a.clone(), |_| (), now),
@@ -186,6 +201,7 @@ impl World {
         if self.links.remove(&(from, to)).is_none() {
             return;
         }
+        self.note(("link-reset", from, to, None));
         let Some(m) = self.members(from) else { return };
         m.handle_link_down(&addr(to), Some(to));
         let retry = m.view().is_dialled(&addr(to));
@@ -245,6 +261,10 @@ impl World {
             return;
         }
         let now = self.now;
+        self.note(match frame {
+            MemberFrame::Gossip(_) => ("gossip", from, to, None),
+            MemberFrame::Members(_) => ("member-list", from, to, None),
+        });
         let Some(m) = self.members(to) else { return };
         match frame {
             MemberFrame::Gossip(data) => m.handle_gossip(from, &data, now),
@@ -292,6 +312,7 @@ impl World {
             let Some(m) = self.members(id) else { continue };
             if m.poll_timeout().is_some_and(|t| t <= now) {
                 m.handle_timeout(now);
+                self.note(("swim-timer", id, id, None));
                 self.carry_members(id);
             }
         }
