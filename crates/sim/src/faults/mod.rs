@@ -13,8 +13,8 @@
 //! Faults: messages dropped, delayed, reordered and duplicated; partitions
 //! that cut the cluster in two and heal in any order; crashes (memory
 //! lost) and restarts; links between two live nodes that lose everything
-//! for a spell, so each one's SWIM suspects the other; slow nodes; origin errors, a slow origin, and files changing at
-//! the origin between opens. Lying members ([`Plan::byzantine`]) run the
+//! for a spell, so each one's SWIM suspects the other; slow nodes; origin
+//! errors, a slow origin, and files changing at the origin between opens. Lying members ([`Plan::byzantine`]) run the
 //! real protocol and lie in what they send (flipped, truncated, stale and
 //! other blocks' contents; forged digests; versions that never existed in
 //! their answers to opens), forge messages of every kind in every role
@@ -22,8 +22,8 @@
 //! and lock messages too), replay what they were sent, and gossip that
 //! honest members are suspect or down. Every node's membership is the
 //! core's real [`Membership`](coopcache_core::members::Membership) (view
-//! and SWIM) over simulated links, so who is up is what SWIM decides. A message's
-//! sender is the node that sent it, as a link authenticates it: claiming
+//! and SWIM) over simulated links, so who is up is what SWIM decides. A
+//! message's sender is the node that sent it, as a link authenticates it: claiming
 //! another member's id is refused at the link, tested against real daemons
 //! (`crates/node/tests/attacker/identity.rs`).
 //!

@@ -85,9 +85,12 @@ pub struct Plan {
     pub slow_origin: f64,
     /// Origin read time, microseconds (least, most).
     pub origin_us: (u64, u64),
-    /// Time for failure detection to notice a change, microseconds (least,
-    /// most): SWIM's suspicion timeout.
-    pub detect_us: (u64, u64),
+    /// The longest SWIM, at the harness's speed (`world/members.rs`),
+    /// takes to declare a silent member down, microseconds: up to
+    /// (nodes - 1) probe periods of 50 ms until some member probes it, one
+    /// more for the probe and its indirect probes, and the 150 ms
+    /// suspicion timeout (450 ms with six nodes).
+    pub detect_us: u64,
     /// How long a crash, partition, suspicion or slow spell lasts,
     /// microseconds (least, most).
     pub outage_us: (u64, u64),
@@ -159,7 +162,7 @@ impl Plan {
             origin_error: 0.01 * level,
             slow_origin: 0.0003 * level,
             origin_us: (200, 3_000),
-            detect_us: (20_000, 500_000),
+            detect_us: 500_000,
             outage_us: if liveness {
                 (10_000, 300_000)
             } else {
@@ -236,7 +239,7 @@ impl Plan {
     /// crash or partition that strikes mid-read.
     pub fn read_bound_us(&self) -> u64 {
         let origin = self.slow_origin_us();
-        2 * (4 * self.peer_timeout_us() + origin) + self.detect_us.1 + self.outage_us.1
+        2 * (4 * self.peer_timeout_us() + origin) + self.detect_us + self.outage_us.1
     }
 
     /// The longest a read may take in safety mode: it must finish, but

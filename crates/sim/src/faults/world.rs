@@ -189,7 +189,7 @@ impl World {
         let commit_cfg = CommitConfig {
             capacity: 4 * self.plan.capacity,
             timeout_us: self.plan.peer_timeout_us(),
-            stable_us: self.plan.detect_us.1,
+            stable_us: self.plan.detect_us,
             // As the daemon: not where reads go to a host first (Direct)
             // or where no manager knows the blocks (a private origin).
             serve_first: self.plan.algorithm != AlgorithmKind::Direct && !self.plan.is_private(id),

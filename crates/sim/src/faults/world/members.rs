@@ -288,7 +288,12 @@ impl World {
             true => Lie::Down,
             false => Lie::Suspect,
         };
-        let id = |n: NodeId| swim_id(n, self.incarnation(n).unwrap_or_default());
+        // Each node's identity as its SWIM has it now (a rejoin renews it),
+        // so that the lie is addressed to, and about, who is there.
+        let id = |n: NodeId| match self.nodes.get(n as usize) {
+            Some(Slot::Up { members, .. }) => members.swim().identity().clone(),
+            _ => swim_id(n, self.incarnation(n).unwrap_or_default()),
+        };
         let data = lies::about(&id(liar), &id(to), &id(victim), lie);
         self.counts.fault(FaultKind::GossipLie);
         self.send_member(liar, to, MemberFrame::Gossip(data));
