@@ -647,6 +647,12 @@ impl NodeHandle {
         version
     }
 
+    /// `path` changed at the origin through this node (removed): the
+    /// version cache forgets it, so the next stat asks the origin.
+    pub fn forget_version(&self, path: &str) {
+        self.lock_versions().forget(path);
+    }
+
     /// The version of `path` as the origin has it now, refreshing the
     /// version cache (a writer's own commit must not be hidden from it
     /// by an entry from before).

@@ -36,7 +36,9 @@ pub mod metrics;
 pub mod origin;
 pub mod quiescence;
 pub mod revocation;
+pub mod s3;
 pub mod seal;
+pub mod take_in;
 pub mod tls;
 
 pub use handle::{

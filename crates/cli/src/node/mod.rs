@@ -6,6 +6,7 @@
 mod gateway_args;
 mod join;
 mod logs;
+mod s3_args;
 mod settings;
 
 use anyhow::{Context, Result, bail};
@@ -143,6 +144,8 @@ pub struct NodeArgs {
     origin_delay: Option<Duration>,
     #[command(flatten)]
     gateway: gateway_args::GatewayArgs,
+    #[command(flatten)]
+    s3: s3_args::S3Args,
     /// Also mount the origin on this directory through FUSE (see
     /// `coopcache mount`).
     #[arg(long, env = "COOPCACHE_MOUNT")]
@@ -312,6 +315,7 @@ fn serve(s: Settings) -> Result<()> {
         ..
     } = s;
     let gateway_opts = s.gateway;
+    let s3 = s.s3;
 
     rt.block_on(async move {
         let mut opts = NodeOptions::new(identity, s.listen, origin);
@@ -335,6 +339,16 @@ fn serve(s: Settings) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on --http {http}"))?;
         tracing::info!(peers = %node.listen_addr(), %http, %name, %algorithm, policy = policy.name(), memory, "node serving");
+        let s3 = match s3 {
+            Some((addr, opts)) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen on --s3 {addr}"))?;
+                tracing::info!(%addr, keys = opts.keys.as_ref().map_or(0, |k| k.len()), anonymous_read = opts.anonymous_read, "S3 endpoint serving");
+                Some((listener, opts))
+            }
+            None => None,
+        };
         let mounted = match &mount {
             Some(dir) => {
                 let opts = coopcache_mount::MountOptions {
@@ -353,6 +367,12 @@ fn serve(s: Settings) -> Result<()> {
             .context("installing the SIGTERM handler")?;
         tokio::select! {
             r = coopcache_node::gateway::serve(gateway, node.clone(), &gateway_opts) => r.context("gateway")?,
+            r = async {
+                match s3 {
+                    Some((listener, opts)) => coopcache_node::s3::serve(listener, node.clone(), &opts).await,
+                    None => std::future::pending().await,
+                }
+            } => r.context("S3 endpoint")?,
             _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
             _ = term.recv() => tracing::info!("terminated; stopping"),
             // A node that mounts is there for its mount: unmounted from

@@ -63,6 +63,8 @@ pub struct Settings {
     pub advertise: Option<String>,
     pub http: SocketAddr,
     pub gateway: GatewayOptions,
+    /// The S3 endpoint's address and options, if one is served.
+    pub s3: Option<(SocketAddr, coopcache_node::s3::S3Options)>,
     pub join: Vec<String>,
     pub discover: Option<SocketAddrV4>,
     pub data_dir: PathBuf,
@@ -210,6 +212,16 @@ impl Settings {
             .or(file.http)
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 7171)));
         let gateway = args.gateway.options(&file, http)?;
+        let consistency: coopcache_mount::Consistency = match (args.consistency, &file.consistency)
+        {
+            (Some(c), _) => c,
+            (None, Some(c)) => c
+                .parse()
+                .map_err(|e| anyhow!("consistency in the config file: {e}"))?,
+            (None, None) => Default::default(),
+        };
+        let exclusive = consistency == coopcache_mount::Consistency::Exclusive;
+        let s3 = args.s3.options(&gateway, exclusive)?;
         let memory = size(args.memory, &file.memory, "memory", 2 << 30)?;
         let overcommit = args.memory_overcommit || file.memory_overcommit.unwrap_or(false);
         if !overcommit
@@ -290,6 +302,7 @@ impl Settings {
             advertise,
             http,
             gateway,
+            s3,
             join: match args.join.is_empty() {
                 true => file.join.unwrap_or_default(),
                 false => args.join,
@@ -315,13 +328,7 @@ impl Settings {
                 || file
                     .mount_allow_other
                     .unwrap_or_else(|| rustix::process::geteuid().is_root()),
-            consistency: match (args.consistency, &file.consistency) {
-                (Some(c), _) => c,
-                (None, Some(c)) => c
-                    .parse()
-                    .map_err(|e| anyhow!("consistency in the config file: {e}"))?,
-                (None, None) => Default::default(),
-            },
+            consistency,
             init: args.init || file.init.unwrap_or(false),
             token: args
                 .token
@@ -432,6 +439,17 @@ impl Settings {
             ),
             ("discover", or_none(self.discover.map(|g| g.to_string()))),
             ("http", self.http.to_string()),
+            (
+                "s3",
+                or_none(self.s3.as_ref().map(|(addr, o)| {
+                    let keys = o.keys.as_ref().map_or(0, |k| k.len());
+                    let anonymous = match o.anonymous_read {
+                        true => ", unsigned reads allowed",
+                        false => "",
+                    };
+                    format!("{addr} ({keys} access keys{anonymous})")
+                })),
+            ),
             (
                 "gateway",
                 format!(

@@ -4,14 +4,6 @@
 
 use super::*;
 
-/// A written file is taken into the writer's memory at its close if it
-/// is at most 1/this of the node's memory.
-const TAKE_IN_SHARE: u64 = 4;
-
-/// A written file up to this size is in the writer's memory when its close
-/// returns; a larger one is taken in behind the close.
-const TAKE_IN_BEFORE_CLOSE: u64 = 64 << 20;
-
 impl CoopFs {
     /// `exclusive` mode: `path` changed at the origin through this mount
     /// (removed, renamed, a file renamed over it, truncated or touched
@@ -66,45 +58,18 @@ impl CoopFs {
     }
 
     /// After a commit of `path`: the writer's node takes the new version
-    /// into its memory, so the next opener on any node is forwarded to it
-    /// instead of reading the origin (C2Cfs: the writer's copy is the valid
-    /// one). Up to [`TAKE_IN_BEFORE_CLOSE`] bytes this is done before the
-    /// close returns, so any later open finds it; a larger file is taken in
-    /// behind the close, which would otherwise wait seconds for it. Files
-    /// larger than a quarter of the node's memory are left to the origin
-    /// rather than flush the cache. A failure costs the next readers an
-    /// origin read, nothing else. On S3 the node reads the version from
-    /// the spool the commit put, not back from the store.
-    /// `bytes`, the version's as its commit read them back, are taken in
-    /// as they are, with no read of the origin.
+    /// into its memory before the close returns (a large one behind it;
+    /// see [`NodeHandle::keep_written`]), so the next opener on any node
+    /// is forwarded to it instead of reading the origin. `bytes`, the
+    /// version's as its commit read them back, are taken in as they are.
+    ///
+    /// [`NodeHandle::keep_written`]: coopcache_node::handle::NodeHandle::keep_written
     pub(super) fn take_in(
         &self,
         path: Arc<str>,
         version: Arc<FileVersion>,
         bytes: Option<bytes::Bytes>,
     ) {
-        let node = self.node.clone();
-        if version.size > node.cache_bytes() / TAKE_IN_SHARE {
-            node.origin().forget_copy(&path, &version);
-            return;
-        }
-        let behind = version.size > TAKE_IN_BEFORE_CLOSE;
-        let work = async move {
-            let taken = match bytes {
-                Some(b) => node.take_in_bytes(path.clone(), version.clone(), b).await,
-                None => node.take_in(path.clone(), version.clone()).await,
-            };
-            if let Err(e) = taken {
-                tracing::debug!(error = %e, "the written file was not taken into memory");
-            }
-            // Read from the writer's copy of an S3 put, if the origin kept
-            // one (`coopcache_node::origin`); now in memory, it can go.
-            node.origin().forget_copy(&path, &version);
-        };
-        if behind {
-            self.rt.spawn(work);
-        } else {
-            crate::wait(&self.rt, work);
-        }
+        crate::wait(&self.rt, self.node.keep_written(path, version, bytes));
     }
 }

@@ -81,7 +81,7 @@ pub fn connection_cap(configured: usize) -> usize {
 }
 
 /// Serves `router` on `listener` until the task is dropped.
-pub(super) async fn serve_router(
+pub(crate) async fn serve_router(
     listener: TcpListener,
     router: Router,
     opts: &GatewayOptions,

@@ -31,6 +31,7 @@ use std::sync::Arc;
 pub use auth::{AccessError, MIN_TOKEN, Token, check_exposure};
 pub use conditional::{Decision, Validators, evaluate};
 pub use exposition::{Format, negotiate, to_text_004};
+pub(crate) use listener::serve_router;
 pub use listener::{
     GatewayOptions, MAX_CONNECTIONS, RESERVED_DESCRIPTORS, SLOT_WAIT, connection_cap,
     raise_open_file_limit,

@@ -1,0 +1,250 @@
+//! Listing a bucket (`ListObjectsV2`, `ListObjects`): a walk of the
+//! origin's directories in S3's key order, pruned by the prefix, resumed
+//! after a key, stopped at a page's size.
+//!
+//! S3 sorts keys by their bytes, and `a-b` comes before `a/c` (`-` is
+//! below `/`): a directory `a` therefore sorts among its siblings as
+//! `a/`, and the walk visits siblings in that order, which yields every
+//! key of the bucket in S3's order without holding more than one
+//! directory's listing per level. A directory with nothing in it is the
+//! key `dir/` (an empty object, as MinIO shows one, and as rclone and s3fs
+//! make one for `mkdir`).
+
+use super::errors::from_origin;
+use super::names::bucket_path;
+use crate::handle::NodeHandle;
+use crate::origin::{EntryKind, FileVersion};
+use futures::StreamExt;
+use s3s::S3Result;
+use std::sync::Arc;
+
+/// S3's largest page.
+pub const MAX_KEYS: usize = 1000;
+
+/// Objects stated at once while a page is filled.
+const STAT_AHEAD: usize = 32;
+
+/// What a listing asks.
+pub(super) struct Query<'a> {
+    pub bucket: &'a str,
+    pub prefix: &'a str,
+    /// Keys holding it after the prefix are rolled up into common prefixes.
+    pub delimiter: Option<&'a str>,
+    /// Only keys (and common prefixes) after this one.
+    pub after: Option<&'a str>,
+    /// Keys and common prefixes in the page, at most [`MAX_KEYS`].
+    pub max: usize,
+}
+
+/// One page of a listing.
+#[derive(Debug, Default)]
+pub(super) struct Page {
+    /// Objects, in key order: key and version.
+    pub objects: Vec<(String, Arc<FileVersion>)>,
+    /// Common prefixes, in order.
+    pub prefixes: Vec<String>,
+    /// More keys follow.
+    pub truncated: bool,
+    /// The last key or common prefix of the page: where the next starts.
+    pub last: Option<String>,
+}
+
+/// A directory being walked: its key prefix (`""` or ending in `/`), its
+/// entries as keys in order, and the next one to visit.
+struct Frame {
+    entries: Vec<(String, EntryKind)>,
+    next: usize,
+}
+
+/// Lists one page of `q.bucket`.
+pub(super) async fn page(node: &NodeHandle, q: &Query<'_>) -> S3Result<Page> {
+    let bucket = bucket_path(q.bucket)?;
+    let max = q.max.min(MAX_KEYS);
+    let mut page = Page::default();
+    let mut keys: Vec<String> = Vec::new();
+    if max == 0 {
+        return Ok(page);
+    }
+    // Start in the deepest directory the prefix names whole: `a/b/c` is
+    // walked from `a/b/`.
+    let start = match q.prefix.rfind('/') {
+        Some(i) => &q.prefix[..=i],
+        None => "",
+    };
+    let Some(first) = entries(node, bucket, start, q.prefix).await? else {
+        return Ok(page); // no such directory: nothing has the prefix
+    };
+    let mut stack = vec![Frame {
+        entries: first,
+        next: 0,
+    }];
+    let after = q.after.unwrap_or("");
+    let mut count = 0;
+    'walk: while let Some(top) = stack.last_mut() {
+        let Some((key, kind)) = top.entries.get(top.next).cloned() else {
+            stack.pop();
+            continue;
+        };
+        top.next += 1;
+        // Rolled up into a common prefix: the key's part after the prefix
+        // holds the delimiter (a directory: within its own name, so every
+        // key under it rolls up alike).
+        if let Some(cp) = common_prefix(q.prefix, q.delimiter, &key, kind) {
+            if cp.as_str() > after && page.prefixes.last() != Some(&cp) {
+                if count == max {
+                    page.truncated = true;
+                    break 'walk;
+                }
+                page.last = Some(cp.clone());
+                page.prefixes.push(cp);
+                count += 1;
+            }
+            continue;
+        }
+        match kind {
+            EntryKind::Dir => {
+                // Every key under `key` is before `after`: skip the subtree.
+                if key.as_str() < after && !after.starts_with(key.as_str()) {
+                    continue;
+                }
+                match entries(node, bucket, &key, q.prefix).await? {
+                    Some(inner) if !inner.is_empty() => stack.push(Frame {
+                        entries: inner,
+                        next: 0,
+                    }),
+                    // An empty directory is the object `key`.
+                    _ if key.as_str() > after => {
+                        if count == max {
+                            page.truncated = true;
+                            break 'walk;
+                        }
+                        page.last = Some(key.clone());
+                        keys.push(key);
+                        count += 1;
+                    }
+                    _ => {}
+                }
+            }
+            _ if key.as_str() > after => {
+                if count == max {
+                    page.truncated = true;
+                    break 'walk;
+                }
+                page.last = Some(key.clone());
+                keys.push(key);
+                count += 1;
+            }
+            _ => {}
+        }
+    }
+    page.objects = describe(node, bucket, keys).await;
+    Ok(page)
+}
+
+/// The common prefix `key` rolls up into, if any.
+fn common_prefix(
+    prefix: &str,
+    delimiter: Option<&str>,
+    key: &str,
+    kind: EntryKind,
+) -> Option<String> {
+    let d = delimiter.filter(|d| !d.is_empty())?;
+    let rest = key.strip_prefix(prefix)?;
+    let at = rest.find(d)?;
+    let end = prefix.len() + at + d.len();
+    // A file's key with the delimiter after the prefix rolls up; so does
+    // a directory's when the delimiter ends within its key (all its keys
+    // share that much). One that does not is walked.
+    (kind != EntryKind::Dir || end <= key.len()).then(|| key[..end].to_owned())
+}
+
+/// The entries of the directory at key prefix `dir` whose keys start with
+/// `prefix` (or lead to it), in key order; `None` if it is not there.
+async fn entries(
+    node: &NodeHandle,
+    bucket: &str,
+    dir: &str,
+    prefix: &str,
+) -> S3Result<Option<Vec<(String, EntryKind)>>> {
+    let path = match dir.strip_suffix('/') {
+        Some(d) => format!("{bucket}/{d}"),
+        None => bucket.to_owned(),
+    };
+    let listed = match node.origin().list(&path).await {
+        Ok(l) => l,
+        Err(e)
+            if e.is_not_found()
+                || matches!(e, crate::origin::OriginError::NotADirectory { .. }) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(from_origin(e)),
+    };
+    let mut out: Vec<(String, EntryKind)> = listed
+        .into_iter()
+        .map(|e| {
+            let key = match e.kind {
+                EntryKind::Dir => format!("{dir}{}/", e.name),
+                _ => format!("{dir}{}", e.name),
+            };
+            (key, e.kind)
+        })
+        .filter(|(key, _)| key.starts_with(prefix))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(Some(out))
+}
+
+/// Each key's version (size, tag, time), stated through the node's
+/// version cache; a key removed since the listing is left out.
+async fn describe(
+    node: &NodeHandle,
+    bucket: &str,
+    keys: Vec<String>,
+) -> Vec<(String, Arc<FileVersion>)> {
+    futures::stream::iter(keys)
+        .map(|key| async move {
+            if key.ends_with('/') {
+                let version = Arc::new(FileVersion {
+                    size: 0,
+                    version: "dir".into(),
+                    modified: None,
+                    perm: 0o755,
+                    owner: None,
+                });
+                return Some((key, version));
+            }
+            let path = format!("{bucket}/{key}");
+            node.stat(&path).await.ok().map(|v| (key, v))
+        })
+        .buffered(STAT_AHEAD)
+        .filter_map(|x| async move { x })
+        .collect()
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_roll_up_at_the_delimiter_after_the_prefix() {
+        let f = EntryKind::File;
+        let d = EntryKind::Dir;
+        assert_eq!(common_prefix("", Some("/"), "a/", d).as_deref(), Some("a/"));
+        assert_eq!(common_prefix("", Some("/"), "a", f), None);
+        assert_eq!(
+            common_prefix("a/", Some("/"), "a/b/", d).as_deref(),
+            Some("a/b/")
+        );
+        assert_eq!(common_prefix("a/", Some("/"), "a/x", f), None);
+        assert_eq!(
+            common_prefix("", Some("-"), "x-1", f).as_deref(),
+            Some("x-")
+        );
+        // The delimiter is not in the directory's own key: walked.
+        assert_eq!(common_prefix("", Some("-"), "a/", d), None);
+        assert_eq!(common_prefix("", None, "a/", d), None);
+        assert_eq!(common_prefix("", Some(""), "a/", d), None);
+    }
+}
