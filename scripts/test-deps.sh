@@ -37,3 +37,17 @@ if [ -n "$missing" ]; then
 fi
 
 command -v fsx >/dev/null || cargo install fsx --version 0.3.2 --locked --quiet
+
+# The S3 clients the S3 endpoint's tests drive (crates/cli/tests/s3_clients.rs):
+# boto3 and the AWS CLI from PyPI, pinned, in a venv of their own under
+# target/ (the same botocore for both, so pip resolves them together).
+s3_clients=target/s3-clients
+if ! "$s3_clients/bin/python" -c 'import boto3' 2>/dev/null || ! [ -x "$s3_clients/bin/aws" ]; then
+    python3 -c 'import venv, ensurepip' 2>/dev/null || {
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv python3-pip
+    }
+    rm -rf "$s3_clients"
+    python3 -m venv "$s3_clients"
+    "$s3_clients/bin/python" -m pip install -q --disable-pip-version-check boto3==1.43.11 awscli==1.45.11
+fi

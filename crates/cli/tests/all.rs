@@ -26,6 +26,7 @@ mod mrc;
 mod partition;
 mod policy_knobs;
 mod private;
+mod s3_clients;
 mod startup;
 mod trace;
 mod unify;

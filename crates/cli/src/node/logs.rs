@@ -39,8 +39,16 @@ impl std::str::FromStr for LogLevel {
 /// the level from `RUST_LOG` if set (its full syntax, per-module levels
 /// included, is worth more to whoever set it than one level), else `level`.
 pub fn init_logs(json: bool, level: LogLevel) -> Result<()> {
+    // `s3s` logs every refused S3 request (a wrong signature, a missing
+    // key) as an ERROR: a client's mistake, not the daemon's. The S3
+    // endpoint logs its own failures (`coopcache_node::s3`); `s3s`'s own
+    // lines show from `--log-level debug` on.
+    let default = match level {
+        LogLevel::Debug | LogLevel::Trace => level.name().to_owned(),
+        _ => format!("{},s3s=off", level.name()),
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.name()));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Colour only for a person at a terminal, not in files or journals.
     let b = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -305,18 +305,4 @@ pub fn sh(script: &str) {
     );
 }
 
-/// Whether `program` is installed; in CI it must be.
-pub fn have(program: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
-            "no {program}: scripts/test-deps.sh installs it, or set COOPCACHE_ALLOW_SKIP=1 to skip the tests that need it"
-        );
-        eprintln!("SKIPPED: no {program}");
-    }
-    found
-}
+pub use super::common::have;

@@ -6,7 +6,7 @@ use crate::handle::NodeError;
 use crate::origin::OriginError;
 use s3s::{S3Error, S3ErrorCode};
 
-/// `e` met on bucket `bucket`'s key `key` (`None`: on the bucket).
+/// A node error as S3's.
 pub(super) fn from_node(e: NodeError) -> S3Error {
     match e {
         NodeError::Origin(o) => from_origin(o),
@@ -14,7 +14,7 @@ pub(super) fn from_node(e: NodeError) -> S3Error {
             S3Error::with_message(S3ErrorCode::ServiceUnavailable, "the node is shutting down")
         }
         NodeError::Range { .. } => S3Error::with_message(S3ErrorCode::InvalidRange, e.to_string()),
-        e => S3Error::with_message(S3ErrorCode::InternalError, e.to_string()),
+        e => internal(e),
     }
 }
 
@@ -32,12 +32,14 @@ pub(super) fn from_origin(e: OriginError) -> S3Error {
             S3ErrorCode::InvalidArgument
         }
         OriginError::Changed { .. } => S3ErrorCode::ServiceUnavailable,
-        _ => S3ErrorCode::InternalError,
+        _ => return internal(e),
     };
     S3Error::with_message(code, e.to_string())
 }
 
-/// An error the endpoint gave up on, for the log and a 500.
+/// An error the endpoint gave up on: logged (the daemon's failure, not
+/// the client's), and a 500 the client retries.
 pub(super) fn internal(what: impl std::fmt::Display) -> S3Error {
+    tracing::warn!(error = %what, "S3 request failed");
     S3Error::with_message(S3ErrorCode::InternalError, what.to_string())
 }

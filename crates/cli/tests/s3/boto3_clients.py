@@ -1,0 +1,207 @@
+"""boto3 against coopcache's S3 endpoint, as an S3 user would use it.
+
+Run by crates/cli/tests/s3_clients.rs with the endpoints of a cluster's
+nodes (ENDPOINTS, comma-separated), the access key (KEY, SECRET) and the
+origin directory (ORIGIN: the bytes are compared with it, where the
+endpoint wrote them). Every check asserts; the last line printed is
+`boto3: ok`.
+"""
+
+import hashlib
+import os
+import urllib.error
+import urllib.request
+
+import boto3
+import botocore
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+
+ENDPOINTS = os.environ["ENDPOINTS"].split(",")
+KEY, SECRET, ORIGIN = os.environ["KEY"], os.environ["SECRET"], os.environ["ORIGIN"]
+BUCKET = "data"
+
+
+def client(endpoint, key=KEY, secret=SECRET, **kw):
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=key,
+        aws_secret_access_key=secret,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, **kw),
+    )
+
+
+def code(fn):
+    """The S3 error code `fn` fails with."""
+    try:
+        fn()
+    except botocore.exceptions.ClientError as e:
+        return e.response["Error"]["Code"]
+    raise AssertionError("no error")
+
+
+def origin(key):
+    with open(os.path.join(ORIGIN, BUCKET, key), "rb") as f:
+        return f.read()
+
+
+a, b, c = (client(e) for e in ENDPOINTS)
+
+# Buckets are the origin's top-level directories.
+names = [x["Name"] for x in a.list_buckets()["Buckets"]]
+assert BUCKET in names, names
+a.head_bucket(Bucket=BUCKET)
+assert code(lambda: a.head_bucket(Bucket="no-such-bucket")) in ("404", "NoSuchBucket")
+
+# Listing: every key of the origin in S3's order, paged, with and without
+# a delimiter; keys with spaces and `+` survive boto3's URL encoding.
+want = []
+for root, dirs, files in os.walk(os.path.join(ORIGIN, BUCKET)):
+    for f in files:
+        want.append(os.path.relpath(os.path.join(root, f), os.path.join(ORIGIN, BUCKET)))
+want.sort(key=lambda k: k.encode())
+got, token = [], None
+pages = 0
+while True:
+    kw = {"Bucket": BUCKET, "MaxKeys": 7}
+    if token:
+        kw["ContinuationToken"] = token
+    r = b.list_objects_v2(**kw)
+    pages += 1
+    got += [o["Key"] for o in r.get("Contents", [])]
+    if not r["IsTruncated"]:
+        break
+    token = r["NextContinuationToken"]
+assert got == want, (got, want)
+assert pages == (len(want) + 6) // 7, pages
+r = b.list_objects_v2(Bucket=BUCKET, Delimiter="/", Prefix="tree/")
+assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["tree/a/", "tree/b/"], r
+assert [o["Key"] for o in r["Contents"]] == ["tree/a b+c.txt", "tree/a-1", "tree/z"], r
+v1, marker = [], ""
+while True:
+    r = c.list_objects(Bucket=BUCKET, Prefix="tree/", MaxKeys=2, Marker=marker)
+    v1 += [o["Key"] for o in r.get("Contents", [])]
+    if not r["IsTruncated"]:
+        break
+    marker = r.get("NextMarker") or v1[-1]
+assert v1 == [k for k in want if k.startswith("tree/")], v1
+
+# Reads, whole and in ranges, from every node.
+big = origin("big.bin")
+for s in (a, b, c):
+    assert s.get_object(Bucket=BUCKET, Key="big.bin")["Body"].read() == big
+    for rng, lo, hi in (("bytes=0-0", 0, 1), ("bytes=100000-299999", 100000, 300000),
+                        ("bytes=-1000", len(big) - 1000, len(big)), ("bytes=3000000-", 3000000, len(big))):
+        r = s.get_object(Bucket=BUCKET, Key="big.bin", Range=rng)
+        assert r["Body"].read() == big[lo:hi], rng
+        assert r["ContentRange"] == f"bytes {lo}-{hi - 1}/{len(big)}", r["ContentRange"]
+assert code(lambda: a.get_object(Bucket=BUCKET, Key="big.bin", Range=f"bytes={len(big)}-")) == "InvalidRange"
+assert code(lambda: a.get_object(Bucket=BUCKET, Key="missing")) == "NoSuchKey"
+assert code(lambda: a.get_object(Bucket="no-such-bucket", Key="x")) == "NoSuchBucket"
+
+# Preconditions.
+etag = a.head_object(Bucket=BUCKET, Key="big.bin")["ETag"]
+assert code(lambda: a.get_object(Bucket=BUCKET, Key="big.bin", IfNoneMatch=etag)) == "304"
+assert code(lambda: a.get_object(Bucket=BUCKET, Key="big.bin", IfMatch='"other"')) == "PreconditionFailed"
+assert a.get_object(Bucket=BUCKET, Key="big.bin", IfMatch=etag)["ContentLength"] == len(big)
+
+# A put on one node is read on the others, and is the origin's file.
+body = os.urandom(300_000)
+r = a.put_object(Bucket=BUCKET, Key="new/put.bin", Body=body)
+assert r["ETag"] == '"%s"' % hashlib.md5(body).hexdigest(), r["ETag"]
+assert origin("new/put.bin") == body
+for s in (a, b, c):
+    assert s.get_object(Bucket=BUCKET, Key="new/put.bin")["Body"].read() == body
+body2 = os.urandom(200_000)
+b.put_object(Bucket=BUCKET, Key="new/put.bin", Body=body2)
+for s in (a, b, c):
+    assert s.get_object(Bucket=BUCKET, Key="new/put.bin")["Body"].read() == body2
+assert code(lambda: a.put_object(Bucket=BUCKET, Key="x.bin", Body=b"abc", ContentMD5="AAAAAAAAAAAAAAAAAAAAAA==")) == "BadDigest"
+assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "x.bin"))
+assert code(lambda: a.put_object(Bucket="no-such-bucket", Key="x", Body=b"x")) == "NoSuchBucket"
+
+# Multipart (boto3's transfer manager: 5 MiB parts, several at once).
+large = os.urandom(17 * 1024 * 1024 + 123)
+with open("large.bin", "wb") as f:
+    f.write(large)
+cfg = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20, max_concurrency=4)
+b.upload_file("large.bin", BUCKET, "mp/large.bin", Config=cfg)
+assert origin("mp/large.bin") == large
+assert c.get_object(Bucket=BUCKET, Key="mp/large.bin")["Body"].read() == large
+up = a.create_multipart_upload(Bucket=BUCKET, Key="mp/aborted.bin")["UploadId"]
+a.upload_part(Bucket=BUCKET, Key="mp/aborted.bin", UploadId=up, PartNumber=1, Body=b"x" * 100)
+parts = a.list_parts(Bucket=BUCKET, Key="mp/aborted.bin", UploadId=up)["Parts"]
+assert [(p["PartNumber"], p["Size"]) for p in parts] == [(1, 100)], parts
+a.abort_multipart_upload(Bucket=BUCKET, Key="mp/aborted.bin", UploadId=up)
+assert code(lambda: a.list_parts(Bucket=BUCKET, Key="mp/aborted.bin", UploadId=up)) == "NoSuchUpload"
+assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "mp/aborted.bin"))
+up = a.create_multipart_upload(Bucket=BUCKET, Key="mp/small.bin")["UploadId"]
+e1 = a.upload_part(Bucket=BUCKET, Key="mp/small.bin", UploadId=up, PartNumber=1, Body=b"x" * 100)["ETag"]
+e2 = a.upload_part(Bucket=BUCKET, Key="mp/small.bin", UploadId=up, PartNumber=2, Body=b"y" * 100)["ETag"]
+done = {"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]}
+assert code(lambda: a.complete_multipart_upload(Bucket=BUCKET, Key="mp/small.bin", UploadId=up, MultipartUpload=done)) == "EntityTooSmall"
+
+# Copy, then delete: gone on every node and in the origin, and the
+# directories the put made go with it.
+c.copy_object(Bucket=BUCKET, Key="new/copy.bin", CopySource={"Bucket": BUCKET, "Key": "mp/large.bin"})
+assert origin("new/copy.bin") == large
+assert a.get_object(Bucket=BUCKET, Key="new/copy.bin")["Body"].read() == large
+for k in ("new/copy.bin", "new/put.bin", "mp/large.bin"):
+    a.delete_object(Bucket=BUCKET, Key=k)
+    for s in (a, b, c):
+        assert code(lambda: s.get_object(Bucket=BUCKET, Key=k)) == "NoSuchKey", k
+assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "new"))
+a.delete_object(Bucket=BUCKET, Key="never-was")  # S3: no error
+r = a.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": "tree/z"}, {"Key": "none"}]})
+assert sorted(d["Key"] for d in r["Deleted"]) == ["none", "tree/z"], r
+assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "tree/z"))
+
+# Presigned URLs, GET and PUT, by a client that knows nothing of S3.
+url = a.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "big.bin"}, ExpiresIn=60)
+assert urllib.request.urlopen(url).read() == big
+# boto3 presigns with Signature V2 by default, which signs Content-Type:
+# the PUT sends the one it was signed with (none).
+url = a.generate_presigned_url("put_object", Params={"Bucket": BUCKET, "Key": "presigned.txt"}, ExpiresIn=60)
+put = urllib.request.Request(url, data=b"signed elsewhere", method="PUT", headers={"Content-Type": ""})
+urllib.request.urlopen(put).read()
+assert origin("presigned.txt") == b"signed elsewhere"
+v4 = client(ENDPOINTS[1], signature_version="s3v4")
+url = v4.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "presigned.txt"}, ExpiresIn=60)
+assert "X-Amz-Signature=" in url, url
+assert urllib.request.urlopen(url).read() == b"signed elsewhere"
+sig = url.split("X-Amz-Signature=")[1][:64]
+bad = url.replace(sig, sig[:-1] + ("0" if sig[-1] != "0" else "1"))
+try:
+    urllib.request.urlopen(bad)
+    raise AssertionError("a tampered presigned URL was accepted")
+except urllib.error.HTTPError as e:
+    assert e.code == 403, e.code
+
+# Buckets made and removed; a bucket with keys is not removed.
+a.create_bucket(Bucket="fresh")
+assert code(lambda: a.create_bucket(Bucket="fresh")) in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists")
+a.put_object(Bucket="fresh", Key="k", Body=b"v")
+assert code(lambda: a.delete_bucket(Bucket="fresh")) == "BucketNotEmpty"
+a.delete_object(Bucket="fresh", Key="k")
+a.delete_bucket(Bucket="fresh")
+assert not os.path.exists(os.path.join(ORIGIN, "fresh"))
+
+# Who may do what: wrong secrets, unknown keys and unsigned requests are
+# refused, and write nothing.
+assert code(lambda: client(ENDPOINTS[0], secret="wrong-secret").list_buckets()) == "SignatureDoesNotMatch"
+assert code(lambda: client(ENDPOINTS[0], key="nobody", secret="whatever1").list_buckets()) == "InvalidAccessKeyId"
+anon = boto3.client("s3", endpoint_url=ENDPOINTS[1], region_name="us-east-1",
+                    config=Config(signature_version=botocore.UNSIGNED, s3={"addressing_style": "path"}))
+assert code(lambda: anon.get_object(Bucket=BUCKET, Key="big.bin")) == "AccessDenied"
+assert code(lambda: anon.put_object(Bucket=BUCKET, Key="anon.txt", Body=b"x")) == "AccessDenied"
+assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "anon.txt"))
+try:
+    urllib.request.urlopen(urllib.request.Request(ENDPOINTS[2] + "/data/anon.txt", data=b"x", method="PUT"))
+    raise AssertionError("an unsigned PUT was accepted")
+except urllib.error.HTTPError as e:
+    assert e.code == 403, e.code
+    assert e.headers["x-amz-request-id"], dict(e.headers)
+
+print("boto3: ok")

@@ -1,0 +1,357 @@
+//! The S3 endpoint as its users reach it: boto3, the AWS CLI and rclone
+//! (real clients, not our encoder) against a cluster of three nodes over a
+//! directory origin, each node with `--s3`. Every byte a client reads is
+//! compared with the origin's, every byte it writes is looked for in the
+//! origin, and a write on one node is read on the others.
+//!
+//! boto3 and the AWS CLI come from the venv `scripts/test-deps.sh` makes in
+//! `target/s3-clients`; rclone from Debian. Without them the tests fail
+//! (CI has them), or skip under `COOPCACHE_ALLOW_SKIP=1`.
+
+use crate::cluster::members;
+use crate::cluster::{Node, NodeSpec, cluster_init, free_addr, wait_until};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const KEY: &str = "coopcache-test";
+const SECRET: &str = "s3cr3t-for-tests-only";
+
+/// Three nodes with an S3 endpoint each, over a directory origin holding
+/// bucket `data`.
+struct S3Cluster {
+    dir: tempfile::TempDir,
+    nodes: Vec<Node>,
+    endpoints: Vec<SocketAddr>,
+}
+
+impl S3Cluster {
+    fn start() -> S3Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let (keys, origin) = (dir.path().join("keys"), dir.path().join("origin"));
+        std::fs::create_dir_all(origin.join("data")).unwrap();
+        cluster_init(&keys, &["a", "b", "c"]);
+        let key_file = dir.path().join("s3-keys");
+        std::fs::write(&key_file, format!("# the tests' key\n{KEY} {SECRET}\n")).unwrap();
+        let (mut nodes, mut endpoints) = (Vec::new(), Vec::new());
+        for name in ["a", "b", "c"] {
+            let s3 = free_addr();
+            let s3_arg = s3.to_string();
+            let extra = [
+                "--memory",
+                "128MiB",
+                "--s3",
+                &s3_arg,
+                "--s3-keys",
+                key_file.to_str().unwrap(),
+            ];
+            nodes.push(Node::start(&NodeSpec {
+                name,
+                keys: &keys,
+                origin: &origin,
+                join: nodes.first().map(|n: &Node| n.listen),
+                extra: &extra,
+            }));
+            endpoints.push(s3);
+        }
+        for n in &nodes {
+            wait_until(&format!("{} sees 3 members", n.name), || {
+                members(&n.status()) == 3
+            });
+        }
+        S3Cluster {
+            dir,
+            nodes,
+            endpoints,
+        }
+    }
+
+    fn origin(&self) -> PathBuf {
+        self.dir.path().join("origin")
+    }
+
+    fn url(&self, i: usize) -> String {
+        format!("http://{}", self.endpoints[i])
+    }
+
+    fn logs(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("--- {}:\n{}", n.name, n.log_text()))
+            .collect()
+    }
+}
+
+/// The venv of S3 clients `scripts/test-deps.sh` makes; `None` (a skip)
+/// only under `COOPCACHE_ALLOW_SKIP`.
+fn s3_clients() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/s3-clients");
+    if venv.join("bin/aws").exists() && venv.join("bin/python").exists() {
+        return Some(venv);
+    }
+    assert!(
+        std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
+        "no boto3 and AWS CLI in {}: scripts/test-deps.sh installs them, or set COOPCACHE_ALLOW_SKIP=1 to skip",
+        venv.display()
+    );
+    eprintln!("SKIPPED: no S3 clients venv");
+    None
+}
+
+fn check(what: &str, out: Output, cluster: &S3Cluster) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed\nstdout: {stdout}\nstderr: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        cluster.logs()
+    );
+    stdout
+}
+
+fn random(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// The origin's bucket for the boto3 script: a large file, names whose
+/// order differs from a directory walk's (`a-1` before `a/`), a name with
+/// a space and a `+`, and enough keys for several pages.
+fn fill_for_boto3(data: &Path) {
+    std::fs::write(data.join("big.bin"), random(3_500_000, 1)).unwrap();
+    for d in ["tree/a", "tree/b", "many"] {
+        std::fs::create_dir_all(data.join(d)).unwrap();
+    }
+    for f in [
+        "tree/a b+c.txt",
+        "tree/a-1",
+        "tree/z",
+        "tree/a/x",
+        "tree/a/y",
+        "tree/b/q",
+    ] {
+        std::fs::write(data.join(f), f.as_bytes()).unwrap();
+    }
+    for i in 0..20 {
+        std::fs::write(
+            data.join(format!("many/{i:02}")),
+            random(1000 + i, i as u64),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn boto3_lists_reads_writes_and_is_refused_as_s3_refuses() {
+    let Some(venv) = s3_clients() else { return };
+    let cluster = S3Cluster::start();
+    fill_for_boto3(&cluster.origin().join("data"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/s3/boto3_clients.py");
+    let endpoints: Vec<String> = (0..3).map(|i| cluster.url(i)).collect();
+    let out = Command::new(venv.join("bin/python"))
+        .arg(&script)
+        .current_dir(cluster.dir.path())
+        .env("ENDPOINTS", endpoints.join(","))
+        .env("KEY", KEY)
+        .env("SECRET", SECRET)
+        .env("ORIGIN", cluster.origin())
+        .env("HOME", cluster.dir.path())
+        .output()
+        .unwrap();
+    let stdout = check("boto3_clients.py", out, &cluster);
+    assert!(stdout.contains("boto3: ok"), "{stdout}");
+}
+
+/// Runs the AWS CLI against node `i`'s endpoint.
+fn aws(venv: &Path, cluster: &S3Cluster, i: usize, args: &[&str]) -> String {
+    let out = Command::new(venv.join("bin/aws"))
+        .args(["--endpoint-url", &cluster.url(i)])
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .env_remove("AWS_CA_BUNDLE")
+        .env("HOME", cluster.dir.path())
+        .output()
+        .unwrap();
+    check(&format!("aws {}", args.join(" ")), out, cluster)
+}
+
+#[test]
+fn the_aws_cli_copies_syncs_lists_and_removes() {
+    let Some(venv) = s3_clients() else { return };
+    let cluster = S3Cluster::start();
+    let (work, data) = (
+        cluster.dir.path().join("work"),
+        cluster.origin().join("data"),
+    );
+    std::fs::create_dir_all(work.join("tree/sub")).unwrap();
+    // Above the CLI's 8 MiB multipart threshold: uploaded in parts.
+    let big = random(12 << 20, 7);
+    std::fs::write(work.join("big.bin"), &big).unwrap();
+    for (i, f) in ["tree/one", "tree/two", "tree/sub/three"]
+        .iter()
+        .enumerate()
+    {
+        std::fs::write(work.join(f), random(10_000 * (i + 1), i as u64)).unwrap();
+    }
+    let big_path = work.join("big.bin");
+    aws(
+        &venv,
+        &cluster,
+        0,
+        &[
+            "s3",
+            "cp",
+            big_path.to_str().unwrap(),
+            "s3://data/cli/big.bin",
+        ],
+    );
+    assert!(std::fs::read(data.join("cli/big.bin")).unwrap() == big);
+    let back = work.join("back.bin");
+    aws(
+        &venv,
+        &cluster,
+        1,
+        &["s3", "cp", "s3://data/cli/big.bin", back.to_str().unwrap()],
+    );
+    assert!(
+        std::fs::read(&back).unwrap() == big,
+        "read back through another node"
+    );
+    let listed = aws(&venv, &cluster, 2, &["s3", "ls", "s3://data/cli/"]);
+    assert!(
+        listed.contains(&format!("{} big.bin", big.len())),
+        "{listed}"
+    );
+    aws(
+        &venv,
+        &cluster,
+        2,
+        &[
+            "s3",
+            "sync",
+            work.join("tree").to_str().unwrap(),
+            "s3://data/synced/",
+        ],
+    );
+    for f in ["one", "two", "sub/three"] {
+        assert_eq!(
+            std::fs::read(data.join("synced").join(f)).unwrap(),
+            std::fs::read(work.join("tree").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // A second sync finds nothing to copy: sizes and times agree.
+    let again = aws(
+        &venv,
+        &cluster,
+        0,
+        &[
+            "s3",
+            "sync",
+            work.join("tree").to_str().unwrap(),
+            "s3://data/synced/",
+        ],
+    );
+    assert!(!again.contains("upload:"), "{again}");
+    let head = aws(
+        &venv,
+        &cluster,
+        1,
+        &[
+            "s3api",
+            "head-object",
+            "--bucket",
+            "data",
+            "--key",
+            "synced/sub/three",
+        ],
+    );
+    assert!(head.contains("\"ContentLength\": 30000"), "{head}");
+    aws(
+        &venv,
+        &cluster,
+        1,
+        &["s3", "rm", "--recursive", "s3://data/synced/"],
+    );
+    assert!(
+        !data.join("synced").exists(),
+        "the removed keys' directories stay"
+    );
+    let listed = aws(
+        &venv,
+        &cluster,
+        0,
+        &["s3", "ls", "--recursive", "s3://data/"],
+    );
+    assert!(!listed.contains("synced/"), "{listed}");
+}
+
+#[test]
+fn rclone_copies_checks_by_downloading_and_deletes() {
+    let Some(_) = s3_clients() else { return };
+    if !crate::common::have("rclone") {
+        return;
+    }
+    let cluster = S3Cluster::start();
+    let (work, data) = (
+        cluster.dir.path().join("work"),
+        cluster.origin().join("data"),
+    );
+    std::fs::create_dir_all(work.join("src/deep/er")).unwrap();
+    // Above the 5 MiB cutoff set below: rclone uploads it in parts.
+    std::fs::write(work.join("src/large.bin"), random(11 << 20, 3)).unwrap();
+    for (i, f) in ["src/a.txt", "src/deep/b.bin", "src/deep/er/c"]
+        .iter()
+        .enumerate()
+    {
+        std::fs::write(work.join(f), random(5_000 + i, 10 + i as u64)).unwrap();
+    }
+    let rclone = |i: usize, args: &[&str]| {
+        let out = Command::new("rclone")
+            .args(args)
+            .args(["--s3-upload-cutoff", "5M", "--s3-chunk-size", "5M"])
+            .env("RCLONE_CONFIG_CC_TYPE", "s3")
+            .env("RCLONE_CONFIG_CC_PROVIDER", "Other")
+            .env("RCLONE_CONFIG_CC_ENDPOINT", cluster.url(i))
+            .env("RCLONE_CONFIG_CC_ACCESS_KEY_ID", KEY)
+            .env("RCLONE_CONFIG_CC_SECRET_ACCESS_KEY", SECRET)
+            .env("RCLONE_CONFIG_CC_FORCE_PATH_STYLE", "true")
+            .env("RCLONE_CONFIG", "/dev/null")
+            .env_remove("AWS_CA_BUNDLE")
+            .env("HOME", cluster.dir.path())
+            .output()
+            .unwrap();
+        check(&format!("rclone {}", args.join(" ")), out, &cluster)
+    };
+    let src = work.join("src");
+    let src = src.to_str().unwrap();
+    rclone(0, &["copy", src, "cc:data/rc"]);
+    for f in ["large.bin", "a.txt", "deep/b.bin", "deep/er/c"] {
+        assert_eq!(
+            std::fs::read(data.join("rc").join(f)).unwrap(),
+            std::fs::read(work.join("src").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // Every byte read back through another node, compared by rclone.
+    rclone(1, &["check", "--download", src, "cc:data/rc"]);
+    let listed = rclone(2, &["lsf", "-R", "--files-only", "cc:data/rc"]);
+    let mut names: Vec<&str> = listed.lines().collect();
+    names.sort();
+    assert_eq!(names, ["a.txt", "deep/b.bin", "deep/er/c", "large.bin"]);
+    rclone(2, &["delete", "cc:data/rc/deep"]);
+    assert!(
+        !data.join("rc/deep").exists(),
+        "deleted keys' directories stay"
+    );
+    assert!(data.join("rc/a.txt").exists());
+}
