@@ -24,4 +24,5 @@ mod mount_locks;
 mod mount_owners;
 mod mount_posix;
 mod mount_s3;
+mod mount_s3fs;
 mod readme_tour;
