@@ -26,3 +26,4 @@ mod mount_posix;
 mod mount_s3;
 mod mount_s3fs;
 mod readme_tour;
+mod s3_minio;

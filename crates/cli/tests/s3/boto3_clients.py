@@ -1,14 +1,18 @@
 """boto3 against coopcache's S3 endpoint, as an S3 user would use it.
 
-Run by crates/cli/tests/s3_clients.rs with the endpoints of a cluster's
-nodes (ENDPOINTS, comma-separated), the access key (KEY, SECRET) and the
-origin directory (ORIGIN: the bytes are compared with it, where the
-endpoint wrote them). Every check asserts; the last line printed is
+Run by crates/cli/tests/s3_clients.rs (a directory origin) and
+mount_s3fs.rs (MinIO) with the endpoints of a cluster's nodes (ENDPOINTS,
+comma-separated), the access key (KEY, SECRET) and the origin: ORIGIN, a
+directory, or an `s3://bucket/prefix` with ORIGIN_ENDPOINT, ORIGIN_KEY and
+ORIGIN_SECRET. The script fills bucket `data` in the origin itself, then
+compares every byte read with the origin's and looks for every byte
+written in the origin. Every check asserts; the last line printed is
 `boto3: ok`.
 """
 
 import hashlib
 import os
+import random
 import urllib.error
 import urllib.request
 
@@ -42,10 +46,74 @@ def code(fn):
     raise AssertionError("no error")
 
 
-def origin(key):
-    with open(os.path.join(ORIGIN, BUCKET, key), "rb") as f:
-        return f.read()
+class DirOrigin:
+    """A directory origin: bucket `b` is ORIGIN/b."""
 
+    def path(self, key, bucket=BUCKET):
+        return os.path.join(ORIGIN, bucket, key)
+
+    def write(self, key, data):
+        os.makedirs(os.path.dirname(self.path(key)), exist_ok=True)
+        with open(self.path(key), "wb") as f:
+            f.write(data)
+
+    def read(self, key):
+        with open(self.path(key), "rb") as f:
+            return f.read()
+
+    def exists(self, key, bucket=BUCKET):
+        """A file, or a directory (a key prefix ending in `/`)."""
+        return os.path.exists(self.path(key.rstrip("/"), bucket))
+
+    def keys(self):
+        root = os.path.join(ORIGIN, BUCKET)
+        out = []
+        for d, _, files in os.walk(root):
+            out += [os.path.relpath(os.path.join(d, f), root) for f in files]
+        return out
+
+
+class S3Origin:
+    """An S3 origin `s3://bucket/prefix`: bucket `b` is the keys under
+    `prefix/b/`."""
+
+    def __init__(self):
+        self.bucket, _, self.prefix = ORIGIN[len("s3://"):].partition("/")
+        self.s3 = client(os.environ["ORIGIN_ENDPOINT"], os.environ["ORIGIN_KEY"], os.environ["ORIGIN_SECRET"])
+
+    def key(self, key, bucket=BUCKET):
+        return "/".join(p for p in (self.prefix, bucket, key) if p)
+
+    def write(self, key, data):
+        self.s3.put_object(Bucket=self.bucket, Key=self.key(key), Body=data)
+
+    def read(self, key):
+        return self.s3.get_object(Bucket=self.bucket, Key=self.key(key))["Body"].read()
+
+    def exists(self, key, bucket=BUCKET):
+        r = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=self.key(key, bucket), MaxKeys=1)
+        return r["KeyCount"] > 0
+
+    def keys(self):
+        base = self.key("") + "/"
+        out = []
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=base):
+            out += [o["Key"][len(base):] for o in page.get("Contents", [])]
+        return [k for k in out if not k.endswith(".coopcache-dir")]
+
+
+store = S3Origin() if ORIGIN.startswith("s3://") else DirOrigin()
+origin = store.read
+
+# The bucket: a large file, names whose order differs from a directory
+# walk's (`a-1` before `a/`), a name with a space and a `+`, and enough
+# keys for several pages.
+rnd = random.Random(1)
+store.write("big.bin", rnd.randbytes(3_500_000))
+for k in ("tree/a b+c.txt", "tree/a-1", "tree/z", "tree/a/x", "tree/a/y", "tree/b/q"):
+    store.write(k, k.encode())
+for i in range(20):
+    store.write(f"many/{i:02}", rnd.randbytes(1000 + i))
 
 a, b, c = (client(e) for e in ENDPOINTS)
 
@@ -57,11 +125,7 @@ assert code(lambda: a.head_bucket(Bucket="no-such-bucket")) in ("404", "NoSuchBu
 
 # Listing: every key of the origin in S3's order, paged, with and without
 # a delimiter; keys with spaces and `+` survive boto3's URL encoding.
-want = []
-for root, dirs, files in os.walk(os.path.join(ORIGIN, BUCKET)):
-    for f in files:
-        want.append(os.path.relpath(os.path.join(root, f), os.path.join(ORIGIN, BUCKET)))
-want.sort(key=lambda k: k.encode())
+want = sorted(store.keys(), key=lambda k: k.encode())
 got, token = [], None
 pages = 0
 while True:
@@ -119,7 +183,7 @@ b.put_object(Bucket=BUCKET, Key="new/put.bin", Body=body2)
 for s in (a, b, c):
     assert s.get_object(Bucket=BUCKET, Key="new/put.bin")["Body"].read() == body2
 assert code(lambda: a.put_object(Bucket=BUCKET, Key="x.bin", Body=b"abc", ContentMD5="AAAAAAAAAAAAAAAAAAAAAA==")) == "BadDigest"
-assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "x.bin"))
+assert not store.exists("x.bin")
 assert code(lambda: a.put_object(Bucket="no-such-bucket", Key="x", Body=b"x")) == "NoSuchBucket"
 
 # Multipart (boto3's transfer manager: 5 MiB parts, several at once).
@@ -136,7 +200,7 @@ parts = a.list_parts(Bucket=BUCKET, Key="mp/aborted.bin", UploadId=up)["Parts"]
 assert [(p["PartNumber"], p["Size"]) for p in parts] == [(1, 100)], parts
 a.abort_multipart_upload(Bucket=BUCKET, Key="mp/aborted.bin", UploadId=up)
 assert code(lambda: a.list_parts(Bucket=BUCKET, Key="mp/aborted.bin", UploadId=up)) == "NoSuchUpload"
-assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "mp/aborted.bin"))
+assert not store.exists("mp/aborted.bin")
 up = a.create_multipart_upload(Bucket=BUCKET, Key="mp/small.bin")["UploadId"]
 e1 = a.upload_part(Bucket=BUCKET, Key="mp/small.bin", UploadId=up, PartNumber=1, Body=b"x" * 100)["ETag"]
 e2 = a.upload_part(Bucket=BUCKET, Key="mp/small.bin", UploadId=up, PartNumber=2, Body=b"y" * 100)["ETag"]
@@ -152,11 +216,11 @@ for k in ("new/copy.bin", "new/put.bin", "mp/large.bin"):
     a.delete_object(Bucket=BUCKET, Key=k)
     for s in (a, b, c):
         assert code(lambda: s.get_object(Bucket=BUCKET, Key=k)) == "NoSuchKey", k
-assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "new"))
+assert not store.exists("new/")
 a.delete_object(Bucket=BUCKET, Key="never-was")  # S3: no error
 r = a.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": "tree/z"}, {"Key": "none"}]})
 assert sorted(d["Key"] for d in r["Deleted"]) == ["none", "tree/z"], r
-assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "tree/z"))
+assert not store.exists("tree/z")
 
 # Presigned URLs, GET and PUT, by a client that knows nothing of S3.
 url = a.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "big.bin"}, ExpiresIn=60)
@@ -186,7 +250,7 @@ a.put_object(Bucket="fresh", Key="k", Body=b"v")
 assert code(lambda: a.delete_bucket(Bucket="fresh")) == "BucketNotEmpty"
 a.delete_object(Bucket="fresh", Key="k")
 a.delete_bucket(Bucket="fresh")
-assert not os.path.exists(os.path.join(ORIGIN, "fresh"))
+assert not store.exists("", bucket="fresh")
 
 # Who may do what: wrong secrets, unknown keys and unsigned requests are
 # refused, and write nothing.
@@ -196,7 +260,7 @@ anon = boto3.client("s3", endpoint_url=ENDPOINTS[1], region_name="us-east-1",
                     config=Config(signature_version=botocore.UNSIGNED, s3={"addressing_style": "path"}))
 assert code(lambda: anon.get_object(Bucket=BUCKET, Key="big.bin")) == "AccessDenied"
 assert code(lambda: anon.put_object(Bucket=BUCKET, Key="anon.txt", Body=b"x")) == "AccessDenied"
-assert not os.path.exists(os.path.join(ORIGIN, BUCKET, "anon.txt"))
+assert not store.exists("anon.txt")
 try:
     urllib.request.urlopen(urllib.request.Request(ENDPOINTS[2] + "/data/anon.txt", data=b"x", method="PUT"))
     raise AssertionError("an unsigned PUT was accepted")

@@ -48,6 +48,14 @@ impl Origin {
         }
     }
 
+    /// Whether the origin's directories exist apart from the files in
+    /// them (a local directory's), rather than as key prefixes that exist
+    /// while a key is under them (S3's): a write under a missing
+    /// directory fails in the first, and succeeds in the second.
+    pub fn has_directories(&self) -> bool {
+        matches!(self.store, Store::Local(_))
+    }
+
     /// Whether the origin keeps files' owners (a directory does; S3 and
     /// HTTP keep none).
     pub fn keeps_owners(&self) -> bool {

@@ -45,6 +45,13 @@ impl Filling {
     /// Starts a draft of `path`, making the directories its path needs.
     pub(super) async fn start(node: &NodeHandle, path: &str) -> S3Result<Filling> {
         let origin = node.origin();
+        // S3 makes no bucket on a put. A directory origin's draft fails
+        // without one (and `make_parents` then says so); an object store's
+        // would not, so its bucket is looked for first.
+        let bucket = path.split('/').next().unwrap_or_default();
+        if !origin.has_directories() && !bucket_exists(node, bucket).await {
+            return Err(no_bucket(bucket));
+        }
         let draft = match origin.draft(path, false, FILE_MODE).await {
             Ok(d) => d,
             Err(e) if e.is_not_found() => {
