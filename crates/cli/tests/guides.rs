@@ -236,6 +236,7 @@ fn guide_every_file_has_its_test() {
         "mount.md",
         "operations.md",
         "python.md",
+        "s3.md",
         "simulator.md",
         "traces.md",
     ];
@@ -344,6 +345,25 @@ fn guide_mount_runs_as_written() {
 
     // The consistency schemes on a trace (its output checked).
     g.run(3);
+}
+
+#[test]
+fn guide_s3_runs_as_written() {
+    let _serial = serial();
+    let Some(venv) = crate::common::s3_clients() else {
+        return;
+    };
+    let Some(mut g) = Guide::open("s3.md", 1) else {
+        return;
+    };
+    let cwd = g.clone();
+    // The guide's `keys`, made as guide/cluster.md makes them; its `aws`,
+    // the venv's.
+    g.sh.run("coopcache cluster init --dir keys --nodes a", &cwd);
+    g.sh.prepend_path(&venv.join("bin"));
+    std::fs::create_dir(g.tmp("srv")).unwrap();
+    g.run(0);
+    g.sh.stop();
 }
 
 #[test]

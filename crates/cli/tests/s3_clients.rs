@@ -82,22 +82,6 @@ impl S3Cluster {
     }
 }
 
-/// The venv of S3 clients `scripts/test-deps.sh` makes; `None` (a skip)
-/// only under `COOPCACHE_ALLOW_SKIP`.
-pub fn s3_clients() -> Option<PathBuf> {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/s3-clients");
-    if venv.join("bin/aws").exists() && venv.join("bin/python").exists() {
-        return Some(venv);
-    }
-    assert!(
-        std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
-        "no boto3 and AWS CLI in {}: scripts/test-deps.sh installs them, or set COOPCACHE_ALLOW_SKIP=1 to skip",
-        venv.display()
-    );
-    eprintln!("SKIPPED: no S3 clients venv");
-    None
-}
-
 fn check(what: &str, out: Output, cluster: &S3Cluster) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
@@ -123,7 +107,9 @@ fn random(len: usize, seed: u64) -> Vec<u8> {
 
 #[test]
 fn boto3_lists_reads_writes_and_is_refused_as_s3_refuses() {
-    let Some(venv) = s3_clients() else { return };
+    let Some(venv) = crate::common::s3_clients() else {
+        return;
+    };
     let cluster = S3Cluster::start();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/s3/boto3_clients.py");
     let endpoints: Vec<String> = (0..3).map(|i| cluster.url(i)).collect();
@@ -159,7 +145,9 @@ fn aws(venv: &Path, cluster: &S3Cluster, i: usize, args: &[&str]) -> String {
 
 #[test]
 fn the_aws_cli_copies_syncs_lists_and_removes() {
-    let Some(venv) = s3_clients() else { return };
+    let Some(venv) = crate::common::s3_clients() else {
+        return;
+    };
     let cluster = S3Cluster::start();
     let (work, data) = (
         cluster.dir.path().join("work"),
@@ -270,7 +258,9 @@ fn the_aws_cli_copies_syncs_lists_and_removes() {
 
 #[test]
 fn rclone_copies_checks_by_downloading_and_deletes() {
-    let Some(_) = s3_clients() else { return };
+    let Some(_) = crate::common::s3_clients() else {
+        return;
+    };
     if !crate::common::have("rclone") {
         return;
     }

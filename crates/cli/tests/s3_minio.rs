@@ -16,15 +16,9 @@ fn boto3_through_the_endpoint_over_minio() {
     let Some(work) = Work::new(&["a", "b", "c"]) else {
         return;
     };
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/s3-clients");
-    if !venv.join("bin/python").exists() {
-        assert!(
-            std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
-            "no boto3 in {}: scripts/test-deps.sh installs it, or set COOPCACHE_ALLOW_SKIP=1 to skip",
-            venv.display()
-        );
+    let Some(venv) = crate::common::s3_clients() else {
         return;
-    }
+    };
     let Some(minio) = start_minio() else { return };
     let keys = work.join("s3-keys");
     std::fs::write(&keys, format!("{KEY} {SECRET}\n")).unwrap();

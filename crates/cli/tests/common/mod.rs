@@ -149,3 +149,20 @@ pub fn have(program: &str) -> bool {
     }
     found
 }
+
+/// The venv of S3 clients (boto3, the AWS CLI) `scripts/test-deps.sh`
+/// makes in `target/s3-clients`; `None` (a skip) only under
+/// `COOPCACHE_ALLOW_SKIP`.
+pub fn s3_clients() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/s3-clients");
+    if venv.join("bin/aws").exists() && venv.join("bin/python").exists() {
+        return Some(venv);
+    }
+    assert!(
+        std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
+        "no boto3 and AWS CLI in {}: scripts/test-deps.sh installs them, or set COOPCACHE_ALLOW_SKIP=1 to skip",
+        venv.display()
+    );
+    eprintln!("SKIPPED: no S3 clients venv");
+    None
+}

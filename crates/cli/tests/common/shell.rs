@@ -130,6 +130,11 @@ impl Shell {
         }
     }
 
+    /// Programs in `dir` are found first (a venv's).
+    pub fn prepend_path(&mut self, dir: &Path) {
+        self.path = format!("{}:{}", dir.display(), self.path);
+    }
+
     pub fn command(&self, line: &str, cwd: &Path) -> Command {
         let mut c = Command::new("bash");
         c.args(["-euo", "pipefail", "-c", line])
