@@ -29,6 +29,7 @@ mod netcache;
 mod replay;
 mod replay_speed;
 mod rss;
+mod s3;
 mod s3_servers;
 mod staggered;
 mod stream;
@@ -44,6 +45,11 @@ pub enum BenchCmd {
     /// file larger than its memory, with 0 to 6 idle peers, against the
     /// same node without cooperation.
     Netcache(netcache::NetcacheArgs),
+    /// The S3 endpoint for a training cluster: boto3 readers read a
+    /// dataset in MinIO for several epochs through coopcache's S3
+    /// endpoints and directly, side by side; then GETs/s of small cached
+    /// objects at many clients.
+    S3(Box<s3::S3BenchArgs>),
     /// Netcache's busy/idle switch: an idle host full of a busy node's
     /// parked blocks starts its own workload and gets its memory back;
     /// its foreign and own bytes over time, plotted.
@@ -84,6 +90,7 @@ pub enum BenchCmd {
 pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     match cmd {
         BenchCmd::Netcache(args) => netcache::run(args),
+        BenchCmd::S3(args) => s3::run(*args),
         BenchCmd::Switch(args) => switch::run(args),
         BenchCmd::Staggered(args) => staggered::run(args),
         BenchCmd::ZipfWeb(args) => zipf_web::run(args),

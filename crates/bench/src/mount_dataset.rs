@@ -97,7 +97,7 @@ impl System {
 }
 
 /// Where the dataset's objects go in the bucket.
-const PREFIX: &str = "coopcache-bench-dataset";
+pub(crate) const PREFIX: &str = "coopcache-bench-dataset";
 
 /// What the phase needs, found before anything starts.
 pub(crate) struct Plan {
@@ -222,12 +222,12 @@ struct OriginServer {
 }
 
 /// The name of file `i` under the prefix.
-fn file_name(i: usize) -> String {
+pub(crate) fn file_name(i: usize) -> String {
     format!("f{i:04}.bin")
 }
 
 /// Uploads `files` files of `size` seeded random bytes; returns them.
-async fn upload(
+pub(crate) async fn upload(
     store: &object_store::aws::AmazonS3,
     files: u32,
     size: u64,
@@ -267,7 +267,7 @@ async fn remove(store: &object_store::aws::AmazonS3, files: usize) {
 /// Fails unless reading `first` (file 0) whole moves MinIO's count of
 /// bytes sent by at least its size: the origin bytes of every row hang
 /// on that count.
-async fn check_metric(
+pub(crate) async fn check_metric(
     endpoint: &S3Endpoint,
     store: &object_store::aws::AmazonS3,
     first: &[u8],

@@ -263,3 +263,71 @@ fn zipf_web_later_nodes_read_less_from_the_origin() {
         }
     }
 }
+
+/// `coopcache bench s3` with a tiny dataset: boto3 readers through the
+/// S3 endpoints read every byte right, fetch less from MinIO than direct
+/// readers, and the GETs phase runs for both systems. Needs MinIO
+/// (scripts/test-servers.sh) and the S3 clients' venv.
+#[test]
+fn s3_readers_through_the_endpoint_fetch_less_from_minio_than_direct() {
+    let Some(venv) = common::s3_clients() else {
+        return;
+    };
+    let python = venv.join("bin/python");
+    let out = coopcache_args(&[
+        "bench",
+        "s3",
+        "--dataset-size",
+        "8MiB",
+        "--files",
+        "8",
+        "--epochs",
+        "2",
+        "--readers",
+        "2",
+        "--small-objects",
+        "20",
+        "--clients",
+        "4",
+        "--gets-for",
+        "1s",
+        "--python",
+        python.to_str().unwrap(),
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("minio not found") {
+        assert!(
+            std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
+            "{stderr}"
+        );
+        return;
+    }
+    assert!(out.status.success(), "bench s3 failed: {stderr}");
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let all = |system: &str| {
+        rows.iter()
+            .find(|r| r["system"] == system && r["step"].as_str().unwrap().contains(": all"))
+            .unwrap_or_else(|| panic!("no {system} total in {rows:?}"))
+    };
+    let (coop, direct) = (all("coopcache"), all("minio"));
+    // Two epochs of two readers of 8 MiB each way; every byte checked.
+    assert_eq!(u(coop, "bytes"), 32 << 20);
+    assert_eq!(u(direct, "bytes"), 32 << 20);
+    assert!(rows.iter().all(|r| u(r, "wrong_bytes") == 0), "{rows:?}");
+    // Direct readers fetch all 32 MiB; the cluster reads each object
+    // about once, and at most twice.
+    assert!(u(direct, "origin_bytes") >= 32 << 20, "{direct}");
+    assert!(u(coop, "origin_bytes") <= 16 << 20, "{coop}");
+    for system in ["coopcache", "minio"] {
+        let gets = rows
+            .iter()
+            .find(|r| r["phase"] == "gets" && r["system"] == system)
+            .unwrap_or_else(|| panic!("no {system} GETs row"));
+        assert!(f(gets, "rate") > 0.0, "{gets}");
+    }
+}
