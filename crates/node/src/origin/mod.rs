@@ -24,6 +24,7 @@ mod draft;
 mod error;
 mod inline;
 mod local;
+mod note;
 mod object_change;
 mod object_write;
 mod path;

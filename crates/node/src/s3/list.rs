@@ -11,6 +11,7 @@
 //! make one for `mkdir`).
 
 use super::errors::from_origin;
+use super::meta::ObjectMeta;
 use super::names::bucket_path;
 use crate::handle::NodeHandle;
 use crate::origin::{EntryKind, FileVersion};
@@ -39,8 +40,9 @@ pub(super) struct Query<'a> {
 /// One page of a listing.
 #[derive(Debug, Default)]
 pub(super) struct Page {
-    /// Objects, in key order: key and version.
-    pub objects: Vec<(String, Arc<FileVersion>)>,
+    /// Objects, in key order: key, version, and the S3 attributes kept
+    /// with that version.
+    pub objects: Vec<(String, Arc<FileVersion>, Option<ObjectMeta>)>,
     /// Common prefixes, in order.
     pub prefixes: Vec<String>,
     /// More keys follow.
@@ -201,7 +203,7 @@ async fn describe(
     node: &NodeHandle,
     bucket: &str,
     keys: Vec<String>,
-) -> Vec<(String, Arc<FileVersion>)> {
+) -> Vec<(String, Arc<FileVersion>, Option<ObjectMeta>)> {
     futures::stream::iter(keys)
         .map(|key| async move {
             if key.ends_with('/') {
@@ -212,10 +214,12 @@ async fn describe(
                     perm: 0o755,
                     owner: None,
                 });
-                return Some((key, version));
+                return Some((key, version, None));
             }
             let path = format!("{bucket}/{key}");
-            node.stat(&path).await.ok().map(|v| (key, v))
+            let version = node.stat(&path).await.ok()?;
+            let meta = ObjectMeta::of(node, &path).await;
+            Some((key, version, meta))
         })
         .buffered(STAT_AHEAD)
         .filter_map(|x| async move { x })

@@ -11,6 +11,7 @@
 //! client that retries expects of a failed server.
 
 use super::errors::internal;
+use super::meta::ObjectMeta;
 use super::write::{FLUSH, Filling, Written, hex};
 use crate::handle::NodeHandle;
 use bytes::Bytes;
@@ -46,6 +47,8 @@ struct Upload {
     bucket: String,
     key: String,
     path: String,
+    /// The content type and user metadata the upload began with.
+    meta: ObjectMeta,
     parts: BTreeMap<i32, Part>,
     touched: Instant,
     initiated: SystemTime,
@@ -72,7 +75,13 @@ impl Uploads {
     }
 
     /// Starts an upload of `key` (origin path `path`); returns its id.
-    pub(super) fn create(&self, bucket: &str, key: &str, path: &str) -> S3Result<String> {
+    pub(super) fn create(
+        &self,
+        bucket: &str,
+        key: &str,
+        path: &str,
+        meta: ObjectMeta,
+    ) -> S3Result<String> {
         let mut t = self.lock();
         t.retain(|_, u| u.touched.elapsed() < ABANDONED);
         if t.len() >= MAX_UPLOADS {
@@ -93,6 +102,7 @@ impl Uploads {
                 bucket: bucket.to_owned(),
                 key: key.to_owned(),
                 path: path.to_owned(),
+                meta,
                 parts: BTreeMap::new(),
                 touched: Instant::now(),
                 initiated: now,
@@ -238,11 +248,13 @@ impl Uploads {
         }
         let mut files = Vec::with_capacity(chosen.len());
         let mut digests = Md5::new();
+        let meta;
         {
             let t = self.lock();
             let u = t
                 .get(id)
                 .ok_or_else(|| s3_error!(NoSuchUpload, "no upload {id}"))?;
+            meta = u.meta.clone();
             let mut last = 0;
             for (i, (number, etag)) in chosen.iter().enumerate() {
                 if *number <= last {
@@ -277,9 +289,11 @@ impl Uploads {
         for file in files {
             copy_spool(&file, &mut filling).await?;
         }
-        let written = filling.commit(node, exclusive).await?;
-        self.lock().remove(id);
         let etag = format!("{}-{}", hex(&digests.finalize()), chosen.len());
+        let written = filling
+            .commit(node, exclusive, meta, Some(etag.clone()))
+            .await?;
+        self.lock().remove(id);
         Ok((written, etag))
     }
 }

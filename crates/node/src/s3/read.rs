@@ -4,6 +4,7 @@
 //! cooperative cache.
 
 use super::errors::from_node;
+use super::meta::ObjectMeta;
 use super::names::{Target, bucket_path, target};
 use crate::gateway::{Decision, RangeSpec, Validators, evaluate, parse_range};
 use crate::handle::{NodeError, NodeHandle};
@@ -15,14 +16,21 @@ use s3s::{S3Error, S3ErrorCode, S3Result, s3_error};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// An object found: its origin path and version.
+/// An object found: its origin path, version, and the S3 attributes a
+/// put through the endpoint kept with that version.
 pub(super) struct Found {
     pub path: Arc<str>,
     pub version: Arc<FileVersion>,
+    pub meta: Option<ObjectMeta>,
 }
 
 impl Found {
+    /// The `ETag`: what the put answered (an MD5) if it kept it with this
+    /// version, else the origin's version tag.
     pub(super) fn etag(&self) -> ETag {
+        if let Some(m) = &self.meta {
+            return ETag::Strong(m.etag.clone());
+        }
         let v = Validators::new(&self.version.version, self.version.modified);
         if v.weak {
             ETag::Weak(v.tag)
@@ -41,10 +49,14 @@ impl Found {
 pub(super) async fn find(node: &NodeHandle, bucket: &str, key: &str) -> S3Result<Found> {
     let t = target(bucket, key)?;
     let found = match &t {
-        Target::File(p) => node.stat(p).await.map(|version| Found {
-            path: Arc::from(p.as_str()),
-            version,
-        }),
+        Target::File(p) => match node.stat(p).await {
+            Ok(version) => Ok(Found {
+                meta: ObjectMeta::of(node, p).await,
+                path: Arc::from(p.as_str()),
+                version,
+            }),
+            Err(e) => Err(e),
+        },
         // A key ending in `/` is a directory's (as MinIO shows them): an
         // empty object, its version the directory's modification time.
         Target::Dir(p) => match node.origin().entry(p).await {
@@ -57,6 +69,7 @@ pub(super) async fn find(node: &NodeHandle, bucket: &str, key: &str) -> S3Result
                     perm: e.perm,
                     owner: None,
                 }),
+                meta: None,
             }),
             Ok(_) => Err(NodeError::Origin(crate::origin::OriginError::NotFound {
                 path: key.into(),
@@ -110,7 +123,10 @@ pub(super) struct Extent {
 /// `InvalidRange` as HTTP does (RFC 9110).
 pub(super) fn extent(headers: &HeaderMap, found: &Found) -> S3Result<Extent> {
     let size = found.version.size;
-    let validators = Validators::new(&found.version.version, found.version.modified);
+    let validators = match &found.meta {
+        Some(m) => Validators::new(&m.etag, found.version.modified),
+        None => Validators::new(&found.version.version, found.version.modified),
+    };
     let honour_range = match evaluate(headers, &validators) {
         Decision::Serve { honour_range } => honour_range,
         Decision::NotModified => {

@@ -5,6 +5,7 @@
 
 use super::S3Options;
 use super::list::{self, MAX_KEYS, Page, Query};
+use super::meta::ObjectMeta;
 use super::multipart::Uploads;
 use super::names::{Target, bucket_path, target};
 use super::read::{self, bucket_exists, no_bucket};
@@ -153,10 +154,11 @@ impl Endpoint {
 fn contents(page: &mut Page, enc: &impl Fn(String) -> String) -> (Vec<Object>, Vec<CommonPrefix>) {
     let objects = std::mem::take(&mut page.objects)
         .into_iter()
-        .map(|(key, v)| {
+        .map(|(key, v, meta)| {
             let found = read::Found {
                 path: Arc::from(""),
                 version: v,
+                meta,
             };
             Object {
                 e_tag: Some(found.etag()),
@@ -335,7 +337,8 @@ impl S3 for Endpoint {
             content_length: Some((extent.range.end - extent.range.start) as i64),
             content_range: extent.content_range,
             accept_ranges: Some("bytes".into()),
-            content_type: Some("application/octet-stream".into()),
+            content_type: Some(content_type(&found)),
+            metadata: found.meta.as_ref().and_then(ObjectMeta::user),
             e_tag: Some(found.etag()),
             last_modified: found.last_modified(),
             ..Default::default()
@@ -352,7 +355,8 @@ impl S3 for Endpoint {
             content_length: Some((extent.range.end - extent.range.start) as i64),
             content_range: extent.content_range.clone(),
             accept_ranges: Some("bytes".into()),
-            content_type: Some("application/octet-stream".into()),
+            content_type: Some(content_type(&found)),
+            metadata: found.meta.as_ref().and_then(ObjectMeta::user),
             e_tag: Some(found.etag()),
             last_modified: found.last_modified(),
             ..Default::default()
@@ -379,12 +383,15 @@ impl S3 for Endpoint {
             }
             Target::File(p) => p,
         };
+        let meta = ObjectMeta::from_request(i.content_type, i.metadata)?;
         let mut filling = Filling::start(&self.node, &path).await?;
         if let Some(body) = i.body {
             filling.push_stream(body).await?;
         }
         check_md5(i.content_md5.as_deref(), &filling.md5_hex())?;
-        let written = filling.commit(&self.node, self.exclusive).await?;
+        let written = filling
+            .commit(&self.node, self.exclusive, meta, None)
+            .await?;
         Ok(S3Response::new(PutObjectOutput {
             e_tag: Some(ETag::Strong(written.md5)),
             size: Some(written.version.size as i64),
@@ -459,6 +466,19 @@ impl S3 for Endpoint {
                 "cannot copy onto a directory key"
             ));
         };
+        let replace = i
+            .metadata_directive
+            .as_ref()
+            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
+        let meta = match (replace, &source.meta) {
+            (true, _) => ObjectMeta::from_request(i.content_type, i.metadata)?,
+            (false, Some(m)) => ObjectMeta {
+                content_type: m.content_type.clone(),
+                metadata: m.metadata.clone(),
+                ..ObjectMeta::default()
+            },
+            (false, None) => ObjectMeta::default(),
+        };
         let mut filling = Filling::start(&self.node, &path).await?;
         let whole = read::Extent {
             range: 0..source.version.size,
@@ -467,7 +487,9 @@ impl S3 for Endpoint {
         filling
             .push_stream(read::body(&self.node, &source, &whole))
             .await?;
-        let written = filling.commit(&self.node, self.exclusive).await?;
+        let written = filling
+            .commit(&self.node, self.exclusive, meta, None)
+            .await?;
         Ok(S3Response::new(CopyObjectOutput {
             copy_object_result: Some(CopyObjectResult {
                 e_tag: Some(ETag::Strong(written.md5)),
@@ -492,7 +514,8 @@ impl S3 for Endpoint {
         if !bucket_exists(&self.node, &i.bucket).await {
             return Err(no_bucket(&i.bucket));
         }
-        let id = self.uploads.create(&i.bucket, &i.key, &path)?;
+        let meta = ObjectMeta::from_request(i.content_type, i.metadata)?;
+        let id = self.uploads.create(&i.bucket, &i.key, &path, meta)?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(i.bucket),
             key: Some(i.key),
@@ -627,6 +650,15 @@ impl S3 for Endpoint {
             ..Default::default()
         }))
     }
+}
+
+/// The content type a put kept, else S3's default for bytes.
+fn content_type(found: &read::Found) -> String {
+    found
+        .meta
+        .as_ref()
+        .and_then(|m| m.content_type.clone())
+        .unwrap_or_else(|| "binary/octet-stream".into())
 }
 
 /// A `Content-MD5` header (base64 of the digest) against the body's.

@@ -5,6 +5,7 @@
 //! Bodies are streamed in [`FLUSH`]-sized writes, never held whole.
 
 use super::errors::{from_node, from_origin, internal};
+use super::meta::ObjectMeta;
 use super::names::{Target, bucket_path, target};
 use super::read::{bucket_exists, no_bucket};
 use crate::handle::NodeHandle;
@@ -118,11 +119,15 @@ impl Filling {
         hex(&self.md5.clone().finalize())
     }
 
-    /// Commits the draft and takes the new version into the node's memory.
+    /// Commits the draft, keeps `meta` with it (its `ETag` `etag`, else
+    /// the MD5 of what went in), and takes the new version into the
+    /// node's memory.
     pub(super) async fn commit(
         mut self,
         node: &Arc<NodeHandle>,
         exclusive: bool,
+        meta: ObjectMeta,
+        etag: Option<String>,
     ) -> S3Result<Written> {
         self.flush().await?;
         let md5 = self.md5_hex();
@@ -130,7 +135,11 @@ impl Filling {
         let up_to = crate::take_in::TAKE_IN_BEFORE_CLOSE
             .min(node.cache_bytes() / crate::take_in::TAKE_IN_SHARE);
         let (version, bytes) = draft.commit_keeping(up_to).await.map_err(from_origin)?;
-        let version = committed(node, &self.path, version, exclusive).await?;
+        let etag = etag.unwrap_or_else(|| md5.clone());
+        // Before the version goes anywhere: keeping the attributes moves
+        // the file's change time, part of a directory origin's version.
+        let kept = meta.keep(node, &self.path, &etag).await;
+        let version = committed(node, &self.path, version, exclusive, kept).await?;
         node.keep_written(Arc::from(self.path.as_str()), version.clone(), bytes)
             .await;
         Ok(Written { md5, version })
@@ -145,14 +154,16 @@ async fn committed(
     path: &str,
     version: FileVersion,
     exclusive: bool,
+    changed_since: bool,
 ) -> S3Result<Arc<FileVersion>> {
     if exclusive {
         node.commit_exclusive(path, None).await;
     }
     match version.modified {
-        Some(_) => Ok(node.committed(path, version)),
-        // A put's answer carries no modification time: asked again.
-        None => node.stat_fresh(path).await.map_err(from_node),
+        Some(_) if !changed_since => Ok(node.committed(path, version)),
+        // A put's answer carries no modification time, and a version
+        // whose attributes were kept since has moved: asked again.
+        _ => node.stat_fresh(path).await.map_err(from_node),
     }
 }
 

@@ -40,6 +40,7 @@ use rustix::io::Errno;
 
 use super::{DirEntry, Entry, EntryKind, FileVersion, OriginError, Owner, PosixAttrs};
 
+mod note;
 mod write;
 pub(crate) use write::Draft;
 
