@@ -17,6 +17,7 @@ mod hostile;
 mod origin;
 mod origin_changes;
 mod origin_local;
+mod origin_root;
 mod origin_s3_writes;
 mod tls;
 mod tls_receive;

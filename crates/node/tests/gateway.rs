@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 const TOKEN: &str = "0123456789abcdef-test-token";
 
-struct Gateway {
-    addr: SocketAddr,
-    c: TestCluster,
+pub(crate) struct Gateway {
+    pub(crate) addr: SocketAddr,
+    pub(crate) c: TestCluster,
 }
 
-async fn gateway(files: &[(&str, usize)], opts: GatewayOptions) -> Gateway {
+pub(crate) async fn gateway(files: &[(&str, usize)], opts: GatewayOptions) -> Gateway {
     let shape = Shape {
         nodes: 1,
         ..Shape::default()
@@ -36,14 +36,14 @@ async fn gateway(files: &[(&str, usize)], opts: GatewayOptions) -> Gateway {
 
 /// A response: status, headers (lower-case names), body.
 #[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -53,7 +53,7 @@ impl Reply {
 
 /// Sends one request (`extra` header lines) and reads the response whole;
 /// runs on a blocking thread so the node keeps its runtime.
-async fn request(addr: SocketAddr, method: &str, path: &str, extra: &[&str]) -> Reply {
+pub(crate) async fn request(addr: SocketAddr, method: &str, path: &str, extra: &[&str]) -> Reply {
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{}\r\n",
         extra.iter().map(|h| format!("{h}\r\n")).collect::<String>()
@@ -71,7 +71,7 @@ async fn request(addr: SocketAddr, method: &str, path: &str, extra: &[&str]) -> 
     .expect("client thread")
 }
 
-fn parse(raw: &[u8]) -> Reply {
+pub(crate) fn parse(raw: &[u8]) -> Reply {
     let end = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
