@@ -37,6 +37,7 @@ pub mod origin;
 pub mod quiescence;
 pub mod revocation;
 pub mod seal;
+mod streams;
 pub mod tls;
 
 pub use handle::{
