@@ -13,6 +13,7 @@ mod discovery;
 mod equivalence;
 mod frame_fuzz;
 mod gateway;
+mod gateway_fair;
 mod hostile;
 mod origin;
 mod origin_changes;
