@@ -736,7 +736,10 @@ impl NodeHandle {
 
     /// Streams `range` of `path` at `version` (clamped to the file),
     /// reading up to [`read_ahead`] blocks ahead, less when other streams
-    /// share the node's pool (`streams.rs`).
+    /// share the node's pool (`streams.rs`). Each part counts against the
+    /// stream's share until the reader drops it: a reader that kept every
+    /// part would stall once it held its share, so copy out of parts or
+    /// drop them as they are used.
     pub fn stream(
         self: &Arc<Self>,
         path: Arc<str>,
