@@ -285,3 +285,73 @@ impl<I: Iterator, M, F: Future> Drop for Blocks<I, M, F> {
         self.pool.active.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+
+    /// A stream of `n` one-byte blocks that are at hand at once.
+    fn stream(pool: &Arc<StreamPool>, n: u32) -> impl Stream<Item = Result<Bytes, NodeError>> {
+        let read = |index: u32, _: Range<usize>, lease: Lease| {
+            futures::future::ready(Ok(lease.hold(Bytes::from(vec![index as u8]))))
+        };
+        Blocks::new(pool.clone(), 8, (0..n).map(|i| (i, 0..1)), read)
+    }
+
+    /// Takes every part `s` yields without waiting, and keeps them, as a
+    /// client that stopped reading leaves them with hyper.
+    fn hoard<S: Stream<Item = Result<Bytes, NodeError>> + Unpin>(s: &mut S) -> Vec<Bytes> {
+        let mut kept = Vec::new();
+        while let Some(Some(part)) = s.next().now_or_never() {
+            kept.push(part.expect("part"));
+        }
+        kept
+    }
+
+    /// Readers that keep all they are given take their share of the pool
+    /// and no more: one more stream still gets its first block at once
+    /// (before, the first two took the whole pool and the third waited),
+    /// and a hoarder given its blocks back moves on.
+    #[test]
+    fn hoarding_readers_leave_the_next_stream_its_first_block() {
+        let pool = Arc::new(StreamPool::new(16));
+        let mut hoarders: Vec<_> = (0..3).map(|_| Box::pin(stream(&pool, 100))).collect();
+        let mut kept: Vec<Vec<Bytes>> = hoarders.iter_mut().map(hoard).collect();
+        let held: Vec<usize> = kept.iter().map(Vec::len).collect();
+        assert!(
+            held.iter().all(|&h| h >= 1),
+            "a stream got nothing: {held:?}"
+        );
+        assert!(held.iter().sum::<usize>() <= 16, "over the pool: {held:?}");
+        assert!(
+            pool.permits.available_permits() >= 1,
+            "the hoarders left no reserve: {held:?}"
+        );
+        let mut next = Box::pin(stream(&pool, 1));
+        assert!(
+            matches!(next.next().now_or_never(), Some(Some(Ok(_)))),
+            "a new stream waited behind hoarders holding {held:?}"
+        );
+        let before = kept[0].len();
+        kept[0].clear();
+        assert!(
+            hoard(&mut hoarders[0]).len() >= before.min(1),
+            "a stream given its blocks back did not move on"
+        );
+    }
+
+    /// The share: the pool divided among the streams alive, within the
+    /// read-ahead, never below one block.
+    #[test]
+    fn the_share_shrinks_with_the_streams_alive_and_stays_at_least_one() {
+        let pool = Arc::new(StreamPool::new(16));
+        assert_eq!(pool.share(8), 8);
+        let streams: Vec<_> = (0..4).map(|_| stream(&pool, 1)).collect();
+        assert_eq!(pool.share(8), 4);
+        let many: Vec<_> = (0..40).map(|_| stream(&pool, 1)).collect();
+        assert_eq!(pool.share(8), 1);
+        drop((streams, many));
+        assert_eq!(pool.share(8), 8);
+    }
+}
