@@ -323,7 +323,8 @@ struct Tally {
     wrong: u64,
     /// Not a 200 within 120 s, `busy` included.
     failed: u64,
-    /// Answered 503: no gateway slot freed within its wait.
+    /// Answered 503: every gateway slot busy (none silent long enough to
+    /// give way) when it connected.
     busy: u64,
 }
 

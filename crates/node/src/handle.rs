@@ -25,52 +25,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-/// Bytes a streamed read fetches ahead of the block it is sending:
-/// enough to keep a peer's pipe full across its round trip and the time
-/// each block spends being decrypted and checked (`coopcache bench
-/// stream`: 8 blocks of 64 KiB reached 1.1 GB/s from a peer's memory, 32
-/// reached 1.4 GB/s).
-pub const READ_AHEAD_BYTES: usize = 2 << 20;
-
-/// Blocks a stream of blocks of `block_size` fetches ahead at a node
-/// caching `capacity` blocks: [`READ_AHEAD_BYTES`], but at most half the
-/// cache (a stream reading further ahead than its node caches evicts its
-/// own blocks before their bytes arrive), and between 1 and 256.
-pub fn read_ahead(block_size: u32, capacity: usize) -> usize {
-    let by_bytes = READ_AHEAD_BYTES / block_size.max(1) as usize;
-    by_bytes.min(capacity / 2).clamp(1, 256)
-}
-
-/// Blocks all of a node's streams may hold at once: [`STREAM_BYTES`]
-/// (counted in the budget's reserve, so the cache is that much smaller),
-/// and at least 8 blocks. A stream reads ahead at most a quarter of them
-/// (2 MiB at 64 KiB blocks), so one stalled reader cannot hold up every
-/// other; the gateway's idle timeout frees what stalled ones hold.
-///
-/// Not also bounded by the cache's size: from 2026-11-25 (09a37b5) to
-/// 2026-12-01 streams held at most an eighth of the cache, added when the
-/// reserve did not yet count [`STREAM_BYTES`] (5e24a1a made it count them
-/// the same day). At a small cache that bound left a stream 4 blocks of
-/// read-ahead, and a peer stream through the library fell from 1.05 to
-/// 0.60 GB/s (`coopcache bench stream`, whose reader caches 128 blocks;
-/// found by bisecting with it, docs/benchmarks.md).
-///
-/// [`STREAM_BYTES`]: crate::budget::STREAM_BYTES
-pub fn stream_blocks(block_size: u32) -> usize {
-    ((crate::budget::STREAM_BYTES / u64::from(block_size.max(1))) as usize).max(8)
-}
-
-/// A block's bytes held by a stream, with the permit that counts them.
-struct Held {
-    bytes: Bytes,
-    _permit: tokio::sync::OwnedSemaphorePermit,
-}
-
-impl AsRef<[u8]> for Held {
-    fn as_ref(&self) -> &[u8] {
-        &self.bytes
-    }
-}
+use crate::streams::{Blocks, Lease, StreamPool};
+pub use crate::streams::{READ_AHEAD_BYTES, read_ahead, stream_blocks};
 
 /// Events queued for the driver; senders wait beyond this.
 const EVENT_QUEUE: usize = 1024;
@@ -240,7 +196,7 @@ pub struct NodeHandle {
     /// Blocks the node caches (bounds how far a stream reads ahead).
     capacity: usize,
     /// Blocks all streams together may hold ([`crate::budget::STREAM_BYTES`]).
-    streaming: Arc<tokio::sync::Semaphore>,
+    streaming: Arc<StreamPool>,
     /// `shared` mode: versions trusted for `--attr-ttl` (the core decides).
     versions: Mutex<VersionCache<Arc<FileVersion>>>,
     clock: Clock,
@@ -459,7 +415,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         origin,
         block_size: bs,
         capacity,
-        streaming: Arc::new(tokio::sync::Semaphore::new(stream_blocks(bs))),
+        streaming: Arc::new(StreamPool::new(stream_blocks(bs))),
         versions: Mutex::new(VersionCache::new(
             opts.attr_ttl.as_micros().try_into().unwrap_or(u64::MAX),
             MAX_VERSIONS,
@@ -785,7 +741,11 @@ impl NodeHandle {
     }
 
     /// Streams `range` of `path` at `version` (clamped to the file),
-    /// reading up to [`read_ahead`] blocks ahead.
+    /// reading up to [`read_ahead`] blocks ahead, less when other streams
+    /// share the node's pool (`streams.rs`). Each part counts against the
+    /// stream's share until the reader drops it: a reader that kept every
+    /// part would stall once it held its share, so copy out of parts or
+    /// drop them as they are used.
     pub fn stream(
         self: &Arc<Self>,
         path: Arc<str>,
@@ -797,36 +757,29 @@ impl NodeHandle {
         let me = self.clone();
         let first = self.first_block(&path, &version);
         let ahead = read_ahead(self.block_size, self.capacity)
-            .min(stream_blocks(self.block_size) / 4)
+            .min(self.streaming.size() / 4)
             .max(1);
-        futures::stream::iter(self.blocks(&(start..end)))
-            .map(move |(index, part)| {
-                let (me, path, version) = (me.clone(), path.clone(), version.clone());
-                async move {
-                    let permit = me
-                        .streaming
-                        .clone()
-                        .acquire_owned()
-                        .await
-                        .map_err(|_| NodeError::Shutdown)?;
-                    let block = BlockId { index, ..first };
-                    let (data, _) = me.read_block_of(&path, &version, block).await?;
-                    if data.len() < part.end {
-                        return Err(NodeError::Config(format!(
-                            "block {index} of {path} has {} bytes, expected at least {}",
-                            data.len(),
-                            part.end
-                        )));
-                    }
-                    // The permit goes with the bytes: it is returned when
-                    // the reader drops them (hyper, once written).
-                    Ok(Bytes::from_owner(Held {
-                        bytes: data.slice(part),
-                        _permit: permit,
-                    }))
+        let read = move |index: u32, part: Range<usize>, lease: Lease| {
+            let (me, path, version) = (me.clone(), path.clone(), version.clone());
+            async move {
+                let block = BlockId { index, ..first };
+                let (data, _) = me.read_block_of(&path, &version, block).await?;
+                if data.len() < part.end {
+                    return Err(NodeError::Config(format!(
+                        "block {index} of {path} has {} bytes, expected at least {}",
+                        data.len(),
+                        part.end
+                    )));
                 }
-            })
-            .buffered(ahead)
+                Ok(lease.hold(data.slice(part)))
+            }
+        };
+        Blocks::new(
+            self.streaming.clone(),
+            ahead,
+            self.blocks(&(start..end)),
+            read,
+        )
     }
 
     /// Reads `range` of `path` (the whole file if `None`) into memory.

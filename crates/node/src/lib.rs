@@ -38,6 +38,7 @@ pub mod quiescence;
 pub mod revocation;
 pub mod s3;
 pub mod seal;
+mod streams;
 pub mod take_in;
 pub mod tls;
 

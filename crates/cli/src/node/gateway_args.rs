@@ -76,6 +76,7 @@ impl GatewayArgs {
                 .unwrap_or(defaults.max_connections)
                 .max(1),
             token,
+            ..defaults
         })
     }
 }

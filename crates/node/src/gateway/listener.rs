@@ -1,25 +1,25 @@
 //! Accepting gateway connections with bounds: a header timeout, an idle
-//! timeout, a connection cap below the open-file limit, and a listener
-//! that survives running out of descriptors.
+//! timeout and a rate floor (`pace.rs`), a connection cap below the
+//! open-file limit at which a newcomer takes a silent connection's slot
+//! or is refused at once (`slots.rs`), and a listener that survives
+//! running out of descriptors.
 //!
 //! Without them a client that sends half a header, or nothing, holds a
 //! descriptor for ever, and enough of them lock every client out.
 
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tokio::time::{Instant, Sleep};
 
 use super::auth::Token;
+use super::pace::{MIN_RATE, Pace, PacedIo, RATE_WINDOW, SEND_BACKLOG};
+use super::slots::{Ended, Slots, Tracked};
 
 /// How the gateway bounds its clients.
 #[derive(Clone, Debug)]
@@ -32,9 +32,16 @@ pub struct GatewayOptions {
     /// A connection with no byte in or out for this long is closed (a
     /// client that stopped reading its response, or sending its request).
     pub idle_timeout: Duration,
-    /// Connections served at once. One more waits in the kernel's accept
-    /// queue up to [`SLOT_WAIT`] for a slot, then is answered 503. Also
-    /// capped below the open-file limit ([`connection_cap`]).
+    /// A client that takes a response slower than this many bytes a
+    /// second, over [`GatewayOptions::rate_window`] of the gateway waiting
+    /// on it, is cut ([`MIN_RATE`]); 0: no floor.
+    pub min_rate: u64,
+    /// The waiting time `min_rate` is averaged over ([`RATE_WINDOW`]).
+    pub rate_window: Duration,
+    /// Connections served at once. One more takes the slot of the
+    /// connection that has waited longest for a request, if it has waited
+    /// [`EVICT_AFTER`](super::EVICT_AFTER), or is answered 503 at once.
+    /// Also capped below the open-file limit ([`connection_cap`]).
     pub max_connections: usize,
     /// The bearer token clients must present, if any.
     pub token: Option<Token>,
@@ -45,6 +52,8 @@ impl Default for GatewayOptions {
         GatewayOptions {
             header_timeout: Duration::from_secs(20),
             idle_timeout: Duration::from_secs(60),
+            min_rate: MIN_RATE,
+            rate_window: RATE_WINDOW,
             max_connections: MAX_CONNECTIONS,
             token: None,
         }
@@ -61,9 +70,10 @@ impl Default for GatewayOptions {
 pub const MAX_CONNECTIONS: usize =
     (crate::budget::GATEWAY_BYTES / crate::budget::CONNECTION_BYTES) as usize;
 
-/// How long a connection beyond the cap waits for a slot before its 503:
-/// a burst is served as slots free up, an attack is refused.
-pub const SLOT_WAIT: Duration = Duration::from_secs(1);
+/// Refusals answered at once: each 503 lingers up to a second to be
+/// read, so a flood beyond this is closed unanswered rather than let
+/// refusals take the descriptors the cap leaves free.
+const REFUSALS: usize = 64;
 
 /// Descriptors kept free for everything else the daemon opens (peer
 /// links, origin files, the blocking pool) when the connection cap is
@@ -102,7 +112,13 @@ pub(crate) async fn serve_router(
             "the budget's reserve holds {MAX_CONNECTIONS} gateway connections: the ones beyond may take this much memory outside --memory"
         );
     }
-    let permits = Arc::new(Semaphore::new(cap));
+    let mut slots = Slots::new(cap);
+    let refusing = Arc::new(Semaphore::new(REFUSALS));
+    let pace = Pace {
+        idle: opts.idle_timeout,
+        min_rate: opts.min_rate,
+        window: opts.rate_window,
+    };
     let mut quiet = Quiet::default();
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -115,33 +131,36 @@ pub(crate) async fn serve_router(
                 continue;
             }
         };
-        let permit = match permits.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            // At the cap: stop accepting for a moment (the rest queue in
-            // the kernel) and take the first slot that frees up.
-            Err(_) => {
-                match tokio::time::timeout(SLOT_WAIT, permits.clone().acquire_owned()).await {
-                    Ok(Ok(permit)) => permit,
-                    _ => {
-                        quiet.warn(|| tracing::warn!(cap, %peer, "gateway at its connection cap; answering 503"));
-                        tokio::spawn(refuse(stream));
-                        continue;
-                    }
-                }
+        // Never a wait here: the connections queued behind this one
+        // would wait with it.
+        let Some(slot) = slots.admit() else {
+            quiet.warn(|| tracing::warn!(cap, %peer, "gateway at its connection cap, every slot busy; answering 503"));
+            if let Ok(permit) = refusing.clone().try_acquire_owned() {
+                tokio::spawn(async move {
+                    refuse(stream).await;
+                    drop(permit);
+                });
             }
+            continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
-        let io = TokioIo::new(IdleIo::new(stream, opts.idle_timeout));
+        let _ = socket2::SockRef::from(&stream).set_tcp_notsent_lowat(SEND_BACKLOG);
+        let service = Tracked::new(router.clone(), slot.clone());
+        let io = TokioIo::new(PacedIo::new(stream, pace, slot.clone()));
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(opts.header_timeout);
         let conn = http.serve_connection(io, service);
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(%peer, error = %e, "gateway connection ended");
+            let ended = Ended(slot);
+            tokio::select! {
+                r = conn => if let Err(e) = r {
+                    tracing::debug!(%peer, error = %e, "gateway connection ended");
+                },
+                () = ended.0.evicted() => {
+                    tracing::debug!(%peer, "gateway connection closed for a newcomer: it sent no request");
+                }
             }
-            drop(permit);
         });
     }
 }
@@ -180,111 +199,6 @@ impl Quiet {
             self.last = Some(now);
             log();
         }
-    }
-}
-
-/// A stream that fails with `TimedOut` once neither side has moved a byte
-/// for `idle`, whichever direction is waiting.
-struct IdleIo<S> {
-    inner: S,
-    idle: Duration,
-    deadline: Pin<Box<Sleep>>,
-}
-
-impl<S> IdleIo<S> {
-    fn new(inner: S, idle: Duration) -> IdleIo<S> {
-        IdleIo {
-            inner,
-            idle,
-            deadline: Box::pin(tokio::time::sleep(idle)),
-        }
-    }
-
-    fn progressed(&mut self) {
-        let now = Instant::from_std(crate::clock::now());
-        self.deadline.as_mut().reset(now + self.idle);
-    }
-
-    /// A write's outcome: bytes written are progress; a write that waits
-    /// runs the idle deadline.
-    fn wrote(
-        &mut self,
-        r: Poll<io::Result<usize>>,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<usize>> {
-        match r {
-            Poll::Ready(r) => {
-                if matches!(r, Ok(n) if n > 0) {
-                    self.progressed();
-                }
-                Poll::Ready(r)
-            }
-            Poll::Pending => self.expired(cx),
-        }
-    }
-
-    fn expired<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
-        match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "gateway connection idle too long",
-            ))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for IdleIo<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        match Pin::new(&mut self.inner).poll_read(cx, buf) {
-            Poll::Ready(r) => {
-                if buf.filled().len() > before {
-                    self.progressed();
-                }
-                Poll::Ready(r)
-            }
-            Poll::Pending => self.expired(cx),
-        }
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for IdleIo<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let r = Pin::new(&mut self.inner).poll_write(cx, data);
-        self.wrote(r, cx)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        self.wrote(r, cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match Pin::new(&mut self.inner).poll_flush(cx) {
-            Poll::Pending => self.expired(cx),
-            ready => ready,
-        }
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

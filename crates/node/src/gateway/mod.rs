@@ -7,14 +7,17 @@
 //! It listens on loopback by default: it is the node's local access point,
 //! like a mount, and anyone who can connect reads every file the daemon
 //! can. A bearer token ([`Token`]) narrows that; any other address needs
-//! one ([`check_exposure`]). Connections are bounded ([`GatewayOptions`]).
+//! one ([`check_exposure`]). Connections are bounded ([`GatewayOptions`]):
+//! slow and silent clients give way to others (`pace.rs`, `slots.rs`).
 
 mod auth;
 mod conditional;
 mod dashboard;
 mod exposition;
 mod listener;
+mod pace;
 mod range;
+mod slots;
 
 use crate::handle::{NodeError, NodeHandle};
 use crate::origin::OriginError;
@@ -33,10 +36,11 @@ pub use conditional::{Decision, Validators, evaluate};
 pub use exposition::{Format, negotiate, to_text_004};
 pub(crate) use listener::serve_router;
 pub use listener::{
-    GatewayOptions, MAX_CONNECTIONS, RESERVED_DESCRIPTORS, SLOT_WAIT, connection_cap,
-    raise_open_file_limit,
+    GatewayOptions, MAX_CONNECTIONS, RESERVED_DESCRIPTORS, connection_cap, raise_open_file_limit,
 };
+pub use pace::{MIN_RATE, RATE_WINDOW, SEND_BACKLOG};
 pub use range::{RangeSpec, parse_range};
+pub use slots::EVICT_AFTER;
 
 /// The gateway's routes over `node`, behind `token` if one is given.
 pub fn router(node: Arc<NodeHandle>, token: Option<Token>) -> Router {

@@ -172,5 +172,7 @@ pub(super) fn body(node: &Arc<NodeHandle>, found: &Found, extent: &Extent) -> St
             extent.range.clone(),
         )
         .map(|r| r.map_err(std::io::Error::other));
-    StreamingBlob::wrap(stream)
+    // `s3s` wants a body it may share between threads; the stream is
+    // only ever polled by one, which `SyncStream` vouches for.
+    StreamingBlob::wrap(sync_wrapper::SyncStream::new(stream))
 }

@@ -54,11 +54,21 @@ pub(crate) enum Resolver {
 }
 
 /// A directory origin.
+///
+/// Its root is its path, opened anew by every call ([`LocalDir::root`]),
+/// not a descriptor opened at start: a directory removed and made again,
+/// or swapped for another with `mv` (as a deploy switches releases), is
+/// what the next request reads. A descriptor kept from the start pinned
+/// the directory found then, and the node served 404s or the old tree
+/// until restarted (issue 42, item 4). The cost is one `open` of the path
+/// per call, a microsecond beside the `openat2` and `statx` each call
+/// makes anyway; the path is the operator's, so following it (links
+/// included) trusts no one new, and confinement begins at the directory
+/// it names.
 #[derive(Debug)]
 pub(crate) struct LocalDir {
-    root: OwnedFd,
-    /// The root's device: the walk refuses components on another one.
-    dev: u64,
+    /// Absolute, so that a change of working directory cannot move it.
+    path: std::path::PathBuf,
     resolver: Resolver,
 }
 
@@ -66,7 +76,7 @@ impl LocalDir {
     /// The space of the file system the directory is on (`None` if it
     /// cannot say).
     pub(crate) fn space(&self) -> Option<super::Space> {
-        let st = rustix::fs::fstatvfs(&self.root).ok()?;
+        let st = rustix::fs::statvfs(&self.path).ok()?;
         Some(super::Space {
             block_size: u32::try_from(st.f_bsize).unwrap_or(4096),
             fragment: u32::try_from(st.f_frsize).unwrap_or(4096),
@@ -96,19 +106,25 @@ impl LocalDir {
         Ok(local)
     }
 
-    /// Opens `dir` with the given resolver (tests use the walk directly).
+    /// Opens `dir` with the given resolver (tests use the walk directly);
+    /// it must be a directory now, whatever it is later.
     pub(crate) fn open_with(dir: &std::path::Path, resolver: Resolver) -> io::Result<LocalDir> {
-        let root = rustix::fs::open(
-            dir,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        let dev = rustix::fs::fstat(&root)?.st_dev;
-        Ok(LocalDir {
-            root,
-            dev,
+        let local = LocalDir {
+            path: std::path::absolute(dir)?,
             resolver,
-        })
+        };
+        local.root()?;
+        Ok(local)
+    }
+
+    /// The directory its path names now.
+    fn root(&self) -> Result<OwnedFd, Errno> {
+        self.open_root(OFlags::PATH | OFlags::DIRECTORY)
+    }
+
+    /// The directory its path names now, opened with `flags`.
+    fn open_root(&self, flags: OFlags) -> Result<OwnedFd, Errno> {
+        rustix::fs::open(&self.path, flags | OFlags::CLOEXEC, Mode::empty())
     }
 
     /// Which resolver this directory uses.
@@ -157,7 +173,8 @@ impl LocalDir {
     /// What `path` is (`""`: the root), a final symbolic link not followed.
     pub(crate) fn entry(&self, path: &str) -> Result<Entry, OriginError> {
         let st = if path.is_empty() {
-            statx(path, &self.root)?
+            let root = self.root().map_err(|e| self.refusal(path, e))?;
+            statx(path, &root)?
         } else {
             let fd = self
                 .resolve(path, OFlags::PATH | OFlags::NOFOLLOW)
@@ -193,7 +210,7 @@ impl LocalDir {
     pub(crate) fn list(&self, path: &str) -> Result<Vec<DirEntry>, OriginError> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY;
         let fd = if path.is_empty() {
-            rustix::fs::openat(&self.root, ".", flags | OFlags::CLOEXEC, Mode::empty())
+            self.open_root(flags | OFlags::CLOEXEC)
         } else {
             self.resolve(path, flags)
         }
@@ -248,12 +265,7 @@ impl LocalDir {
 
     /// Whether the root can still be listed (the startup probe).
     pub(crate) fn probe(&self) -> io::Result<()> {
-        let dir = rustix::fs::openat(
-            &self.root,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let dir = self.open_root(OFlags::RDONLY | OFlags::DIRECTORY)?;
         rustix::fs::Dir::read_from(&dir)?;
         Ok(())
     }
@@ -263,7 +275,29 @@ impl LocalDir {
     /// refuses anything but a regular file.
     fn open_file(&self, path: &str) -> Result<OwnedFd, OriginError> {
         let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
-        self.resolve(path, flags).map_err(|e| self.refusal(path, e))
+        match self.resolve(path, flags) {
+            Ok(fd) => Ok(fd),
+            // A UNIX socket cannot be opened at all (`ENXIO`), nor can a
+            // device with nothing behind it: say what it is, so that it
+            // is not found as a file, as a FIFO or a directory is, rather
+            // than reported as the origin failing (a 502).
+            Err(e @ (Errno::NXIO | Errno::NODEV | Errno::OPNOTSUPP)) => {
+                let kind = self
+                    .resolve(path, OFlags::PATH)
+                    .ok()
+                    .and_then(|fd| statx(path, &fd).ok())
+                    .map(|st| FileType::from_raw_mode(u32::from(st.stx_mode)))
+                    .filter(|kind| *kind != FileType::RegularFile);
+                Err(match kind {
+                    Some(kind) => OriginError::NotAFile {
+                        path: path.into(),
+                        kind: describe(kind),
+                    },
+                    None => self.refusal(path, e),
+                })
+            }
+            Err(e) => Err(self.refusal(path, e)),
+        }
     }
 
     fn resolve(&self, path: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
@@ -272,9 +306,10 @@ impl LocalDir {
             Resolver::Openat2 => {
                 let how =
                     ResolveFlags::BENEATH | ResolveFlags::NO_XDEV | ResolveFlags::NO_MAGICLINKS;
+                let root = self.root()?;
                 let mut tries = 0;
                 loop {
-                    match rustix::fs::openat2(&self.root, path, flags, Mode::empty(), how) {
+                    match rustix::fs::openat2(&root, path, flags, Mode::empty(), how) {
                         Err(Errno::AGAIN) if tries < RACE_RETRIES => tries += 1,
                         other => return other,
                     }
@@ -288,10 +323,13 @@ impl LocalDir {
     /// each on the root's device. `check_path` has already refused `.`,
     /// `..` and empty components.
     fn walk(&self, path: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+        let root = self.root()?;
+        // The root's device: components on another one are refused.
+        let dev = rustix::fs::fstat(&root)?.st_dev;
         let mut parts = path.split('/').peekable();
         let mut dir: Option<OwnedFd> = None;
         while let Some(part) = parts.next() {
-            let at = dir.as_ref().map_or(self.root.as_fd(), |d| d.as_fd());
+            let at = dir.as_ref().map_or(root.as_fd(), |d| d.as_fd());
             let last = parts.peek().is_none();
             let how = if last {
                 flags | OFlags::NOFOLLOW
@@ -305,7 +343,7 @@ impl LocalDir {
                 Err(Errno::NOTDIR) if !last && is_link(at, part) => return Err(Errno::LOOP),
                 Err(e) => return Err(e),
             };
-            if rustix::fs::fstat(&fd)?.st_dev != self.dev {
+            if rustix::fs::fstat(&fd)?.st_dev != dev {
                 return Err(Errno::XDEV);
             }
             dir = Some(fd);

@@ -114,9 +114,9 @@ impl LocalDir {
                 Ok((fd, name))
             }
             None => {
-                let fd =
-                    rustix::fs::openat(&self.root, ".", flags | OFlags::CLOEXEC, Mode::empty())
-                        .map_err(|e| self.refusal(path, e))?;
+                let fd = self
+                    .open_root(flags | OFlags::CLOEXEC)
+                    .map_err(|e| self.refusal(path, e))?;
                 Ok((fd, path))
             }
         }
@@ -130,8 +130,7 @@ impl LocalDir {
             return self.parent(path);
         }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&self.root, ".", flags, Mode::empty())
-            .map_err(|e| self.refusal(path, e))?;
+        let fd = self.open_root(flags).map_err(|e| self.refusal(path, e))?;
         Ok((fd, "."))
     }
 
@@ -237,7 +236,7 @@ impl LocalDir {
     pub(crate) fn sync_dir(&self, path: &str) -> Result<(), OriginError> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let dir = match path.is_empty() {
-            true => rustix::fs::openat(&self.root, ".", flags, Mode::empty()),
+            true => self.open_root(flags),
             false => self.resolve(path, flags),
         }
         .map_err(|e| self.refusal(path, e))?;
