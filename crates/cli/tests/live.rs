@@ -8,6 +8,7 @@
 
 use crate::cluster;
 use crate::common;
+use crate::common::random_bytes;
 
 use cluster::*;
 use common::{coopcache_args, stderr, stdout};
@@ -42,17 +43,6 @@ fn seed(test: &str) -> u64 {
         });
     eprintln!("{test}: seed {seed} (replay with COOPCACHE_LIVE_SEED={seed})");
     seed
-}
-
-/// `len` pseudo-random bytes (splitmix64) from `seed`.
-fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        out.extend_from_slice(&coopcache_core::policy::splitmix64(&mut state).to_le_bytes());
-    }
-    out.truncate(len);
-    out
 }
 
 /// The files of an origin, by path relative to its root.

@@ -10,6 +10,7 @@
 
 use crate::cluster::members;
 use crate::cluster::{Node, NodeSpec, cluster_init, free_addr, wait_until};
+use crate::common::random_bytes;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -70,6 +71,14 @@ impl S3Cluster {
         self.dir.path().join("origin")
     }
 
+    /// A work directory for the client's files (made), and the origin's
+    /// bucket `data`.
+    fn dirs(&self, work: &str) -> (PathBuf, PathBuf) {
+        let dir = self.dir.path().join("work");
+        std::fs::create_dir_all(dir.join(work)).unwrap();
+        (dir, self.origin().join("data"))
+    }
+
     fn url(&self, i: usize) -> String {
         format!("http://{}", self.endpoints[i])
     }
@@ -91,18 +100,6 @@ fn check(what: &str, out: Output, cluster: &S3Cluster) -> String {
         cluster.logs()
     );
     stdout
-}
-
-fn random(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 #[test]
@@ -149,19 +146,15 @@ fn the_aws_cli_copies_syncs_lists_and_removes() {
         return;
     };
     let cluster = S3Cluster::start();
-    let (work, data) = (
-        cluster.dir.path().join("work"),
-        cluster.origin().join("data"),
-    );
-    std::fs::create_dir_all(work.join("tree/sub")).unwrap();
+    let (work, data) = cluster.dirs("tree/sub");
     // Above the CLI's 8 MiB multipart threshold: uploaded in parts.
-    let big = random(12 << 20, 7);
+    let big = random_bytes(7, 12 << 20);
     std::fs::write(work.join("big.bin"), &big).unwrap();
     for (i, f) in ["tree/one", "tree/two", "tree/sub/three"]
         .iter()
         .enumerate()
     {
-        std::fs::write(work.join(f), random(10_000 * (i + 1), i as u64)).unwrap();
+        std::fs::write(work.join(f), random_bytes(i as u64, 10_000 * (i + 1))).unwrap();
     }
     let big_path = work.join("big.bin");
     aws(
@@ -265,18 +258,14 @@ fn rclone_copies_checks_by_downloading_and_deletes() {
         return;
     }
     let cluster = S3Cluster::start();
-    let (work, data) = (
-        cluster.dir.path().join("work"),
-        cluster.origin().join("data"),
-    );
-    std::fs::create_dir_all(work.join("src/deep/er")).unwrap();
+    let (work, data) = cluster.dirs("src/deep/er");
     // Above the 5 MiB cutoff set below: rclone uploads it in parts.
-    std::fs::write(work.join("src/large.bin"), random(11 << 20, 3)).unwrap();
+    std::fs::write(work.join("src/large.bin"), random_bytes(3, 11 << 20)).unwrap();
     for (i, f) in ["src/a.txt", "src/deep/b.bin", "src/deep/er/c"]
         .iter()
         .enumerate()
     {
-        std::fs::write(work.join(f), random(5_000 + i, 10 + i as u64)).unwrap();
+        std::fs::write(work.join(f), random_bytes(10 + i as u64, 5_000 + i)).unwrap();
     }
     let rclone = |i: usize, args: &[&str]| {
         let out = Command::new("rclone")

@@ -55,7 +55,7 @@ pub fn read_ahead(block_size: u32, capacity: usize) -> usize {
 /// (counted in the budget's reserve, so the cache is that much smaller),
 /// and at least 8 blocks. A stream reads ahead at most a quarter of them
 /// (2 MiB at 64 KiB blocks), and less when others stream too
-/// ([`StreamPool::share`]).
+/// (`StreamPool::share`).
 ///
 /// Not also bounded by the cache's size: from 2026-11-25 (09a37b5) to
 /// 2026-12-01 streams held at most an eighth of the cache, added when the

@@ -166,3 +166,14 @@ pub fn s3_clients() -> Option<PathBuf> {
     eprintln!("SKIPPED: no S3 clients venv");
     None
 }
+
+/// `len` pseudo-random bytes (splitmix64) from `seed`.
+pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        out.extend_from_slice(&coopcache_core::policy::splitmix64(&mut state).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}

@@ -81,8 +81,7 @@ pub(super) async fn page(node: &NodeHandle, q: &Query<'_>) -> S3Result<Page> {
         next: 0,
     }];
     let after = q.after.unwrap_or("");
-    let mut count = 0;
-    'walk: while let Some(top) = stack.last_mut() {
+    while let Some(top) = stack.last_mut() {
         let Some((key, kind)) = top.entries.get(top.next).cloned() else {
             stack.pop();
             continue;
@@ -93,54 +92,49 @@ pub(super) async fn page(node: &NodeHandle, q: &Query<'_>) -> S3Result<Page> {
         // key under it rolls up alike).
         if let Some(cp) = common_prefix(q.prefix, q.delimiter, &key, kind) {
             if cp.as_str() > after && page.prefixes.last() != Some(&cp) {
-                if count == max {
+                if keys.len() + page.prefixes.len() == max {
                     page.truncated = true;
-                    break 'walk;
+                    break;
                 }
                 page.last = Some(cp.clone());
                 page.prefixes.push(cp);
-                count += 1;
             }
             continue;
         }
-        match kind {
-            EntryKind::Dir => {
-                // Every key under `key` is before `after`: skip the subtree.
-                if key.as_str() < after && !after.starts_with(key.as_str()) {
-                    continue;
-                }
-                match entries(node, bucket, &key, q.prefix).await? {
-                    Some(inner) if !inner.is_empty() => stack.push(Frame {
-                        entries: inner,
-                        next: 0,
-                    }),
-                    // An empty directory is the object `key`.
-                    _ if key.as_str() > after => {
-                        if count == max {
-                            page.truncated = true;
-                            break 'walk;
-                        }
-                        page.last = Some(key.clone());
-                        keys.push(key);
-                        count += 1;
-                    }
-                    _ => {}
-                }
+        if kind == EntryKind::Dir {
+            // Every key under `key` is before `after`: skip the subtree.
+            if key.as_str() < after && !after.starts_with(key.as_str()) {
+                continue;
             }
-            _ if key.as_str() > after => {
-                if count == max {
-                    page.truncated = true;
-                    break 'walk;
-                }
-                page.last = Some(key.clone());
-                keys.push(key);
-                count += 1;
+            if let Some(inner) = entries(node, bucket, &key, q.prefix).await?
+                && !inner.is_empty()
+            {
+                stack.push(Frame {
+                    entries: inner,
+                    next: 0,
+                });
+                continue;
             }
-            _ => {}
+            // An empty directory is the object `key`.
+        }
+        if key.as_str() > after && !take(&mut page, &mut keys, max, key) {
+            break;
         }
     }
     page.objects = describe(node, bucket, keys).await;
     Ok(page)
+}
+
+/// Puts object `key` in the page, unless the page is full (then marked
+/// truncated): whether it was.
+fn take(page: &mut Page, keys: &mut Vec<String>, max: usize, key: String) -> bool {
+    if keys.len() + page.prefixes.len() == max {
+        page.truncated = true;
+        return false;
+    }
+    page.last = Some(key.clone());
+    keys.push(key);
+    true
 }
 
 /// The common prefix `key` rolls up into, if any.

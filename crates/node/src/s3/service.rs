@@ -128,6 +128,15 @@ fn max_keys(asked: Option<i32>) -> S3Result<usize> {
 }
 
 impl Endpoint {
+    /// Bucket `bucket`, or `NoSuchBucket`.
+    async fn bucket(&self, bucket: &str) -> S3Result<()> {
+        bucket_path(bucket)?;
+        match bucket_exists(&self.node, bucket).await {
+            true => Ok(()),
+            false => Err(no_bucket(bucket)),
+        }
+    }
+
     async fn page(
         &self,
         bucket: &str,
@@ -136,10 +145,7 @@ impl Endpoint {
         after: Option<&str>,
         max: usize,
     ) -> S3Result<Page> {
-        bucket_path(bucket)?;
-        if !bucket_exists(&self.node, bucket).await {
-            return Err(no_bucket(bucket));
-        }
+        self.bucket(bucket).await?;
         let q = Query {
             bucket,
             prefix,
@@ -215,11 +221,7 @@ impl S3 for Endpoint {
         &self,
         req: S3Request<HeadBucketInput>,
     ) -> S3Result<S3Response<HeadBucketOutput>> {
-        let bucket = &req.input.bucket;
-        bucket_path(bucket)?;
-        if !bucket_exists(&self.node, bucket).await {
-            return Err(no_bucket(bucket));
-        }
+        self.bucket(&req.input.bucket).await?;
         Ok(S3Response::new(HeadBucketOutput::default()))
     }
 
@@ -227,10 +229,7 @@ impl S3 for Endpoint {
         &self,
         req: S3Request<GetBucketLocationInput>,
     ) -> S3Result<S3Response<GetBucketLocationOutput>> {
-        let bucket = &req.input.bucket;
-        if !bucket_exists(&self.node, bucket).await {
-            return Err(no_bucket(bucket));
-        }
+        self.bucket(&req.input.bucket).await?;
         Ok(S3Response::new(GetBucketLocationOutput::default()))
     }
 
