@@ -2,6 +2,7 @@
 //! admits.
 
 use anyhow::{Result, bail};
+use coopcache_node::config::FileConfig;
 use coopcache_node::gateway::GatewayOptions;
 use coopcache_node::s3::{AccessKeys, S3Options};
 use std::net::SocketAddr;
@@ -28,36 +29,41 @@ pub struct S3Args {
 impl S3Args {
     /// The endpoint's address and options, if one is asked for; refuses
     /// an endpoint that would admit nobody, and keys without an endpoint.
+    /// Flags, then `file`.
     pub fn options(
         self,
+        file: &FileConfig,
         connections: &GatewayOptions,
         exclusive: bool,
     ) -> Result<Option<(SocketAddr, S3Options)>> {
-        let Some(addr) = self.s3 else {
-            if self.s3_keys.is_some() || self.s3_allow_anonymous_read {
+        let s3_keys = self.s3_keys.or(file.s3_keys.clone());
+        let anonymous_read =
+            self.s3_allow_anonymous_read || file.s3_allow_anonymous_read.unwrap_or(false);
+        let Some(addr) = self.s3.or(file.s3) else {
+            if s3_keys.is_some() || anonymous_read {
                 bail!(
                     "--s3-keys and --s3-allow-anonymous-read need --s3 ADDR (the S3 endpoint's address)"
                 );
             }
             return Ok(None);
         };
-        let keys = match &self.s3_keys {
+        let keys = match &s3_keys {
             Some(path) => Some(AccessKeys::from_file(path)?),
             None => None,
         };
-        if keys.is_none() && !self.s3_allow_anonymous_read {
+        if keys.is_none() && !anonymous_read {
             bail!(
                 "--s3 {addr} needs --s3-keys FILE (lines of `ACCESS_KEY_ID SECRET_KEY` for signed requests) or --s3-allow-anonymous-read (unsigned reads only)"
             );
         }
-        if self.s3_allow_anonymous_read && !addr.ip().is_loopback() {
+        if anonymous_read && !addr.ip().is_loopback() {
             tracing::warn!(%addr, "the S3 endpoint serves unsigned reads on a non-loopback address (--s3-allow-anonymous-read): anyone who can reach it reads every file this daemon can");
         }
         Ok(Some((
             addr,
             S3Options {
                 keys,
-                anonymous_read: self.s3_allow_anonymous_read,
+                anonymous_read,
                 exclusive,
                 // The gateway's bounds, but no bearer token: S3 clients
                 // sign their requests instead.

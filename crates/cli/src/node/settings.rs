@@ -221,7 +221,7 @@ impl Settings {
             (None, None) => Default::default(),
         };
         let exclusive = consistency == coopcache_mount::Consistency::Exclusive;
-        let s3 = args.s3.options(&gateway, exclusive)?;
+        let s3 = args.s3.options(&file, &gateway, exclusive)?;
         let memory = size(args.memory, &file.memory, "memory", 2 << 30)?;
         let overcommit = args.memory_overcommit || file.memory_overcommit.unwrap_or(false);
         if !overcommit

@@ -21,6 +21,12 @@ use std::sync::Arc;
 /// be no concern for the budget at the gateway's connection cap.
 pub const FLUSH: usize = 256 << 10;
 
+/// A committed object up to this size is taken into the node from the
+/// bytes the commit read back (a directory origin's), as a mount's close
+/// does; a larger one is read back block by block, so no put holds more
+/// than this outside the budget.
+const KEEP_WRITTEN: u64 = 1 << 20;
+
 /// A file written by the endpoint is created with these permissions.
 const FILE_MODE: u32 = 0o644;
 /// So are the directories a key's path needs.
@@ -132,9 +138,10 @@ impl Filling {
         self.flush().await?;
         let md5 = self.md5_hex();
         let draft = self.draft.take().ok_or_else(|| internal("draft lost"))?;
-        let up_to = crate::take_in::TAKE_IN_BEFORE_CLOSE
-            .min(node.cache_bytes() / crate::take_in::TAKE_IN_SHARE);
-        let (version, bytes) = draft.commit_keeping(up_to).await.map_err(from_origin)?;
+        let (version, bytes) = draft
+            .commit_keeping(KEEP_WRITTEN)
+            .await
+            .map_err(from_origin)?;
         let etag = etag.unwrap_or_else(|| md5.clone());
         // Before the version goes anywhere: keeping the attributes moves
         // the file's change time, part of a directory origin's version.
