@@ -22,6 +22,7 @@ use crate::s3_servers::{Minio, S3Endpoint, find_minio};
 use anyhow::{Context, Result, bail};
 use coopcache_console::args::{Seed, parse_duration, parse_size};
 use coopcache_node::NodeHandle;
+use coopcache_node::join::token::hex;
 use coopcache_node::s3::{AccessKeys, S3Options};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -456,10 +457,6 @@ impl Cluster {
         }
         shutdown(&self.nodes);
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn table(rows: &[Row]) {

@@ -219,7 +219,7 @@ impl Floor {
 
 /// The timer's clock, which the floor's count must agree with.
 fn now() -> Instant {
-    Instant::now()
+    Instant::from_std(crate::clock::now())
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for PacedIo<S> {

@@ -83,7 +83,8 @@ impl Uploads {
         meta: ObjectMeta,
     ) -> S3Result<String> {
         let mut t = self.lock();
-        t.retain(|_, u| u.touched.elapsed() < ABANDONED);
+        let now = crate::clock::now();
+        t.retain(|_, u| now.saturating_duration_since(u.touched) < ABANDONED);
         if t.len() >= MAX_UPLOADS {
             return Err(s3_error!(
                 SlowDown,
@@ -104,7 +105,7 @@ impl Uploads {
                 path: path.to_owned(),
                 meta,
                 parts: BTreeMap::new(),
-                touched: Instant::now(),
+                touched: crate::clock::now(),
                 initiated: now,
             },
         );
@@ -116,7 +117,7 @@ impl Uploads {
         let mut t = self.lock();
         match t.get_mut(id) {
             Some(u) if u.bucket == bucket && u.key == key => {
-                u.touched = Instant::now();
+                u.touched = crate::clock::now();
                 Ok(u.path.clone())
             }
             _ => Err(s3_error!(NoSuchUpload, "no upload {id} of {bucket}/{key}")),
@@ -188,7 +189,7 @@ impl Uploads {
             .get_mut(id)
             .ok_or_else(|| s3_error!(NoSuchUpload, "upload {id} was aborted or completed"))?;
         u.parts.insert(number, part);
-        u.touched = Instant::now();
+        u.touched = crate::clock::now();
         Ok(hex(&md5))
     }
 

@@ -28,19 +28,24 @@ impl Found {
     /// The `ETag`: what the put answered (an MD5) if it kept it with this
     /// version, else the origin's version tag.
     pub(super) fn etag(&self) -> ETag {
-        if let Some(m) = &self.meta {
-            return ETag::Strong(m.etag.clone());
-        }
-        let v = Validators::new(&self.version.version, self.version.modified);
-        if v.weak {
-            ETag::Weak(v.tag)
-        } else {
-            ETag::Strong(v.tag)
-        }
+        etag(&self.version, self.meta.as_ref())
     }
 
     pub(super) fn last_modified(&self) -> Option<Timestamp> {
         self.version.modified.map(Timestamp::from)
+    }
+}
+
+/// The `ETag` of `version` with the attributes `meta` kept with it.
+pub(super) fn etag(version: &FileVersion, meta: Option<&ObjectMeta>) -> ETag {
+    if let Some(m) = meta {
+        return ETag::Strong(m.etag.clone());
+    }
+    let v = Validators::new(&version.version, version.modified);
+    if v.weak {
+        ETag::Weak(v.tag)
+    } else {
+        ETag::Strong(v.tag)
     }
 }
 

@@ -160,22 +160,15 @@ impl Endpoint {
 fn contents(page: &mut Page, enc: &impl Fn(String) -> String) -> (Vec<Object>, Vec<CommonPrefix>) {
     let objects = std::mem::take(&mut page.objects)
         .into_iter()
-        .map(|(key, v, meta)| {
-            let found = read::Found {
-                path: Arc::from(""),
-                version: v,
-                meta,
-            };
-            Object {
-                e_tag: Some(found.etag()),
-                last_modified: found.last_modified(),
-                size: Some(found.version.size as i64),
-                storage_class: Some(ObjectStorageClass::from_static(
-                    ObjectStorageClass::STANDARD,
-                )),
-                key: Some(enc(key)),
-                ..Default::default()
-            }
+        .map(|(key, v, meta)| Object {
+            e_tag: Some(read::etag(&v, meta.as_ref())),
+            last_modified: v.modified.map(Timestamp::from),
+            size: Some(v.size as i64),
+            storage_class: Some(ObjectStorageClass::from_static(
+                ObjectStorageClass::STANDARD,
+            )),
+            key: Some(enc(key)),
+            ..Default::default()
         })
         .collect();
     let prefixes = std::mem::take(&mut page.prefixes)

@@ -9,6 +9,7 @@ use super::meta::ObjectMeta;
 use super::names::{Target, bucket_path, target};
 use super::read::{bucket_exists, no_bucket};
 use crate::handle::NodeHandle;
+pub(super) use crate::join::token::hex;
 use crate::origin::{Draft, FileVersion, OriginError};
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt};
@@ -279,15 +280,4 @@ pub(super) async fn delete_bucket(node: &NodeHandle, bucket: &str) -> S3Result<(
         Err(e) if e.is_not_found() => Err(no_bucket(bucket)),
         Err(e) => Err(from_origin(e)),
     }
-}
-
-/// Lower-case hex.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }
