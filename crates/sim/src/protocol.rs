@@ -9,6 +9,7 @@
 //! next deadline), so with no faults no read ever times out.
 
 use coopcache_core::coop::{AlgorithmKind, ConfigError, Level, LiveShape, NodeId, SizeClassed};
+use coopcache_core::policy::splitmix64;
 use coopcache_core::protocol::{
     Action, Digest, DigestSealer, HostId, NodeProtocol, PeerMsg, ProtocolConfig, ProtocolKey,
     ReadFailure, Served,
@@ -28,6 +29,17 @@ enum InFlight<K> {
     },
     /// An origin read `node` started.
     Origin { node: NodeId, block: K },
+}
+
+impl<K> InFlight<K> {
+    /// The ordered channel it travels on: a link keeps its order (one TCP
+    /// connection per pair of members), links overtake each other.
+    fn link(&self) -> (NodeId, Option<NodeId>) {
+        match self {
+            InFlight::Message { from, to, .. } => (*from, Some(*to)),
+            InFlight::Origin { node, .. } => (*node, None),
+        }
+    }
 }
 
 /// The order messages are delivered in.
@@ -76,6 +88,9 @@ pub struct LiveCluster<K> {
     /// Reads finished since the last [`LiveCluster::take_done`].
     done: Vec<(NodeId, K, Result<Served<Digest>, ReadFailure>)>,
     stats: LiveStats,
+    /// With a state, links interleave at random (see
+    /// [`LiveCluster::interleave_links`]).
+    shuffle: Option<u64>,
 }
 
 /// Steps one quiescence may take before the replay gives up (a protocol
@@ -156,6 +171,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
             block_size,
             done: Vec::new(),
             stats: LiveStats::default(),
+            shuffle: None,
         };
         for id in 0..nodes {
             cluster.collect(id);
@@ -335,7 +351,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
 
     /// Delivers the oldest thing in flight, if any (no timer fires).
     pub fn step(&mut self) -> bool {
-        match self.queue.pop_front() {
+        match self.next_in_flight() {
             Some(event) => {
                 self.deliver(event);
                 true
@@ -348,7 +364,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
     /// every node is quiet.
     pub fn run_until_quiet(&mut self) -> Result<(), NeverQuiet> {
         for _ in 0..MAX_STEPS {
-            if let Some(event) = self.queue.pop_front() {
+            if let Some(event) = self.next_in_flight() {
                 self.deliver(event);
                 continue;
             }
@@ -368,7 +384,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
     pub fn run_for(&mut self, us: u64) -> Result<(), NeverQuiet> {
         let until = self.now + us;
         for _ in 0..MAX_STEPS {
-            if let Some(event) = self.queue.pop_front() {
+            if let Some(event) = self.next_in_flight() {
                 self.deliver(event);
                 continue;
             }
@@ -408,6 +424,29 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
     pub fn set_members(&mut self, node: NodeId, members: &[NodeId]) {
         self.nodes[node as usize].set_members(members, self.now);
         self.collect(node);
+    }
+
+    /// From now on, what is in flight on different links is delivered in
+    /// an order drawn from `seed`, each link keeping its own order: what
+    /// a real network does, where a holder's contents may overtake the
+    /// manager's word naming that holder.
+    pub fn interleave_links(&mut self, seed: u64) {
+        self.shuffle = Some(seed);
+    }
+
+    /// The next thing to deliver: the oldest, or with links interleaved,
+    /// the oldest on a link drawn at random.
+    fn next_in_flight(&mut self) -> Option<InFlight<K>> {
+        let Some(state) = &mut self.shuffle else {
+            return self.queue.pop_front();
+        };
+        if self.queue.is_empty() {
+            return None;
+        }
+        let drawn = (splitmix64(state) % self.queue.len() as u64) as usize;
+        let link = self.queue[drawn].link();
+        let first = self.queue.iter().position(|e| e.link() == link);
+        self.queue.remove(first.unwrap_or(drawn))
     }
 
     /// Simulated time now, microseconds.

@@ -296,12 +296,17 @@ where
             return;
         };
         let asked = p.source.is_none_or(|s| s == from); // rule: data
-        if !asked {
-            let msg = PeerMsg::Data { block, data };
-            return self.violation(from, &msg, NOT_ASKED, now);
-        }
         match (p.source, p.expect) {
-            (Some(_), Some(expect)) => self.verify(block, from, data, expect, now),
+            (Some(_), Some(expect)) if asked => {
+                self.judge_early(block, now);
+                self.verify(block, from, data, expect, now)
+            }
+            // Not yet known to be the source, or not yet checkable. Contents
+            // from a member other than the source may come from the holder
+            // the manager names next: the holder it named first answered
+            // `NotHere`, and the new holder's contents overtook the
+            // manager's `Expect` (links keep no order between them). They
+            // wait, and are judged when the source's contents come.
             _ => {
                 if p.early.len() < MAX_EARLY && p.early.iter().all(|(s, _)| *s != from) {
                     p.early.push((from, data));
@@ -312,7 +317,9 @@ where
         }
     }
 
-    /// Checks contents that came before the source and digest were known.
+    /// Checks contents that came before the source and digest were known:
+    /// the source's, if among them, are verified (and the others judged);
+    /// the others wait for the source's.
     fn check_early(&mut self, block: K, now: u64) {
         let Some(p) = self.reads.pending.get_mut(&block) else {
             return;
@@ -320,19 +327,30 @@ where
         let (Some(source), Some(expect)) = (p.source, p.expect) else {
             return;
         };
-        let early = std::mem::take(&mut p.early);
         let mut from_source = None;
-        for (from, data) in early {
+        for i in 0..p.early.len() {
+            let from = p.early[i].0;
             let asked = from == source; // rule: data-early
-            if asked && from_source.is_none() {
-                from_source = Some((from, data));
-            } else {
-                let msg = PeerMsg::Data { block, data };
-                self.violation(from, &msg, NOT_ASKED, now);
+            if asked {
+                from_source = Some(p.early.swap_remove(i));
+                break;
             }
         }
         if let Some((from, data)) = from_source {
+            self.judge_early(block, now);
             self.verify(block, from, data, expect, now);
+        }
+    }
+
+    /// The source's contents came: contents any other member sent for this
+    /// read were never asked for.
+    fn judge_early(&mut self, block: K, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return;
+        };
+        for (from, data) in std::mem::take(&mut p.early) {
+            let msg = PeerMsg::Data { block, data };
+            self.violation(from, &msg, NOT_ASKED, now);
         }
     }
 
