@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use keys::{AccessKeys, KeysError, MIN_ACCESS_KEY, MIN_SECRET_KEY};
 pub use list::MAX_KEYS;
 pub use meta::MAX_METADATA;
-pub use multipart::{ABANDONED, MAX_PARTS, MAX_UPLOADS, MIN_PART};
+pub use multipart::{ABANDONED, MAX_PART, MAX_PARTS, MAX_SPOOLED, MAX_UPLOADS, MIN_PART};
 pub use names::MAX_KEY;
 pub use write::FLUSH;
 

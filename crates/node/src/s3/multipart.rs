@@ -4,7 +4,9 @@
 //! order into one draft of the origin's file and commits it as a put.
 //!
 //! Bounded: [`MAX_UPLOADS`] uploads in progress, S3's [`MAX_PARTS`] parts
-//! each; an upload untouched for [`ABANDONED`] is dropped with its parts
+//! each of at most [`MAX_PART`] bytes, [`MAX_SPOOLED`] bytes spooled by
+//! all of them at once (`SlowDown` beyond: a node's temporary directory
+//! is shared with everything else on it); an upload untouched for [`ABANDONED`] is dropped with its parts
 //! (S3 keeps one until a lifecycle rule removes it; a cache must not keep
 //! a client's leftovers on its disk for ever). Parts live on the spool's
 //! disk, not in memory; an upload's state is lost with the daemon, as a
@@ -31,12 +33,18 @@ pub const MAX_UPLOADS: usize = 1024;
 pub const MAX_PARTS: i32 = 10_000;
 /// Smallest part but the last (S3's limit): `EntityTooSmall` below.
 pub const MIN_PART: u64 = 5 << 20;
+/// Largest part (S3's limit): `EntityTooLarge` beyond.
+pub const MAX_PART: u64 = 5 << 30;
+/// Bytes the parts of every upload in progress may spool at once.
+pub const MAX_SPOOLED: u64 = 64 << 30;
 /// An upload with no call for this long is dropped.
 pub const ABANDONED: Duration = Duration::from_secs(24 * 3600);
 
 /// One part, spooled.
 struct Part {
     file: Arc<std::fs::File>,
+    /// Its bytes in the spool's count, given back when it is dropped.
+    _share: SpoolShare,
     size: u64,
     md5: [u8; 16],
     modified: SystemTime,
@@ -62,14 +70,60 @@ pub(super) struct PartInfo {
     pub modified: SystemTime,
 }
 
+/// Bytes one part holds in the spool's count ([`Uploads::spooled`]).
+struct SpoolShare {
+    bytes: u64,
+    total: Arc<AtomicU64>,
+}
+
+impl SpoolShare {
+    /// Counts `n` more bytes, unless the spool would pass `max`.
+    fn grow(&mut self, n: u64, max: u64) -> bool {
+        let fits = self
+            .total
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                t.checked_add(n).filter(|&after| after <= max)
+            })
+            .is_ok();
+        if fits {
+            self.bytes += n;
+        }
+        fits
+    }
+}
+
+impl Drop for SpoolShare {
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
 /// The uploads in progress.
-#[derive(Default)]
 pub(super) struct Uploads {
     table: Mutex<HashMap<String, Upload>>,
     serial: AtomicU64,
+    /// Bytes spooled by every part alive (and every part arriving).
+    spooled: Arc<AtomicU64>,
+    /// At most this many.
+    max_spooled: u64,
+}
+
+impl Default for Uploads {
+    fn default() -> Self {
+        Uploads::with_max_spooled(MAX_SPOOLED)
+    }
 }
 
 impl Uploads {
+    fn with_max_spooled(max_spooled: u64) -> Self {
+        Uploads {
+            table: Mutex::default(),
+            serial: AtomicU64::new(0),
+            spooled: Arc::default(),
+            max_spooled,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Upload>> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -144,6 +198,10 @@ impl Uploads {
             ));
         }
         self.path_of(id, bucket, key)?;
+        let mut share = SpoolShare {
+            bytes: 0,
+            total: self.spooled.clone(),
+        };
         let mut file = Some(tempfile::tempfile().map_err(internal)?);
         let mut md5 = Md5::new();
         let mut size = 0u64;
@@ -157,6 +215,19 @@ impl Uploads {
                     .map_err(|e| s3_error!(IncompleteBody, "reading the part: {e}"))?;
                 md5.update(c);
                 size += c.len() as u64;
+                if size > MAX_PART {
+                    return Err(s3_error!(
+                        EntityTooLarge,
+                        "part {number} is over {MAX_PART} bytes, S3's largest part"
+                    ));
+                }
+                if !share.grow(c.len() as u64, self.max_spooled) {
+                    return Err(s3_error!(
+                        SlowDown,
+                        "this node spools at most {} bytes of multipart uploads at once; complete or abort some",
+                        self.max_spooled
+                    ));
+                }
                 pending.extend_from_slice(c);
             }
             if pending.len() >= FLUSH || (chunk.is_none() && !pending.is_empty()) {
@@ -180,6 +251,7 @@ impl Uploads {
         let md5: [u8; 16] = md5.finalize().into();
         let part = Part {
             file: Arc::new(file.ok_or_else(|| internal("spool lost"))?),
+            _share: share,
             size,
             md5,
             modified: SystemTime::now(),
@@ -326,5 +398,34 @@ async fn copy_spool(file: &Arc<std::fs::File>, filling: &mut Filling) -> S3Resul
         }
         at += chunk.len() as u64;
         filling.push(&chunk).await?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(n: usize) -> impl Stream<Item = Result<Bytes, std::io::Error>> {
+        futures::stream::iter([Ok(Bytes::from(vec![7u8; n]))])
+    }
+
+    #[tokio::test]
+    async fn parts_beyond_the_spools_bound_slow_down_until_parts_are_dropped() {
+        let up = Uploads::with_max_spooled(1000);
+        let meta = ObjectMeta::default();
+        let a = up.create("b", "k", "b/k", meta.clone()).unwrap();
+        up.put_part(&a, "b", "k", 1, body(600)).await.unwrap();
+        let e = up.put_part(&a, "b", "k", 2, body(600)).await.unwrap_err();
+        assert_eq!(e.code(), &s3s::S3ErrorCode::SlowDown);
+        // The refused part's bytes were given back: 300 still fit.
+        up.put_part(&a, "b", "k", 2, body(300)).await.unwrap();
+        assert_eq!(up.spooled.load(Ordering::Acquire), 900);
+        // A part replaced gives back its bytes; an abort gives back all.
+        up.put_part(&a, "b", "k", 2, body(50)).await.unwrap();
+        assert_eq!(up.spooled.load(Ordering::Acquire), 650);
+        up.abort(&a, "b", "k").unwrap();
+        assert_eq!(up.spooled.load(Ordering::Acquire), 0);
+        let b = up.create("b", "k2", "b/k2", meta).unwrap();
+        up.put_part(&b, "b", "k2", 1, body(1000)).await.unwrap();
     }
 }
