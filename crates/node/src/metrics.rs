@@ -22,6 +22,32 @@ pub struct PeerLabel {
     pub peer: String,
 }
 
+/// The labels of `coopcache_gateway_closed_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClosedLabel {
+    /// `http` (the gateway) or `s3` (the S3 endpoint).
+    pub endpoint: &'static str,
+    /// Why: `refused` (at the cap, every slot busy: 503), `evicted` (a
+    /// silent connection gave its slot to a newcomer), `idle` (no byte
+    /// either way for the idle timeout), `slow` (a client under the rate
+    /// floor).
+    pub reason: &'static str,
+}
+
+/// Connections an endpoint closed on its own, one counter per reason
+/// (looked up once per endpoint, so counting costs no lock or hash).
+#[derive(Clone, Debug, Default)]
+pub struct ClosedCounters {
+    /// Answered 503 at the cap.
+    pub refused: Counter,
+    /// Closed for a newcomer, having sent no request.
+    pub evicted: Counter,
+    /// Closed after the idle timeout.
+    pub idle: Counter,
+    /// Cut under the rate floor.
+    pub slow: Counter,
+}
+
 /// The name of a level in metrics and status.
 pub fn level_name(level: Level) -> &'static str {
     match level {
@@ -42,6 +68,9 @@ pub struct Metrics {
     reads_by_level: std::sync::OnceLock<[Counter; 4]>,
     /// Block reads that failed (origin error).
     pub read_errors: Counter,
+    /// Connections the gateway and the S3 endpoint closed on their own,
+    /// by endpoint and reason (see [`Metrics::closed_counters`]).
+    pub gateway_closed: Family<ClosedLabel, Counter>,
     /// Block reads sent to the origin.
     pub origin_reads: Counter,
     /// Requests to the origin that carried them (a run of consecutive
@@ -130,6 +159,21 @@ impl Metrics {
             .inc_by(n);
     }
 
+    /// The counters of connections `endpoint` closes on its own.
+    pub fn closed_counters(&self, endpoint: &'static str) -> ClosedCounters {
+        let get = |reason| {
+            self.gateway_closed
+                .get_or_create(&ClosedLabel { endpoint, reason })
+                .clone()
+        };
+        ClosedCounters {
+            refused: get("refused"),
+            evicted: get("evicted"),
+            idle: get("idle"),
+            slow: get("slow"),
+        }
+    }
+
     /// Reads served by `level` so far.
     pub fn reads_at(&self, level: Level) -> u64 {
         self.level_counters()[level.index()].get()
@@ -143,6 +187,11 @@ impl Metrics {
             "protocol_violations",
             "Peer messages refused because the sender's role does not allow them",
             self.protocol_violations.clone(),
+        );
+        r.register(
+            "gateway_closed",
+            "Connections the gateway or S3 endpoint closed on its own: refused at the cap (503), evicted for a newcomer, idle, or slow (under the rate floor)",
+            self.gateway_closed.clone(),
         );
         let counters: [(&str, &str, &Counter); 20] = [
             ("read_errors", "Block reads that failed", &self.read_errors),

@@ -71,6 +71,18 @@ pub(crate) async fn request(addr: SocketAddr, method: &str, path: &str, extra: &
     .expect("client thread")
 }
 
+/// Connections the gateway closed on its own for `reason`, as its
+/// `/metrics` shows them.
+pub(crate) async fn closed(addr: SocketAddr, reason: &str) -> u64 {
+    let r = request(addr, "GET", "/metrics", &[]).await;
+    assert_eq!(r.status, 200, "/metrics");
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    let key = format!("coopcache_gateway_closed_total{{endpoint=\"http\",reason=\"{reason}\"}} ");
+    let line = text.lines().find_map(|l| l.strip_prefix(&key));
+    let line = line.unwrap_or_else(|| panic!("no {key} in /metrics:\n{text}"));
+    line.trim().parse().expect("a count")
+}
+
 pub(crate) fn parse(raw: &[u8]) -> Reply {
     let end = raw
         .windows(4)
@@ -296,6 +308,8 @@ async fn a_client_that_stops_reading_is_cut_off() {
         got < size,
         "the stalled client got all {got} bytes: no idle timeout"
     );
+    assert_eq!(closed(addr, "idle").await, 1);
+    assert_eq!(closed(addr, "slow").await, 0);
 }
 
 /// At the cap a newcomer never waits: while every slot is young or busy
@@ -339,6 +353,8 @@ async fn at_the_cap_a_newcomer_is_refused_at_once_or_takes_a_silent_slot() {
         .set_read_timeout(Some(Duration::from_secs(2)))
         .expect("timeout");
     assert_eq!(first.read(&mut [0u8; 16]).ok(), Some(0), "not closed");
+    assert_eq!(closed(addr, "refused").await, 1);
+    assert_eq!(closed(addr, "evicted").await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

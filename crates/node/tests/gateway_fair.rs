@@ -2,7 +2,7 @@
 //! item 4): readers that crawl or stop, and a flood of connections that
 //! send nothing, must leave an ordinary client served at once.
 
-use crate::gateway::{gateway, request};
+use crate::gateway::{closed, gateway, request};
 use coopcache_node::gateway::{GatewayOptions, raise_open_file_limit};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -215,5 +215,10 @@ async fn a_client_reading_under_the_rate_floor_is_cut() {
     assert!(
         steady > size,
         "a reader above the floor was cut after {steady} bytes"
+    );
+    assert_eq!(
+        closed(addr, "slow").await,
+        1,
+        "cut: the trickle reader only"
     );
 }

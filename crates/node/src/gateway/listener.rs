@@ -20,6 +20,7 @@ use tokio::sync::Semaphore;
 use super::auth::Token;
 use super::pace::{MIN_RATE, Pace, PacedIo, RATE_WINDOW, SEND_BACKLOG};
 use super::slots::{Ended, Slots, Tracked};
+use crate::metrics::ClosedCounters;
 
 /// How the gateway bounds its clients.
 #[derive(Clone, Debug)]
@@ -95,6 +96,7 @@ pub(crate) async fn serve_router(
     listener: TcpListener,
     router: Router,
     opts: &GatewayOptions,
+    closed: ClosedCounters,
 ) -> io::Result<()> {
     let cap = connection_cap(opts.max_connections);
     if cap < opts.max_connections {
@@ -135,6 +137,7 @@ pub(crate) async fn serve_router(
         // would wait with it.
         let Some(slot) = slots.admit() else {
             quiet.warn(|| tracing::warn!(cap, %peer, "gateway at its connection cap, every slot busy; answering 503"));
+            closed.refused.inc();
             if let Ok(permit) = refusing.clone().try_acquire_owned() {
                 tokio::spawn(async move {
                     refuse(stream).await;
@@ -146,7 +149,8 @@ pub(crate) async fn serve_router(
         let _ = stream.set_nodelay(true);
         let _ = socket2::SockRef::from(&stream).set_tcp_notsent_lowat(SEND_BACKLOG);
         let service = Tracked::new(router.clone(), slot.clone());
-        let io = TokioIo::new(PacedIo::new(stream, pace, slot.clone()));
+        let io = TokioIo::new(PacedIo::new(stream, pace, slot.clone(), closed.clone()));
+        let evicted = closed.evicted.clone();
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(opts.header_timeout);
@@ -158,6 +162,7 @@ pub(crate) async fn serve_router(
                     tracing::debug!(%peer, error = %e, "gateway connection ended");
                 },
                 () = ended.0.evicted() => {
+                    evicted.inc();
                     tracing::debug!(%peer, "gateway connection closed for a newcomer: it sent no request");
                 }
             }

@@ -63,7 +63,8 @@ pub async fn serve(
     node: Arc<NodeHandle>,
     opts: &GatewayOptions,
 ) -> std::io::Result<()> {
-    listener::serve_router(listener, router(node, opts.token.clone()), opts).await
+    let closed = node.metrics().closed_counters("http");
+    listener::serve_router(listener, router(node, opts.token.clone()), opts, closed).await
 }
 
 async fn authorize(State(token): State<Arc<Token>>, req: Request, next: Next) -> Response {

@@ -20,6 +20,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 use super::slots::Slot;
+use crate::metrics::ClosedCounters;
+use prometheus_client::metrics::counter::Counter;
 
 /// The least rate, in bytes a second, at which a client must take a
 /// response while the gateway waits on it ([`RATE_WINDOW`]); a slower one
@@ -73,16 +75,26 @@ pub(super) struct PacedIo<S> {
     deadline: Pin<Box<Sleep>>,
     floor: Floor,
     slot: Arc<Slot>,
+    /// Where a close of this connection's own is counted (once).
+    closed: Option<ClosedCounters>,
 }
 
 impl<S> PacedIo<S> {
-    pub(super) fn new(inner: S, pace: Pace, slot: Arc<Slot>) -> PacedIo<S> {
+    pub(super) fn new(inner: S, pace: Pace, slot: Arc<Slot>, closed: ClosedCounters) -> PacedIo<S> {
         PacedIo {
             inner,
             idle: pace.idle,
             deadline: Box::pin(tokio::time::sleep(pace.idle)),
             floor: Floor::new(pace),
             slot,
+            closed: Some(closed),
+        }
+    }
+
+    /// Counts this connection's close by `which` reason, the first time.
+    fn count(&mut self, which: fn(&ClosedCounters) -> &Counter) {
+        if let Some(c) = self.closed.take() {
+            which(&c).inc();
         }
     }
 
@@ -113,6 +125,7 @@ impl<S> PacedIo<S> {
             Poll::Pending => {
                 self.slot.set_write_blocked(true);
                 if let Poll::Ready(e) = self.floor.blocked(cx) {
+                    self.count(|c| &c.slow);
                     return Poll::Ready(Err(e));
                 }
                 self.expired(cx)
@@ -122,10 +135,13 @@ impl<S> PacedIo<S> {
 
     fn expired<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
         match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "gateway connection idle too long",
-            ))),
+            Poll::Ready(()) => {
+                self.count(|c| &c.idle);
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "gateway connection idle too long",
+                )))
+            }
             Poll::Pending => Poll::Pending,
         }
     }

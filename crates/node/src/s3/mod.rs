@@ -86,7 +86,8 @@ pub async fn serve(
     node: Arc<NodeHandle>,
     opts: &S3Options,
 ) -> std::io::Result<()> {
-    crate::gateway::serve_router(listener, router(node, opts), &opts.connections).await
+    let closed = node.metrics().closed_counters("s3");
+    crate::gateway::serve_router(listener, router(node, opts), &opts.connections, closed).await
 }
 
 /// Every answer carries `x-amz-request-id` (S3 clients log it with their
