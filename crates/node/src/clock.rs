@@ -38,7 +38,7 @@ pub fn now() -> Instant {
 /// Microseconds since the Unix epoch: a restarted node's SWIM incarnation,
 /// which must grow across restarts (so not the monotonic clock).
 pub fn unix_micros() -> u64 {
-    SystemTime::now()
+    wall()
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_micros() as u64)
 }
@@ -47,4 +47,10 @@ pub fn unix_micros() -> u64 {
 /// the same on every machine and across restarts).
 pub fn unix_secs() -> u64 {
     unix_micros() / 1_000_000
+}
+
+/// The wall clock: times shown to users and clients (an S3 upload's
+/// start, a part's modification).
+pub fn wall() -> SystemTime {
+    SystemTime::now()
 }

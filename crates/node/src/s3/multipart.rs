@@ -148,7 +148,7 @@ impl Uploads {
         // Unguessable enough that one client cannot address another's
         // upload by counting, unique within the daemon's life.
         let n = self.serial.fetch_add(1, Ordering::Relaxed);
-        let now = SystemTime::now();
+        let now = crate::clock::wall();
         let seed = format!("{n}:{path}:{now:?}:{:p}", &self.serial);
         let id = blake3::hash(seed.as_bytes()).to_hex()[..32].to_owned();
         t.insert(
@@ -254,7 +254,7 @@ impl Uploads {
             _share: share,
             size,
             md5,
-            modified: SystemTime::now(),
+            modified: crate::clock::wall(),
         };
         let mut t = self.lock();
         let u = t
