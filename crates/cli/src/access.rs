@@ -106,7 +106,7 @@ pub fn status(args: StatusArgs) -> Result<()> {
 }
 
 /// A client of the gateway at `node`, with the token from `token_file`.
-fn client(node: &str, token_file: Option<&std::path::Path>) -> Result<Client> {
+pub(crate) fn client(node: &str, token_file: Option<&std::path::Path>) -> Result<Client> {
     let client = Client::new(node);
     Ok(match token_file {
         Some(path) => {

@@ -9,6 +9,7 @@ mod doc_commands;
 mod node;
 mod sim;
 mod trace;
+mod warm;
 
 /// jemalloc rather than glibc's malloc, with a background thread that
 /// returns freed pages to the kernel within 100 ms: glibc kept 243 MiB
@@ -79,6 +80,9 @@ enum Command {
     Cat(access::CatArgs),
     /// A node's members, memory, reads per level and origin traffic.
     Status(access::StatusArgs),
+    /// Reads files or directories through a node into the cluster's
+    /// memory before a job needs them, with a progress bar.
+    Warm(warm::WarmArgs),
     /// A 4-node cluster on loopback, read with and without cooperation.
     Demo(Box<demo::DemoArgs>),
     /// Live benchmarks on a loopback cluster: the papers' experiments
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
         Command::Cluster(cmd) => cluster::run(cmd),
         Command::Cat(args) => access::cat(args),
         Command::Status(args) => access::status(args),
+        Command::Warm(args) => warm::warm(args),
         Command::Demo(args) => demo::run(*args),
         Command::Bench(cmd) => coopcache_bench::run(cmd),
         Command::Completions(args) => completions::completions(args, Cli::command()),

@@ -139,6 +139,7 @@ fn three_nodes_serve_origin_bytes_and_read_each_block_once() {
     status_json_lists_every_member(&nodes);
     cat_returns_origin_bytes(&nodes, &files);
     each_block_is_read_once_from_the_origin(&nodes, &files);
+    warmed_files_are_read_from_the_cluster(&nodes, &files);
     gateway_follows_http(&nodes[0], &files);
     eprintln!("three_nodes: {:.1?}", started.elapsed());
 }
@@ -207,6 +208,48 @@ fn each_block_is_read_once_from_the_origin(nodes: &[Node], files: &Files) {
         blocks_of(data.len()),
         "origin reads for {path} by the cluster; reads by level: {per_node:?}"
     );
+}
+
+/// `coopcache warm` through one node reads two files none has read yet,
+/// each block once; then the other nodes read them from the cluster.
+fn warmed_files_are_read_from_the_cluster(nodes: &[Node], files: &Files) {
+    let origin_reads = || -> u64 {
+        nodes
+            .iter()
+            .map(|n| counter(&n.status(), "origin_reads"))
+            .sum()
+    };
+    let before = origin_reads();
+    let warmed: Vec<(&String, &Vec<u8>)> = files.iter().skip(2).collect();
+    let http = nodes[0].http.to_string();
+    let mut args = vec!["warm"];
+    args.extend(warmed.iter().map(|(p, _)| p.as_str()));
+    args.extend(["--node", &http]);
+    let out = coopcache_args(&args);
+    assert!(out.status.success(), "warm: {}", stderr(&out));
+    for (path, _) in &warmed {
+        assert!(
+            stdout(&out).contains(&format!("warmed {path}: 1 files")),
+            "{}",
+            stdout(&out)
+        );
+    }
+    let blocks: u64 = warmed.iter().map(|(_, d)| blocks_of(d.len())).sum();
+    assert_eq!(
+        origin_reads() - before,
+        blocks,
+        "the warm-up's origin reads"
+    );
+    for node in &nodes[1..] {
+        for (path, data) in &warmed {
+            let got = fetch(node.http, path).unwrap();
+            assert!(got == **data, "{path} via {}: wrong bytes", node.name);
+        }
+    }
+    assert_eq!(origin_reads() - before, blocks, "a warmed block read again");
+    let out = coopcache_args(&["warm", "data/none", "--node", &http]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("404"), "{}", stderr(&out));
 }
 
 fn gateway_follows_http(node: &Node, files: &Files) {

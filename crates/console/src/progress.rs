@@ -70,6 +70,16 @@ impl Bar {
         }))
     }
 
+    /// `pos` of `len` steps done, with `msg` beside them (`len` may grow
+    /// while a phase finds more to do).
+    pub fn show(&self, pos: u64, len: u64, msg: String) {
+        if let Some(bar) = &self.0 {
+            bar.set_length(len);
+            bar.set_position(pos);
+            bar.set_message(msg);
+        }
+    }
+
     /// One more step done.
     pub fn inc(&self) {
         if let Some(bar) = &self.0 {

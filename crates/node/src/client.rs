@@ -2,6 +2,7 @@
 //! `coopcache status` use, and what programs embedding coopcache can use.
 
 use crate::driver::Status;
+use crate::warm::WarmProgress;
 use bytes::Bytes;
 use std::ops::Range;
 
@@ -117,6 +118,63 @@ impl Client {
         resp.bytes()
             .await
             .map_err(|source| ClientError::Unreachable { url, source })
+    }
+
+    /// Warms `path` ("" for the whole origin) through the node
+    /// (`crate::warm`), calling `seen` with each progress line; the last
+    /// one (`done`). Dropping the future stops the warm-up.
+    pub async fn warm(
+        &self,
+        path: &str,
+        mut seen: impl FnMut(&WarmProgress),
+    ) -> Result<WarmProgress, ClientError> {
+        let url = match path.trim_matches('/') {
+            "" => format!("{}/v1/warm", self.base),
+            path => {
+                crate::origin::check_path(path).map_err(|e| ClientError::Bad {
+                    url: path.to_string(),
+                    why: e.to_string(),
+                })?;
+                let encoded: Vec<String> = path.split('/').map(encode_segment).collect();
+                format!("{}/v1/warm/{}", self.base, encoded.join("/"))
+            }
+        };
+        let mut req = self.http.post(&url);
+        if let Some(bearer) = &self.bearer {
+            req = req.header("Authorization", bearer);
+        }
+        let unreachable = |source| ClientError::Unreachable {
+            url: url.clone(),
+            source,
+        };
+        let mut resp = req.send().await.map_err(unreachable)?;
+        if !resp.status().is_success() {
+            let status = resp.status();
+            let body = resp.text().await.unwrap_or_default().trim().to_string();
+            return Err(ClientError::Status { url, status, body });
+        }
+        let mut pending = Vec::new();
+        let mut last = None;
+        while let Some(chunk) = resp.chunk().await.map_err(unreachable)? {
+            pending.extend_from_slice(&chunk);
+            while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let p: WarmProgress =
+                    serde_json::from_slice(&line).map_err(|e| ClientError::Bad {
+                        url: url.clone(),
+                        why: format!("a progress line that is not one: {e}"),
+                    })?;
+                seen(&p);
+                last = Some(p);
+            }
+        }
+        match last {
+            Some(p) if p.done => Ok(p),
+            _ => Err(ClientError::Bad {
+                url,
+                why: "the warm-up's progress ended before it did (the node stopped?)".into(),
+            }),
+        }
     }
 
     /// The node's status.

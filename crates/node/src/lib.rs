@@ -41,6 +41,7 @@ pub mod seal;
 mod streams;
 pub mod take_in;
 pub mod tls;
+pub mod warm;
 
 pub use handle::{
     NodeError, NodeHandle, NodeOptions, check_capacity, check_private, critical_paths, start,

@@ -22,3 +22,4 @@ mod origin_root;
 mod origin_s3_writes;
 mod tls;
 mod tls_receive;
+mod warm;

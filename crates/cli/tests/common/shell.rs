@@ -284,6 +284,9 @@ impl Shell {
                 if line.starts_with("coopcache status") {
                     assert!(out.contains("members (1)"), "{out}");
                 }
+                if line.starts_with("coopcache warm") {
+                    assert!(out.contains("warmed some: 1 files"), "{out}");
+                }
                 if line.contains("/metrics") {
                     assert!(out.contains("# TYPE coopcache_"), "{out}");
                 }

@@ -18,6 +18,7 @@ mod listener;
 mod pace;
 mod range;
 mod slots;
+mod warm;
 
 use crate::handle::{NodeError, NodeHandle};
 use crate::origin::OriginError;
@@ -27,7 +28,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use futures::StreamExt;
 use std::sync::Arc;
 
@@ -41,12 +42,15 @@ pub use listener::{
 pub use pace::{MIN_RATE, RATE_WINDOW, SEND_BACKLOG};
 pub use range::{RangeSpec, parse_range};
 pub use slots::EVICT_AFTER;
+use warm::{warm_all, warm_path};
 
 /// The gateway's routes over `node`, behind `token` if one is given.
 pub fn router(node: Arc<NodeHandle>, token: Option<Token>) -> Router {
     let routes = Router::new()
         .route("/v1/files/{*path}", get(file))
         .route("/v1/status", get(status))
+        .route("/v1/warm", post(warm_all))
+        .route("/v1/warm/{*path}", post(warm_path))
         .route("/metrics", get(metrics))
         .merge(dashboard::routes())
         .with_state(node);

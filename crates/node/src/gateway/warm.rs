@@ -1,0 +1,59 @@
+//! `POST /v1/warm/PATH` (and `POST /v1/warm`, the whole origin): warms
+//! the path (`crate::warm`) and streams its progress, one JSON object a
+//! line (`application/x-ndjson`), at most every [`EVERY`] and once more
+//! at the end. A client that disconnects stops the warm-up.
+
+use super::error;
+use crate::handle::NodeHandle;
+use crate::warm::{Warm, WarmProgress};
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Shortest time between two progress lines.
+pub(super) const EVERY: Duration = Duration::from_millis(250);
+
+pub(super) async fn warm_path(
+    State(node): State<Arc<NodeHandle>>,
+    Path(path): Path<String>,
+) -> Response {
+    start(node, path).await
+}
+
+pub(super) async fn warm_all(State(node): State<Arc<NodeHandle>>) -> Response {
+    start(node, String::new()).await
+}
+
+async fn start(node: Arc<NodeHandle>, path: String) -> Response {
+    let warm = match Warm::start(node, path).await {
+        Ok(w) => w,
+        Err(e) => return error(e),
+    };
+    let rx = warm.progress();
+    // The stream owns the warm-up: dropped with the response body when
+    // the client goes away, which stops it.
+    let lines = futures::stream::unfold((warm, rx, false), |(warm, mut rx, ended)| async move {
+        if ended {
+            return None;
+        }
+        if !rx.borrow().done {
+            tokio::time::sleep(EVERY).await;
+            // Waits for news unless some came during the sleep.
+            let _ = rx.changed().await;
+        }
+        let now: WarmProgress = rx.borrow_and_update().clone();
+        let mut line = serde_json::to_vec(&now).unwrap_or_default();
+        line.push(b'\n');
+        let ended = now.done;
+        Some((Ok::<_, std::io::Error>(line), (warm, rx, ended)))
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/x-ndjson")],
+        Body::from_stream(lines),
+    )
+        .into_response()
+}

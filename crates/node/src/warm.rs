@@ -1,0 +1,201 @@
+//! Warm-up: `coopcache warm PATH` and `POST /v1/warm/PATH` read files
+//! through the cooperative cache before a job needs them, so that its
+//! first epoch finds them in the cluster's memory (what `juicefs warmup`
+//! and Alluxio's `load` do for theirs).
+//!
+//! The node asked lists the path (a file, or a directory walked whole),
+//! then reads its files [`FILES_AT_ONCE`] at a time, each streamed as a
+//! reader's would be and the bytes dropped. The blocks land where the
+//! algorithm puts a reader's: on this node, and, past its memory, on its
+//! peers as N-Chance forwards the last copy of each block it evicts
+//! (under Hash-Distributed, on each block's partition owner). Each file
+//! on its own manager is not built yet: it needs a peer message asking
+//! a manager to read (see `docs/guide/s3.md`, "Warm-up").
+
+use crate::handle::{NodeError, NodeHandle};
+use crate::origin::EntryKind;
+use futures::StreamExt;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Files read at once: enough to keep a slow origin's round trips
+/// overlapped, few enough to leave the node's streams to its readers.
+pub const FILES_AT_ONCE: usize = 4;
+
+/// Files one warm-up lists at most (its paths are held in memory while it
+/// runs, outside the cache's budget): beyond, it is refused before any is
+/// read, and the user warms the directories one at a time.
+pub const MAX_FILES: usize = 250_000;
+
+/// Where a warm-up stands: what `POST /v1/warm` streams, one JSON object
+/// a line.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WarmProgress {
+    /// Files found so far.
+    pub listed_files: u64,
+    /// The listing is over: `listed_files` is the total.
+    pub listed: bool,
+    /// Files read whole.
+    pub files: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Files that could not be read (changed or removed meanwhile, an
+    /// origin error).
+    pub failed: u64,
+    /// The first failure: the file and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+    /// Why the warm-up stopped before its end, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Every file was read or failed.
+    pub done: bool,
+}
+
+/// A warm-up running on its own task, stopped when this is dropped (a
+/// client that goes away stops the reading it asked for).
+pub struct Warm {
+    progress: watch::Receiver<WarmProgress>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Warm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Warm {
+    /// Starts warming `path` ("" for the whole origin): an error at once
+    /// if it names nothing the origin has.
+    pub async fn start(node: Arc<NodeHandle>, path: String) -> Result<Warm, NodeError> {
+        let first = Top::of(&node, &path).await?;
+        let (tx, rx) = watch::channel(WarmProgress::default());
+        let task = tokio::spawn(async move {
+            let files = match first {
+                Top::File => {
+                    tx.send_modify(|p| p.listed_files = 1);
+                    vec![path]
+                }
+                Top::Dir => match list(&node, &path, &tx).await {
+                    Ok(files) => files,
+                    Err(e) => {
+                        return tx.send_modify(|p| {
+                            p.error = Some(e);
+                            p.done = true;
+                        });
+                    }
+                },
+            };
+            tx.send_modify(|p| p.listed = true);
+            read_all(&node, files, &tx).await;
+            tx.send_modify(|p| p.done = true);
+        });
+        Ok(Warm { progress: rx, task })
+    }
+
+    /// Its progress, as it changes.
+    pub fn progress(&self) -> watch::Receiver<WarmProgress> {
+        self.progress.clone()
+    }
+}
+
+/// What a warm-up's path names.
+enum Top {
+    File,
+    Dir,
+}
+
+impl Top {
+    async fn of(node: &NodeHandle, path: &str) -> Result<Top, NodeError> {
+        if !path.is_empty() {
+            match node.stat(path).await {
+                Ok(_) => return Ok(Top::File),
+                Err(e) => {
+                    // Not a file: a directory, or nothing.
+                    let listed = node.origin().list(path).await;
+                    return match listed {
+                        Ok(entries) if !entries.is_empty() => Ok(Top::Dir),
+                        _ => Err(e),
+                    };
+                }
+            }
+        }
+        node.origin().list(path).await?;
+        Ok(Top::Dir)
+    }
+}
+
+/// Every file under `dir`, depth first, at most [`MAX_FILES`].
+async fn list(
+    node: &NodeHandle,
+    dir: &str,
+    tx: &watch::Sender<WarmProgress>,
+) -> Result<Vec<String>, String> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        let entries = node
+            .origin()
+            .list(&dir)
+            .await
+            .map_err(|e| format!("listing {dir:?}: {e}"))?;
+        for e in entries {
+            let path = match dir.as_str() {
+                "" => e.name,
+                dir => format!("{dir}/{}", e.name),
+            };
+            match e.kind {
+                EntryKind::File => files.push(path),
+                EntryKind::Dir => dirs.push(path),
+                // A link's target is warmed under its own name, if under
+                // the path at all: never twice, never outside.
+                EntryKind::Symlink => {}
+            }
+        }
+        if files.len() > MAX_FILES {
+            return Err(format!(
+                "{dir:?} holds over {MAX_FILES} files: warm its directories one at a time"
+            ));
+        }
+        tx.send_modify(|p| p.listed_files = files.len() as u64);
+    }
+    Ok(files)
+}
+
+/// Reads `files`, [`FILES_AT_ONCE`] at a time.
+async fn read_all(node: &Arc<NodeHandle>, files: Vec<String>, tx: &watch::Sender<WarmProgress>) {
+    let reads = futures::stream::iter(files)
+        .map(|path| async move {
+            let r = read_one(node, &path, tx).await;
+            (path, r)
+        })
+        .buffer_unordered(FILES_AT_ONCE);
+    let mut reads = std::pin::pin!(reads);
+    while let Some((path, r)) = reads.next().await {
+        tx.send_modify(|p| match r {
+            Ok(()) => p.files += 1,
+            Err(e) => {
+                p.failed += 1;
+                p.first_error.get_or_insert_with(|| format!("{path}: {e}"));
+            }
+        });
+    }
+}
+
+/// Reads `path` whole through the cache, counting its bytes as they come.
+async fn read_one(
+    node: &Arc<NodeHandle>,
+    path: &str,
+    tx: &watch::Sender<WarmProgress>,
+) -> Result<(), NodeError> {
+    let version = node.stat(path).await?;
+    let size = version.size;
+    let parts = node.stream(Arc::from(path), version, 0..size);
+    let mut parts = std::pin::pin!(parts);
+    while let Some(part) = parts.next().await {
+        let n = part?.len() as u64;
+        tx.send_modify(|p| p.bytes += n);
+    }
+    Ok(())
+}

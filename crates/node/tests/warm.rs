@@ -1,0 +1,75 @@
+//! Warm-up through a node's gateway (`coopcache warm`, `POST /v1/warm`;
+//! issue 42, item 3): the files under a path are read once from the
+//! origin, and then every node reads them from the cluster.
+
+use crate::common::*;
+use coopcache_node::client::{Client, ClientError};
+use coopcache_node::gateway::{self, GatewayOptions};
+use coopcache_node::handle::NodeHandle;
+use std::sync::Arc;
+
+async fn serve(node: Arc<NodeHandle>) -> Client {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let opts = GatewayOptions::default();
+    tokio::spawn(async move { gateway::serve(listener, node, &opts).await });
+    Client::new(&addr.to_string())
+}
+
+async fn origin_reads(c: &TestCluster) -> u64 {
+    let mut n = 0;
+    for node in &c.nodes {
+        n += node.status().await.unwrap().origin_reads;
+    }
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warmed_directory_is_read_from_the_cluster_not_the_origin() {
+    let files = [
+        ("set/a.bin", 300_000),
+        ("set/sub/b.bin", 70_000),
+        ("set/sub/empty", 0),
+        ("other.bin", 10_000),
+    ];
+    let c = cluster(Shape::default(), &files).await;
+    let client = serve(c.nodes[0].clone()).await;
+    let mut lines = Vec::new();
+    let done = client
+        .warm("set", |p| lines.push(p.clone()))
+        .await
+        .expect("warm");
+    assert!(done.listed && done.done && done.error.is_none(), "{done:?}");
+    assert_eq!(
+        (done.listed_files, done.files, done.failed, done.bytes),
+        (3, 3, 0, 370_000),
+        "{done:?}"
+    );
+    assert!(
+        lines.windows(2).all(|w| w[0].bytes <= w[1].bytes),
+        "progress went back: {lines:?}"
+    );
+    // 64 KiB blocks: 5 + 2 + 0, each read from the origin once.
+    assert_eq!(origin_reads(&c).await, 7);
+    for node in &c.nodes {
+        for (i, (name, len)) in files[..3].iter().enumerate() {
+            let got = node.read(name, None).await.unwrap();
+            assert!(got[..] == contents(i as u64 + 1, *len)[..], "{name}");
+        }
+    }
+    assert_eq!(origin_reads(&c).await, 7, "a reader went to the origin");
+
+    // A file alone; the whole origin ("/"); a path that names nothing.
+    let one = client.warm("other.bin", |_| {}).await.expect("warm a file");
+    assert_eq!((one.files, one.bytes), (1, 10_000));
+    assert_eq!(origin_reads(&c).await, 8);
+    let all = client.warm("/", |_| {}).await.expect("warm all");
+    assert_eq!((all.files, all.bytes, all.failed), (4, 380_000, 0));
+    assert_eq!(origin_reads(&c).await, 8, "warmed files read again");
+    match client.warm("set/nope", |_| {}).await {
+        Err(ClientError::Status { status, .. }) => assert_eq!(status.as_u16(), 404),
+        other => panic!("a missing path: {other:?}"),
+    }
+}
