@@ -183,22 +183,24 @@ fn cat_returns_origin_bytes(nodes: &[Node], files: &Files) {
     }
 }
 
+/// Blocks the nodes read from the origin, all together.
+fn origin_reads(nodes: &[Node]) -> u64 {
+    nodes
+        .iter()
+        .map(|n| counter(&n.status(), "origin_reads"))
+        .sum()
+}
+
 /// All three nodes read a file none has read yet, one after the other:
 /// the origin sees each of its blocks exactly once.
 fn each_block_is_read_once_from_the_origin(nodes: &[Node], files: &Files) {
     let (path, data) = files.iter().nth(1).unwrap();
-    let origin_reads = || -> u64 {
-        nodes
-            .iter()
-            .map(|n| counter(&n.status(), "origin_reads"))
-            .sum()
-    };
-    let before = origin_reads();
+    let before = origin_reads(nodes);
     for node in nodes {
         let got = fetch(node.http, path).unwrap();
         assert!(got == *data, "{path} via {}: wrong bytes", node.name);
     }
-    let read = origin_reads() - before;
+    let read = origin_reads(nodes) - before;
     let per_node: Vec<String> = nodes
         .iter()
         .map(|n| format!("{}: {}", n.name, n.status()["reads"]))
@@ -213,13 +215,7 @@ fn each_block_is_read_once_from_the_origin(nodes: &[Node], files: &Files) {
 /// `coopcache warm` through one node reads two files none has read yet,
 /// each block once; then the other nodes read them from the cluster.
 fn warmed_files_are_read_from_the_cluster(nodes: &[Node], files: &Files) {
-    let origin_reads = || -> u64 {
-        nodes
-            .iter()
-            .map(|n| counter(&n.status(), "origin_reads"))
-            .sum()
-    };
-    let before = origin_reads();
+    let before = origin_reads(nodes);
     let warmed: Vec<(&String, &Vec<u8>)> = files.iter().skip(2).collect();
     let http = nodes[0].http.to_string();
     let mut args = vec!["warm"];
@@ -236,7 +232,7 @@ fn warmed_files_are_read_from_the_cluster(nodes: &[Node], files: &Files) {
     }
     let blocks: u64 = warmed.iter().map(|(_, d)| blocks_of(d.len())).sum();
     assert_eq!(
-        origin_reads() - before,
+        origin_reads(nodes) - before,
         blocks,
         "the warm-up's origin reads"
     );
@@ -246,7 +242,11 @@ fn warmed_files_are_read_from_the_cluster(nodes: &[Node], files: &Files) {
             assert!(got == **data, "{path} via {}: wrong bytes", node.name);
         }
     }
-    assert_eq!(origin_reads() - before, blocks, "a warmed block read again");
+    assert_eq!(
+        origin_reads(nodes) - before,
+        blocks,
+        "a warmed block read again"
+    );
     let out = coopcache_args(&["warm", "data/none", "--node", &http]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("404"), "{}", stderr(&out));
