@@ -6,16 +6,19 @@ use crate::common::*;
 use coopcache_node::client::{Client, ClientError};
 use coopcache_node::gateway::{self, GatewayOptions};
 use coopcache_node::handle::NodeHandle;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
+use std::time::Duration;
 
-async fn serve(node: Arc<NodeHandle>) -> Client {
+async fn serve(node: Arc<NodeHandle>) -> (Client, SocketAddr) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let opts = GatewayOptions::default();
     tokio::spawn(async move { gateway::serve(listener, node, &opts).await });
-    Client::new(&addr.to_string())
+    (Client::new(&addr.to_string()), addr)
 }
 
 async fn origin_reads(c: &TestCluster) -> u64 {
@@ -35,7 +38,7 @@ async fn a_warmed_directory_is_read_from_the_cluster_not_the_origin() {
         ("other.bin", 10_000),
     ];
     let c = cluster(Shape::default(), &files).await;
-    let client = serve(c.nodes[0].clone()).await;
+    let (client, _) = serve(c.nodes[0].clone()).await;
     let mut lines = Vec::new();
     let done = client
         .warm("set", |p| lines.push(p.clone()))
@@ -72,4 +75,42 @@ async fn a_warmed_directory_is_read_from_the_cluster_not_the_origin() {
         Err(ClientError::Status { status, .. }) => assert_eq!(status.as_u16(), 404),
         other => panic!("a missing path: {other:?}"),
     }
+}
+
+/// A client that goes away stops its warm-up: with the origin answering
+/// each read in 20 ms, 200 files take a second or more; the client reads
+/// the first progress line and closes, and the origin reads stop soon
+/// after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_up_stops_when_its_client_goes_away() {
+    let names: Vec<String> = (0..200).map(|i| format!("set/f{i}")).collect();
+    let files: Vec<(&str, usize)> = names.iter().map(|n| (n.as_str(), 1000)).collect();
+    let shape = Shape {
+        nodes: 1,
+        origin_delay: Duration::from_millis(20),
+        ..Shape::default()
+    };
+    let c = cluster(shape, &files).await;
+    let (_, addr) = serve(c.nodes[0].clone()).await;
+    tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(addr).expect("connect");
+        s.write_all(b"POST /v1/warm/set HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            .expect("send");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains("\"listed\":true") {
+            let n = s.read(&mut buf).expect("read");
+            assert!(n > 0, "closed before any progress");
+            got.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await
+    .expect("client");
+    // Reads in flight when the client left may finish; none starts after.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stopped = origin_reads(&c).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let later = origin_reads(&c).await;
+    assert_eq!(later, stopped, "the warm-up went on without its client");
+    assert!(stopped < 200, "the warm-up ended before the client left");
 }
