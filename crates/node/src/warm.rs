@@ -13,7 +13,7 @@
 //! a manager to read (see `docs/guide/s3.md`, "Warm-up").
 
 use crate::handle::{NodeError, NodeHandle};
-use crate::origin::EntryKind;
+use crate::origin::{EntryKind, OriginError};
 use futures::StreamExt;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -112,10 +112,12 @@ impl Top {
             match node.stat(path).await {
                 Ok(_) => return Ok(Top::File),
                 Err(e) => {
-                    // Not a file: a directory, or nothing.
+                    // Not a file: a directory (an S3 prefix is one if
+                    // something is under it), or nothing.
+                    let not_a_file = matches!(&e, NodeError::Origin(OriginError::NotAFile { .. }));
                     let listed = node.origin().list(path).await;
                     return match listed {
-                        Ok(entries) if !entries.is_empty() => Ok(Top::Dir),
+                        Ok(entries) if not_a_file || !entries.is_empty() => Ok(Top::Dir),
                         _ => Err(e),
                     };
                 }

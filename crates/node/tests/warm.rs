@@ -71,6 +71,12 @@ async fn a_warmed_directory_is_read_from_the_cluster_not_the_origin() {
     let all = client.warm("/", |_| {}).await.expect("warm all");
     assert_eq!((all.files, all.bytes, all.failed), (4, 380_000, 0));
     assert_eq!(origin_reads(&c).await, 8, "warmed files read again");
+    std::fs::create_dir(c.origin_dir.join("set/empty-dir")).unwrap();
+    let none = client
+        .warm("set/empty-dir", |_| {})
+        .await
+        .expect("an empty directory");
+    assert_eq!((none.listed_files, none.files, none.failed), (0, 0, 0));
     match client.warm("set/nope", |_| {}).await {
         Err(ClientError::Status { status, .. }) => assert_eq!(status.as_u16(), 404),
         other => panic!("a missing path: {other:?}"),

@@ -20,7 +20,8 @@ pub(super) async fn warm_path(
     State(node): State<Arc<NodeHandle>>,
     Path(path): Path<String>,
 ) -> Response {
-    start(node, path).await
+    // `dir/` names the directory, as `dir` does.
+    start(node, path.trim_end_matches('/').to_owned()).await
 }
 
 pub(super) async fn warm_all(State(node): State<Arc<NodeHandle>>) -> Response {
@@ -39,12 +40,19 @@ async fn start(node: Arc<NodeHandle>, path: String) -> Response {
         if ended {
             return None;
         }
+        let mut gone = false;
         if !rx.borrow().done {
             tokio::time::sleep(EVERY).await;
-            // Waits for news unless some came during the sleep.
-            let _ = rx.changed().await;
+            // Waits for news unless some came during the sleep; an error:
+            // the task ended without saying it was done (it panicked).
+            gone = rx.changed().await.is_err();
         }
-        let now: WarmProgress = rx.borrow_and_update().clone();
+        let mut now: WarmProgress = rx.borrow_and_update().clone();
+        if gone && !now.done {
+            let why = "the warm-up stopped unexpectedly (see the node's log)";
+            now.error.get_or_insert_with(|| why.into());
+            now.done = true;
+        }
         let mut line = serde_json::to_vec(&now).unwrap_or_default();
         line.push(b'\n');
         let ended = now.done;
