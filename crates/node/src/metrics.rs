@@ -92,6 +92,10 @@ pub struct Metrics {
     pub origin_written_bytes: Counter,
     /// Drafts made the file at a close (C2Cfs's write-through).
     pub origin_commits: Counter,
+    /// Files a warm-up read whole (`coopcache warm`).
+    pub warmed_files: Counter,
+    /// The bytes warm-ups read.
+    pub warmed_bytes: Counter,
     /// `exclusive` mode: opens this node's manager slice answered from its
     /// commit table, with no origin round trip.
     pub manager_opens: Counter,
@@ -193,7 +197,13 @@ impl Metrics {
             "Connections the gateway or S3 endpoint closed on its own: refused at the cap (503), evicted for a newcomer, idle, or slow (under the rate floor)",
             self.gateway_closed.clone(),
         );
-        let counters: [(&str, &str, &Counter); 20] = [
+        let counters: [(&str, &str, &Counter); 22] = [
+            (
+                "warmed_files",
+                "Files warm-ups read whole (coopcache warm)",
+                &self.warmed_files,
+            ),
+            ("warmed_bytes", "Bytes warm-ups read", &self.warmed_bytes),
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",

@@ -176,7 +176,10 @@ async fn read_all(node: &Arc<NodeHandle>, files: Vec<String>, tx: &watch::Sender
     let mut reads = std::pin::pin!(reads);
     while let Some((path, r)) = reads.next().await {
         tx.send_modify(|p| match r {
-            Ok(()) => p.files += 1,
+            Ok(()) => {
+                p.files += 1;
+                node.metrics().warmed_files.inc();
+            }
             Err(e) => {
                 p.failed += 1;
                 p.first_error.get_or_insert_with(|| format!("{path}: {e}"));
@@ -198,6 +201,7 @@ async fn read_one(
     while let Some(part) = parts.next().await {
         let n = part?.len() as u64;
         tx.send_modify(|p| p.bytes += n);
+        node.metrics().warmed_bytes.inc_by(n);
     }
     Ok(())
 }

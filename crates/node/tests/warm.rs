@@ -54,6 +54,8 @@ async fn a_warmed_directory_is_read_from_the_cluster_not_the_origin() {
         lines.windows(2).all(|w| w[0].bytes <= w[1].bytes),
         "progress went back: {lines:?}"
     );
+    let m = c.nodes[0].metrics();
+    assert_eq!((m.warmed_files.get(), m.warmed_bytes.get()), (3, 370_000));
     // 64 KiB blocks: 5 + 2 + 0, each read from the origin once.
     assert_eq!(origin_reads(&c).await, 7);
     for node in &c.nodes {
