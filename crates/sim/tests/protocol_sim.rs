@@ -180,6 +180,27 @@ fn members_hear_each_others_memory_on_their_pings() {
     assert!(c.nodes()[0].peer_status(1).expect("heard").idle);
 }
 
+/// `rounds` rounds in which each of the 3 nodes starts a read of one of 12
+/// blocks (drawn from `seed`) and the cluster runs until quiet; every
+/// read served is served the origin's contents.
+fn concurrent_rounds(c: &mut LiveCluster<u64>, rounds: usize, seed: u64) {
+    let mut x = seed;
+    for _ in 0..rounds {
+        let mut started = Vec::new();
+        for node in 0..3 {
+            let block = coopcache_core::policy::splitmix64(&mut x) % 12;
+            c.start_read(node, block);
+            started.push((node, block));
+        }
+        c.run_until_quiet().unwrap();
+        for (node, block) in started {
+            if let Some(served) = c.take_done(node, block) {
+                assert_eq!(served.unwrap().data, content_of(&block, BLOCK_SIZE));
+            }
+        }
+    }
+}
+
 /// Concurrent reads under N-Chance with tiny caches: no honest node ever
 /// sends a message its role does not allow. A manager that got a holder's
 /// `NotHere` once forgot every forward to that holder, so the holder's
@@ -198,21 +219,7 @@ fn concurrent_reads_under_recirculation_raise_no_violation() {
         let mut c =
             LiveCluster::<u64>::with_order(AlgorithmKind::NChance, 3, &shape, BLOCK_SIZE, order)
                 .unwrap();
-        let mut x = 7u64;
-        for _ in 0..400 {
-            let mut started = Vec::new();
-            for node in 0..3 {
-                let block = coopcache_core::policy::splitmix64(&mut x) % 12;
-                c.start_read(node, block);
-                started.push((node, block));
-            }
-            c.run_until_quiet().unwrap();
-            for (node, block) in started {
-                if let Some(served) = c.take_done(node, block) {
-                    assert_eq!(served.unwrap().data, content_of(&block, BLOCK_SIZE));
-                }
-            }
-        }
+        concurrent_rounds(&mut c, 400, 7);
         assert_eq!(c.stats().violations, 0, "{order:?}: {:?}", c.stats());
     }
 }
@@ -235,21 +242,7 @@ fn interleaved_links_raise_no_violation() {
         for seed in 1..=64u64 {
             let mut c = LiveCluster::<u64>::new(kind, 3, &shape, BLOCK_SIZE).unwrap();
             c.interleave_links(seed);
-            let mut x = seed;
-            for _ in 0..200 {
-                let mut started = Vec::new();
-                for node in 0..3 {
-                    let block = coopcache_core::policy::splitmix64(&mut x) % 12;
-                    c.start_read(node, block);
-                    started.push((node, block));
-                }
-                c.run_until_quiet().unwrap();
-                for (node, block) in started {
-                    if let Some(served) = c.take_done(node, block) {
-                        assert_eq!(served.unwrap().data, content_of(&block, BLOCK_SIZE));
-                    }
-                }
-            }
+            concurrent_rounds(&mut c, 200, seed);
             assert_eq!(
                 c.stats().violations,
                 0,
