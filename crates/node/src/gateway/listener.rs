@@ -96,7 +96,7 @@ pub(crate) async fn serve_router(
     listener: TcpListener,
     router: Router,
     opts: &GatewayOptions,
-    closed: ClosedCounters,
+    closed: Arc<ClosedCounters>,
 ) -> io::Result<()> {
     let cap = connection_cap(opts.max_connections);
     if cap < opts.max_connections {
@@ -150,7 +150,7 @@ pub(crate) async fn serve_router(
         let _ = socket2::SockRef::from(&stream).set_tcp_notsent_lowat(SEND_BACKLOG);
         let service = Tracked::new(router.clone(), slot.clone());
         let io = TokioIo::new(PacedIo::new(stream, pace, slot.clone(), closed.clone()));
-        let evicted = closed.evicted.clone();
+        let counts = closed.clone();
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(opts.header_timeout);
@@ -162,7 +162,7 @@ pub(crate) async fn serve_router(
                     tracing::debug!(%peer, error = %e, "gateway connection ended");
                 },
                 () = ended.0.evicted() => {
-                    evicted.inc();
+                    counts.evicted.inc();
                     tracing::debug!(%peer, "gateway connection closed for a newcomer: it sent no request");
                 }
             }

@@ -67,7 +67,7 @@ pub async fn serve(
     node: Arc<NodeHandle>,
     opts: &GatewayOptions,
 ) -> std::io::Result<()> {
-    let closed = node.metrics().closed_counters("http");
+    let closed = Arc::new(node.metrics().closed_counters("http"));
     listener::serve_router(listener, router(node, opts.token.clone()), opts, closed).await
 }
 

@@ -76,11 +76,16 @@ pub(super) struct PacedIo<S> {
     floor: Floor,
     slot: Arc<Slot>,
     /// Where a close of this connection's own is counted (once).
-    closed: Option<ClosedCounters>,
+    closed: Option<Arc<ClosedCounters>>,
 }
 
 impl<S> PacedIo<S> {
-    pub(super) fn new(inner: S, pace: Pace, slot: Arc<Slot>, closed: ClosedCounters) -> PacedIo<S> {
+    pub(super) fn new(
+        inner: S,
+        pace: Pace,
+        slot: Arc<Slot>,
+        closed: Arc<ClosedCounters>,
+    ) -> PacedIo<S> {
         PacedIo {
             inner,
             idle: pace.idle,

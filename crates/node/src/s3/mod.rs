@@ -86,7 +86,7 @@ pub async fn serve(
     node: Arc<NodeHandle>,
     opts: &S3Options,
 ) -> std::io::Result<()> {
-    let closed = node.metrics().closed_counters("s3");
+    let closed = Arc::new(node.metrics().closed_counters("s3"));
     crate::gateway::serve_router(listener, router(node, opts), &opts.connections, closed).await
 }
 
