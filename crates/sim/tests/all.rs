@@ -19,6 +19,7 @@ mod golden_sizes;
 mod grants;
 mod lru_curve;
 mod netcache;
+mod pinned;
 mod private;
 mod protocol_sim;
 mod readers;

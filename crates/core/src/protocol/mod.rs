@@ -38,6 +38,7 @@ mod occupancy;
 mod outgoing;
 mod parked;
 mod peers;
+mod pinned;
 mod private;
 mod questions;
 mod reader;
@@ -54,6 +55,7 @@ pub use integrity::Verdict;
 pub use message::{NotLive, PeerMsg, Recorded};
 pub use node::{Action, MAX_READS, MIN_TRACKED, NodeProtocol, ProtocolConfig, ReadFailure, Served};
 pub use occupancy::{Occupancy, TABLES};
+pub use pinned::PinRefused;
 pub use private::{
     ContentKey, HostId, NOTE_BYTES, RECLAIM_BYTES, SEAL_OVERHEAD, Sealed, Sealer, UNIFIED_OVERHEAD,
 };

@@ -230,6 +230,8 @@ pub struct NodeProtocol<K, D> {
     pub(super) read_asked: Option<K>,
     /// Carried reads awaited, and contents that came before them.
     pub(super) carried: super::carried::Carried<K, D>,
+    /// Blocks pinned outside the machine's cache (`pinned.rs`).
+    pub(super) pinned: super::pinned::Pinned<K, D>,
 }
 
 impl<K, D> std::fmt::Debug for NodeProtocol<K, D> {
@@ -295,6 +297,7 @@ where
             private: None,
             read_asked: None,
             carried: Default::default(),
+            pinned: Default::default(),
         }
     }
 
@@ -491,7 +494,7 @@ where
 
     /// Works off what the machines sent and this node's messages to
     /// itself, until nothing is left.
-    fn settle(&mut self, now: u64) {
+    pub(super) fn settle(&mut self, now: u64) {
         for _ in 0..MAX_SETTLE_STEPS {
             self.route_machine_output(now);
             let Some(msg) = self.local.pop_front() else {
@@ -608,6 +611,7 @@ where
                 }
             }
             Invalidate { block } => {
+                self.unpin_invalidated(block);
                 self.parked.forget(block);
                 if let Some(p) = &mut self.private {
                     p.forget(block);
@@ -705,6 +709,10 @@ where
                 self.stats.dropped += 1;
             }
             return;
+        }
+        if let Some(data) = self.pinned.get(block) {
+            let data = data.clone();
+            return self.send(reader, PeerMsg::Data { block, data });
         }
         let msg = Msg::Forward {
             block,

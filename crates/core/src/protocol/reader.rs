@@ -116,6 +116,13 @@ where
         if reads.pending.contains_key(&block) || reads.queued_set.contains(&block) {
             return;
         }
+        if let Some(data) = self.pinned.get(block) {
+            let result = Ok(Served {
+                data: data.clone(),
+                level: Level::Local,
+            });
+            return self.actions.push_back(Action::Complete { block, result });
+        }
         if reads.pending.len() >= self.cfg.max_reads {
             if reads.queued.len() >= self.cfg.max_queued {
                 self.stats.dropped += 1;

@@ -75,7 +75,7 @@ where
     /// Whether nodes of this algorithm come to cache blocks without
     /// asking their manager (a partition hit, a forwarded singlet), and
     /// so say so with `Cached`.
-    fn caches_unasked(&self) -> bool {
+    pub(super) fn caches_unasked(&self) -> bool {
         matches!(self.kind, AlgorithmKind::Hash | AlgorithmKind::NChance)
     }
 
