@@ -66,6 +66,14 @@ pub fn status(args: StatusArgs) -> Result<()> {
         s.cached_blocks,
         s.budget_bytes as f64 / 1048576.0
     );
+    if s.max_pinned_bytes > 0 {
+        println!(
+            "pinned: {:.1} MiB in {} blocks, of a {:.1} MiB share (`coopcache pin --list`)",
+            s.pinned_bytes as f64 / 1048576.0,
+            s.pinned_blocks,
+            s.max_pinned_bytes as f64 / 1048576.0
+        );
+    }
     println!("members ({}):", s.members.len());
     for m in &s.members {
         let rtt = m.rtt_us.map_or("-".to_string(), |r| format!("{r} us"));

@@ -83,6 +83,17 @@ enum Command {
     /// Reads files or directories through a node into the cluster's
     /// memory before a job needs them, with a progress bar.
     Warm(warm::WarmArgs),
+    /// Pins files or directories on a node: read through the cache and
+    /// kept there, never evicted, within its --max-pinned share; --list
+    /// shows what is pinned.
+    Pin(warm::PinArgs),
+    /// Unpins files or directories (`/` for all): their blocks are
+    /// cached like any other again.
+    Unpin(warm::WarmArgs),
+    /// Drops files or directories from a node's memory, cached or pinned
+    /// (the next read of them on that node goes to the cluster or the
+    /// origin).
+    Evict(warm::WarmArgs),
     /// A 4-node cluster on loopback, read with and without cooperation.
     Demo(Box<demo::DemoArgs>),
     /// Live benchmarks on a loopback cluster: the papers' experiments
@@ -119,6 +130,9 @@ fn main() -> ExitCode {
         Command::Cat(args) => access::cat(args),
         Command::Status(args) => access::status(args),
         Command::Warm(args) => warm::warm(args),
+        Command::Pin(args) => warm::pin(args),
+        Command::Unpin(args) => warm::unpin(args),
+        Command::Evict(args) => warm::evict(args),
         Command::Demo(args) => demo::run(*args),
         Command::Bench(cmd) => coopcache_bench::run(cmd),
         Command::Completions(args) => completions::completions(args, Cli::command()),

@@ -1,10 +1,12 @@
 //! `coopcache warm PATH...`: reads files through a node before a job
-//! needs them, with a progress bar of files and bytes a second.
+//! needs them, with a progress bar of files and bytes a second; `pin`,
+//! `unpin` and `evict` keep them there or drop them (`coopcache_node::pins`).
 
 use anyhow::{Result, bail};
+use coopcache_console::output::human_size;
 use coopcache_console::progress::Bar;
 use coopcache_console::tasks::runtime;
-use coopcache_node::warm::WarmProgress;
+use coopcache_node::warm::{Goal, WarmProgress};
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -13,6 +15,25 @@ pub struct WarmArgs {
     /// for all of it.
     #[arg(required = true)]
     paths: Vec<String>,
+    #[command(flatten)]
+    gateway: Gateway,
+}
+
+#[derive(clap::Args)]
+pub struct PinArgs {
+    /// Files or directories (walked whole), relative to the origin.
+    #[arg(required_unless_present = "list")]
+    paths: Vec<String>,
+    /// Lists the files the node holds pinned instead.
+    #[arg(long, conflicts_with = "paths")]
+    list: bool,
+    #[command(flatten)]
+    gateway: Gateway,
+}
+
+/// The node a command talks to.
+#[derive(clap::Args)]
+struct Gateway {
     /// The node's gateway.
     #[arg(long, env = "COOPCACHE_HTTP", default_value = "127.0.0.1:7171")]
     node: String,
@@ -22,22 +43,76 @@ pub struct WarmArgs {
     token_file: Option<std::path::PathBuf>,
 }
 
+impl Gateway {
+    fn client(&self) -> Result<coopcache_node::client::Client> {
+        crate::access::client(&self.node, self.token_file.as_deref())
+    }
+}
+
 pub fn warm(args: WarmArgs) -> Result<()> {
-    let client = crate::access::client(&args.node, args.token_file.as_deref())?;
+    run(Goal::Warm, &args.paths, &args.gateway)
+}
+
+pub fn evict(args: WarmArgs) -> Result<()> {
+    run(Goal::Evict, &args.paths, &args.gateway)
+}
+
+pub fn pin(args: PinArgs) -> Result<()> {
+    if !args.list {
+        return run(Goal::Pin, &args.paths, &args.gateway);
+    }
+    let client = args.gateway.client()?;
+    let pins = runtime()?.block_on(client.pins())?;
+    let total: u64 = pins.iter().map(|f| f.bytes).sum();
+    for f in &pins {
+        println!("{:>10}  {}", human_size(f.bytes), f.path);
+    }
+    println!("{} files pinned, {}", pins.len(), human_size(total));
+    Ok(())
+}
+
+pub fn unpin(args: WarmArgs) -> Result<()> {
+    let client = args.gateway.client()?;
     let rt = runtime()?;
-    let mut failed = 0;
     for path in &args.paths {
+        let done = rt.block_on(client.unpin(path))?;
+        if done.files == 0 {
+            bail!("{path}: nothing pinned there (`coopcache pin --list` shows what is)");
+        }
+        println!(
+            "unpinned {path}: {} files, {}",
+            done.files,
+            human_size(done.bytes)
+        );
+    }
+    Ok(())
+}
+
+/// Does `goal` to each of `paths`, a progress bar each.
+fn run(goal: Goal, paths: &[String], gateway: &Gateway) -> Result<()> {
+    let client = gateway.client()?;
+    let rt = runtime()?;
+    let (doing, done_word) = match goal {
+        Goal::Warm => ("warming", "warmed"),
+        Goal::Pin => ("pinning", "pinned"),
+        Goal::Evict => ("evicting", "evicted"),
+    };
+    let mut failed = 0;
+    for path in paths {
         let started = Instant::now();
         let bar = Bar::new(0, "listing");
-        let done = rt.block_on(client.warm(path, |p| {
+        let done = rt.block_on(client.run(goal, path, |p| {
             bar.show(p.files + p.failed, p.listed_files, rates(p, started))
         }))?;
         drop(bar);
         if let Some(e) = &done.error {
-            bail!("warming {path}: {e}");
+            bail!(
+                "{doing} {path}: {e} ({} files {done_word} before)",
+                done.files
+            );
         }
         println!(
-            "warmed {path}: {} files, {}",
+            "{done_word} {path}: {} files, {}",
             done.files,
             rates(&done, started)
         );
@@ -47,7 +122,7 @@ pub fn warm(args: WarmArgs) -> Result<()> {
         }
     }
     if failed > 0 {
-        bail!("{failed} files could not be read");
+        bail!("{failed} files failed");
     }
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! `coopcache status` use, and what programs embedding coopcache can use.
 
 use crate::driver::Status;
-use crate::warm::WarmProgress;
+use crate::pins::{PinnedFile, Unpinned};
+use crate::warm::{Goal, WarmProgress};
 use bytes::Bytes;
 use std::ops::Range;
 
@@ -76,9 +77,6 @@ impl Client {
         range: Option<Range<u64>>,
     ) -> Result<reqwest::Response, ClientError> {
         let mut req = self.http.get(&url);
-        if let Some(bearer) = &self.bearer {
-            req = req.header("Authorization", bearer);
-        }
         if let Some(r) = range {
             if r.end <= r.start {
                 return Err(ClientError::Bad {
@@ -88,19 +86,7 @@ impl Client {
             }
             req = req.header("Range", format!("bytes={}-{}", r.start, r.end - 1));
         }
-        let resp = req
-            .send()
-            .await
-            .map_err(|source| ClientError::Unreachable {
-                url: url.clone(),
-                source,
-            })?;
-        if !resp.status().is_success() {
-            let status = resp.status();
-            let body = resp.text().await.unwrap_or_default().trim().to_string();
-            return Err(ClientError::Status { url, status, body });
-        }
-        Ok(resp)
+        self.send(req, &url).await
     }
 
     /// Reads `range` of `path` (the whole file if `None`). The path is
@@ -126,33 +112,30 @@ impl Client {
     pub async fn warm(
         &self,
         path: &str,
+        seen: impl FnMut(&WarmProgress),
+    ) -> Result<WarmProgress, ClientError> {
+        self.run(Goal::Warm, path, seen).await
+    }
+
+    /// As [`Client::warm`], for `goal`: `coopcache pin` and `coopcache
+    /// evict` (`crate::pins`).
+    pub async fn run(
+        &self,
+        goal: Goal,
+        path: &str,
         mut seen: impl FnMut(&WarmProgress),
     ) -> Result<WarmProgress, ClientError> {
-        let url = match path.trim_matches('/') {
-            "" => format!("{}/v1/warm", self.base),
-            path => {
-                crate::origin::check_path(path).map_err(|e| ClientError::Bad {
-                    url: path.to_string(),
-                    why: e.to_string(),
-                })?;
-                let encoded: Vec<String> = path.split('/').map(encode_segment).collect();
-                format!("{}/v1/warm/{}", self.base, encoded.join("/"))
-            }
+        let verb = match goal {
+            Goal::Warm => "warm",
+            Goal::Pin => "pin",
+            Goal::Evict => "evict",
         };
-        let mut req = self.http.post(&url);
-        if let Some(bearer) = &self.bearer {
-            req = req.header("Authorization", bearer);
-        }
+        let url = self.path_url(verb, path)?;
+        let mut resp = self.send(self.http.post(&url), &url).await?;
         let unreachable = |source| ClientError::Unreachable {
             url: url.clone(),
             source,
         };
-        let mut resp = req.send().await.map_err(unreachable)?;
-        if !resp.status().is_success() {
-            let status = resp.status();
-            let body = resp.text().await.unwrap_or_default().trim().to_string();
-            return Err(ClientError::Status { url, status, body });
-        }
         let mut pending = Vec::new();
         let mut last = None;
         while let Some(chunk) = resp.chunk().await.map_err(unreachable)? {
@@ -172,9 +155,71 @@ impl Client {
             Some(p) if p.done => Ok(p),
             _ => Err(ClientError::Bad {
                 url,
-                why: "the warm-up's progress ended before it did (the node stopped?)".into(),
+                why: format!("the {verb}'s progress ended before it did (the node stopped?)"),
             }),
         }
+    }
+
+    /// Unpins every file at `path` or under it ("" for all) on the node.
+    pub async fn unpin(&self, path: &str) -> Result<Unpinned, ClientError> {
+        let url = self.path_url("pin", path)?;
+        let resp = self.send(self.http.delete(&url), &url).await?;
+        resp.json().await.map_err(|e| ClientError::Bad {
+            url,
+            why: e.to_string(),
+        })
+    }
+
+    /// The files the node holds pinned.
+    pub async fn pins(&self) -> Result<Vec<PinnedFile>, ClientError> {
+        let url = format!("{}/v1/pins", self.base);
+        let resp = self.get(url.clone(), None).await?;
+        resp.json().await.map_err(|e| ClientError::Bad {
+            url,
+            why: e.to_string(),
+        })
+    }
+
+    /// `/v1/VERB/PATH`, the path checked as the gateway would and each
+    /// segment percent-encoded (`/v1/VERB` for "").
+    fn path_url(&self, verb: &str, path: &str) -> Result<String, ClientError> {
+        Ok(match path.trim_matches('/') {
+            "" => format!("{}/v1/{verb}", self.base),
+            path => {
+                crate::origin::check_path(path).map_err(|e| ClientError::Bad {
+                    url: path.to_string(),
+                    why: e.to_string(),
+                })?;
+                let encoded: Vec<String> = path.split('/').map(encode_segment).collect();
+                format!("{}/v1/{verb}/{}", self.base, encoded.join("/"))
+            }
+        })
+    }
+
+    /// Sends `req` to `url` with the token, if any; an error status is
+    /// an error with the gateway's message.
+    async fn send(
+        &self,
+        mut req: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<reqwest::Response, ClientError> {
+        if let Some(bearer) = &self.bearer {
+            req = req.header("Authorization", bearer);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|source| ClientError::Unreachable {
+                url: url.to_string(),
+                source,
+            })?;
+        if !resp.status().is_success() {
+            let status = resp.status();
+            let body = resp.text().await.unwrap_or_default().trim().to_string();
+            let url = url.to_string();
+            return Err(ClientError::Status { url, status, body });
+        }
+        Ok(resp)
     }
 
     /// The node's status.

@@ -14,6 +14,7 @@ pub struct FileConfig {
     pub origin: Option<String>,
     pub memory: Option<String>,
     pub memory_overcommit: Option<bool>,
+    pub max_pinned: Option<String>,
     pub algorithm: Option<String>,
     pub policy: Option<String>,
     pub listen: Option<SocketAddr>,

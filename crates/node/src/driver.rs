@@ -54,6 +54,7 @@ pub type Reply = oneshot::Sender<Result<(Bytes, Level), ReadError>>;
 use commits::CommitWaiter;
 pub use commits::{CommitEvent, OpenAnswer, first_block_of};
 pub use locks::LockEvent;
+pub use pins::PinEvent;
 
 /// What the driver reacts to.
 pub enum Event {
@@ -138,6 +139,8 @@ pub enum Event {
     Commits(CommitEvent),
     /// A lock call of this node's mount.
     Locks(LockEvent),
+    /// A pin, unpin or eviction (`crate::pins`).
+    Pins(PinEvent),
     /// The revocation list in this node's CA directory changed.
     Revoked(Bytes),
 }
@@ -276,6 +279,16 @@ pub struct Status {
     /// Blocks this node keeps for its peers (foreign blocks).
     #[serde(default)]
     pub foreign_blocks: u64,
+    /// Bytes of pinned blocks (`coopcache pin`), outside `cached_bytes`.
+    #[serde(default)]
+    pub pinned_bytes: u64,
+    /// Pinned blocks.
+    #[serde(default)]
+    pub pinned_blocks: u64,
+    /// Of the budget, the share set aside for pinned files
+    /// (`--max-pinned`).
+    #[serde(default)]
+    pub max_pinned_bytes: u64,
     /// Whether the node waits on nothing (no read in flight, no block
     /// held unverified, nothing it expects from a peer).
     pub quiet: bool,
@@ -319,6 +332,8 @@ pub struct DriverConfig {
     pub block_size: u32,
     /// Memory budget.
     pub budget: u64,
+    /// Of the budget, the share set aside for pinned files.
+    pub max_pinned: u64,
 }
 
 /// The core's node: block reads, C2Cfs opens and commits, file locks, and
@@ -549,6 +564,7 @@ impl Driver {
             }
             Event::Commits(ev) => self.on_commit_event(ev),
             Event::Locks(ev) => self.on_lock_event(ev),
+            Event::Pins(ev) => self.on_pin_event(ev),
         }
         self.apply();
     }
@@ -695,6 +711,8 @@ impl Driver {
             }
         }
         m.cached_bytes.set(self.node.reads().usage().bytes as i64);
+        m.pinned_bytes
+            .set(self.node.reads().pinned_usage().bytes as i64);
         let c = *self.node.commits().counters();
         m.manager_opens
             .inc_by(c.opens_from_table - self.synced.manager_opens);
@@ -718,6 +736,7 @@ mod integrity;
 mod locks;
 mod members;
 mod origin_reads;
+mod pins;
 mod revocations;
 mod status;
 

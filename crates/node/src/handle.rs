@@ -98,6 +98,10 @@ pub struct NodeOptions {
     /// by default; off only to measure what it saves, `coopcache bench
     /// mount --phases opens`).
     pub first_block_with_open: bool,
+    /// Bytes of the memory budget set aside for pinned files (`coopcache
+    /// pin`, `crate::pins`), at most half of it; the cache has the rest.
+    /// 0 (the default): nothing can be pinned.
+    pub max_pinned: u64,
 }
 
 impl NodeOptions {
@@ -126,6 +130,7 @@ impl NodeOptions {
             critical: Vec::new(),
             commit_stable: Duration::from_secs(5),
             first_block_with_open: true,
+            max_pinned: 0,
         }
     }
 }
@@ -180,6 +185,16 @@ pub enum NodeError {
     /// The node stopped.
     #[error("the node is shutting down")]
     Shutdown,
+    /// A file does not fit in what is left of the pinned share.
+    #[error(
+        "{path} does not fit in what is left of this node's pinned share ({max_bytes} bytes, --max-pinned): unpin something first, or give the node a larger share"
+    )]
+    PinFull {
+        /// The file.
+        path: String,
+        /// The share's size.
+        max_bytes: u64,
+    },
     /// Bad settings.
     #[error("{0}")]
     Config(String),
@@ -206,6 +221,8 @@ pub struct NodeHandle {
     /// A private origin's file id salt ([`private_file_id`]) and which
     /// files may be unified.
     private: Option<PrivateIds>,
+    /// The files pinned here.
+    pub(crate) pins: crate::pins::Pins,
 }
 
 /// How a node with a private origin names its files.
@@ -241,16 +258,38 @@ pub const LEAVE_WAIT: Duration = Duration::from_millis(250);
 /// `block_size` bytes may cache, or why it could not start with them:
 /// what [`start`] checks first, for a caller that checks settings without
 /// starting (`coopcache node --check-config`).
-pub fn check_capacity(memory: u64, block_size: u32, private: bool) -> Result<usize, NodeError> {
+pub fn check_capacity(
+    memory: u64,
+    max_pinned: u64,
+    block_size: u32,
+    private: bool,
+) -> Result<usize, NodeError> {
     if !(512..=(4 << 20)).contains(&block_size) || !block_size.is_power_of_two() {
         return Err(NodeError::BlockSize(block_size));
     }
+    if max_pinned > memory / 2 {
+        return Err(NodeError::Config(format!(
+            "--max-pinned {max_pinned} bytes: more than half of the memory budget ({memory} bytes); pinned files would leave the cache too little"
+        )));
+    }
     Ok(Budget {
-        total: memory,
+        total: memory - max_pinned,
         block_size,
         private,
     }
     .blocks()?)
+}
+
+/// Blocks the pinned share of `max_pinned` bytes holds, each counted with
+/// its metadata as a cached block is.
+pub fn pinned_blocks(max_pinned: u64, block_size: u32, private: bool) -> usize {
+    let per_block = Budget {
+        total: 0,
+        block_size,
+        private,
+    }
+    .per_block();
+    usize::try_from(max_pinned / per_block).unwrap_or(usize::MAX)
 }
 
 /// Whether a node with a private origin can run `algorithm`: Direct parks
@@ -269,7 +308,7 @@ pub fn check_private(algorithm: AlgorithmKind) -> Result<(), NodeError> {
 pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     let id = opts.identity.id;
     let bs = opts.block_size;
-    let capacity = check_capacity(opts.memory, bs, opts.private)?;
+    let capacity = check_capacity(opts.memory, opts.max_pinned, bs, opts.private)?;
     if opts.private {
         check_private(opts.algorithm)?;
     }
@@ -361,6 +400,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         };
         protocol.set_private(Box::new(sealer), crate::budget::parked_notes(capacity));
     }
+    protocol.set_max_pinned(pinned_blocks(opts.max_pinned, bs, opts.private));
     let commits = CommitProtocol::new(
         id,
         crate::clock::unix_micros(),
@@ -386,6 +426,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
             policy: opts.policy,
             block_size: bs,
             budget: opts.memory,
+            max_pinned: opts.max_pinned,
         },
         crate::driver::Node::new(
             protocol,
@@ -425,16 +466,22 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         listen,
         tasks,
         private,
+        pins: Default::default(),
     })
 }
 
 impl NodeHandle {
+    /// Hands the driver `ev`, or says the node stopped.
+    pub(crate) async fn send_event(&self, ev: Event) -> Result<(), NodeError> {
+        self.events.send(ev).await.map_err(|_| NodeError::Shutdown)
+    }
+
     /// Block 0 of `path` at `version` (its others are `BlockId { index,
     /// ..first }`): salted with this node's secret if its origin is
     /// private (and routed by that salted id, so its route tells no one
     /// the path), and marked unifiable if the node unifies and the path is
     /// not privacy-critical.
-    fn first_block(&self, path: &str, version: &FileVersion) -> BlockId {
+    pub(crate) fn first_block(&self, path: &str, version: &FileVersion) -> BlockId {
         match &self.private {
             Some(p) => {
                 let unifiable = p.unify && !p.critical.is_match(path);

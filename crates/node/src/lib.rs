@@ -34,6 +34,7 @@ pub mod join;
 pub mod link;
 pub mod metrics;
 pub mod origin;
+pub mod pins;
 pub mod quiescence;
 pub mod revocation;
 pub mod s3;

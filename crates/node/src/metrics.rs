@@ -126,6 +126,8 @@ pub struct Metrics {
     pub discovery_ignored: Counter,
     /// Bytes of cached block data.
     pub cached_bytes: Gauge,
+    /// Bytes of pinned block data (`coopcache pin`), outside `cached_bytes`.
+    pub pinned_bytes: Gauge,
     /// The memory budget.
     pub budget_bytes: Gauge,
     /// Live members, this node included.
@@ -308,6 +310,11 @@ impl Metrics {
             "cached_bytes",
             "Bytes of cached blocks",
             self.cached_bytes.clone(),
+        );
+        r.register(
+            "pinned_bytes",
+            "Bytes of pinned blocks (coopcache pin), outside cached_bytes",
+            self.pinned_bytes.clone(),
         );
         r.register("budget_bytes", "Memory budget", self.budget_bytes.clone());
         r.register("members", "Live members", self.members.clone());

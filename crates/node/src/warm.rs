@@ -69,6 +69,16 @@ impl Warm {
     /// Starts warming `path` ("" for the whole origin): an error at once
     /// if it names nothing the origin has.
     pub async fn start(node: Arc<NodeHandle>, path: String) -> Result<Warm, NodeError> {
+        Self::start_for(node, path, Goal::Warm).await
+    }
+
+    /// As [`Warm::start`], for `goal`: the same listing and progress for
+    /// `coopcache pin` and `coopcache evict`.
+    pub async fn start_for(
+        node: Arc<NodeHandle>,
+        path: String,
+        goal: Goal,
+    ) -> Result<Warm, NodeError> {
         let first = Top::of(&node, &path).await?;
         let (tx, rx) = watch::channel(WarmProgress::default());
         let task = tokio::spawn(async move {
@@ -88,7 +98,7 @@ impl Warm {
                 },
             };
             tx.send_modify(|p| p.listed = true);
-            read_all(&node, files, &tx).await;
+            read_all(&node, files, goal, &tx).await;
             tx.send_modify(|p| p.done = true);
         });
         Ok(Warm { progress: rx, task })
@@ -98,6 +108,19 @@ impl Warm {
     pub fn progress(&self) -> watch::Receiver<WarmProgress> {
         self.progress.clone()
     }
+}
+
+/// What a run over a path's files does to each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Goal {
+    /// Reads it through the cache.
+    Warm,
+    /// Reads it and pins it on this node (`crate::pins`); a file the
+    /// pinned share cannot hold stops the run.
+    Pin,
+    /// Drops its blocks from this node, cached or pinned; `bytes` counts
+    /// the blocks' size.
+    Evict,
 }
 
 /// What a warm-up's path names.
@@ -165,27 +188,67 @@ async fn list(
     Ok(files)
 }
 
-/// Reads `files`, [`FILES_AT_ONCE`] at a time.
-async fn read_all(node: &Arc<NodeHandle>, files: Vec<String>, tx: &watch::Sender<WarmProgress>) {
+/// Does `goal` to `files`, [`FILES_AT_ONCE`] at a time.
+async fn read_all(
+    node: &Arc<NodeHandle>,
+    files: Vec<String>,
+    goal: Goal,
+    tx: &watch::Sender<WarmProgress>,
+) {
     let reads = futures::stream::iter(files)
         .map(|path| async move {
-            let r = read_one(node, &path, tx).await;
+            let r = match goal {
+                Goal::Warm => read_one(node, &path, tx).await,
+                Goal::Pin => pin_one(node, &path, tx).await,
+                Goal::Evict => evict_one(node, &path, tx).await,
+            };
             (path, r)
         })
         .buffer_unordered(FILES_AT_ONCE);
     let mut reads = std::pin::pin!(reads);
     while let Some((path, r)) = reads.next().await {
+        let full = matches!(r, Err(NodeError::PinFull { .. }));
         tx.send_modify(|p| match r {
             Ok(()) => {
                 p.files += 1;
-                node.metrics().warmed_files.inc();
+                if goal == Goal::Warm {
+                    node.metrics().warmed_files.inc();
+                }
             }
+            Err(e) if full => p.error = Some(e.to_string()),
             Err(e) => {
                 p.failed += 1;
                 p.first_error.get_or_insert_with(|| format!("{path}: {e}"));
             }
         });
+        // The share is full: the files after this one would not fit either.
+        if full {
+            return;
+        }
     }
+}
+
+/// Pins `path` on this node, counting its bytes as they are pinned.
+async fn pin_one(
+    node: &Arc<NodeHandle>,
+    path: &str,
+    tx: &watch::Sender<WarmProgress>,
+) -> Result<(), NodeError> {
+    node.pin_file(path, |n| tx.send_modify(|p| p.bytes += n))
+        .await
+        .map(drop)
+}
+
+/// Drops `path`'s blocks from this node.
+async fn evict_one(
+    node: &Arc<NodeHandle>,
+    path: &str,
+    tx: &watch::Sender<WarmProgress>,
+) -> Result<(), NodeError> {
+    let blocks = node.evict_file(path).await?;
+    let bytes = blocks * u64::from(node.block_size());
+    tx.send_modify(|p| p.bytes += bytes);
+    Ok(())
 }
 
 /// Reads `path` whole through the cache, counting its bytes as they come.

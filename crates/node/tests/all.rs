@@ -20,6 +20,7 @@ mod origin_changes;
 mod origin_local;
 mod origin_root;
 mod origin_s3_writes;
+mod pins;
 mod tls;
 mod tls_receive;
 mod warm;

@@ -39,6 +39,11 @@ pub struct NodeArgs {
     /// cgroup's limit): the budget is then a promise the kernel cannot keep.
     #[arg(long, env = "COOPCACHE_MEMORY_OVERCOMMIT")]
     memory_overcommit: bool,
+    /// Of --memory, the share set aside for pinned files (`coopcache
+    /// pin`), at most half; the cache has the rest. 0 turns pinning off
+    /// [default: 0].
+    #[arg(long, env = "COOPCACHE_MAX_PINNED", value_parser = parse_size)]
+    max_pinned: Option<u64>,
     /// `exclusive` consistency: how long the members must agree on who is
     /// a member before the files' managers answer opens from their commit
     /// tables (opens read the origin's version meanwhile) [default: 5s].
@@ -322,6 +327,7 @@ fn serve(s: Settings) -> Result<()> {
         opts.algorithm = algorithm;
         opts.policy = policy;
         opts.memory = memory;
+        opts.max_pinned = s.max_pinned;
         opts.block_size = s.block_size;
         opts.chances = s.chances;
         opts.attr_ttl = attr_ttl;

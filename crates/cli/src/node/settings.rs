@@ -53,6 +53,8 @@ pub struct Settings {
     pub idle_after: Duration,
     pub commit_stable: Duration,
     pub memory: u64,
+    /// Of `memory`, the share for pinned files.
+    pub max_pinned: u64,
     pub block_size: u32,
     /// Blocks the budget holds (checked as the node checks it at start).
     pub capacity: usize,
@@ -238,7 +240,8 @@ impl Settings {
         let block_size = u32::try_from(block_size)
             .map_err(|_| anyhow!("block size {block_size} bytes: expected at most 4 MiB"))?;
         let private = args.private || file.private.unwrap_or(false);
-        let capacity = coopcache_node::check_capacity(memory, block_size, private)?;
+        let max_pinned = size(args.max_pinned, &file.max_pinned, "max_pinned", 0)?;
+        let capacity = coopcache_node::check_capacity(memory, max_pinned, block_size, private)?;
         let algorithm = args
             .algorithm
             .or(file.algorithm)
@@ -293,6 +296,7 @@ impl Settings {
                 Duration::from_secs(5),
             )?,
             memory,
+            max_pinned,
             block_size,
             capacity,
             attr_ttl: duration(args.attr_ttl, &file.attr_ttl, "attr_ttl", Duration::ZERO)?,
@@ -415,6 +419,7 @@ impl Settings {
                     self.block_size
                 ),
             ),
+            ("max_pinned", format!("{} bytes", self.max_pinned)),
             ("chances", self.chances.to_string()),
             ("attr_ttl", seconds(self.attr_ttl)),
             ("origin_delay", seconds(self.origin_delay)),

@@ -42,6 +42,7 @@ pub(super) fn driver(dir: &std::path::Path) -> Driver {
         policy: PolicyKind::Lru,
         block_size: 64 << 10,
         budget: 64 << 20,
+        max_pinned: 0,
     };
     let commits =
         coopcache_core::c2cfs::exclusive::CommitProtocol::new(0, 1, Default::default()).unwrap();

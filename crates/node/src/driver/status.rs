@@ -30,6 +30,7 @@ impl Driver {
                 }),
         );
         let usage = self.node.reads().usage();
+        let pinned = self.node.reads().pinned_usage();
         let stats = self.node.reads().stats();
         Status {
             id: self.cfg.id,
@@ -39,6 +40,9 @@ impl Driver {
             members,
             cached_bytes: usage.bytes as u64,
             cached_blocks: usage.blocks as u64,
+            pinned_bytes: pinned.bytes as u64,
+            pinned_blocks: pinned.blocks as u64,
+            max_pinned_bytes: self.cfg.max_pinned,
             budget_bytes: self.cfg.budget,
             reads: Level::ALL
                 .iter()

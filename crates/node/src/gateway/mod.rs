@@ -28,7 +28,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use futures::StreamExt;
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ pub use listener::{
 pub use pace::{MIN_RATE, RATE_WINDOW, SEND_BACKLOG};
 pub use range::{RangeSpec, parse_range};
 pub use slots::EVICT_AFTER;
-use warm::{warm_all, warm_path};
+use warm::{evict_path, pin_path, pins, unpin_all, unpin_path, warm_all, warm_path};
 
 /// The gateway's routes over `node`, behind `token` if one is given.
 pub fn router(node: Arc<NodeHandle>, token: Option<Token>) -> Router {
@@ -51,6 +51,10 @@ pub fn router(node: Arc<NodeHandle>, token: Option<Token>) -> Router {
         .route("/v1/status", get(status))
         .route("/v1/warm", post(warm_all))
         .route("/v1/warm/{*path}", post(warm_path))
+        .route("/v1/pin", delete(unpin_all))
+        .route("/v1/pin/{*path}", post(pin_path).delete(unpin_path))
+        .route("/v1/pins", get(pins))
+        .route("/v1/evict/{*path}", post(evict_path))
         .route("/metrics", get(metrics))
         .merge(dashboard::routes())
         .with_state(node);
@@ -107,6 +111,7 @@ fn error(e: NodeError) -> Response {
         NodeError::Origin(OriginError::PermissionDenied { .. }) => StatusCode::FORBIDDEN,
         NodeError::Origin(OriginError::BadPath { .. }) => StatusCode::BAD_REQUEST,
         NodeError::Shutdown => StatusCode::SERVICE_UNAVAILABLE,
+        NodeError::PinFull { .. } => StatusCode::INSUFFICIENT_STORAGE,
         _ => StatusCode::BAD_GATEWAY,
     };
     plain(code, e.to_string())

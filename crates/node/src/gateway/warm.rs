@@ -2,10 +2,17 @@
 //! the path (`crate::warm`) and streams its progress, one JSON object a
 //! line (`application/x-ndjson`), at most every [`EVERY`] and once more
 //! at the end. A client that disconnects stops the warm-up.
+//!
+//! `POST /v1/pin/PATH` and `POST /v1/evict/PATH` run the same way,
+//! pinning or evicting each file (`crate::pins`); `DELETE /v1/pin/PATH`
+//! unpins (a JSON object of what it let go), `GET /v1/pins` lists the
+//! files pinned.
 
 use super::error;
 use crate::handle::NodeHandle;
-use crate::warm::{Warm, WarmProgress};
+use crate::pins::{PinnedFile, Unpinned};
+use crate::warm::{Goal, Warm, WarmProgress};
+use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
@@ -16,20 +23,48 @@ use std::time::Duration;
 /// Shortest time between two progress lines.
 pub(super) const EVERY: Duration = Duration::from_millis(250);
 
-pub(super) async fn warm_path(
-    State(node): State<Arc<NodeHandle>>,
-    Path(path): Path<String>,
-) -> Response {
-    // `dir/` names the directory, as `dir` does.
-    start(node, path.trim_end_matches('/').to_owned()).await
+pub(super) async fn warm_path(node: State<Arc<NodeHandle>>, path: Path<String>) -> Response {
+    start(node, path, Goal::Warm).await
 }
 
 pub(super) async fn warm_all(State(node): State<Arc<NodeHandle>>) -> Response {
-    start(node, String::new()).await
+    start(State(node), Path(String::new()), Goal::Warm).await
 }
 
-async fn start(node: Arc<NodeHandle>, path: String) -> Response {
-    let warm = match Warm::start(node, path).await {
+pub(super) async fn pin_path(node: State<Arc<NodeHandle>>, path: Path<String>) -> Response {
+    start(node, path, Goal::Pin).await
+}
+
+pub(super) async fn evict_path(node: State<Arc<NodeHandle>>, path: Path<String>) -> Response {
+    start(node, path, Goal::Evict).await
+}
+
+pub(super) async fn unpin_path(
+    State(node): State<Arc<NodeHandle>>,
+    Path(path): Path<String>,
+) -> Response {
+    match node.unpin(path.trim_end_matches('/')).await {
+        Ok(done) => Json::<Unpinned>(done).into_response(),
+        Err(e) => error(e),
+    }
+}
+
+pub(super) async fn unpin_all(State(node): State<Arc<NodeHandle>>) -> Response {
+    unpin_path(State(node), Path(String::new())).await
+}
+
+pub(super) async fn pins(State(node): State<Arc<NodeHandle>>) -> Json<Vec<PinnedFile>> {
+    Json(node.pinned())
+}
+
+async fn start(
+    State(node): State<Arc<NodeHandle>>,
+    Path(path): Path<String>,
+    goal: Goal,
+) -> Response {
+    // `dir/` names the directory, as `dir` does.
+    let path = path.trim_end_matches('/').to_owned();
+    let warm = match Warm::start_for(node, path, goal).await {
         Ok(w) => w,
         Err(e) => return error(e),
     };

@@ -51,8 +51,11 @@ function showMemory(s) {
   used.style.width = Math.min(100, (100 * s.cached_bytes) / Math.max(1, s.budget_bytes)) + "%";
   used.dataset.used = String(s.cached_bytes);
   used.dataset.budget = String(s.budget_bytes);
+  const pinned = s.max_pinned_bytes > 0
+    ? `; ${bytes(s.pinned_bytes)} of a ${bytes(s.max_pinned_bytes)} share pinned (${s.pinned_blocks} blocks)`
+    : "";
   el("memory-text").textContent =
-    `${bytes(s.cached_bytes)} of ${bytes(s.budget_bytes)} cached (${s.cached_blocks} blocks)`;
+    `${bytes(s.cached_bytes)} of ${bytes(s.budget_bytes)} cached (${s.cached_blocks} blocks)${pinned}`;
 }
 
 function showCounters(s) {
