@@ -353,7 +353,7 @@ fn guide_s3_runs_as_written() {
     let Some(venv) = crate::common::s3_clients() else {
         return;
     };
-    let Some(mut g) = Guide::open("s3.md", 1) else {
+    let Some(mut g) = Guide::open("s3.md", 2) else {
         return;
     };
     let cwd = g.clone();
@@ -363,6 +363,8 @@ fn guide_s3_runs_as_written() {
     g.sh.prepend_path(&venv.join("bin"));
     std::fs::create_dir(g.tmp("srv")).unwrap();
     g.run(0);
+    // Pinning, listing, unpinning and evicting what block 0 wrote.
+    g.run(1);
     g.sh.stop();
 }
 

@@ -134,13 +134,15 @@ fn three_nodes_serve_origin_bytes_and_read_each_block_once() {
         .collect();
     let files = write_origin(&origin, seed, &sizes);
     cluster_init(&keys, &["a", "b", "c"]);
-    let nodes = start_cluster(&["a", "b", "c"], &keys, &origin, &["--memory", "256MiB"]);
+    let extra = ["--memory", "256MiB", "--max-pinned", "32MiB"];
+    let nodes = start_cluster(&["a", "b", "c"], &keys, &origin, &extra);
 
     status_json_lists_every_member(&nodes);
     cat_returns_origin_bytes(&nodes, &files);
     each_block_is_read_once_from_the_origin(&nodes, &files);
     warmed_files_are_read_from_the_cluster(&nodes, &files);
     gateway_follows_http(&nodes[0], &files);
+    pinned_and_evicted_from_the_cli(&nodes[0], &files);
     eprintln!("three_nodes: {:.1?}", started.elapsed());
 }
 
@@ -250,6 +252,51 @@ fn warmed_files_are_read_from_the_cluster(nodes: &[Node], files: &Files) {
     let out = coopcache_args(&["warm", "data/none", "--node", &http]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("404"), "{}", stderr(&out));
+}
+
+/// `coopcache pin`, `pin --list`, `status`, `unpin` and `evict` on one
+/// node: what each says, and what the node then holds.
+fn pinned_and_evicted_from_the_cli(node: &Node, files: &Files) {
+    let http = node.http.to_string();
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--node", &http]);
+        let out = coopcache_args(&all);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    let (path, data) = files.iter().next().unwrap();
+    let out = run(&["pin", path]);
+    assert!(out.contains(&format!("pinned {path}: 1 files")), "{out}");
+    let out = run(&["pin", "--list"]);
+    assert!(
+        out.contains(path.as_str()) && out.contains("1 files pinned"),
+        "{out}"
+    );
+    let s: Value = serde_json::from_str(&run(&["status", "--json"])).unwrap();
+    assert_eq!(s["pinned_bytes"], data.len() as u64, "{s}");
+    assert!(run(&["status"]).contains("pinned: "));
+    let out = run(&["evict", "data"]);
+    assert!(
+        out.contains(&format!("evicted data: {} files", files.len())),
+        "{out}"
+    );
+    let s: Value = serde_json::from_str(&run(&["status", "--json"])).unwrap();
+    assert_eq!(
+        (&s["pinned_bytes"], &s["cached_bytes"]),
+        (&0.into(), &0.into()),
+        "{s}"
+    );
+    run(&["pin", path]);
+    let out = run(&["unpin", path]);
+    assert!(out.contains(&format!("unpinned {path}: 1 files")), "{out}");
+    let out = coopcache_args(&["unpin", path, "--node", &http]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("nothing pinned there"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 fn gateway_follows_http(node: &Node, files: &Files) {
