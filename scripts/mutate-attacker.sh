@@ -30,6 +30,7 @@ mutations=(
   "fetch-origin|crates/core/src/protocol/roles.rs|/\/\/ rule: fetch-origin$/ s/check\((.*), FROM_MANAGER\)/check(true, FROM_MANAGER)/"
   "hash-is|crates/core/src/protocol/roles.rs|/\/\/ rule: hash-is$/ s/check\((.*), FROM_MANAGER\)/check(true, FROM_MANAGER)/"
   "record|crates/core/src/protocol/roles.rs|/\/\/ rule: record$/ s/check\((.*), RECORD\)/check(true, RECORD)/"
+  "evict|crates/core/src/protocol/roles.rs|/\/\/ rule: evict$/ s/check\((.*), EVICT\)/check(true, EVICT)/"
   "commit-answer-sender|crates/core/src/c2cfs/exclusive/client.rs|s/^        if ask.to != from \{$/        if ask.to != from \&\& false {/"
 )
 survived=0

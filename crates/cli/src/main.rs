@@ -90,9 +90,8 @@ enum Command {
     /// Unpins files or directories (`/` for all): their blocks are
     /// cached like any other again.
     Unpin(warm::WarmArgs),
-    /// Drops files or directories from a node's memory, cached or pinned
-    /// (the next read of them on that node goes to the cluster or the
-    /// origin).
+    /// Drops files or directories from the cluster's memory, cached or
+    /// pinned, on every node (the next read of them goes to the origin).
     Evict(warm::WarmArgs),
     /// A 4-node cluster on loopback, read with and without cooperation.
     Demo(Box<demo::DemoArgs>),

@@ -16,7 +16,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 9;
+pub const PROTOCOL_VERSION: u16 = 10;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -136,6 +136,7 @@ const K_READ: u8 = 16;
 const K_IS_SINGLET: u8 = 17;
 const K_DROPPED: u8 = 18;
 const K_CACHED: u8 = 19;
+const K_EVICT: u8 = 20;
 const K_NOT_HERE: u8 = 21;
 const K_RECORD: u8 = 22;
 const K_HASH_OF: u8 = 23;
@@ -236,6 +237,7 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
         IsSinglet { .. } => K_IS_SINGLET,
         Dropped { .. } => K_DROPPED,
         Cached { .. } => K_CACHED,
+        Evict { .. } => K_EVICT,
         NotHere { .. } => K_NOT_HERE,
         Record { .. } => K_RECORD,
         HashOf { .. } => K_HASH_OF,
@@ -263,6 +265,7 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
         | IsSinglet { .. }
         | Dropped { .. }
         | Cached { .. }
+        | Evict { .. }
         | NotHere { .. }
         | HashOf { .. }
         | Invalidate { .. }
@@ -389,6 +392,7 @@ fn kind_name(kind: u8) -> Option<&'static str> {
         K_IS_SINGLET => "is-singlet",
         K_DROPPED => "dropped",
         K_CACHED => "cached",
+        K_EVICT => "evict",
         K_NOT_HERE => "not-here",
         K_RECORD => "record",
         K_HASH_OF => "hash-of",
@@ -558,6 +562,7 @@ impl Reader {
             K_IS_SINGLET => IsSinglet { block },
             K_DROPPED => Dropped { block },
             K_CACHED => Cached { block },
+            K_EVICT => Evict { block },
             K_NOT_HERE => NotHere { block },
             K_RECORD => Record {
                 block,
@@ -709,6 +714,7 @@ mod tests {
                 singlet: true,
             },
             Invalidate { block },
+            Evict { block },
             Data {
                 block,
                 data: data.clone(),

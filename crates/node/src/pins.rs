@@ -155,9 +155,10 @@ impl NodeHandle {
         self.pins.list()
     }
 
-    /// Drops every block of the file at `path` this node holds (its
-    /// current version, and any version it pinned), cached or pinned, and
-    /// tells each block's manager. The bytes it held.
+    /// Drops every block of the file at `path` (its current version, and
+    /// any version this node pinned) from the cluster: this node's copies,
+    /// cached or pinned, at once, the other holders' as each block's
+    /// manager tells them. How many blocks this node held.
     pub async fn evict_file(self: &Arc<Self>, path: &str) -> Result<u64, NodeError> {
         let pinned = self.pins.take_under(path);
         let mut blocks: Vec<BlockId> = pinned.into_iter().flat_map(|(_, b)| b).collect();

@@ -118,8 +118,8 @@ pub enum Goal {
     /// Reads it and pins it on this node (`crate::pins`); a file the
     /// pinned share cannot hold stops the run.
     Pin,
-    /// Drops its blocks from this node, cached or pinned; `bytes` counts
-    /// the blocks' size.
+    /// Drops its blocks from the cluster, cached or pinned (`Evict` to
+    /// each block's manager); `bytes` counts this node's blocks' size.
     Evict,
 }
 

@@ -72,7 +72,7 @@ fn recorded() -> impl Strategy<Value = Recorded> {
 
 fn msg() -> impl Strategy<Value = PeerMsg<BlockId, Bytes>> {
     use PeerMsg::*;
-    let bare = (block(), 0u8..10).prop_map(|(block, kind)| match kind {
+    let bare = (block(), 0u8..11).prop_map(|(block, kind)| match kind {
         0 => Read { block },
         1 => IsSinglet { block },
         2 => Dropped { block },
@@ -82,6 +82,7 @@ fn msg() -> impl Strategy<Value = PeerMsg<BlockId, Bytes>> {
         6 => Invalidate { block },
         7 => Missing { block },
         8 => PartitionRead { block },
+        9 => Evict { block },
         _ => Reclaim { block },
     });
     prop_oneof![

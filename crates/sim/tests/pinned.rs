@@ -98,11 +98,16 @@ fn the_pinned_share_refuses_blocks_beyond_it_until_one_is_unpinned() {
 }
 
 #[test]
-fn an_evicted_block_leaves_the_node_and_its_managers_directory() {
+fn an_evicted_block_leaves_every_node_and_its_managers_directory() {
     let mut c = cluster(AlgorithmKind::Greedy, 1);
     read(&mut c, 0, 5);
     read(&mut c, 0, PINNED);
     pin(&mut c, 0, PINNED).unwrap();
+    // Peers' copies, and one pinned on a peer: eviction drops them all.
+    assert_eq!(read(&mut c, 2, 5), Level::RemoteNode);
+    assert_eq!(read(&mut c, 2, PINNED), Level::RemoteNode);
+    c.node_mut(2).set_max_pinned(1);
+    pin(&mut c, 2, PINNED).unwrap();
     for block in [5, PINNED] {
         let now = c.now();
         assert!(c.node_mut(0).evict(block, now), "block {block}");
@@ -113,8 +118,11 @@ fn an_evicted_block_leaves_the_node_and_its_managers_directory() {
         // The next reader, this node or a peer, goes to the origin.
         assert_eq!(read(&mut c, 1, block), Level::Origin, "block {block}");
     }
-    assert_eq!(c.nodes()[0].pinned_usage().blocks, 0);
-    assert!(!c.node_mut(0).evict(77, 0), "nothing held, nothing evicted");
+    for n in [0, 2] {
+        assert_eq!(c.nodes()[n].pinned_usage().blocks, 0, "node {n}");
+    }
+    assert!(!c.node_mut(0).evict(77, 0), "nothing held here");
+    assert_eq!(c.stats().violations, 0);
 }
 
 #[test]

@@ -334,6 +334,29 @@ fn cached_is_accepted_only_where_nodes_cache_without_asking() {
 }
 
 #[test]
+fn evict_is_accepted_only_at_the_blocks_manager_from_a_live_member() {
+    const DOWN: NodeId = 8;
+    let mut c = cluster(AlgorithmKind::Greedy);
+    let b = managed_by(0, 9200);
+    read(&mut c, 1, b);
+    // At a node that does not manage the block; from a member declared
+    // down (its link is up, it is in no live set): both refused, and node
+    // 1's copy still serves.
+    c.inject(MALLORY, 2, PeerMsg::Evict { block: b });
+    c.inject(DOWN, 0, PeerMsg::Evict { block: b });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 2), 1);
+    assert_eq!(c.nodes()[0].stats().violations.get(&DOWN).copied(), Some(1));
+    assert_eq!(read(&mut c, 2, b), Level::RemoteNode);
+    // From a live member at the manager: every holder drops it.
+    c.inject(MALLORY, 0, PeerMsg::Evict { block: b });
+    c.run_until_quiet().unwrap();
+    assert_eq!(violations(&c, 0), 0);
+    assert!(c.nodes()[0].directory().holders(b).is_empty());
+    assert_eq!(read(&mut c, 1, b), Level::Origin);
+}
+
+#[test]
 fn a_read_from_a_member_declared_down_is_refused() {
     // Node 8 holds a certificate (its link is up) but failure detection
     // has it down: it is in no node's live set.

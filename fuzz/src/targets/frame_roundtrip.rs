@@ -30,6 +30,7 @@ enum AnyMsg {
     Read(B),
     IsSinglet(B),
     Dropped(B),
+    Evict(B),
     Cached(B),
     NotHere(B),
     Record(B, D),
@@ -124,6 +125,7 @@ fn msg(m: AnyMsg) -> PeerMsg<BlockId, Bytes> {
             singlet,
         },
         AnyMsg::Invalidate(b) => Invalidate { block: b.into() },
+        AnyMsg::Evict(b) => Evict { block: b.into() },
         AnyMsg::Data(b, data) => Data {
             block: b.into(),
             data: data.into(),

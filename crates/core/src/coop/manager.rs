@@ -95,6 +95,12 @@ impl<K: BlockKey + SizeClassed, C: Policy<K>, S: BlockStore<K>> DirectoryManager
         DirectoryManager { classes, ..self }
     }
 
+    /// Forgets every holder of `block` (`coopcache evict`), and returns
+    /// them: the caller invalidates each.
+    pub fn evict(&mut self, block: K) -> super::Holders {
+        self.directory.take(block)
+    }
+
     /// The directory of node caches.
     pub fn directory(&self) -> &Directory<K> {
         &self.directory

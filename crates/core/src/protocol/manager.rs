@@ -302,6 +302,24 @@ where
         self.deliver_to_manager(reader, msg, now);
     }
 
+    /// `from` asks that every copy of `block` go (`coopcache evict`): each
+    /// holder this manager knows is told to drop it, and under
+    /// Hash-Distributed the block's partition owner too (its partition is
+    /// not in the directory). The sender dropped its own already.
+    pub(super) fn manager_evict(&mut self, from: NodeId, block: K) {
+        let holders = self.manager.evict(block);
+        let mut told: Vec<NodeId> = holders.iter().filter(|&h| h != from).collect();
+        if self.kind == AlgorithmKind::Hash {
+            let owner = self.owners.of(&block);
+            if owner != from && !told.contains(&owner) {
+                told.push(owner);
+            }
+        }
+        for holder in told {
+            self.send(holder, PeerMsg::Invalidate { block });
+        }
+    }
+
     /// `from` says it caches `block`: recorded, unless the directory is
     /// full (the block is then simply not served from `from`).
     pub(super) fn manager_cached(&mut self, from: NodeId, block: K, now: u64) {

@@ -42,6 +42,13 @@ pub enum PeerMsg<K, D> {
         /// The block.
         block: K,
     },
+    /// Node to the block's manager: drop every cached copy of `block`
+    /// (`coopcache evict`); the sender has dropped its own. The manager
+    /// invalidates each holder it knows.
+    Evict {
+        /// The block.
+        block: K,
+    },
     /// Node to the block's manager: I now cache `block`, obtained without
     /// asking you (from its Hash-Distributed partition owner, or as an
     /// N-Chance singlet a peer forwarded).
@@ -180,6 +187,7 @@ impl<K: Copy, D> PeerMsg<K, D> {
             Read { block }
             | IsSinglet { block }
             | Dropped { block }
+            | Evict { block }
             | Cached { block }
             | NotHere { block }
             | Record { block, .. }
@@ -207,6 +215,7 @@ impl<K: Copy, D> PeerMsg<K, D> {
             Read { .. } => "Read",
             IsSinglet { .. } => "IsSinglet",
             Dropped { .. } => "Dropped",
+            Evict { .. } => "Evict",
             Cached { .. } => "Cached",
             NotHere { .. } => "NotHere",
             Record { .. } => "Record",
@@ -254,6 +263,7 @@ impl<K: Copy, D> PeerMsg<K, D> {
             Read { block } => Read { block },
             IsSinglet { block } => IsSinglet { block },
             Dropped { block } => Dropped { block },
+            Evict { block } => Evict { block },
             Cached { block } => Cached { block },
             NotHere { block } => NotHere { block },
             Record { block, digest } => Record { block, digest },

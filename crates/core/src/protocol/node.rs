@@ -569,6 +569,7 @@ where
             Read { block } => self.manager_read(from, block, now),
             IsSinglet { block } => self.deliver_to_manager(from, Msg::IsSinglet { block }, now),
             Dropped { block } => self.deliver_to_manager(from, Msg::Dropped { block }, now),
+            Evict { block } => self.manager_evict(from, block),
             Cached { block } => self.manager_cached(from, block, now),
             NotHere { block } => self.manager_not_here(from, block, now),
             Record { block, digest } => self.manager_record(from, block, digest, now),

@@ -131,18 +131,19 @@ where
         true
     }
 
-    /// Drops every copy of `block` this node holds, pinned or cached
-    /// (`coopcache evict`), and tells its manager. Whether it held one.
+    /// Drops every copy of `block` in the cluster (`coopcache evict`):
+    /// this node's, pinned or cached, at once, and the other holders' as
+    /// the block's manager tells them (`Evict`). Whether this node held
+    /// one.
     pub fn evict(&mut self, block: K, now: u64) -> bool {
         let pinned = self.pinned.remove(block).is_some();
         let cached = self.node.data(block).is_some();
-        if !(pinned || cached) {
-            return false;
+        if pinned || cached {
+            self.deliver_to_node(Msg::Invalidate { block }, now);
         }
-        self.deliver_to_node(Msg::Invalidate { block }, now);
-        self.send_to_manager(block, PeerMsg::Dropped { block });
+        self.send_to_manager(block, PeerMsg::Evict { block });
         self.settle(now);
-        true
+        pinned || cached
     }
 
     /// A manager's `Invalidate` reached this node: its pinned copy goes.

@@ -9,6 +9,7 @@ use super::{Content, PeerMsg, ProtocolKey};
 use crate::coop::{AlgorithmKind, MAX_CHANCES, NodeId, SizeClassed};
 
 const CACHED: &str = "Cached is sent only by a live member, after a Hash-Distributed partition hit or on taking an N-Chance singlet";
+const EVICT: &str = "Evict is accepted only by the block's manager, from a live member";
 const LIVE: &str =
     "Read is accepted only from a live member (a manager records its readers as holders)";
 const NOT_HERE: &str = "NotHere is accepted only from a holder this manager forwarded the block to";
@@ -46,6 +47,7 @@ where
             Data { .. } | Missing { .. } => None,
             Ping { .. } | Pong { .. } => None,
             Cached { .. } => check(self.caches_unasked() && self.is_live(from), CACHED), // rule: cached
+            Evict { block } => check(self.is_live(from) && self.manages(self.me, block), EVICT), // rule: evict
             NotHere { block } => check(self.slice.forwarded_to(block, from), NOT_HERE), // rule: not-here
             Record { block, .. } => check(self.slice.granted(block, from), RECORD), // rule: record
             Forward { block, .. } => check(self.manages(from, block), FROM_MANAGER), // rule: forward

@@ -14,6 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod answers;
+mod evict;
 mod flood;
 mod gossip;
 mod identity;
@@ -24,7 +25,7 @@ mod revoke;
 mod wire;
 
 /// `PROTOCOL_VERSION` as docs/PROTOCOL.md gives it.
-const VERSION: u16 = 9;
+const VERSION: u16 = 10;
 const KIND_HELLO: u8 = 1;
 const KIND_GOSSIP: u8 = 3;
 const KIND_LEAVING: u8 = 4;

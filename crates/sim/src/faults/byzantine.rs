@@ -188,7 +188,7 @@ impl Liar {
             out.extend(forged.into_iter().map(|m| (anyone, m)));
             return;
         }
-        let (to, msg) = match rng.random_range(0..18) {
+        let (to, msg) = match rng.random_range(0..19) {
             0 => (manager, Record { block, digest: bad }),
             1 => (anyone, Invalidate { block }),
             2 => {
@@ -247,6 +247,7 @@ impl Liar {
             ),
             15 => (anyone, Data { block, data: bad }),
             16 => (anyone, Missing { block }),
+            17 => (manager, Evict { block }),
             _ => {
                 if let n @ 1.. = self.seen.len() {
                     out.push((anyone, self.seen[rng.random_range(0..n)].clone()));
