@@ -41,6 +41,8 @@ impl S3Cluster {
             let extra = [
                 "--memory",
                 "128MiB",
+                "--max-pinned",
+                "16MiB",
                 "--s3",
                 &s3_arg,
                 "--s3-keys",
@@ -100,6 +102,71 @@ fn check(what: &str, out: Output, cluster: &S3Cluster) -> String {
         cluster.logs()
     );
     stdout
+}
+
+/// `curl --aws-sigv4` (its own signer, not ours) on the cache's own
+/// operations: `?coopcache-warm`, `-pin`, `-evict` and `DELETE
+/// ?coopcache-pin`, signed with the endpoint's keys, and refused unsigned
+/// or badly signed.
+#[test]
+fn curl_warms_pins_and_evicts_through_the_s3_endpoint() {
+    let c = S3Cluster::start();
+    let (_, bucket) = c.dirs("ops");
+    std::fs::create_dir_all(bucket.join("set")).unwrap();
+    for i in 0..3 {
+        let path = bucket.join(format!("set/f{i}.bin"));
+        std::fs::write(path, random_bytes(i, 200_000)).unwrap();
+    }
+    let curl = |method: &str, path: &str, secret: Option<&str>| -> (u16, String) {
+        let mut cmd = Command::new("curl");
+        cmd.args(["-sS", "-w", "\n%{http_code}", "-X", method]);
+        if let Some(secret) = secret {
+            let user = format!("{KEY}:{secret}");
+            cmd.args(["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", &user]);
+            // The empty body's SHA-256, which S3 signatures carry.
+            let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+            cmd.args(["-H", &format!("x-amz-content-sha256: {empty}")]);
+        }
+        cmd.arg(format!("{}{path}", c.url(0)));
+        let out = check(
+            &format!("curl -X {method} {path}"),
+            cmd.output().unwrap(),
+            &c,
+        );
+        let (body, code) = out.trim_end().rsplit_once('\n').unwrap();
+        (code.parse().unwrap(), body.to_string())
+    };
+    let json = |body: &str| -> serde_json::Value { serde_json::from_str(body).unwrap() };
+
+    for (secret, why) in [(None, "unsigned"), (Some("wrong-secret"), "a wrong secret")] {
+        let (code, body) = curl("POST", "/data/set/?coopcache-warm=", secret);
+        assert_eq!(code, 403, "{why}: {body}");
+    }
+    let (code, body) = curl("POST", "/data/set/?coopcache-warm=", Some(SECRET));
+    assert_eq!(code, 200, "{body}");
+    let v = json(&body);
+    assert_eq!(
+        (&v["files"], &v["bytes"], &v["done"]),
+        (&3.into(), &600_000.into(), &true.into())
+    );
+
+    let (code, body) = curl("POST", "/data/set/f0.bin?coopcache-pin=", Some(SECRET));
+    assert_eq!((code, &json(&body)["files"]), (200, &1.into()), "{body}");
+    assert_eq!(c.nodes[0].status()["pinned_bytes"], 200_000);
+    let (code, body) = curl("DELETE", "/data/set/f0.bin?coopcache-pin=", Some(SECRET));
+    assert_eq!(
+        (code, &json(&body)["bytes"]),
+        (200, &200_000.into()),
+        "{body}"
+    );
+    assert_eq!(c.nodes[0].status()["pinned_bytes"], 0);
+
+    let (code, body) = curl("POST", "/data/set?coopcache-evict=", Some(SECRET));
+    assert_eq!((code, &json(&body)["files"]), (200, &3.into()), "{body}");
+    assert_eq!(c.nodes[0].status()["cached_bytes"], 0);
+    let (code, body) = curl("POST", "/data/none.bin?coopcache-warm=", Some(SECRET));
+    assert_eq!(code, 404, "{body}");
+    assert!(body.contains("NoSuchKey"), "{body}");
 }
 
 #[test]

@@ -52,6 +52,18 @@ pub struct WarmProgress {
     pub done: bool,
 }
 
+impl WarmProgress {
+    /// The task ended: if without saying it was done (it panicked), this
+    /// says so.
+    pub fn ended(&mut self) {
+        if !self.done {
+            let why = "the warm-up stopped unexpectedly (see the node's log)";
+            self.error.get_or_insert_with(|| why.into());
+            self.done = true;
+        }
+    }
+}
+
 /// A warm-up running on its own task, stopped when this is dropped (a
 /// client that goes away stops the reading it asked for).
 pub struct Warm {
@@ -102,6 +114,20 @@ impl Warm {
             tx.send_modify(|p| p.done = true);
         });
         Ok(Warm { progress: rx, task })
+    }
+
+    /// Waits for the end, and its last progress (an `error` if the task
+    /// ended without saying it was done: it panicked).
+    pub async fn finish(self) -> WarmProgress {
+        let mut rx = self.progress.clone();
+        while !rx.borrow_and_update().done {
+            if rx.changed().await.is_err() {
+                let mut last = rx.borrow().clone();
+                last.ended();
+                return last;
+            }
+        }
+        rx.borrow().clone()
     }
 
     /// Its progress, as it changes.

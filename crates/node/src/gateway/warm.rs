@@ -83,10 +83,8 @@ async fn start(
             gone = rx.changed().await.is_err();
         }
         let mut now: WarmProgress = rx.borrow_and_update().clone();
-        if gone && !now.done {
-            let why = "the warm-up stopped unexpectedly (see the node's log)";
-            now.error.get_or_insert_with(|| why.into());
-            now.done = true;
+        if gone {
+            now.ended();
         }
         let mut line = serde_json::to_vec(&now).unwrap_or_default();
         line.push(b'\n');

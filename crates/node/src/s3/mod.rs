@@ -17,6 +17,7 @@ mod list;
 mod meta;
 mod multipart;
 mod names;
+mod ops;
 mod read;
 mod service;
 mod write;

@@ -28,6 +28,7 @@ struct Endpoint {
 
 /// The `s3s` service for `opts`.
 pub(super) fn build(node: Arc<NodeHandle>, opts: &S3Options) -> S3Service {
+    let ops = super::ops::CacheOps { node: node.clone() };
     let endpoint = Endpoint {
         node,
         exclusive: opts.exclusive,
@@ -37,6 +38,7 @@ pub(super) fn build(node: Arc<NodeHandle>, opts: &S3Options) -> S3Service {
     if let Some(keys) = &opts.keys {
         b.set_auth(keys.auth());
     }
+    b.set_route(ops);
     b.set_access(Access {
         anonymous_read: opts.anonymous_read,
     });
