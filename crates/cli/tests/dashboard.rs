@@ -58,7 +58,8 @@ const CHROMIUM_FLAGS: &[&str] = &[
 fn start_abc(dir: &Path) -> Vec<Node> {
     let keys = dir.join("keys");
     cluster_init(&keys, &["a", "b", "c"]);
-    start_cluster(&["a", "b", "c"], &keys, &dir.join("origin"), &[])
+    let extra = ["--max-pinned", "16MiB"];
+    start_cluster(&["a", "b", "c"], &keys, &dir.join("origin"), &extra)
 }
 
 // ---- Chromium ------------------------------------------------------------
@@ -370,6 +371,37 @@ fn the_dashboard_shows_the_members_and_its_charts_move_with_reads() {
         let n = status[counter].as_u64().unwrap();
         assert_eq!(shown, json!(format!("{n} {}", n > 0)), "{counter}");
     }
+
+    // Pin and unpin a file from the page, as an operator would: the node
+    // holds what the page says, and the table lists it.
+    let op = |browser: &mut Browser, button: &str| {
+        let click = format!("el('op-path').value = 'f0.bin'; el('{button}').click(); true");
+        browser.eval(&page, &click);
+        wait_until(&format!("{button} is done"), || {
+            browser.eval(&page, "el('op-progress').dataset.done") == json!("true")
+        });
+        browser.eval(&page, "el('op-progress').textContent")
+    };
+    let said = op(&mut browser, "op-pin");
+    assert!(
+        said.as_str().unwrap().starts_with("pinned 1 of 1 files"),
+        "{said}"
+    );
+    assert_eq!(nodes[0].status()["pinned_bytes"], 200_000);
+    wait_until("the table lists the pin", || {
+        browser.eval(&page, "el('pins').dataset.pins") == json!("1")
+    });
+    let said = op(&mut browser, "op-unpin");
+    assert!(
+        said.as_str().unwrap().starts_with("unpinned 1 files"),
+        "{said}"
+    );
+    assert_eq!(nodes[0].status()["pinned_bytes"], 0);
+    let said = op(&mut browser, "op-evict");
+    assert!(
+        said.as_str().unwrap().starts_with("evicted 1 of 1 files"),
+        "{said}"
+    );
 
     // A few more seconds of reads, so the picture has lines in it.
     thread::sleep(Duration::from_secs(3));

@@ -162,5 +162,95 @@ async function poll() {
   }
 }
 
+// ---- warm-up, pins and eviction -------------------------------------
+
+/// The gateway's URL for `verb` on `path`, each segment encoded.
+function opUrl(verb, path) {
+  const clean = path.replace(/^\/+|\/+$/g, "");
+  return clean ? `v1/${verb}/${clean.split("/").map(encodeURIComponent).join("/")}` : `v1/${verb}`;
+}
+
+function describe(verb, p) {
+  const done = { warm: "warmed", pin: "pinned", evict: "evicted" }[verb];
+  const of = p.listed ? ` of ${p.listed_files}` : "";
+  const size = verb === "evict" ? `${bytes(p.bytes)} held here` : bytes(p.bytes);
+  let text = `${p.done ? done : verb + "ing"} ${p.files}${of} files, ${size}`;
+  if (p.failed > 0) text += `; ${p.failed} failed (${p.first_error})`;
+  if (p.error) text += `; stopped: ${p.error}`;
+  return text;
+}
+
+async function runOp(button) {
+  const { verb, method } = button.dataset;
+  const path = el("op-path").value.trim();
+  const out = el("op-progress");
+  out.dataset.done = "false";
+  out.classList.remove("alarm");
+  if (!path.replace(/\//g, "") && verb !== "warm") {
+    out.textContent = "name a file or a directory first";
+    out.classList.add("alarm");
+    return;
+  }
+  try {
+    const r = await fetch(opUrl(verb, path), { method, cache: "no-store" });
+    if (!r.ok) throw new Error(`${r.status}: ${(await r.text()).trim()}`);
+    if (method === "DELETE") {
+      const u = await r.json();
+      out.textContent = `unpinned ${u.files} files, ${bytes(u.bytes)}`;
+      out.dataset.files = String(u.files);
+    } else {
+      // One JSON object a line, the last one done.
+      const reader = r.body.getReader();
+      const decoder = new TextDecoder();
+      let pending = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        pending += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = pending.indexOf("\n")) >= 0) {
+          const p = JSON.parse(pending.slice(0, end));
+          pending = pending.slice(end + 1);
+          out.textContent = describe(verb, p);
+          out.dataset.files = String(p.files);
+          if (p.error || p.failed > 0) out.classList.add("alarm");
+        }
+      }
+    }
+  } catch (e) {
+    out.textContent = `${verb}: ${e.message}`;
+    out.classList.add("alarm");
+  } finally {
+    out.dataset.done = "true";
+    showPins();
+  }
+}
+
+async function showPins() {
+  try {
+    const r = await fetch("v1/pins", { cache: "no-store" });
+    if (!r.ok) return;
+    const pins = await r.json();
+    const rows = pins.map(f => {
+      const tr = document.createElement("tr");
+      for (const text of [f.path, bytes(f.bytes)]) {
+        const td = document.createElement("td");
+        td.textContent = text;
+        tr.append(td);
+      }
+      return tr;
+    });
+    el("pins").tBodies[0].replaceChildren(...rows);
+    el("pins").dataset.pins = String(pins.length);
+  } catch (e) {
+    // The status poll says why the node does not answer.
+  }
+}
+
+for (const button of document.querySelectorAll("#ops button")) {
+  button.addEventListener("click", () => runOp(button));
+}
+
 showLegend();
+showPins();
 poll();
