@@ -5,35 +5,8 @@
 //! leaves every node and is read from the origin again.
 
 use crate::common::*;
-use coopcache_node::client::Client;
-use coopcache_node::gateway::{self, GatewayOptions};
-use coopcache_node::handle::NodeHandle;
 use coopcache_node::warm::Goal;
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
-
-async fn serve(node: Arc<NodeHandle>) -> Client {
-    serve_at(node).await.0
-}
-
-async fn serve_at(node: Arc<NodeHandle>) -> (Client, SocketAddr) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let opts = GatewayOptions::default();
-    tokio::spawn(async move { gateway::serve(listener, node, &opts).await });
-    (Client::new(&addr.to_string()), addr)
-}
-
-async fn origin_reads(c: &TestCluster) -> u64 {
-    let mut n = 0;
-    for node in &c.nodes {
-        n += node.status().await.unwrap().origin_reads;
-    }
-    n
-}
 
 const MIB: usize = 1 << 20;
 
@@ -45,7 +18,7 @@ async fn a_pinned_file_outlives_more_reads_than_the_cluster_holds() {
     files.extend((0..48).map(|i| (format!("churn/{i}.bin"), 2 * MIB)));
     let named: Vec<(&str, usize)> = files.iter().map(|(n, l)| (n.as_str(), *l)).collect();
     let c = cluster_with(Shape::default(), &named, |o| o.max_pinned = 8 << 20).await;
-    let (client, addr) = serve_at(c.nodes[0].clone()).await;
+    let (client, addr) = serve_gateway(c.nodes[0].clone()).await;
     let done = client.run(Goal::Pin, "pinned.bin", |_| {}).await.unwrap();
     assert_eq!((done.files, done.bytes, done.error), (1, MIB as u64, None));
     let s = c.nodes[0].status().await.unwrap();
@@ -106,7 +79,7 @@ async fn the_pinned_share_refuses_a_file_it_cannot_hold_whole() {
         o.attr_ttl = Duration::ZERO;
     })
     .await;
-    let client = serve(c.nodes[0].clone()).await;
+    let (client, _) = serve_gateway(c.nodes[0].clone()).await;
 
     let big = client.run(Goal::Pin, "big.bin", |_| {}).await.unwrap();
     let why = big.error.expect("a 2 MiB file fits a 1 MiB share");
@@ -144,7 +117,7 @@ async fn a_node_without_a_pinned_share_refuses_to_pin() {
         ..Shape::default()
     };
     let c = cluster(shape, &[("a.bin", 1000)]).await;
-    let client = serve(c.nodes[0].clone()).await;
+    let (client, _) = serve_gateway(c.nodes[0].clone()).await;
     let done = client.run(Goal::Pin, "a.bin", |_| {}).await.unwrap();
     let why = done.error.expect("no share, no pin");
     assert!(why.contains("--max-pinned"), "{why}");
@@ -154,7 +127,7 @@ async fn a_node_without_a_pinned_share_refuses_to_pin() {
 async fn an_evicted_file_leaves_every_node_and_is_read_from_the_origin_again() {
     let files = [("dir/a.bin", 300_000), ("dir/b.bin", 100_000)];
     let c = cluster_with(Shape::default(), &files, |o| o.max_pinned = 1 << 20).await;
-    let client = serve(c.nodes[0].clone()).await;
+    let (client, _) = serve_gateway(c.nodes[0].clone()).await;
     let blocks = 5 + 2;
     // Node 0 reads a.bin and pins b.bin; nodes 1 and 2 read both from it.
     c.nodes[0].read("dir/a.bin", None).await.unwrap();

@@ -3,31 +3,10 @@
 //! origin, and then every node reads them from the cluster.
 
 use crate::common::*;
-use coopcache_node::client::{Client, ClientError};
-use coopcache_node::gateway::{self, GatewayOptions};
-use coopcache_node::handle::NodeHandle;
+use coopcache_node::client::ClientError;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
+use std::net::TcpStream;
 use std::time::Duration;
-
-async fn serve(node: Arc<NodeHandle>) -> (Client, SocketAddr) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let opts = GatewayOptions::default();
-    tokio::spawn(async move { gateway::serve(listener, node, &opts).await });
-    (Client::new(&addr.to_string()), addr)
-}
-
-async fn origin_reads(c: &TestCluster) -> u64 {
-    let mut n = 0;
-    for node in &c.nodes {
-        n += node.status().await.unwrap().origin_reads;
-    }
-    n
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warmed_directory_is_read_from_the_cluster_not_the_origin() {
@@ -38,7 +17,7 @@ async fn a_warmed_directory_is_read_from_the_cluster_not_the_origin() {
         ("other.bin", 10_000),
     ];
     let c = cluster(Shape::default(), &files).await;
-    let (client, _) = serve(c.nodes[0].clone()).await;
+    let (client, _) = serve_gateway(c.nodes[0].clone()).await;
     let mut lines = Vec::new();
     let done = client
         .warm("set", |p| lines.push(p.clone()))
@@ -99,7 +78,7 @@ async fn a_warm_up_stops_when_its_client_goes_away() {
         ..Shape::default()
     };
     let c = cluster(shape, &files).await;
-    let (_, addr) = serve(c.nodes[0].clone()).await;
+    let (_, addr) = serve_gateway(c.nodes[0].clone()).await;
     tokio::task::spawn_blocking(move || {
         let mut s = TcpStream::connect(addr).expect("connect");
         s.write_all(b"POST /v1/warm/set HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")

@@ -133,3 +133,25 @@ pub(crate) fn set_mtime(path: &Path, when: std::time::SystemTime) {
         .and_then(|f| f.set_modified(when))
         .expect("set mtime");
 }
+
+/// `node`'s gateway on a free loopback port, with a client for it.
+pub(crate) async fn serve_gateway(
+    node: Arc<NodeHandle>,
+) -> (coopcache_node::client::Client, std::net::SocketAddr) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let opts = coopcache_node::gateway::GatewayOptions::default();
+    tokio::spawn(async move { coopcache_node::gateway::serve(listener, node, &opts).await });
+    (coopcache_node::client::Client::new(&addr.to_string()), addr)
+}
+
+/// Blocks `c`'s nodes have read from the origin, all together.
+pub(crate) async fn origin_reads(c: &TestCluster) -> u64 {
+    let mut n = 0;
+    for node in &c.nodes {
+        n += node.status().await.unwrap().origin_reads;
+    }
+    n
+}
