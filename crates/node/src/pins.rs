@@ -126,10 +126,15 @@ impl NodeHandle {
             version: version.version.clone(),
             bytes: version.size,
         };
-        let old = self
-            .pins
-            .lock()
-            .insert(path.to_owned(), (file.clone(), blocks));
+        // An empty file has nothing to keep, and is not listed: the list
+        // then holds at most one file per pinned block, within the share.
+        let old = match blocks.is_empty() {
+            true => self.pins.lock().remove(path),
+            false => self
+                .pins
+                .lock()
+                .insert(path.to_owned(), (file.clone(), blocks)),
+        };
         if let Some((old, old_blocks)) = old
             && old.version != file.version
         {
@@ -141,6 +146,7 @@ impl NodeHandle {
     /// Unpins every file at `path` or under it ("" for all): their blocks
     /// go back to being cached like any other's, or are dropped.
     pub async fn unpin(&self, path: &str) -> Result<Unpinned, NodeError> {
+        self.forget_lost().await?;
         let mut done = Unpinned::default();
         for (file, blocks) in self.pins.take_under(path) {
             self.unpin_blocks(blocks).await?;
@@ -151,8 +157,47 @@ impl NodeHandle {
     }
 
     /// The files this node holds pinned.
-    pub fn pinned(&self) -> Vec<PinnedFile> {
-        self.pins.list()
+    pub async fn pinned(&self) -> Result<Vec<PinnedFile>, NodeError> {
+        self.forget_lost().await?;
+        Ok(self.pins.list())
+    }
+
+    /// Forgets the files the core no longer holds whole: a block's
+    /// manager dropped it since it was pinned (an eviction from another
+    /// node, a write through the cluster). What is left of each is
+    /// unpinned, so the share does not keep half a file.
+    async fn forget_lost(&self) -> Result<(), NodeError> {
+        let files: Vec<(String, Vec<BlockId>)> = self
+            .pins
+            .lock()
+            .iter()
+            .map(|(path, (_, blocks))| (path.clone(), blocks.clone()))
+            .collect();
+        if files.is_empty() {
+            return Ok(());
+        }
+        let lists = files.iter().map(|(_, b)| b.clone()).collect();
+        let whole = self
+            .pin_event(|reply| PinEvent::Whole {
+                files: lists,
+                reply,
+            })
+            .await?;
+        for ((path, blocks), whole) in files.into_iter().zip(whole) {
+            if whole {
+                continue;
+            }
+            // Unless pinned again meanwhile (other blocks).
+            let lost = {
+                let mut files = self.pins.lock();
+                let same = files.get(&path).is_some_and(|(_, b)| *b == blocks);
+                same.then(|| files.remove(&path)).flatten()
+            };
+            if lost.is_some() {
+                self.unpin_blocks(blocks).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Drops every block of the file at `path` (its current version, and

@@ -69,7 +69,7 @@ async fn a_pinned_file_outlives_more_reads_than_the_cluster_holds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pinned_share_refuses_a_file_it_cannot_hold_whole() {
-    let files = [("big.bin", 2 * MIB), ("small.bin", MIB / 2)];
+    let files = [("big.bin", 2 * MIB), ("small.bin", MIB / 2), ("empty", 0)];
     let shape = Shape {
         nodes: 1,
         ..Shape::default()
@@ -93,6 +93,9 @@ async fn the_pinned_share_refuses_a_file_it_cannot_hold_whole() {
 
     let small = client.run(Goal::Pin, "small.bin", |_| {}).await.unwrap();
     assert_eq!((small.files, small.error), (1, None));
+    // An empty file pins (nothing to keep) and is not listed.
+    let empty = client.run(Goal::Pin, "empty", |_| {}).await.unwrap();
+    assert_eq!((empty.files, empty.error), (1, None));
     // Changed at the origin and pinned again: the new version replaces
     // the old one in the share.
     std::fs::write(c.origin_dir.join("small.bin"), contents(9, MIB / 4)).unwrap();
@@ -128,6 +131,7 @@ async fn an_evicted_file_leaves_every_node_and_is_read_from_the_origin_again() {
     let files = [("dir/a.bin", 300_000), ("dir/b.bin", 100_000)];
     let c = cluster_with(Shape::default(), &files, |o| o.max_pinned = 1 << 20).await;
     let (client, _) = serve_gateway(c.nodes[0].clone()).await;
+    let (other, _) = serve_gateway(c.nodes[1].clone()).await;
     let blocks = 5 + 2;
     // Node 0 reads a.bin and pins b.bin; nodes 1 and 2 read both from it.
     c.nodes[0].read("dir/a.bin", None).await.unwrap();
@@ -140,9 +144,10 @@ async fn an_evicted_file_leaves_every_node_and_is_read_from_the_origin_again() {
     let before = origin_reads(&c).await;
     assert_eq!(before, blocks, "each block read once from the origin");
 
-    let done = client.run(Goal::Evict, "dir", |_| {}).await.unwrap();
+    // Evicted through another node: node 0's pin goes as its blocks'
+    // managers tell it, and its list follows.
+    let done = other.run(Goal::Evict, "dir", |_| {}).await.unwrap();
     assert_eq!((done.files, done.failed, done.error), (2, 0, None));
-    assert!(client.pins().await.unwrap().is_empty());
     // The managers tell the other holders, on their own links.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     for node in &c.nodes {
@@ -155,6 +160,8 @@ async fn an_evicted_file_leaves_every_node_and_is_read_from_the_origin_again() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+    assert!(client.pins().await.unwrap().is_empty());
+    assert_eq!(client.unpin("dir").await.unwrap().files, 0);
     for (i, (name, len)) in files.iter().enumerate() {
         let got = c.nodes[2].read(name, None).await.unwrap();
         assert!(got[..] == contents(i as u64 + 1, *len)[..], "{name}");

@@ -24,6 +24,13 @@ pub enum PinEvent {
         /// Answered once done.
         reply: oneshot::Sender<()>,
     },
+    /// Whether each of `files` (its blocks) is still pinned whole.
+    Whole {
+        /// Each file's blocks.
+        files: Vec<Vec<BlockId>>,
+        /// One answer a file.
+        reply: oneshot::Sender<Vec<bool>>,
+    },
     /// Drop every copy of `blocks` this node holds.
     Evict {
         /// The blocks.
@@ -50,6 +57,13 @@ impl Driver {
                     reads.unpin(block, now);
                 }
                 let _ = reply.send(());
+            }
+            PinEvent::Whole { files, reply } => {
+                let whole = files
+                    .iter()
+                    .map(|blocks| blocks.iter().all(|&b| reads.is_pinned(b)))
+                    .collect();
+                let _ = reply.send(whole);
             }
             PinEvent::Evict { blocks, reply } => {
                 let held = blocks.into_iter().filter(|&b| reads.evict(b, now)).count();

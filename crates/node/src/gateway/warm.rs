@@ -53,8 +53,11 @@ pub(super) async fn unpin_all(State(node): State<Arc<NodeHandle>>) -> Response {
     unpin_path(State(node), Path(String::new())).await
 }
 
-pub(super) async fn pins(State(node): State<Arc<NodeHandle>>) -> Json<Vec<PinnedFile>> {
-    Json(node.pinned())
+pub(super) async fn pins(State(node): State<Arc<NodeHandle>>) -> Response {
+    match node.pinned().await {
+        Ok(files) => Json::<Vec<PinnedFile>>(files).into_response(),
+        Err(e) => error(e),
+    }
 }
 
 async fn start(

@@ -34,6 +34,11 @@ async fn an_evict_is_obeyed_only_at_the_blocks_manager() {
     for i in 0..BLOCKS {
         assert_eq!(read(second, i).await, Level::RemoteNode, "block {i}");
     }
+    // A status syncs each node's per-peer counts into its metrics.
+    assert_eq!(
+        total(&c, |s| s.protocol_violations).await,
+        u64::from(BLOCKS)
+    );
     let blamed = only_eve_blamed(&c);
     let want: Vec<u64> = (0..3)
         .map(|n| if n == second { u64::from(BLOCKS) } else { 0 })
@@ -47,6 +52,6 @@ async fn an_evict_is_obeyed_only_at_the_blocks_manager() {
     for i in 0..BLOCKS {
         assert_eq!(read(t.manager, i).await, Level::Origin, "block {i}");
     }
-    assert_eq!(only_eve_blamed(&c), want, "an obeyed Evict was blamed");
     assert_eq!(total(&c, |s| s.integrity_failures).await, 0);
+    assert_eq!(only_eve_blamed(&c), want, "an obeyed Evict was blamed");
 }
