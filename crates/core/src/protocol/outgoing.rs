@@ -47,7 +47,7 @@ where
         match msg {
             // The machine let go of its copy of a block this node still
             // holds pinned: the manager keeps it as a holder (pinned.rs).
-            Msg::Dropped { block } | Msg::Moved { block, .. } if self.keeps_pinned(block) => {}
+            Msg::Dropped { block } | Msg::Moved { block, .. } if self.is_pinned(block) => {}
             Msg::IsSinglet { block } => self.ask_singlet(block, now),
             Msg::Read { block, reader, .. } if reader == me => self.read_to_manager(block),
             // A partition owner passes a read it cannot serve on to the

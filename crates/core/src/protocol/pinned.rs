@@ -46,12 +46,17 @@ impl<K, D> Default for Pinned<K, D> {
 }
 
 impl<K: ProtocolKey, D: Content> Pinned<K, D> {
+    /// Every read and forward asks: with nothing pinned (the usual
+    /// case), no key is hashed.
     pub(super) fn get(&self, block: K) -> Option<&D> {
-        self.blocks.get(&block)
+        match self.blocks.is_empty() {
+            true => None,
+            false => self.blocks.get(&block),
+        }
     }
 
     pub(super) fn contains(&self, block: K) -> bool {
-        self.blocks.contains_key(&block)
+        self.get(block).is_some()
     }
 
     fn remove(&mut self, block: K) -> Option<D> {
@@ -149,11 +154,5 @@ where
     /// A manager's `Invalidate` reached this node: its pinned copy goes.
     pub(super) fn unpin_invalidated(&mut self, block: K) {
         self.pinned.remove(block);
-    }
-
-    /// Whether the machine's report that it dropped (or moved on) `block`
-    /// is to be kept from the manager: this node still holds it pinned.
-    pub(super) fn keeps_pinned(&self, block: K) -> bool {
-        self.pinned.contains(block)
     }
 }
