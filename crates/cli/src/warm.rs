@@ -92,11 +92,7 @@ pub fn unpin(args: WarmArgs) -> Result<()> {
 fn run(goal: Goal, paths: &[String], gateway: &Gateway) -> Result<()> {
     let client = gateway.client()?;
     let rt = runtime()?;
-    let (doing, done_word) = match goal {
-        Goal::Warm => ("warming", "warmed"),
-        Goal::Pin => ("pinning", "pinned"),
-        Goal::Evict => ("evicting", "evicted"),
-    };
+    let (verb, done_word) = (goal.verb(), goal.done());
     let mut failed = 0;
     for path in paths {
         let started = Instant::now();
@@ -107,7 +103,7 @@ fn run(goal: Goal, paths: &[String], gateway: &Gateway) -> Result<()> {
         drop(bar);
         if let Some(e) = &done.error {
             bail!(
-                "{doing} {path}: {e} ({} files {done_word} before)",
+                "{verb} {path}: {e} ({} files {done_word} before)",
                 done.files
             );
         }

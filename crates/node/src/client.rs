@@ -125,11 +125,7 @@ impl Client {
         path: &str,
         mut seen: impl FnMut(&WarmProgress),
     ) -> Result<WarmProgress, ClientError> {
-        let verb = match goal {
-            Goal::Warm => "warm",
-            Goal::Pin => "pin",
-            Goal::Evict => "evict",
-        };
+        let verb = goal.verb();
         let url = self.path_url(verb, path)?;
         let mut resp = self.send(self.http.post(&url), &url).await?;
         let unreachable = |source| ClientError::Unreachable {

@@ -149,6 +149,27 @@ pub enum Goal {
     Evict,
 }
 
+impl Goal {
+    /// Its verb: the gateway's `/v1/VERB/PATH`, the S3 side's
+    /// `?coopcache-VERB=`, the command's name.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Goal::Warm => "warm",
+            Goal::Pin => "pin",
+            Goal::Evict => "evict",
+        }
+    }
+
+    /// What a file it was done to is: "warmed", "pinned", "evicted".
+    pub fn done(self) -> &'static str {
+        match self {
+            Goal::Warm => "warmed",
+            Goal::Pin => "pinned",
+            Goal::Evict => "evicted",
+        }
+    }
+}
+
 /// What a warm-up's path names.
 enum Top {
     File,

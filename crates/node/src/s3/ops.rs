@@ -23,12 +23,8 @@ use s3s::route::S3Route;
 use s3s::{Body, S3Request, S3Response, S3Result, s3_error};
 use std::sync::Arc;
 
-/// The query word of each operation.
-const OPS: [(&str, Op); 3] = [
-    ("coopcache-warm", Op::Run(Goal::Warm)),
-    ("coopcache-pin", Op::Run(Goal::Pin)),
-    ("coopcache-evict", Op::Run(Goal::Evict)),
-];
+/// The goals the query can name, as `coopcache-VERB` ([`Goal::verb`]).
+const GOALS: [Goal; 3] = [Goal::Warm, Goal::Pin, Goal::Evict];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
@@ -46,10 +42,11 @@ pub(super) struct CacheOps {
 fn op_of(method: &Method, uri: &Uri) -> Option<Op> {
     let query = uri.query()?;
     let word = query.strip_suffix('=').unwrap_or(query);
-    let (_, op) = OPS.iter().find(|(w, _)| *w == word)?;
-    match (method, op) {
-        (&Method::POST, op) => Some(*op),
-        (&Method::DELETE, Op::Run(Goal::Pin)) => Some(Op::Unpin),
+    let verb = word.strip_prefix("coopcache-")?;
+    let goal = *GOALS.iter().find(|g| g.verb() == verb)?;
+    match (method, goal) {
+        (&Method::POST, goal) => Some(Op::Run(goal)),
+        (&Method::DELETE, Goal::Pin) => Some(Op::Unpin),
         _ => None,
     }
 }
