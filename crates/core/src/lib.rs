@@ -19,6 +19,8 @@
 //!   linked members are live, whom a peer's word makes it dial.
 //! - [`node`]: one node's protocols (block reads, C2Cfs opens and
 //!   commits, file locks) joined into the one machine the daemon carries.
+//! - [`warm`]: warm-ups placed across the cluster: each file read on its
+//!   manager.
 //! - [`list`]: the slab-backed linked lists the policies are built on.
 #![forbid(unsafe_code)]
 
@@ -35,6 +37,7 @@ pub mod node;
 pub mod policy;
 pub mod protocol;
 mod queue;
+pub mod warm;
 
 pub use error::CapacityError;
 pub use policy::{BlockKey, Capacity, Lookup, Policy, PolicyKind, PolicySpec, access};

@@ -55,6 +55,7 @@ use commits::CommitWaiter;
 pub use commits::{CommitEvent, OpenAnswer, first_block_of};
 pub use locks::LockEvent;
 pub use pins::PinEvent;
+pub use warms::{Placement, ServeWarm, WarmEvent};
 
 /// What the driver reacts to.
 pub enum Event {
@@ -141,6 +142,8 @@ pub enum Event {
     Locks(LockEvent),
     /// A pin, unpin or eviction (`crate::pins`).
     Pins(PinEvent),
+    /// A warm-up's file to place, or a peer's file the warm server read.
+    Warms(WarmEvent),
     /// The revocation list in this node's CA directory changed.
     Revoked(Bytes),
 }
@@ -371,6 +374,11 @@ pub struct Driver {
     /// Callers waiting on the node's lock calls, by request id.
     lock_waiters: HashMap<u64, oneshot::Sender<coopcache_core::c2cfs::locks::LockResult>>,
     next_lock_req: u64,
+    /// Warm-ups' files waiting on their placement, by request id.
+    warm_waiters: HashMap<u64, oneshot::Sender<Placement>>,
+    next_warm_req: u64,
+    /// Where peers' files go to be read (`crate::warm::serve`).
+    warm_server: Option<mpsc::Sender<ServeWarm>>,
 }
 
 /// Protocol counters already added to the metrics.
@@ -431,6 +439,9 @@ impl Driver {
             next_commit_req: 0,
             lock_waiters: HashMap::new(),
             next_lock_req: 0,
+            warm_waiters: HashMap::new(),
+            next_warm_req: 0,
+            warm_server: None,
         }
     }
 
@@ -565,6 +576,7 @@ impl Driver {
             Event::Commits(ev) => self.on_commit_event(ev),
             Event::Locks(ev) => self.on_lock_event(ev),
             Event::Pins(ev) => self.on_pin_event(ev),
+            Event::Warms(ev) => self.on_warm_event(ev),
         }
         self.apply();
     }
@@ -576,6 +588,7 @@ impl Driver {
                 Output::Read(action) => self.apply_read(action),
                 Output::Commit(action) => self.apply_commit(action),
                 Output::Lock(action) => self.apply_lock(action),
+                Output::Warm(action) => self.apply_warm(action),
                 Output::FirstRead {
                     block,
                     path,
@@ -739,6 +752,7 @@ mod origin_reads;
 mod pins;
 mod revocations;
 mod status;
+mod warms;
 
 #[cfg(test)]
 mod membership_tests;

@@ -7,6 +7,7 @@
 
 mod commit;
 mod lock;
+mod warm;
 
 use crate::origin::PathVersion;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -16,7 +17,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 10;
+pub const PROTOCOL_VERSION: u16 = 11;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -81,6 +82,9 @@ pub enum Wire {
     /// A message of the cluster's locks (`coopcache_core::c2cfs::locks`):
     /// calls to a file's manager, and its answers and grants.
     Lock(coopcache_core::c2cfs::locks::LockMsg),
+    /// A warm-up placed on a file's manager (`coopcache_core::warm`): the
+    /// asker's request and the manager's answer.
+    Warm(coopcache_core::warm::WarmMsg),
 }
 
 impl Wire {
@@ -223,6 +227,7 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
         Wire::Peer(msg) => put_peer(buf, msg),
         Wire::Commit(msg) => commit::put(buf, msg),
         Wire::Lock(msg) => lock::put(buf, msg),
+        Wire::Warm(msg) => warm::put(buf, msg),
     }
     let len = (buf.len() - start - HEADER) as u32;
     buf[start..start + HEADER].copy_from_slice(&len.to_be_bytes());
@@ -373,6 +378,7 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
         }
         kind if commit::kind_name(kind).is_some() => Wire::Commit(r.commit(kind)?),
         kind if lock::kind_name(kind).is_some() => Wire::Lock(r.lock(kind)?),
+        kind if warm::kind_name(kind).is_some() => Wire::Warm(r.warm(kind)?),
         kind => Wire::Peer(r.peer(kind)?),
     };
     if r.buf.has_remaining() {
@@ -410,7 +416,11 @@ fn kind_name(kind: u8) -> Option<&'static str> {
         K_PLACE => "place",
         K_PING => "ping",
         K_PONG => "pong",
-        kind => return commit::kind_name(kind).or_else(|| lock::kind_name(kind)),
+        kind => {
+            return commit::kind_name(kind)
+                .or_else(|| lock::kind_name(kind))
+                .or_else(|| warm::kind_name(kind));
+        }
     })
 }
 
@@ -777,6 +787,11 @@ mod tests {
         assert_eq!(locks.len(), 28);
         for msg in locks {
             roundtrip(Wire::Lock(msg));
+        }
+        let warms = warm::tests::every_warm_msg();
+        assert_eq!(warms.len(), 5);
+        for msg in warms {
+            roundtrip(Wire::Warm(msg));
         }
     }
 

@@ -226,6 +226,7 @@ pub struct NodeHandle {
 }
 
 /// How a node with a private origin names its files.
+#[derive(Clone)]
 struct PrivateIds {
     salt: [u8; 32],
     /// Whether the node unifies blocks at all.
@@ -419,7 +420,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     )
     .map_err(|e| NodeError::Config(e.to_string()))?;
     let origin = Arc::new(opts.origin);
-    let driver = Driver::new(
+    let mut driver = Driver::new(
         DriverConfig {
             id,
             name,
@@ -440,9 +441,34 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         ctx.clone(),
         tx.clone(),
     );
+    let attr_ttl = opts.attr_ttl.as_micros().try_into().unwrap_or(u64::MAX);
+    let streaming = Arc::new(StreamPool::new(stream_blocks(bs)));
+    // One handle for the caller, one for the node's own warm server: the
+    // same driver, origin, stream pool and metrics.
+    let handle = |tasks| NodeHandle {
+        events: tx.clone(),
+        origin: origin.clone(),
+        block_size: bs,
+        capacity,
+        streaming: streaming.clone(),
+        versions: Mutex::new(VersionCache::new(attr_ttl, MAX_VERSIONS)),
+        clock,
+        metrics: metrics.clone(),
+        listen,
+        tasks,
+        private: private.clone(),
+        pins: Default::default(),
+    };
+    // The files peers ask this node to warm: as many as the core lets it
+    // read at once. The server's handle owns no task, so dropping it
+    // stops nothing; the caller's stops the server with the rest.
+    let (serve_tx, serve_rx) = mpsc::channel(coopcache_core::warm::MAX_SERVING);
+    driver.serve_warms_to(serve_tx);
+    let server = crate::warm::serve(Arc::new(handle(Vec::new())), serve_rx);
     let mut tasks = vec![
         tokio::spawn(driver.run(rx)),
         tokio::spawn(accept_loop(listener, ctx.clone())),
+        tokio::spawn(server),
     ];
     tasks.extend(discovery.map(tokio::spawn));
     if let Some(dir) = ctx.identity.signer.clone() {
@@ -451,23 +477,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     for seed in opts.join {
         let _ = tx.send(Event::Join(seed)).await;
     }
-    Ok(NodeHandle {
-        events: tx,
-        origin,
-        block_size: bs,
-        capacity,
-        streaming: Arc::new(StreamPool::new(stream_blocks(bs))),
-        versions: Mutex::new(VersionCache::new(
-            opts.attr_ttl.as_micros().try_into().unwrap_or(u64::MAX),
-            MAX_VERSIONS,
-        )),
-        clock,
-        metrics,
-        listen,
-        tasks,
-        private,
-        pins: Default::default(),
-    })
+    Ok(handle(tasks))
 }
 
 impl NodeHandle {

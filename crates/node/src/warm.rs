@@ -4,19 +4,24 @@
 //! and Alluxio's `load` do for theirs).
 //!
 //! The node asked lists the path (a file, or a directory walked whole),
-//! then reads its files [`FILES_AT_ONCE`] at a time, each streamed as a
-//! reader's would be and the bytes dropped. The blocks land where the
-//! algorithm puts a reader's: on this node, and, past its memory, on its
-//! peers as N-Chance forwards the last copy of each block it evicts
-//! (under Hash-Distributed, on each block's partition owner). Each file
-//! on its own manager is not built yet: it needs a peer message asking
-//! a manager to read (see `docs/guide/s3.md`, "Warm-up").
+//! then warms its files [`FILES_AT_ONCE`] at a time. Each file is read on
+//! its manager (`coopcache_core::warm` decides: a `Warm` message, answered
+//! once the manager has read the file through its cache), so a dataset
+//! warmed from one node fills the whole cluster's memory and its origin
+//! reads are spread; a file is read here, streamed as a reader's would be
+//! and the bytes dropped, when this node manages it, when the algorithm
+//! does not share blocks (Base, Direct), and whenever the manager does
+//! not read it (busy, gone, an error there).
+//!
+//! [`serve`] is the other side: it reads the files peers ask this node
+//! to warm.
 
+use crate::driver::{Event, Placement, ServeWarm, WarmEvent};
 use crate::handle::{NodeError, NodeHandle};
 use crate::origin::{EntryKind, OriginError};
 use futures::StreamExt;
 use std::sync::Arc;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// Files read at once: enough to keep a slow origin's round trips
 /// overlapped, few enough to leave the node's streams to its readers.
@@ -37,6 +42,9 @@ pub struct WarmProgress {
     pub listed: bool,
     /// Files read whole.
     pub files: u64,
+    /// Of `files`, those read on another member (each file's manager).
+    #[serde(default)]
+    pub elsewhere: u64,
     /// Bytes read.
     pub bytes: u64,
     /// Files that could not be read (changed or removed meanwhile, an
@@ -245,7 +253,7 @@ async fn read_all(
     let reads = futures::stream::iter(files)
         .map(|path| async move {
             let r = match goal {
-                Goal::Warm => read_one(node, &path, tx).await,
+                Goal::Warm => warm_one(node, &path, tx).await,
                 Goal::Pin => pin_one(node, &path, tx).await,
                 Goal::Evict => evict_one(node, &path, tx).await,
             };
@@ -256,12 +264,7 @@ async fn read_all(
     while let Some((path, r)) = reads.next().await {
         let full = matches!(r, Err(NodeError::PinFull { .. }));
         tx.send_modify(|p| match r {
-            Ok(()) => {
-                p.files += 1;
-                if goal == Goal::Warm {
-                    node.metrics().warmed_files.inc();
-                }
-            }
+            Ok(()) => p.files += 1,
             Err(e) if full => p.error = Some(e.to_string()),
             Err(e) => {
                 p.failed += 1;
@@ -298,20 +301,83 @@ async fn evict_one(
     Ok(())
 }
 
-/// Reads `path` whole through the cache, counting its bytes as they come.
-async fn read_one(
+/// Warms `path`: on its manager, or here.
+async fn warm_one(
     node: &Arc<NodeHandle>,
     path: &str,
     tx: &watch::Sender<WarmProgress>,
 ) -> Result<(), NodeError> {
     let version = node.stat(path).await?;
+    let (reply, placed) = oneshot::channel();
+    let size = version.size;
+    let place = WarmEvent::Place {
+        path: Arc::from(path),
+        size,
+        reply,
+    };
+    node.send_event(Event::Warms(place)).await?;
+    match placed.await.map_err(|_| NodeError::Shutdown)? {
+        Placement::At { bytes, .. } => {
+            tx.send_modify(|p| {
+                p.bytes += bytes;
+                p.elsewhere += 1;
+            });
+            Ok(())
+        }
+        Placement::Here => {
+            read_here(node, path, version, |n| tx.send_modify(|p| p.bytes += n)).await
+        }
+    }
+}
+
+/// Reads `version` of `path` whole through this node's cache, counting its
+/// bytes as they come.
+async fn read_here(
+    node: &Arc<NodeHandle>,
+    path: &str,
+    version: Arc<crate::origin::FileVersion>,
+    mut on_bytes: impl FnMut(u64),
+) -> Result<(), NodeError> {
     let size = version.size;
     let parts = node.stream(Arc::from(path), version, 0..size);
     let mut parts = std::pin::pin!(parts);
     while let Some(part) = parts.next().await {
         let n = part?.len() as u64;
-        tx.send_modify(|p| p.bytes += n);
+        on_bytes(n);
         node.metrics().warmed_bytes.inc_by(n);
     }
+    node.metrics().warmed_files.inc();
     Ok(())
+}
+
+/// Reads the files peers ask this node to warm, as they come (the core
+/// bounds how many at once: the channel's capacity), and tells the driver
+/// each one's end. Runs until the node stops.
+pub(crate) async fn serve(node: Arc<NodeHandle>, mut files: mpsc::Receiver<ServeWarm>) {
+    let mut reading = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            Some(file) = files.recv() => {
+                let node = node.clone();
+                reading.spawn(async move {
+                    let read = async {
+                        let version = node.stat(&file.path).await?;
+                        let size = version.size;
+                        read_here(&node, &file.path, version, |_| {}).await.map(|()| size)
+                    };
+                    let bytes = match read.await {
+                        Ok(size) => Some(size),
+                        Err(e) => {
+                            tracing::debug!(path = %file.path, peer = file.from, "a peer's warm-up: {e}");
+                            None
+                        }
+                    };
+                    let (from, nonce) = (file.from, file.nonce);
+                    let _ = node.send_event(Event::Warms(WarmEvent::Served { from, nonce, bytes })).await;
+                });
+            }
+            Some(_) = reading.join_next() => {}
+            else => return,
+        }
+    }
 }

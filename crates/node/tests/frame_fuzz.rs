@@ -15,6 +15,7 @@ use coopcache_core::c2cfs::locks::{
 };
 use coopcache_core::coop::MAX_CHANCES;
 use coopcache_core::protocol::{Digest, PeerMsg, Recorded, Status};
+use coopcache_core::warm::{WarmAnswer, WarmMsg};
 use coopcache_node::block::BlockId;
 use coopcache_node::frame::{
     self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, Wire, body_len, decode, encode,
@@ -179,6 +180,19 @@ fn commit_msg() -> impl Strategy<Value = CommitMsg<PathVersion>> {
     ]
 }
 
+fn warm_msg() -> impl Strategy<Value = WarmMsg> {
+    let answer = prop_oneof![
+        any::<u64>().prop_map(|bytes| WarmAnswer::Read { bytes }),
+        Just(WarmAnswer::NotRead),
+        Just(WarmAnswer::Busy),
+        Just(WarmAnswer::NotManager),
+    ];
+    prop_oneof![
+        (any::<u64>(), long_name()).prop_map(|(nonce, path)| WarmMsg::Warm { nonce, path }),
+        (any::<u64>(), answer).prop_map(|(nonce, answer)| WarmMsg::Warmed { nonce, answer }),
+    ]
+}
+
 fn lock_msg() -> impl Strategy<Value = LockMsg> {
     let space = prop_oneof![Just(LockSpace::Posix), Just(LockSpace::Flock)];
     let kind = prop_oneof![Just(LockKind::Shared), Just(LockKind::Exclusive)];
@@ -307,6 +321,7 @@ fn wire() -> impl Strategy<Value = Wire> {
         msg().prop_map(Wire::Peer),
         commit_msg().prop_map(Wire::Commit),
         lock_msg().prop_map(Wire::Lock),
+        warm_msg().prop_map(Wire::Warm),
     ]
 }
 

@@ -28,6 +28,7 @@ use crate::c2cfs::exclusive::{Action as CommitAction, CommitMsg, CommitProtocol,
 use crate::c2cfs::locks::{LockAction, LockCall, LockMsg, LockProtocol};
 use crate::coop::{NodeId, SizeClassed};
 use crate::protocol::{Action as ReadAction, Content, NodeProtocol, PeerMsg, ProtocolKey};
+use crate::warm::{WarmAction, WarmConfig, WarmMsg, WarmPlacement};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -46,6 +47,8 @@ pub enum Msg<K, D, V> {
     Commit(CommitMsg<V>),
     /// The file locks'.
     Lock(LockMsg),
+    /// Warm-ups placed on managers.
+    Warm(WarmMsg),
 }
 
 /// What the node must do, in the order the machines decided it.
@@ -61,6 +64,9 @@ pub enum Output<K, D, V> {
     /// The file locks': send, answer a call, report a violation or a lost
     /// lock.
     Lock(LockAction),
+    /// Warm-up placement's: send, read a file here (this node's warm-up's
+    /// or a peer's), a file placed elsewhere, a violation.
+    Warm(WarmAction),
     /// This node starts reading `block`, the first block of `version` of
     /// `path`, which its open's manager is serving: from now on the
     /// block's origin read (if it comes to that) reads this version of
@@ -75,11 +81,24 @@ pub enum Output<K, D, V> {
     },
 }
 
+/// Where this node's warm-ups are read: on each file's manager when
+/// blocks read there serve this node's reads (Greedy, N-Chance,
+/// Hash-Distributed: a manager forwards reads to holders or partition
+/// owners hold them) and the origin is shared (a private one's files are
+/// this node's alone); it reads for peers unless its origin is private.
+fn warm_config<K: ProtocolKey + SizeClassed, D: Content>(reads: &NodeProtocol<K, D>) -> WarmConfig {
+    use crate::coop::AlgorithmKind as A;
+    let shared = !reads.is_private();
+    let shares_blocks = matches!(reads.algorithm(), A::Greedy | A::NChance | A::Hash);
+    WarmConfig::new(shared && shares_blocks, shared)
+}
+
 /// One node's protocols, joined.
 pub struct Node<K, D, V> {
     reads: NodeProtocol<K, D>,
     commits: CommitProtocol<V>,
     locks: LockProtocol,
+    warms: WarmPlacement,
     first_block: FirstBlockOf<K, V>,
     /// Outputs decided while joining the machines, ahead of theirs.
     out: VecDeque<Output<K, D, V>>,
@@ -112,7 +131,9 @@ where
         first_block: FirstBlockOf<K, V>,
     ) -> Self {
         debug_assert_eq!(reads.id(), commits.id());
+        let warms = WarmPlacement::new(reads.id(), warm_config(&reads));
         Node {
+            warms,
             reads,
             commits,
             locks,
@@ -135,6 +156,11 @@ where
     /// The lock machine (its counters and table).
     pub fn locks(&self) -> &LockProtocol {
         &self.locks
+    }
+
+    /// The warm-up placement machine (its counters).
+    pub fn warms(&self) -> &WarmPlacement {
+        &self.warms
     }
 
     /// The block reads' machine, for what only concerns it (a private
@@ -166,6 +192,7 @@ where
             Msg::Read(m) => self.reads.handle_message(from, m, now),
             Msg::Commit(m) => self.commits.handle_message(from, m, now),
             Msg::Lock(m) => self.locks.handle_message(from, m, now),
+            Msg::Warm(m) => self.warms.handle_message(from, m, now),
         }
     }
 
@@ -204,6 +231,20 @@ where
         self.locks.handle_cancel(req, now);
     }
 
+    /// A warm-up of this node reaches `path`, of `size` bytes; answered as
+    /// request `req`.
+    pub fn handle_warm_call(&mut self, req: u64, path: Arc<str>, size: u64, now: u64) {
+        self.at(now);
+        self.warms.handle_call(req, path, size, now);
+    }
+
+    /// This node read (`Some(bytes)`) or could not read the file `from`
+    /// asked it to warm as `nonce`.
+    pub fn handle_warm_served(&mut self, from: NodeId, nonce: u64, bytes: Option<u64>, now: u64) {
+        self.at(now);
+        self.warms.handle_served(from, nonce, bytes);
+    }
+
     /// The live members, this node among them: every machine hears the
     /// same view at the same time.
     pub fn set_members(&mut self, members: &[NodeId], now: u64) {
@@ -211,6 +252,7 @@ where
         self.reads.set_members(members, now);
         self.commits.set_members(members, now);
         self.locks.set_members(members, now);
+        self.warms.set_members(members);
     }
 
     /// The earliest deadline of any machine.
@@ -219,6 +261,7 @@ where
             self.reads.poll_timeout(),
             self.commits.poll_timeout(),
             self.locks.poll_timeout(),
+            self.warms.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -231,6 +274,7 @@ where
         self.reads.handle_timeout(now);
         self.commits.handle_timeout(now);
         self.locks.handle_timeout(now);
+        self.warms.handle_timeout(now);
     }
 
     /// Whether no machine waits on anything.
@@ -281,7 +325,10 @@ where
                     self.reads.handle_read_asked(block, manager, self.now);
                 }
                 Some(a) => return Some(Output::Commit(a)),
-                None => return self.locks.poll().map(Output::Lock),
+                None => {
+                    return (self.locks.poll().map(Output::Lock))
+                        .or_else(|| self.warms.poll().map(Output::Warm));
+                }
             }
         }
     }

@@ -22,10 +22,11 @@ mod locks;
 mod pushed;
 mod records;
 mod revoke;
+mod warm;
 mod wire;
 
 /// `PROTOCOL_VERSION` as docs/PROTOCOL.md gives it.
-const VERSION: u16 = 10;
+const VERSION: u16 = 11;
 const KIND_HELLO: u8 = 1;
 const KIND_GOSSIP: u8 = 3;
 const KIND_LEAVING: u8 = 4;

@@ -276,6 +276,26 @@ impl Eve {
             .expect("no Pong from the node");
     }
 
+    /// The bodies of the next `n` frames of `kind` node `from` sends her
+    /// (others are skipped), within 10 s.
+    pub(super) async fn heard_of(&mut self, from: u32, kind: u8, n: usize) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        let wait = async {
+            while got.len() < n {
+                let Some((node, k, body)) = self.heard.recv().await else {
+                    panic!("eve's links closed");
+                };
+                if (node, k) == (from, kind) {
+                    got.push(body);
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .unwrap_or_else(|_| panic!("node {from} sent fewer than {n} frames of kind {kind}"));
+        got
+    }
+
     /// Asks `manager` for `block`'s digest, as any member may (`HashOf`),
     /// and returns its answer: the digest's hash and length and its
     /// recorder, `None` if it has none.
@@ -341,7 +361,7 @@ impl Target {
 }
 
 /// The members as every node sees them once eve joined.
-fn live(c: &TestCluster) -> Vec<u32> {
+pub(super) fn live(c: &TestCluster) -> Vec<u32> {
     let mut m: Vec<u32> = (0..c.nodes.len() as u32).collect();
     m.push(EVE_ID);
     m

@@ -24,6 +24,7 @@ use coopcache_core::protocol::{
     Action, BlockId, Digest, NodeProtocol, PeerMsg, ProtocolConfig, ReadFailure, Verdict,
     manager_of,
 };
+use coopcache_core::warm::WarmAction;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::{BTreeMap, BTreeSet};
@@ -688,6 +689,7 @@ impl World {
             node::Msg::Read(m) => (m.name(), from, to, m.block()),
             node::Msg::Commit(_) => ("commit", from, to, None),
             node::Msg::Lock(_) => ("lock", from, to, None),
+            node::Msg::Warm(_) => ("warm", from, to, None),
         });
         if let Some(trace) = &mut self.trace {
             trace.push(format!("{:>12}   {msg:?}", self.now));
@@ -791,6 +793,7 @@ impl World {
                     }
                     Output::Lock(LockAction::Violation { .. }) => self.counts.refused += 1,
                     Output::Lock(_) => {}
+                    Output::Warm(action) => self.carry_warm(id, action),
                     Output::FirstRead { block, .. } => self.first_read(id, block),
                 }
             }
@@ -800,6 +803,25 @@ impl World {
             && let Err(v) = self.check.bounds(id, proto.reads())
         {
             self.fail(v);
+        }
+    }
+
+    /// Carries out warm-up placement's actions: the harness starts no
+    /// warm-up, so these are a forged `Warm`'s answers and refusals; a
+    /// file asked of a node here is answered as not read (it reads no
+    /// whole files).
+    fn carry_warm(&mut self, id: NodeId, action: WarmAction) {
+        match action {
+            WarmAction::Send { to, msg } => self.transmit(id, to, node::Msg::Warm(msg)),
+            WarmAction::Violation { .. } => self.counts.refused += 1,
+            WarmAction::Serve { from, nonce, .. } => {
+                let now = self.now;
+                if let Some(p) = self.proto(id) {
+                    p.handle_warm_served(from, nonce, None, now);
+                }
+                // Its answer is polled by `collect`'s loop.
+            }
+            WarmAction::ReadHere { .. } | WarmAction::Placed { .. } => {}
         }
     }
 
