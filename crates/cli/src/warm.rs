@@ -107,8 +107,14 @@ fn run(goal: Goal, paths: &[String], gateway: &Gateway) -> Result<()> {
                 done.files
             );
         }
+        // A warm-up reads each file on its manager: say how many were
+        // read elsewhere, so a user sees the cluster filled, not this node.
+        let elsewhere = match done.elsewhere {
+            0 => String::new(),
+            n => format!(" ({n} read on their managers, other members)"),
+        };
         println!(
-            "{done_word} {path}: {} files, {}",
+            "{done_word} {path}: {} files{elsewhere}, {}",
             done.files,
             rates(&done, started)
         );
