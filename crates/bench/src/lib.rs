@@ -47,8 +47,9 @@ pub enum BenchCmd {
     Netcache(netcache::NetcacheArgs),
     /// The S3 endpoint for a training cluster: boto3 readers read a
     /// dataset in MinIO for several epochs through coopcache's S3
-    /// endpoints and directly, side by side; then GETs/s of small cached
-    /// objects at many clients.
+    /// endpoints, directly, and from one MinIO per node holding a full
+    /// copy, side by side; then GETs/s of small cached objects at many
+    /// clients.
     S3(Box<s3::S3BenchArgs>),
     /// Netcache's busy/idle switch: an idle host full of a busy node's
     /// parked blocks starts its own workload and gets its memory back;

@@ -285,7 +285,7 @@ fn sampler(
 }
 
 /// A process's resident set in bytes, from `/proc/PID/status`.
-fn vm_rss(pid: u32) -> Result<u64> {
+pub(crate) fn vm_rss(pid: u32) -> Result<u64> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
     let kib = status

@@ -266,8 +266,10 @@ fn zipf_web_later_nodes_read_less_from_the_origin() {
 
 /// `coopcache bench s3` with a tiny dataset: boto3 readers through the
 /// S3 endpoints read every byte right, fetch less from MinIO than direct
-/// readers, and the GETs phase runs for both systems. Needs MinIO
-/// (scripts/test-servers.sh) and the S3 clients' venv.
+/// readers, each per-node MinIO replica is filled from MinIO once and
+/// then serves its reader alone, and the GETs phase runs for coopcache
+/// and MinIO. Needs MinIO (scripts/test-servers.sh) and the S3 clients'
+/// venv.
 #[test]
 fn s3_readers_through_the_endpoint_fetch_less_from_minio_than_direct() {
     let Some(venv) = common::s3_clients() else {
@@ -323,6 +325,38 @@ fn s3_readers_through_the_endpoint_fetch_less_from_minio_than_direct() {
     // about once, and at most twice.
     assert!(u(direct, "origin_bytes") >= 32 << 20, "{direct}");
     assert!(u(coop, "origin_bytes") <= 16 << 20, "{coop}");
+    // One MinIO per node: each replica is filled with the 8 MiB once
+    // (the origin sends it once, give or take the requests' headers),
+    // then the readers read only their replicas.
+    let per_node = all("minio-per-node");
+    assert_eq!(u(per_node, "bytes"), 32 << 20);
+    let steps = |system: &str, part: &str| -> Vec<&Value> {
+        rows.iter()
+            .filter(|r| r["system"] == system && r["step"].as_str().unwrap().contains(part))
+            .collect()
+    };
+    let fills = steps("minio-per-node", ": fill replica");
+    assert_eq!(fills.len(), 2, "{rows:?}");
+    for fill in &fills {
+        assert_eq!(u(fill, "bytes"), 8 << 20, "{fill}");
+        assert!(u(fill, "origin_bytes") >= 8 << 20, "{fill}");
+        assert!(u(fill, "origin_bytes") < 9 << 20, "{fill}");
+    }
+    let epochs = steps("minio-per-node", ": epoch ");
+    assert_eq!(epochs.len(), 2, "{rows:?}");
+    for epoch in &epochs {
+        assert!(u(epoch, "origin_bytes") < 1 << 20, "{epoch}");
+    }
+    let filled: u64 = fills.iter().map(|r| u(r, "origin_bytes")).sum();
+    assert!(u(per_node, "origin_bytes") >= filled, "{per_node}");
+    // What one node holds: coopcache's memory, a replica's whole copy.
+    let disk = steps("minio-per-node", ": disk per node");
+    assert!(
+        disk.len() == 1 && u(disk[0], "bytes") >= 8 << 20,
+        "{rows:?}"
+    );
+    let memory = steps("coopcache", ": memory per node");
+    assert!(memory.len() == 1 && u(memory[0], "bytes") > 0, "{rows:?}");
     for system in ["coopcache", "minio"] {
         let gets = rows
             .iter()

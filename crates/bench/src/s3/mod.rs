@@ -3,17 +3,22 @@
 //! boto3 readers (`reader.py`, one process each, every object in an order
 //! of its own, each checked against its SHA-256), through coopcache's S3
 //! endpoint (a loopback cluster over the bucket, one node per reader) and
-//! directly from MinIO, side by side in one run; then GETs per second of
-//! small objects already cached, at many concurrent clients (Rust's
-//! `object_store`, which Python could not keep busy), through the
-//! endpoints and from MinIO.
+//! directly from MinIO, and from one MinIO per node (`replicas.rs`: each
+//! reader's own full copy, filled from the origin first), side by side in
+//! one run; then GETs per second of small objects already cached, at many
+//! concurrent clients (Rust's `object_store`, which Python could not keep
+//! busy), through the endpoints and from MinIO (not the per-node replicas:
+//! each is one more MinIO, as the direct row measures).
 //!
 //! Origin bytes are MinIO's own count of bytes it sent, read around each
-//! epoch (the dataset phase of `bench mount` checks that count first).
-//! Targets: coopcache's origin bytes at most 0.3x direct reads', and its
-//! median epoch after the first no slower than direct reads'.
+//! epoch and around each replica's fill (the dataset phase of `bench
+//! mount` checks that count first). Targets: coopcache's origin bytes at
+//! most 0.3x direct reads', and its median epoch after the first no slower
+//! than direct reads'. The "space" rows set what one node holds beside it:
+//! coopcache's memory against a replica's disk.
 
 mod gets;
+mod replicas;
 
 use crate::common::median;
 use crate::loopback::{LoopbackSpec, shutdown, start_cluster};
@@ -101,6 +106,8 @@ pub(super) struct Row {
 pub(super) enum System {
     Coopcache,
     Minio,
+    /// One MinIO per reader, each a full copy of the dataset.
+    MinioPerNode,
 }
 
 impl System {
@@ -108,6 +115,7 @@ impl System {
         match self {
             System::Coopcache => "coopcache",
             System::Minio => "minio",
+            System::MinioPerNode => replicas::NAME,
         }
     }
 
@@ -115,7 +123,8 @@ impl System {
     fn key(self, minio: &S3Endpoint) -> [&str; 2] {
         match self {
             System::Coopcache => [KEY, SECRET],
-            System::Minio => [&minio.user, &minio.password],
+            // The replicas have the origin's user and password.
+            System::Minio | System::MinioPerNode => [&minio.user, &minio.password],
         }
     }
 }
@@ -205,7 +214,12 @@ async fn bench(args: &S3BenchArgs, python: &Path, minio: &Path, dir: &Path) -> R
 
     let mut rows = Vec::new();
     let mut runs = Vec::new();
-    for system in [System::Coopcache, System::Minio] {
+    let mut space = vec![replicas::space_row(
+        "coopcache",
+        format!("coopcache: memory per node ({} nodes)", args.readers),
+        node_memory(args),
+    )];
+    for system in [System::Coopcache, System::Minio, System::MinioPerNode] {
         eprintln!("s3: {} ...", system.name());
         let run = match system {
             System::Coopcache => {
@@ -221,11 +235,31 @@ async fn bench(args: &S3BenchArgs, python: &Path, minio: &Path, dir: &Path) -> R
                 let prefix = format!("{PREFIX}/");
                 ctx.epochs(system, &urls, &endpoint.bucket, &prefix).await?
             }
+            System::MinioPerNode => {
+                let nodes = replicas::Replicas::start(
+                    minio,
+                    &dir.join("replicas"),
+                    &endpoint,
+                    args.readers,
+                )
+                .await?;
+                let fill = nodes.fill(&endpoint, args.files).await?;
+                let prefix = format!("{PREFIX}/");
+                let mut run = ctx
+                    .epochs(system, &nodes.urls(), &endpoint.bucket, &prefix)
+                    .await?;
+                run.fill_origin_bytes = fill.iter().map(|r| r.origin_bytes).sum();
+                rows.extend(fill);
+                space.extend(nodes.footprint()?);
+                run
+            }
         };
         rows.extend(run.rows(system));
         runs.push(run);
     }
     rows.extend(targets(&runs[0], &runs[1]));
+    rows.extend(replicas::versus(&runs[0], &runs[2]));
+    rows.extend(space);
     if args.small_objects > 0 {
         rows.extend(gets::phase(args, dir, &endpoint, &store).await?);
     }
@@ -244,6 +278,9 @@ struct Ctx<'a> {
 /// One system's epochs.
 struct Run {
     epochs: Vec<Epoch>,
+    /// What the origin sent before the first epoch (the per-node
+    /// replicas' fill); counted in the "all" row, not in an epoch's.
+    fill_origin_bytes: u64,
 }
 
 struct Epoch {
@@ -254,8 +291,9 @@ struct Epoch {
 }
 
 impl Run {
+    /// Origin bytes in all, the fill's included.
     fn origin_bytes(&self) -> u64 {
-        self.epochs.iter().map(|e| e.origin_bytes).sum()
+        self.fill_origin_bytes + self.epochs.iter().map(|e| e.origin_bytes).sum::<u64>()
     }
 
     fn later_median(&self) -> f64 {
@@ -334,6 +372,13 @@ fn targets(coop: &Run, direct: &Run) -> Vec<Row> {
     ]
 }
 
+/// Memory of each coopcache node: --memory, else twice a node's share of
+/// the dataset.
+fn node_memory(args: &S3BenchArgs) -> u64 {
+    let share = args.dataset_size.div_ceil(u64::from(args.readers));
+    args.memory.unwrap_or(2 * share).max(16 << 20)
+}
+
 impl Ctx<'_> {
     /// Every epoch of `system`: reader `i` reads through `urls[i]`,
     /// bucket `bucket`, keys under `prefix`.
@@ -399,7 +444,10 @@ impl Ctx<'_> {
                 wrong_bytes: wrong,
             });
         }
-        Ok(Run { epochs })
+        Ok(Run {
+            epochs,
+            fill_origin_bytes: 0,
+        })
     }
 }
 
@@ -425,8 +473,7 @@ impl Cluster {
         // for the object's version (close-to-open), none is trusted for
         // an hour as the loopback spec's default would.
         spec.attr_ttl = Duration::ZERO;
-        let share = args.dataset_size.div_ceil(u64::from(args.readers));
-        let memory = args.memory.unwrap_or(2 * share).max(16 << 20);
+        let memory = node_memory(args);
         let nodes = start_cluster(&spec, &vec![memory; args.readers as usize]).await?;
         let keys = AccessKeys::parse(&format!("{KEY} {SECRET}\n"), "the bench's keys")?;
         let opts = S3Options {
@@ -461,7 +508,7 @@ impl Cluster {
 
 fn table(rows: &[Row]) {
     println!(
-        "{:<8} {:<46} {:>9} {:>8} {:>10} {:>11} {:>6}  target",
+        "{:<8} {:<52} {:>9} {:>8} {:>10} {:>11} {:>6}  target",
         "phase", "step", "MiB", "seconds", "MB/s|GET/s", "origin MiB", "wrong"
     );
     for r in rows {
@@ -470,7 +517,7 @@ fn table(rows: &[Row]) {
             _ => String::new(),
         };
         println!(
-            "{:<8} {:<46} {:>9.1} {:>8.2} {:>10.0} {:>11.1} {:>6}  {target}",
+            "{:<8} {:<52} {:>9.1} {:>8.2} {:>10.0} {:>11.1} {:>6}  {target}",
             r.phase,
             r.step,
             r.bytes as f64 / 1048576.0,
