@@ -29,8 +29,8 @@ figures=(
     "remote hit p50 / TLS round trip (8 KiB)|1.48|2026-12-04|bench latency --json|d=rows[0]; print([r['p50_us'] for r in d['rows'] if r['system']=='coopcache' and r['concurrency']==1][0] / d['ceiling']['tls_rtt_8k_node_threads_p50_us'])"
     "reads/s at 48 readers / memcached's|1.22|4b3f9a5|bench latency --json|d=rows[0]; g=lambda s: [r['per_s'] for r in d['rows'] if r['system']==s and r['concurrency']==48][0]; print(g('coopcache') / g('memcached'))"
     "mount from peers / FUSE passthrough|0.35|4b3f9a5|bench mount --phases throughput --file-size 64MiB --json|from statistics import median as md; step=lambda k: md([x['mb_per_s'] for x in rows if k in x.get('step', '')]); print(step('from peers') / step('FUSE passthrough'))"
-    "S3 endpoint: origin bytes / direct boto3|0.149|2026-12-05|bench s3 --json|print([float(r['step'].split(': ')[-1]) for r in rows if r['step'].startswith('origin bytes coopcache')][0])"
-    "S3 endpoint: later epochs / direct boto3|0.851|2026-12-05|bench s3 --json|print([float(r['step'].split(': ')[-1]) for r in rows if r['step'].startswith('later epoch s coopcache')][0])"
+    "S3 endpoint: origin bytes / direct boto3|0.145|2026-12-06|bench s3 --json|print([float(r['step'].split(': ')[-1]) for r in rows if r['step'].startswith('origin bytes coopcache')][0])"
+    "S3 endpoint: later epochs / direct boto3|1.666|2026-12-06|bench s3 --json|print([float(r['step'].split(': ')[-1]) for r in rows if r['step'].startswith('later epoch s coopcache')][0])"
     "demo: N-Chance origin reads / Base's|0.62|4b3f9a5|demo --json|o={r['algorithm']: r['origin_reads'] for r in rows if 'algorithm' in r}; print(o['nchance'] / o['base'])"
 )
 
