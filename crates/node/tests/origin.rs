@@ -373,6 +373,10 @@ async fn s3_origin_on_minio() {
     assert!(err.to_string().contains("no-such-bucket"), "{err}");
 }
 
+fn tree_join(dir: &str, name: &str) -> String {
+    coopcache_node::origin::tree::join(dir, name)
+}
+
 /// The names in `dir` with their kinds, as the mount lists them.
 async fn listing(origin: &Origin, dir: &str) -> Vec<(String, EntryKind)> {
     let list = origin.list(dir).await.expect("list");
@@ -401,6 +405,28 @@ async fn s3_prefixes_list_as_directories() {
     assert_eq!(
         listing(&origin, "sub").await,
         [("b.txt".to_string(), file), ("deeper".to_string(), dir)]
+    );
+    // An object store lists each object's version, the one a stat (a
+    // HEAD) gives (its time to the millisecond, a HEAD's to the second),
+    // so the S3 endpoint's listings stat no key; a prefix carries none.
+    for (dir, name) in [("", "a.bin"), ("sub", "b.txt")] {
+        let listed = origin.list(dir).await.expect("list");
+        let entry = listed.iter().find(|e| e.name == name).expect("listed");
+        let path = tree_join(dir, name);
+        let stat = origin.stat(&path).await.expect("stat");
+        let listed = entry.version.clone().expect("a listed version");
+        assert_eq!((&listed.version, listed.size), (&stat.version, stat.size));
+        let seconds = |v: &FileVersion| {
+            let t = v.modified.expect("a time");
+            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+        };
+        assert_eq!(seconds(&listed), seconds(&stat), "{path}");
+    }
+    let listed = origin.list("sub").await.expect("list");
+    assert!(
+        listed
+            .iter()
+            .all(|e| (e.kind == dir) == e.version.is_none())
     );
     assert_eq!(origin.entry("").await.expect("root").kind, dir);
     assert_eq!(origin.entry("sub/deeper").await.expect("prefix").kind, dir);

@@ -76,6 +76,15 @@ pub struct DirEntry {
     pub name: String,
     /// What it is.
     pub kind: EntryKind,
+    /// A file's version as the listing gave it, where it gives one: an
+    /// object store lists each object's size, ETag and time, the answer a
+    /// stat (a HEAD) would give, so a caller listing many files need not
+    /// stat each. The time is the listing's, to the millisecond where a
+    /// HEAD's is to the second (as S3's listings and HEADs differ). `None`
+    /// for an object without an ETag (its version would be made of the
+    /// time, which the two give differently), for a local directory (a
+    /// stat there is a system call) and for directories.
+    pub version: Option<super::FileVersion>,
 }
 
 /// The origin's path for `dir/name`, `name` alone at the root.
@@ -183,14 +192,20 @@ impl Origin {
                     .map(|name| DirEntry {
                         name,
                         kind: EntryKind::Dir,
+                        version: None,
                     });
                 let files = listing
                     .objects
                     .iter()
-                    .filter_map(|o| name(&o.location))
-                    .map(|name| DirEntry {
+                    .filter_map(|o| Some((name(&o.location)?, o)))
+                    .map(|(name, o)| DirEntry {
                         name,
                         kind: EntryKind::File,
+                        version: o
+                            .e_tag
+                            .is_some()
+                            .then(|| super::FileVersion::from_meta(o, self.immutable))
+                            .flatten(),
                     });
                 let all: Vec<DirEntry> = dirs.chain(files).filter(|e| listable(&e.name)).collect();
                 if all.len() > MAX_LIST {

@@ -51,10 +51,14 @@ pub(super) struct Page {
     pub last: Option<String>,
 }
 
+/// A directory's entry as a key: the key, what it is, and a file's
+/// version if the listing gave it.
+type Listed = (String, EntryKind, Option<FileVersion>);
+
 /// A directory being walked: its key prefix (`""` or ending in `/`), its
 /// entries as keys in order, and the next one to visit.
 struct Frame {
-    entries: Vec<(String, EntryKind)>,
+    entries: Vec<Listed>,
     next: usize,
 }
 
@@ -63,7 +67,7 @@ pub(super) async fn page(node: &NodeHandle, q: &Query<'_>) -> S3Result<Page> {
     let bucket = bucket_path(q.bucket)?;
     let max = q.max.min(MAX_KEYS);
     let mut page = Page::default();
-    let mut keys: Vec<String> = Vec::new();
+    let mut keys: Vec<(String, Option<FileVersion>)> = Vec::new();
     if max == 0 {
         return Ok(page);
     }
@@ -82,7 +86,7 @@ pub(super) async fn page(node: &NodeHandle, q: &Query<'_>) -> S3Result<Page> {
     }];
     let after = q.after.unwrap_or("");
     while let Some(top) = stack.last_mut() {
-        let Some((key, kind)) = top.entries.get(top.next).cloned() else {
+        let Some((key, kind, version)) = top.entries.get(top.next).cloned() else {
             stack.pop();
             continue;
         };
@@ -117,7 +121,7 @@ pub(super) async fn page(node: &NodeHandle, q: &Query<'_>) -> S3Result<Page> {
             }
             // An empty directory is the object `key`.
         }
-        if key.as_str() > after && !take(&mut page, &mut keys, max, key) {
+        if key.as_str() > after && !take(&mut page, &mut keys, max, key, version) {
             break;
         }
     }
@@ -127,13 +131,19 @@ pub(super) async fn page(node: &NodeHandle, q: &Query<'_>) -> S3Result<Page> {
 
 /// Puts object `key` in the page, unless the page is full (then marked
 /// truncated): whether it was.
-fn take(page: &mut Page, keys: &mut Vec<String>, max: usize, key: String) -> bool {
+fn take(
+    page: &mut Page,
+    keys: &mut Vec<(String, Option<FileVersion>)>,
+    max: usize,
+    key: String,
+    version: Option<FileVersion>,
+) -> bool {
     if keys.len() + page.prefixes.len() == max {
         page.truncated = true;
         return false;
     }
     page.last = Some(key.clone());
-    keys.push(key);
+    keys.push((key, version));
     true
 }
 
@@ -161,7 +171,7 @@ async fn entries(
     bucket: &str,
     dir: &str,
     prefix: &str,
-) -> S3Result<Option<Vec<(String, EntryKind)>>> {
+) -> S3Result<Option<Vec<Listed>>> {
     let path = match dir.strip_suffix('/') {
         Some(d) => format!("{bucket}/{d}"),
         None => bucket.to_owned(),
@@ -176,30 +186,32 @@ async fn entries(
         }
         Err(e) => return Err(from_origin(e)),
     };
-    let mut out: Vec<(String, EntryKind)> = listed
+    let mut out: Vec<Listed> = listed
         .into_iter()
         .map(|e| {
             let key = match e.kind {
                 EntryKind::Dir => format!("{dir}{}/", e.name),
                 _ => format!("{dir}{}", e.name),
             };
-            (key, e.kind)
+            (key, e.kind, e.version)
         })
-        .filter(|(key, _)| key.starts_with(prefix))
+        .filter(|(key, _, _)| key.starts_with(prefix))
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(Some(out))
 }
 
-/// Each key's version (size, tag, time), stated through the node's
-/// version cache; a key removed since the listing is left out.
+/// Each key's version (size, tag, time): the listing's where it gave one
+/// (an object store's: one request a page, not one a key), else stated
+/// through the node's version cache; a key removed since the listing is
+/// left out.
 async fn describe(
     node: &NodeHandle,
     bucket: &str,
-    keys: Vec<String>,
+    keys: Vec<(String, Option<FileVersion>)>,
 ) -> Vec<(String, Arc<FileVersion>, Option<ObjectMeta>)> {
     futures::stream::iter(keys)
-        .map(|key| async move {
+        .map(|(key, listed)| async move {
             if key.ends_with('/') {
                 let version = Arc::new(FileVersion {
                     size: 0,
@@ -211,7 +223,10 @@ async fn describe(
                 return Some((key, version, None));
             }
             let path = format!("{bucket}/{key}");
-            let version = node.stat(&path).await.ok()?;
+            let version = match listed {
+                Some(v) => Arc::new(v),
+                None => node.stat(&path).await.ok()?,
+            };
             let meta = ObjectMeta::of(node, &path).await;
             Some((key, version, meta))
         })

@@ -246,6 +246,7 @@ impl LocalDir {
             out.push(DirEntry {
                 name: name.to_owned(),
                 kind,
+                version: None,
             });
         }
         Ok(out)
