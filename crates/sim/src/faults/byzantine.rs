@@ -16,6 +16,7 @@ use coopcache_core::c2cfs::{Committed, Tcommit};
 use coopcache_core::coop::NodeId;
 use coopcache_core::node;
 use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, manager_of};
+use coopcache_core::warm::{WarmAnswer, WarmMsg};
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 use std::collections::{BTreeMap, VecDeque};
@@ -188,7 +189,7 @@ impl Liar {
             out.extend(forged.into_iter().map(|m| (anyone, m)));
             return;
         }
-        let (to, msg) = match rng.random_range(0..19) {
+        let (to, msg) = match rng.random_range(0..21) {
             0 => (manager, Record { block, digest: bad }),
             1 => (anyone, Invalidate { block }),
             2 => {
@@ -248,6 +249,18 @@ impl Liar {
             15 => (anyone, Data { block, data: bad }),
             16 => (anyone, Missing { block }),
             17 => (manager, Evict { block }),
+            // A warm-up asked of anyone (it reads its own origin, or says
+            // it is busy or not the manager), and an answer nobody asked.
+            18 => {
+                let path = version::name(path);
+                out.push((anyone, node::Msg::Warm(WarmMsg::Warm { nonce, path })));
+                return;
+            }
+            19 => {
+                let answer = WarmAnswer::Read { bytes: 1 };
+                out.push((anyone, node::Msg::Warm(WarmMsg::Warmed { nonce, answer })));
+                return;
+            }
             _ => {
                 if let n @ 1.. = self.seen.len() {
                     out.push((anyone, self.seen[rng.random_range(0..n)].clone()));
