@@ -13,7 +13,7 @@
 //! does not share blocks (Base, Direct), and whenever the manager does
 //! not read it (busy, gone, an error there).
 //!
-//! [`serve`] is the other side: it reads the files peers ask this node
+//! `serve` is the other side: it reads the files peers ask this node
 //! to warm.
 
 use crate::driver::{Event, Placement, ServeWarm, WarmEvent};

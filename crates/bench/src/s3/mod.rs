@@ -101,6 +101,25 @@ pub(super) struct Row {
     met: Option<bool>,
 }
 
+impl Row {
+    /// A row that measures nothing itself (a ratio or a size said in its
+    /// step): zeros elsewhere.
+    pub(super) fn note(phase: &'static str, system: &'static str, step: String) -> Row {
+        Row {
+            phase,
+            system,
+            step,
+            bytes: 0,
+            seconds: 0.0,
+            rate: 0.0,
+            origin_bytes: 0,
+            wrong_bytes: 0,
+            target: None,
+            met: None,
+        }
+    }
+}
+
 /// A system the dataset is read through.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum System {
@@ -347,16 +366,9 @@ fn targets(coop: &Run, direct: &Run) -> Vec<Row> {
     let share = coop.origin_bytes() as f64 / (direct.origin_bytes() as f64).max(1.0);
     let speed = coop.later_median() / direct.later_median().max(f64::MIN_POSITIVE);
     let row = |step: String, target: &str, met| Row {
-        phase: "dataset",
-        system: "coopcache",
-        step,
-        bytes: 0,
-        seconds: 0.0,
-        rate: 0.0,
-        origin_bytes: 0,
-        wrong_bytes: 0,
         target: Some(target.into()),
         met: Some(met),
+        ..Row::note("dataset", "coopcache", step)
     };
     vec![
         row(

@@ -139,34 +139,15 @@ pub(super) fn versus(coop: &Run, replicas: &Run) -> Vec<Row> {
         format!("coopcache / per-node, later epoch s: {speed:.3}"),
     ]
     .into_iter()
-    .map(|step| Row {
-        phase: "dataset",
-        system: NAME,
-        step,
-        bytes: 0,
-        seconds: 0.0,
-        rate: 0.0,
-        origin_bytes: 0,
-        wrong_bytes: 0,
-        target: None,
-        met: None,
-    })
+    .map(|step| Row::note("dataset", NAME, step))
     .collect()
 }
 
 /// A row of the "space" phase: `bytes` is what one node holds.
 pub(super) fn space_row(system: &'static str, step: String, bytes: u64) -> Row {
     Row {
-        phase: "space",
-        system,
-        step,
         bytes,
-        seconds: 0.0,
-        rate: 0.0,
-        origin_bytes: 0,
-        wrong_bytes: 0,
-        target: None,
-        met: None,
+        ..Row::note("space", system, step)
     }
 }
 
