@@ -389,6 +389,7 @@ struct Synced {
     violations: BTreeMap<NodeId, u64>,
     manager_opens: u64,
     first_served: u64,
+    warms: coopcache_core::warm::WarmCounters,
     origin: crate::origin::OriginCounts,
 }
 
@@ -733,6 +734,11 @@ impl Driver {
             .inc_by(c.first_served - self.synced.first_served);
         self.synced.manager_opens = c.opens_from_table;
         self.synced.first_served = c.first_served;
+        let w = self.node.warms().counters();
+        let was = std::mem::replace(&mut self.synced.warms, w);
+        m.warm_placed.inc_by(w.placed - was.placed);
+        m.warm_fell_back.inc_by(w.fell_back - was.fell_back);
+        m.warm_served.inc_by(w.served - was.served);
         let origin = self.origin.counts();
         let d = origin.since(&self.synced.origin);
         m.origin_metadata.inc_by(d.metadata);

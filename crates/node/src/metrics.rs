@@ -96,6 +96,13 @@ pub struct Metrics {
     pub warmed_files: Counter,
     /// The bytes warm-ups read.
     pub warmed_bytes: Counter,
+    /// Files this node's warm-ups had their managers read.
+    pub warm_placed: Counter,
+    /// Files this node asked a manager to warm and then read itself (the
+    /// manager was busy, gone, or could not read it).
+    pub warm_fell_back: Counter,
+    /// Files this node read for its peers' warm-ups.
+    pub warm_served: Counter,
     /// `exclusive` mode: opens this node's manager slice answered from its
     /// commit table, with no origin round trip.
     pub manager_opens: Counter,
@@ -199,13 +206,28 @@ impl Metrics {
             "Connections the gateway or S3 endpoint closed on its own: refused at the cap (503), evicted for a newcomer, idle, or slow (under the rate floor)",
             self.gateway_closed.clone(),
         );
-        let counters: [(&str, &str, &Counter); 22] = [
+        let counters: [(&str, &str, &Counter); 25] = [
             (
                 "warmed_files",
                 "Files warm-ups read whole (coopcache warm)",
                 &self.warmed_files,
             ),
             ("warmed_bytes", "Bytes warm-ups read", &self.warmed_bytes),
+            (
+                "warm_placed",
+                "Files this node's warm-ups had their managers read",
+                &self.warm_placed,
+            ),
+            (
+                "warm_fell_back",
+                "Files asked of a manager to warm and read here after all (busy, gone, or not read there)",
+                &self.warm_fell_back,
+            ),
+            (
+                "warm_served",
+                "Files this node read for its peers' warm-ups",
+                &self.warm_served,
+            ),
             ("read_errors", "Block reads that failed", &self.read_errors),
             (
                 "origin_reads",

@@ -142,6 +142,12 @@ async fn a_warm_up_is_read_on_each_files_manager_and_fills_the_cluster() {
     }
     assert_eq!(warmed.iter().sum::<u64>(), 48, "{warmed:?}");
     assert_eq!(done.elsewhere, 48 - warmed[0], "{done:?} {warmed:?}");
+    // The placement's counters (a status syncs them into the metrics).
+    let m = |i: usize| c.nodes[i].metrics();
+    assert_eq!(m(0).warm_placed.get(), done.elsewhere);
+    assert_eq!(m(0).warm_fell_back.get(), 0);
+    let served: u64 = (1..3).map(|i| m(i).warm_served.get()).sum();
+    assert_eq!(served, done.elsewhere);
     assert_eq!(
         cached.iter().sum::<u64>(),
         96,
