@@ -317,7 +317,7 @@ async fn warm_one(
     };
     node.send_event(Event::Warms(place)).await?;
     match placed.await.map_err(|_| NodeError::Shutdown)? {
-        Placement::At { bytes, .. } => {
+        Placement::Elsewhere { bytes } => {
             tx.send_modify(|p| {
                 p.bytes += bytes;
                 p.elsewhere += 1;

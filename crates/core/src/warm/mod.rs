@@ -32,7 +32,7 @@
 use crate::c2cfs::exclusive::{live_with, manager_key};
 use crate::coop::NodeId;
 use crate::protocol::manager_of;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 #[cfg(test)]
@@ -187,7 +187,7 @@ pub struct WarmPlacement {
     next_nonce: u64,
     asks: BTreeMap<u64, Ask>,
     /// Files read for peers: (member, nonce).
-    serving: BTreeMap<(NodeId, u64), ()>,
+    serving: BTreeSet<(NodeId, u64)>,
     actions: VecDeque<WarmAction>,
     counters: WarmCounters,
 }
@@ -201,7 +201,7 @@ impl WarmPlacement {
             live: vec![me],
             next_nonce: 0,
             asks: BTreeMap::new(),
-            serving: BTreeMap::new(),
+            serving: BTreeSet::new(),
             actions: VecDeque::new(),
             counters: WarmCounters::default(),
         }
@@ -262,7 +262,7 @@ impl WarmPlacement {
         if from == self.me || !self.live.contains(&from) {
             return self.violation(from, "a warm-up asked by a node that is not a live member");
         }
-        if self.serving.contains_key(&(from, nonce)) {
+        if self.serving.contains(&(from, nonce)) {
             return self.violation(from, "a warm-up asked again while its file is read");
         }
         let answer = if !self.cfg.serves {
@@ -274,7 +274,7 @@ impl WarmPlacement {
         {
             WarmAnswer::Busy
         } else {
-            self.serving.insert((from, nonce), ());
+            self.serving.insert((from, nonce));
             self.actions
                 .push_back(WarmAction::Serve { from, nonce, path });
             return;
@@ -306,7 +306,7 @@ impl WarmPlacement {
     /// The driver read (`Some(bytes)`) or failed to read (`None`) the file
     /// `from` asked for as `nonce`.
     pub fn handle_served(&mut self, from: NodeId, nonce: u64, bytes: Option<u64>) {
-        if self.serving.remove(&(from, nonce)).is_none() {
+        if !self.serving.remove(&(from, nonce)) {
             // The member left meanwhile: nobody waits for the answer.
             return;
         }
@@ -322,32 +322,30 @@ impl WarmPlacement {
     /// files out at a member that left are read here, and what a member
     /// that left asked is not answered.
     pub fn set_members(&mut self, members: &[NodeId]) {
-        self.live = live_with(self.me, members);
-        let gone: Vec<u64> = self
-            .asks
-            .iter()
-            .filter(|(_, a)| !self.live.contains(&a.to))
-            .map(|(&n, _)| n)
-            .collect();
-        for nonce in gone {
-            let ask = self.asks.remove(&nonce).expect("listed above");
-            self.fall_back(ask.req);
-        }
-        let live = &self.live;
-        self.serving.retain(|(from, _), _| live.contains(from));
+        let live = live_with(self.me, members);
+        self.fall_back_where(|a| !live.contains(&a.to));
+        self.serving.retain(|(from, _)| live.contains(from));
+        self.live = live;
     }
 
     /// Files whose manager has not answered by now are read here.
     pub fn handle_timeout(&mut self, now: u64) {
-        let due: Vec<u64> = self
-            .asks
-            .iter()
-            .filter(|(_, a)| a.deadline <= now)
-            .map(|(&n, _)| n)
-            .collect();
-        for nonce in due {
-            let ask = self.asks.remove(&nonce).expect("listed above");
-            self.fall_back(ask.req);
+        self.fall_back_where(|a| a.deadline <= now);
+    }
+
+    /// The files out at managers that `gone` says will not answer are read
+    /// here, in the order they were asked.
+    fn fall_back_where(&mut self, gone: impl Fn(&Ask) -> bool) {
+        let mut reqs = Vec::new();
+        self.asks.retain(|_, a| {
+            let keep = !gone(a);
+            if !keep {
+                reqs.push(a.req);
+            }
+            keep
+        });
+        for req in reqs {
+            self.fall_back(req);
         }
     }
 

@@ -14,10 +14,8 @@ use coopcache_core::warm::{WarmAction, WarmMsg};
 pub enum Placement {
     /// Read it here.
     Here,
-    /// Member `at` read it into its cache: `bytes` bytes.
-    At {
-        /// The member.
-        at: NodeId,
+    /// Its manager read it into its cache: `bytes` bytes.
+    Elsewhere {
         /// Bytes it read.
         bytes: u64,
     },
@@ -97,8 +95,8 @@ impl Driver {
                 }
             }
             WarmAction::ReadHere { req } => self.answer_warm(req, Placement::Here),
-            WarmAction::Placed { req, at, bytes } => {
-                self.answer_warm(req, Placement::At { at, bytes });
+            WarmAction::Placed { req, bytes, .. } => {
+                self.answer_warm(req, Placement::Elsewhere { bytes });
             }
             WarmAction::Serve { from, nonce, path } => {
                 let queued = self
