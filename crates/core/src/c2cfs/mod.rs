@@ -40,6 +40,7 @@
 
 mod commits;
 pub mod exclusive;
+pub mod listings;
 pub mod locks;
 mod source;
 mod valid;
