@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-files="crates/node/src/link.rs crates/core/src/members/swim.rs crates/node/src/link/admission.rs crates/core/src/c2cfs/locks/protocol.rs crates/core/src/protocol/held.rs crates/core/src/protocol/reader.rs crates/core/src/protocol/roles.rs crates/core/src/c2cfs/exclusive/client.rs crates/core/src/warm/mod.rs"
+files="crates/node/src/link.rs crates/core/src/members/swim.rs crates/node/src/link/admission.rs crates/core/src/c2cfs/locks/protocol.rs crates/core/src/protocol/held.rs crates/core/src/protocol/reader.rs crates/core/src/protocol/roles.rs crates/core/src/c2cfs/exclusive/client.rs crates/core/src/warm/mod.rs crates/core/src/c2cfs/listings/mod.rs"
 backup=$(mktemp -d)
 for f in $files; do cp "$f" "$backup/$(basename "$f")"; done
 restore() { for f in $files; do cp "$backup/$(basename "$f")" "$f"; done; }
@@ -34,6 +34,8 @@ mutations=(
   "commit-answer-sender|crates/core/src/c2cfs/exclusive/client.rs|s/^        if ask.to != from \{$/        if ask.to != from \&\& false {/"
   "warm-share|crates/core/src/warm/mod.rs|s/ >= MAX_SERVING_PER_PEER$/ >= usize::MAX/"
   "warm-manager|crates/core/src/warm/mod.rs|s/ else if self.place_of\(\&path\) != self.me \{/ else if false {/"
+  "list-answer-sender|crates/core/src/c2cfs/listings/mod.rs|s/^        if ask.to != from \{$/        if ask.to != from \&\& false {/"
+  "list-of-dir|crates/core/src/c2cfs/listings/mod.rs|s/Some\(l\) if !l.is_of\(\&dir\) \|\| /Some(l) if /"
 )
 survived=0
 for m in "${mutations[@]}"; do

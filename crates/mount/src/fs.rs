@@ -837,6 +837,7 @@ impl Filesystem for CoopFs {
     ) {
         let result = self.child(parent, name).and_then(|path| {
             self.origin(|o| o.mkdir(&path, mode & !umask, self.creator(req)))?;
+            self.dir_made_or_removed(&path);
             self.fresh_entry(&path)
         });
         match result {
@@ -901,6 +902,7 @@ impl Filesystem for CoopFs {
         let result = self.child(parent, name).and_then(|path| {
             self.origin(|o| o.rmdir(&path))?;
             self.inodes().unlink(&path);
+            self.dir_made_or_removed(&path);
             Ok(())
         });
         done(reply, result);
@@ -955,6 +957,7 @@ impl Filesystem for CoopFs {
         let result = self.child(parent, link_name).and_then(|path| {
             let target = target.to_str().ok_or(Errno::EINVAL)?;
             self.origin(|o| o.symlink(target, &path, self.creator(req)))?;
+            self.entry_made(&path);
             self.fresh_entry(&path)
         });
         match result {
@@ -1073,7 +1076,15 @@ impl Filesystem for CoopFs {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let result = self.path(ino).and_then(|path| {
-            let entries = self.origin(|o| o.list(&path))?;
+            // `exclusive` mode: as the directory's manager keeps it, one
+            // origin listing per change for the whole cluster.
+            let entries = match self.exclusive {
+                true => crate::wait(&self.rt, self.node.list_exclusive(&path))
+                    .map_err(|e| errno::of_origin(&e))?
+                    .entries()
+                    .to_vec(),
+                false => self.origin(|o| o.list(&path))?,
+            };
             self.add_handle(Open::Dir {
                 entries: Arc::new(entries),
             })

@@ -13,7 +13,14 @@ use coopcache_core::coop::PARKED_SHARE;
 /// at 89-91 MiB resident with 70 MiB of live heap (`coopcache bench rss
 /// --nodes 3`, docs/benchmarks.md).
 pub const RESERVE: u64 =
-    RUNTIME_BYTES + STREAM_BYTES + PEER_OUT_BYTES + PEER_IN_BYTES + GATEWAY_BYTES;
+    RUNTIME_BYTES + STREAM_BYTES + PEER_OUT_BYTES + PEER_IN_BYTES + GATEWAY_BYTES + LISTING_BYTES;
+
+/// Bytes of directory listings a manager keeps in `exclusive` mode
+/// (`coopcache_core::c2cfs::listings`), each counted as the larger of its
+/// size in memory and on the wire: about 20,000 entries of files with
+/// their versions. A listing dropped from it costs its next lister one
+/// origin listing.
+pub const LISTING_BYTES: u64 = 2 << 20;
 
 /// The runtime's own heap: tokio's tasks and queues, TLS sessions, the
 /// directory and hash records of the files this node manages, the C2Cfs

@@ -53,6 +53,7 @@ pub type Reply = oneshot::Sender<Result<(Bytes, Level), ReadError>>;
 
 use commits::CommitWaiter;
 pub use commits::{CommitEvent, OpenAnswer, first_block_of};
+pub use lists::ListEvent;
 pub use locks::LockEvent;
 pub use pins::PinEvent;
 pub use warms::{Placement, ServeWarm, WarmEvent};
@@ -144,6 +145,9 @@ pub enum Event {
     Pins(PinEvent),
     /// A warm-up's file to place, or a peer's file the warm server read.
     Warms(WarmEvent),
+    /// A listing or a change of this node, or the origin's listing the
+    /// listing machine asked for.
+    Lists(ListEvent),
     /// The revocation list in this node's CA directory changed.
     Revoked(Bytes),
 }
@@ -341,7 +345,12 @@ pub struct DriverConfig {
 
 /// The core's node: block reads, C2Cfs opens and commits, file locks, and
 /// what joins them.
-pub type Node = coopcache_core::node::Node<BlockId, Block, crate::origin::PathVersion>;
+pub type Node = coopcache_core::node::Node<
+    BlockId,
+    Block,
+    crate::origin::PathVersion,
+    crate::listing::DirListing,
+>;
 
 /// The driver's state.
 pub struct Driver {
@@ -379,6 +388,9 @@ pub struct Driver {
     next_warm_req: u64,
     /// Where peers' files go to be read (`crate::warm::serve`).
     warm_server: Option<mpsc::Sender<ServeWarm>>,
+    /// Callers waiting on the node's listings and changes, by request id.
+    list_waiters: HashMap<u64, lists::ListWaiter>,
+    next_list_req: u64,
 }
 
 /// Protocol counters already added to the metrics.
@@ -388,6 +400,7 @@ struct Synced {
     timeouts: u64,
     violations: BTreeMap<NodeId, u64>,
     manager_opens: u64,
+    manager_listings: u64,
     first_served: u64,
     warms: coopcache_core::warm::WarmCounters,
     origin: crate::origin::OriginCounts,
@@ -443,6 +456,8 @@ impl Driver {
             warm_waiters: HashMap::new(),
             next_warm_req: 0,
             warm_server: None,
+            list_waiters: HashMap::new(),
+            next_list_req: 0,
         }
     }
 
@@ -578,6 +593,7 @@ impl Driver {
             Event::Locks(ev) => self.on_lock_event(ev),
             Event::Pins(ev) => self.on_pin_event(ev),
             Event::Warms(ev) => self.on_warm_event(ev),
+            Event::Lists(ev) => self.on_list_event(ev),
         }
         self.apply();
     }
@@ -590,6 +606,7 @@ impl Driver {
                 Output::Commit(action) => self.apply_commit(action),
                 Output::Lock(action) => self.apply_lock(action),
                 Output::Warm(action) => self.apply_warm(action),
+                Output::List(action) => self.apply_list(action),
                 Output::FirstRead {
                     block,
                     path,
@@ -734,6 +751,9 @@ impl Driver {
             .inc_by(c.first_served - self.synced.first_served);
         self.synced.manager_opens = c.opens_from_table;
         self.synced.first_served = c.first_served;
+        let listed = self.node.listings().counters().from_table;
+        m.manager_listings
+            .inc_by(listed - std::mem::replace(&mut self.synced.manager_listings, listed));
         let w = self.node.warms().counters();
         let was = std::mem::replace(&mut self.synced.warms, w);
         m.warm_placed.inc_by(w.placed - was.placed);
@@ -752,6 +772,7 @@ impl Driver {
 
 mod commits;
 mod integrity;
+mod lists;
 mod locks;
 mod members;
 mod origin_reads;

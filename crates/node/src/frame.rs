@@ -6,8 +6,12 @@
 //! every message the core can send.
 
 mod commit;
+mod list;
 mod lock;
 mod warm;
+
+pub use list::NAME_MAX;
+pub(crate) use list::put_listing;
 
 use crate::origin::PathVersion;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -17,7 +21,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 11;
+pub const PROTOCOL_VERSION: u16 = 12;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -85,6 +89,10 @@ pub enum Wire {
     /// A warm-up placed on a file's manager (`coopcache_core::warm`): the
     /// asker's request and the manager's answer.
     Warm(coopcache_core::warm::WarmMsg),
+    /// A directory listing kept by the directory's manager
+    /// (`coopcache_core::c2cfs::listings`): asked, answered, a change told
+    /// and noted.
+    List(coopcache_core::c2cfs::listings::ListMsg<crate::listing::DirListing>),
 }
 
 impl Wire {
@@ -228,6 +236,7 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
         Wire::Commit(msg) => commit::put(buf, msg),
         Wire::Lock(msg) => lock::put(buf, msg),
         Wire::Warm(msg) => warm::put(buf, msg),
+        Wire::List(msg) => list::put(buf, msg),
     }
     let len = (buf.len() - start - HEADER) as u32;
     buf[start..start + HEADER].copy_from_slice(&len.to_be_bytes());
@@ -379,6 +388,7 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
         kind if commit::kind_name(kind).is_some() => Wire::Commit(r.commit(kind)?),
         kind if lock::kind_name(kind).is_some() => Wire::Lock(r.lock(kind)?),
         kind if warm::kind_name(kind).is_some() => Wire::Warm(r.warm(kind)?),
+        kind if list::kind_name(kind).is_some() => Wire::List(r.list(kind)?),
         kind => Wire::Peer(r.peer(kind)?),
     };
     if r.buf.has_remaining() {
@@ -419,7 +429,8 @@ fn kind_name(kind: u8) -> Option<&'static str> {
         kind => {
             return commit::kind_name(kind)
                 .or_else(|| lock::kind_name(kind))
-                .or_else(|| warm::kind_name(kind));
+                .or_else(|| warm::kind_name(kind))
+                .or_else(|| list::kind_name(kind));
         }
     })
 }
@@ -544,6 +555,11 @@ impl Reader {
     }
 
     /// The rest of the body: a block's data.
+    /// Bytes left in the frame.
+    fn remaining(&self) -> usize {
+        self.buf.remaining()
+    }
+
     fn rest(&mut self) -> Bytes {
         self.buf.split_off(0)
     }
@@ -792,6 +808,11 @@ mod tests {
         assert_eq!(warms.len(), 5);
         for msg in warms {
             roundtrip(Wire::Warm(msg));
+        }
+        let lists = list::tests::every_list_msg();
+        assert_eq!(lists.len(), 6);
+        for msg in lists {
+            roundtrip(Wire::List(msg));
         }
     }
 

@@ -12,6 +12,7 @@ use crate::origin::{FileVersion, Origin, OriginError, check_path};
 use crate::tls::Identity;
 use bytes::{Bytes, BytesMut};
 use coopcache_core::c2cfs::exclusive::{CommitConfig, CommitProtocol};
+use coopcache_core::c2cfs::listings::{ListConfig, ListProtocol};
 use coopcache_core::c2cfs::{Committed, Tcommit, VersionCache};
 use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
@@ -205,7 +206,7 @@ pub enum NodeError {
 
 /// A running node.
 pub struct NodeHandle {
-    events: mpsc::Sender<Event>,
+    pub(crate) events: mpsc::Sender<Event>,
     origin: Arc<Origin>,
     block_size: u32,
     /// Blocks the node caches (bounds how far a stream reads ahead).
@@ -419,6 +420,21 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         },
     )
     .map_err(|e| NodeError::Config(e.to_string()))?;
+    let listings = ListProtocol::new(
+        id,
+        ListConfig {
+            capacity: crate::budget::LISTING_BYTES as usize,
+            // A listing sent is one frame: within a block's room.
+            max_listing: bs as usize,
+            timeout_us: COMMIT_TIMEOUT.as_micros() as u64,
+            stable_us: opts
+                .commit_stable
+                .as_micros()
+                .try_into()
+                .unwrap_or(u64::MAX),
+        },
+    )
+    .map_err(|e| NodeError::Config(e.to_string()))?;
     let origin = Arc::new(opts.origin);
     let mut driver = Driver::new(
         DriverConfig {
@@ -433,6 +449,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
             protocol,
             commits,
             coopcache_core::c2cfs::locks::LockProtocol::new(id, Default::default()),
+            listings,
             crate::driver::first_block_of,
         ),
         clock,
@@ -621,15 +638,24 @@ impl NodeHandle {
     /// the origin's new version, as it asked the origin itself, or once
     /// every member was told to forget the file: an open that begins
     /// after this returns reads the new version. `None` if not recorded.
+    ///
+    /// The listing of `path`'s directory changed too: its manager is told
+    /// at the same time, and this returns once it dropped its listing
+    /// (`crate::listing`).
     pub async fn commit_exclusive(&self, path: &str, topen: Option<Tcommit>) -> Option<Committed> {
-        let (reply, answer) = oneshot::channel();
-        let ev = CommitEvent::Commit {
-            path: Arc::from(path),
-            topen,
-            reply,
+        let commit = async {
+            let (reply, answer) = oneshot::channel();
+            let ev = CommitEvent::Commit {
+                path: Arc::from(path),
+                topen,
+                reply,
+            };
+            self.events.send(Event::Commits(ev)).await.ok()?;
+            answer.await.ok().flatten()
         };
-        self.events.send(Event::Commits(ev)).await.ok()?;
-        answer.await.ok().flatten()
+        let parent = crate::listing::parent(path);
+        let (committed, _) = tokio::join!(commit, self.dir_changed(parent, false));
+        committed
     }
 
     /// Carries out a lock call of a process of this node (the mount's

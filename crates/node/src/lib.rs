@@ -32,6 +32,7 @@ pub mod handle;
 pub mod issued;
 pub mod join;
 pub mod link;
+pub mod listing;
 pub mod metrics;
 pub mod origin;
 pub mod pins;

@@ -106,6 +106,9 @@ pub struct Metrics {
     /// `exclusive` mode: opens this node's manager slice answered from its
     /// commit table, with no origin round trip.
     pub manager_opens: Counter,
+    /// `exclusive` mode: directory listings this node's manager slice
+    /// answered from its table, with no origin listing.
+    pub manager_listings: Counter,
     /// `exclusive` mode: opens whose first block this node's manager slice
     /// served with its answer.
     pub first_served: Counter,
@@ -206,7 +209,7 @@ impl Metrics {
             "Connections the gateway or S3 endpoint closed on its own: refused at the cap (503), evicted for a newcomer, idle, or slow (under the rate floor)",
             self.gateway_closed.clone(),
         );
-        let counters: [(&str, &str, &Counter); 25] = [
+        let counters: [(&str, &str, &Counter); 26] = [
             (
                 "warmed_files",
                 "Files warm-ups read whole (coopcache warm)",
@@ -278,6 +281,11 @@ impl Metrics {
                 "manager_opens",
                 "Opens a manager answered from its commit table (exclusive mode)",
                 &self.manager_opens,
+            ),
+            (
+                "manager_listings",
+                "Directory listings a manager answered from its table (exclusive mode)",
+                &self.manager_listings,
             ),
             (
                 "first_blocks_served",

@@ -15,6 +15,7 @@ mod frame_fuzz;
 mod gateway;
 mod gateway_fair;
 mod hostile;
+mod listings;
 mod origin;
 mod origin_changes;
 mod origin_local;

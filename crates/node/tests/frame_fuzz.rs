@@ -9,6 +9,7 @@
 use bytes::{Bytes, BytesMut};
 use coopcache_core::c2cfs::Tcommit;
 use coopcache_core::c2cfs::exclusive::{CommitMsg, FirstBlock};
+use coopcache_core::c2cfs::listings::ListMsg;
 use coopcache_core::c2cfs::locks::{
     LockAnswer, LockConflict, LockError, LockKind, LockMsg, LockOutcome, LockOwner, LockRange,
     LockRequest, LockSpace,
@@ -21,6 +22,8 @@ use coopcache_node::frame::{
     self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, Wire, body_len, decode, encode,
 };
 use coopcache_node::link::read_frame;
+use coopcache_node::listing::DirListing;
+use coopcache_node::origin::{DirEntry, EntryKind};
 use coopcache_node::origin::{FileVersion, Owner, PathVersion};
 use proptest::prelude::*;
 use std::time::{Duration, UNIX_EPOCH};
@@ -193,6 +196,42 @@ fn warm_msg() -> impl Strategy<Value = WarmMsg> {
     ]
 }
 
+fn list_msg() -> impl Strategy<Value = ListMsg<DirListing>> {
+    let kind = prop_oneof![
+        Just(EntryKind::File),
+        Just(EntryKind::Dir),
+        Just(EntryKind::Symlink)
+    ];
+    // Names as a listing may carry them: one path part, not `.` or `..`.
+    let entry_name = "[^/\\pC]{1,30}".prop_filter("a name", |n| n != "." && n != "..");
+    let entry = (
+        entry_name,
+        kind,
+        prop::option::of(path_version().prop_map(|v| v.version)),
+    )
+        .prop_map(|(name, kind, version)| DirEntry {
+            name,
+            kind,
+            version,
+        });
+    let listing = (long_name(), prop::collection::vec(entry, 0..20))
+        .prop_map(|(dir, entries)| DirListing::new(dir, entries));
+    prop_oneof![
+        (any::<u64>(), long_name()).prop_map(|(nonce, dir)| ListMsg::List { nonce, dir }),
+        (any::<u64>(), prop::option::of(listing))
+            .prop_map(|(nonce, listing)| ListMsg::Listed { nonce, listing }),
+        (any::<u64>(), long_name(), any::<bool>()).prop_map(|(nonce, dir, subtree)| {
+            ListMsg::Changed {
+                nonce,
+                dir,
+                subtree,
+            }
+        }),
+        (any::<u64>(), any::<bool>())
+            .prop_map(|(nonce, managed)| ListMsg::Noted { nonce, managed }),
+    ]
+}
+
 fn lock_msg() -> impl Strategy<Value = LockMsg> {
     let space = prop_oneof![Just(LockSpace::Posix), Just(LockSpace::Flock)];
     let kind = prop_oneof![Just(LockKind::Shared), Just(LockKind::Exclusive)];
@@ -322,6 +361,7 @@ fn wire() -> impl Strategy<Value = Wire> {
         commit_msg().prop_map(Wire::Commit),
         lock_msg().prop_map(Wire::Lock),
         warm_msg().prop_map(Wire::Warm),
+        list_msg().prop_map(Wire::List),
     ]
 }
 

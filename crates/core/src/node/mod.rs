@@ -1,6 +1,8 @@
 //! One node's protocols as one machine: the block reads
 //! ([`NodeProtocol`]), C2Cfs `exclusive` mode's opens and commits
-//! ([`CommitProtocol`]) and the cluster's file locks ([`LockProtocol`]),
+//! ([`CommitProtocol`]), the cluster's file locks ([`LockProtocol`]),
+//! warm-up placement ([`WarmPlacement`]) and directory listings
+//! ([`ListProtocol`]),
 //! with everything that joins them decided here, not by whoever drives
 //! them:
 //!
@@ -25,6 +27,7 @@
 
 use crate::c2cfs::Tcommit;
 use crate::c2cfs::exclusive::{Action as CommitAction, CommitMsg, CommitProtocol, Version};
+use crate::c2cfs::listings::{ListAction, ListMsg, ListProtocol, Listing};
 use crate::c2cfs::locks::{LockAction, LockCall, LockMsg, LockProtocol};
 use crate::coop::{NodeId, SizeClassed};
 use crate::protocol::{Action as ReadAction, Content, NodeProtocol, PeerMsg, ProtocolKey};
@@ -40,7 +43,7 @@ pub type FirstBlockOf<K, V> = fn(&str, &V) -> K;
 
 /// A message between nodes, of any of the machines.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Msg<K, D, V> {
+pub enum Msg<K, D, V, L> {
     /// The block reads'.
     Read(PeerMsg<K, D>),
     /// C2Cfs `exclusive` mode's.
@@ -49,11 +52,13 @@ pub enum Msg<K, D, V> {
     Lock(LockMsg),
     /// Warm-ups placed on managers.
     Warm(WarmMsg),
+    /// Directory listings kept by their managers.
+    List(ListMsg<L>),
 }
 
 /// What the node must do, in the order the machines decided it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Output<K, D, V> {
+pub enum Output<K, D, V, L> {
     /// The block reads': send, read the origin, complete reads, report a
     /// violation or an integrity failure.
     Read(ReadAction<K, D>),
@@ -67,6 +72,9 @@ pub enum Output<K, D, V> {
     /// Warm-up placement's: send, read a file here (this node's warm-up's
     /// or a peer's), a file placed elsewhere, a violation.
     Warm(WarmAction),
+    /// The listings': send, list the origin, answer a listing or a change,
+    /// report a violation.
+    List(ListAction<L>),
     /// This node starts reading `block`, the first block of `version` of
     /// `path`, which its open's manager is serving: from now on the
     /// block's origin read (if it comes to that) reads this version of
@@ -94,19 +102,20 @@ fn warm_config<K: ProtocolKey + SizeClassed, D: Content>(reads: &NodeProtocol<K,
 }
 
 /// One node's protocols, joined.
-pub struct Node<K, D, V> {
+pub struct Node<K, D, V, L> {
     reads: NodeProtocol<K, D>,
     commits: CommitProtocol<V>,
     locks: LockProtocol,
     warms: WarmPlacement,
+    listings: ListProtocol<L>,
     first_block: FirstBlockOf<K, V>,
     /// Outputs decided while joining the machines, ahead of theirs.
-    out: VecDeque<Output<K, D, V>>,
+    out: VecDeque<Output<K, D, V, L>>,
     /// The latest time an input brought: what the joins happen at.
     now: u64,
 }
 
-impl<K, D, V> std::fmt::Debug for Node<K, D, V> {
+impl<K, D, V, L> std::fmt::Debug for Node<K, D, V, L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Node")
             .field("reads", &self.reads)
@@ -116,11 +125,12 @@ impl<K, D, V> std::fmt::Debug for Node<K, D, V> {
     }
 }
 
-impl<K, D, V> Node<K, D, V>
+impl<K, D, V, L> Node<K, D, V, L>
 where
     K: ProtocolKey + SizeClassed,
     D: Content,
     V: Version,
+    L: Listing,
 {
     /// The node made of these machines (all of node `reads.id()`),
     /// naming an open's first block with `first_block`.
@@ -128,12 +138,14 @@ where
         reads: NodeProtocol<K, D>,
         commits: CommitProtocol<V>,
         locks: LockProtocol,
+        listings: ListProtocol<L>,
         first_block: FirstBlockOf<K, V>,
     ) -> Self {
         debug_assert_eq!(reads.id(), commits.id());
         let warms = WarmPlacement::new(reads.id(), warm_config(&reads));
         Node {
             warms,
+            listings,
             reads,
             commits,
             locks,
@@ -163,6 +175,11 @@ where
         &self.warms
     }
 
+    /// The listing machine (its counters and table).
+    pub fn listings(&self) -> &ListProtocol<L> {
+        &self.listings
+    }
+
     /// The block reads' machine, for what only concerns it (a private
     /// origin's sealer, set before the node starts).
     pub fn reads_mut(&mut self) -> &mut NodeProtocol<K, D> {
@@ -186,13 +203,14 @@ where
     }
 
     /// A message from `from`, as its link authenticated it.
-    pub fn handle_message(&mut self, from: NodeId, msg: Msg<K, D, V>, now: u64) {
+    pub fn handle_message(&mut self, from: NodeId, msg: Msg<K, D, V, L>, now: u64) {
         self.at(now);
         match msg {
             Msg::Read(m) => self.reads.handle_message(from, m, now),
             Msg::Commit(m) => self.commits.handle_message(from, m, now),
             Msg::Lock(m) => self.locks.handle_message(from, m, now),
             Msg::Warm(m) => self.warms.handle_message(from, m, now),
+            Msg::List(m) => self.listings.handle_message(from, m, now),
         }
     }
 
@@ -245,6 +263,28 @@ where
         self.warms.handle_served(from, nonce, bytes);
     }
 
+    /// This node lists directory `dir` in `exclusive` mode; answered as
+    /// request `req`.
+    pub fn handle_list(&mut self, req: u64, dir: Arc<str>, now: u64) {
+        self.at(now);
+        self.listings.handle_list(req, dir, now);
+    }
+
+    /// An entry of directory `dir` changed at the origin through this node
+    /// (`exclusive` mode; `subtree`: `dir` itself was made, removed or
+    /// moved); answered as request `req`.
+    pub fn handle_dir_changed(&mut self, req: u64, dir: Arc<str>, subtree: bool, now: u64) {
+        self.at(now);
+        self.listings.handle_changed(req, dir, subtree, now);
+    }
+
+    /// The origin listed `dir`, as the listing machine asked (`None`: it
+    /// could not).
+    pub fn handle_listed(&mut self, dir: &str, listing: Option<L>, now: u64) {
+        self.at(now);
+        self.listings.handle_listed(dir, listing, now);
+    }
+
     /// The live members, this node among them: every machine hears the
     /// same view at the same time.
     pub fn set_members(&mut self, members: &[NodeId], now: u64) {
@@ -253,6 +293,7 @@ where
         self.commits.set_members(members, now);
         self.locks.set_members(members, now);
         self.warms.set_members(members);
+        self.listings.set_members(members, now);
     }
 
     /// The earliest deadline of any machine.
@@ -262,6 +303,7 @@ where
             self.commits.poll_timeout(),
             self.locks.poll_timeout(),
             self.warms.poll_timeout(),
+            self.listings.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -275,11 +317,15 @@ where
         self.commits.handle_timeout(now);
         self.locks.handle_timeout(now);
         self.warms.handle_timeout(now);
+        self.listings.handle_timeout(now);
     }
 
     /// Whether no machine waits on anything.
     pub fn is_quiet(&self) -> bool {
-        self.out.is_empty() && self.reads.is_quiet() && self.commits.is_quiet()
+        self.out.is_empty()
+            && self.reads.is_quiet()
+            && self.commits.is_quiet()
+            && self.listings.is_quiet()
     }
 
     /// The next thing to do. The reads' outputs come first, then the
@@ -287,7 +333,7 @@ where
     /// block makes the read machine do leaves right behind the commit
     /// message that announced it (an `Opened` then its block's `Data` on
     /// one link), then the locks'.
-    pub fn poll(&mut self) -> Option<Output<K, D, V>> {
+    pub fn poll(&mut self) -> Option<Output<K, D, V, L>> {
         loop {
             if let Some(o) = self.out.pop_front() {
                 return Some(o);
@@ -327,7 +373,8 @@ where
                 Some(a) => return Some(Output::Commit(a)),
                 None => {
                     return (self.locks.poll().map(Output::Lock))
-                        .or_else(|| self.warms.poll().map(Output::Warm));
+                        .or_else(|| self.warms.poll().map(Output::Warm))
+                        .or_else(|| self.listings.poll().map(Output::List));
                 }
             }
         }

@@ -11,7 +11,22 @@ use std::collections::VecDeque;
 const BLOCK_SIZE: u32 = 4096;
 const MEMBERS: [NodeId; 2] = [0, 1];
 
-type N = Node<BlockId, Digest, u64>;
+type N = Node<BlockId, Digest, u64, Dir>;
+type M = Msg<BlockId, Digest, u64, Dir>;
+
+/// A listing of these tests: a directory with no entries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Dir(Arc<str>);
+
+impl Listing for Dir {
+    fn bytes(&self) -> usize {
+        0
+    }
+
+    fn dir(&self) -> &str {
+        &self.0
+    }
+}
 
 /// The first block of `version` of `path`, routed by the path, as the
 /// daemon names it.
@@ -65,6 +80,7 @@ fn node(id: NodeId) -> N {
         reads,
         commits,
         LockProtocol::new(id, Default::default()),
+        ListProtocol::new(id, Default::default()).unwrap(),
         first_block,
     );
     n.set_members(&MEMBERS, 0);
@@ -83,11 +99,11 @@ fn managed_by(manager: NodeId) -> Arc<str> {
 /// Two nodes, the wire between them, and what each did besides sending.
 struct Pair {
     nodes: [N; 2],
-    wire: VecDeque<(NodeId, NodeId, Msg<BlockId, Digest, u64>)>,
+    wire: VecDeque<(NodeId, NodeId, M)>,
     /// Every output but sends, by node, in order.
-    seen: [Vec<Output<BlockId, Digest, u64>>; 2],
+    seen: [Vec<Output<BlockId, Digest, u64, Dir>>; 2],
     /// Every message sent: (from, to, message).
-    sent: Vec<(NodeId, NodeId, Msg<BlockId, Digest, u64>)>,
+    sent: Vec<(NodeId, NodeId, M)>,
     /// The origin's version of every file.
     version: u64,
     now: u64,

@@ -15,6 +15,24 @@ impl CoopFs {
         }
     }
 
+    /// `exclusive` mode: an entry was made at `path` that no commit tells
+    /// of (a symbolic link): its directory's manager drops its listing
+    /// before this returns.
+    pub(super) fn entry_made(&self, path: &str) {
+        if self.exclusive {
+            let parent = coopcache_node::listing::parent(path);
+            crate::wait(&self.rt, self.node.dir_changed(parent, false));
+        }
+    }
+
+    /// `exclusive` mode: directory `path` was made or removed
+    /// (`NodeHandle::dir_made_or_removed`).
+    pub(super) fn dir_made_or_removed(&self, path: &str) {
+        if self.exclusive {
+            crate::wait(&self.rt, self.node.dir_made_or_removed(path));
+        }
+    }
+
     /// After the writers of `p` committed to the origin: in `exclusive`
     /// mode the commit goes to the file's manager before the close
     /// returns (C2Cfs: `Tcommit` moves on, the writer's copy is the valid

@@ -62,6 +62,7 @@ impl Driver {
             Wire::Commit(msg) => self.on_commit_msg(from, msg),
             Wire::Lock(msg) => self.on_lock_msg(from, msg),
             Wire::Warm(msg) => self.on_warm_msg(from, msg),
+            Wire::List(msg) => self.on_list_msg(from, msg),
             Wire::Members(list) => {
                 self.members.handle_members(list);
                 self.apply_members();

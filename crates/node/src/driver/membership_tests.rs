@@ -47,7 +47,9 @@ pub(super) fn driver(dir: &std::path::Path) -> Driver {
     let commits =
         coopcache_core::c2cfs::exclusive::CommitProtocol::new(0, 1, Default::default()).unwrap();
     let locks = coopcache_core::c2cfs::locks::LockProtocol::new(cfg.id, Default::default());
-    let node = Node::new(protocol, commits, locks, first_block_of);
+    let listings =
+        coopcache_core::c2cfs::listings::ListProtocol::new(cfg.id, Default::default()).unwrap();
+    let node = Node::new(protocol, commits, locks, listings, first_block_of);
     Driver::new(cfg, node, clock, origin, metrics, ctx, events)
 }
 

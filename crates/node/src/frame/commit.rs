@@ -113,7 +113,12 @@ fn put_optional_tcommit(buf: &mut BytesMut, t: &Option<Tcommit>) {
 
 fn put_version(buf: &mut BytesMut, v: &PathVersion) {
     put_long(buf, &v.path);
-    let v = &v.version;
+    put_file_version(buf, &v.version);
+}
+
+/// A version without its path: size, version string, time, permission
+/// bits, owner.
+pub(super) fn put_file_version(buf: &mut BytesMut, v: &FileVersion) {
     buf.put_u64(v.size);
     put_long(buf, &v.version);
     match v.modified.and_then(|m| m.duration_since(UNIX_EPOCH).ok()) {
@@ -214,6 +219,12 @@ impl Reader {
 
     fn version(&mut self) -> Result<PathVersion, FrameError> {
         let path = self.long_str(MAX_PATH, "path")?;
+        let version = self.file_version()?;
+        Ok(PathVersion { path, version })
+    }
+
+    /// A version written by [`put_file_version`].
+    pub(super) fn file_version(&mut self) -> Result<FileVersion, FrameError> {
         let size = self.u64()?;
         let version = self.long_str(MAX_VERSION, "version")?.to_string();
         let modified = if self.flag("modified")? {
@@ -239,15 +250,12 @@ impl Reader {
         } else {
             None
         };
-        Ok(PathVersion {
-            path,
-            version: FileVersion {
-                size,
-                version,
-                modified,
-                perm,
-                owner,
-            },
+        Ok(FileVersion {
+            size,
+            version,
+            modified,
+            perm,
+            owner,
         })
     }
 }

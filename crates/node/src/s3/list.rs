@@ -35,6 +35,9 @@ pub(super) struct Query<'a> {
     pub after: Option<&'a str>,
     /// Keys and common prefixes in the page, at most [`MAX_KEYS`].
     pub max: usize,
+    /// C2Cfs `exclusive` mode: directories are listed by their managers
+    /// (`crate::listing`), each once per change for the whole cluster.
+    pub exclusive: bool,
 }
 
 /// One page of a listing.
@@ -77,7 +80,7 @@ pub(super) async fn page(node: &NodeHandle, q: &Query<'_>) -> S3Result<Page> {
         Some(i) => &q.prefix[..=i],
         None => "",
     };
-    let Some(first) = entries(node, bucket, start, q.prefix).await? else {
+    let Some(first) = entries(node, q, bucket, start).await? else {
         return Ok(page); // no such directory: nothing has the prefix
     };
     let mut stack = vec![Frame {
@@ -110,7 +113,7 @@ pub(super) async fn page(node: &NodeHandle, q: &Query<'_>) -> S3Result<Page> {
             if key.as_str() < after && !after.starts_with(key.as_str()) {
                 continue;
             }
-            if let Some(inner) = entries(node, bucket, &key, q.prefix).await?
+            if let Some(inner) = entries(node, q, bucket, &key).await?
                 && !inner.is_empty()
             {
                 stack.push(Frame {
@@ -168,15 +171,20 @@ fn common_prefix(
 /// `prefix` (or lead to it), in key order; `None` if it is not there.
 async fn entries(
     node: &NodeHandle,
+    q: &Query<'_>,
     bucket: &str,
     dir: &str,
-    prefix: &str,
 ) -> S3Result<Option<Vec<Listed>>> {
+    let prefix = q.prefix;
     let path = match dir.strip_suffix('/') {
         Some(d) => format!("{bucket}/{d}"),
         None => bucket.to_owned(),
     };
-    let listed = match node.origin().list(&path).await {
+    let listed = match q.exclusive {
+        true => (node.list_exclusive(&path).await).map(|l| l.entries().to_vec()),
+        false => node.origin().list(&path).await,
+    };
+    let listed = match listed {
         Ok(l) => l,
         Err(e)
             if e.is_not_found()

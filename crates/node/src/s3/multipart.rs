@@ -358,7 +358,7 @@ impl Uploads {
                 files.push(part.file.clone());
             }
         }
-        let mut filling = Filling::start(node, &path).await?;
+        let mut filling = Filling::start(node, &path, exclusive).await?;
         for file in files {
             copy_spool(&file, &mut filling).await?;
         }

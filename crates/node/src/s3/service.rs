@@ -154,6 +154,7 @@ impl Endpoint {
             delimiter,
             after,
             max,
+            exclusive: self.exclusive,
         };
         list::page(&self.node, &q).await
     }
@@ -233,7 +234,7 @@ impl S3 for Endpoint {
         req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
         let bucket = &req.input.bucket;
-        write::create_bucket(&self.node, bucket).await?;
+        write::create_bucket(&self.node, bucket, self.exclusive).await?;
         Ok(S3Response::new(CreateBucketOutput {
             location: Some(format!("/{bucket}")),
         }))
@@ -243,7 +244,7 @@ impl S3 for Endpoint {
         &self,
         req: S3Request<DeleteBucketInput>,
     ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        write::delete_bucket(&self.node, &req.input.bucket).await?;
+        write::delete_bucket(&self.node, &req.input.bucket, self.exclusive).await?;
         Ok(S3Response::new(DeleteBucketOutput::default()))
     }
 
@@ -369,7 +370,7 @@ impl S3 for Endpoint {
         let t = target(&i.bucket, &i.key)?;
         let path = match t {
             Target::Dir(p) => {
-                write::put_dir(&self.node, &i.bucket, &p).await?;
+                write::put_dir(&self.node, &i.bucket, &p, self.exclusive).await?;
                 return Ok(S3Response::new(PutObjectOutput {
                     e_tag: Some(ETag::Strong(write::hex(&md5_of(b"")))),
                     ..Default::default()
@@ -378,7 +379,7 @@ impl S3 for Endpoint {
             Target::File(p) => p,
         };
         let meta = ObjectMeta::from_request(i.content_type, i.metadata)?;
-        let mut filling = Filling::start(&self.node, &path).await?;
+        let mut filling = Filling::start(&self.node, &path, self.exclusive).await?;
         if let Some(body) = i.body {
             filling.push_stream(body).await?;
         }
@@ -473,7 +474,7 @@ impl S3 for Endpoint {
             },
             (false, None) => ObjectMeta::default(),
         };
-        let mut filling = Filling::start(&self.node, &path).await?;
+        let mut filling = Filling::start(&self.node, &path, self.exclusive).await?;
         let whole = read::Extent {
             range: 0..source.version.size,
             content_range: None,

@@ -51,7 +51,7 @@ pub(super) struct Filling {
 
 impl Filling {
     /// Starts a draft of `path`, making the directories its path needs.
-    pub(super) async fn start(node: &NodeHandle, path: &str) -> S3Result<Filling> {
+    pub(super) async fn start(node: &NodeHandle, path: &str, exclusive: bool) -> S3Result<Filling> {
         let origin = node.origin();
         // S3 makes no bucket on a put. A directory origin's draft fails
         // without one (and `make_parents` then says so); an object store's
@@ -63,7 +63,7 @@ impl Filling {
         let draft = match origin.draft(path, false, FILE_MODE).await {
             Ok(d) => d,
             Err(e) if e.is_not_found() => {
-                make_parents(node, path).await?;
+                make_parents(node, path, exclusive).await?;
                 origin
                     .draft(path, false, FILE_MODE)
                     .await
@@ -184,9 +184,17 @@ pub(super) async fn changed(node: &NodeHandle, path: &str, exclusive: bool) {
     node.forget_version(path);
 }
 
+/// `exclusive` mode: directory `dir` was made or removed at the origin
+/// through this node (`NodeHandle::dir_made_or_removed`).
+async fn dir_made_or_removed(node: &NodeHandle, dir: &str, exclusive: bool) {
+    if exclusive {
+        node.dir_made_or_removed(dir).await;
+    }
+}
+
 /// Makes every missing directory above `path` (within its bucket, which
 /// must exist: S3 creates no bucket on a put).
-async fn make_parents(node: &NodeHandle, path: &str) -> S3Result<()> {
+async fn make_parents(node: &NodeHandle, path: &str, exclusive: bool) -> S3Result<()> {
     let mut parts: Vec<&str> = path.split('/').collect();
     parts.pop();
     let bucket = parts.first().copied().unwrap_or_default();
@@ -196,7 +204,8 @@ async fn make_parents(node: &NodeHandle, path: &str) -> S3Result<()> {
     for i in 2..=parts.len() {
         let dir = parts[..i].join("/");
         match node.origin().mkdir(&dir, DIR_MODE, None).await {
-            Ok(()) | Err(OriginError::Exists { .. }) => {}
+            Ok(()) => dir_made_or_removed(node, &dir, exclusive).await,
+            Err(OriginError::Exists { .. }) => {}
             Err(e) => return Err(from_origin(e)),
         }
     }
@@ -204,11 +213,16 @@ async fn make_parents(node: &NodeHandle, path: &str) -> S3Result<()> {
 }
 
 /// `PutObject` of a key ending in `/`: the directory, made with its parents.
-pub(super) async fn put_dir(node: &NodeHandle, bucket: &str, path: &str) -> S3Result<()> {
+pub(super) async fn put_dir(
+    node: &NodeHandle,
+    bucket: &str,
+    path: &str,
+    exclusive: bool,
+) -> S3Result<()> {
     if !bucket_exists(node, bucket).await {
         return Err(no_bucket(bucket));
     }
-    make_parents(node, &format!("{path}/.")).await
+    make_parents(node, &format!("{path}/."), exclusive).await
 }
 
 /// `DeleteObject`: removes the file (or the empty directory of a key
@@ -239,6 +253,9 @@ pub(super) async fn delete(
         Err(e) => return Err(from_origin(e)),
     }
     changed(node, t.path(), exclusive).await;
+    if let Target::Dir(p) = &t {
+        dir_made_or_removed(node, p, exclusive).await;
+    }
     let mut dir = t.path();
     while let Some((parent, _)) = dir.rsplit_once('/') {
         if !parent.contains('/') {
@@ -247,16 +264,24 @@ pub(super) async fn delete(
         if origin.rmdir(parent).await.is_err() {
             break;
         }
+        dir_made_or_removed(node, parent, exclusive).await;
         dir = parent;
     }
     Ok(())
 }
 
 /// `CreateBucket`: a top-level directory.
-pub(super) async fn create_bucket(node: &NodeHandle, bucket: &str) -> S3Result<()> {
+pub(super) async fn create_bucket(
+    node: &NodeHandle,
+    bucket: &str,
+    exclusive: bool,
+) -> S3Result<()> {
     let path = bucket_path(bucket)?;
     match node.origin().mkdir(path, DIR_MODE, None).await {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            dir_made_or_removed(node, path, exclusive).await;
+            Ok(())
+        }
         Err(OriginError::Exists { .. }) => Err(s3_error!(
             BucketAlreadyOwnedByYou,
             "bucket {bucket} already exists"
@@ -266,13 +291,20 @@ pub(super) async fn create_bucket(node: &NodeHandle, bucket: &str) -> S3Result<(
 }
 
 /// `DeleteBucket`: only an empty one, as S3.
-pub(super) async fn delete_bucket(node: &NodeHandle, bucket: &str) -> S3Result<()> {
+pub(super) async fn delete_bucket(
+    node: &NodeHandle,
+    bucket: &str,
+    exclusive: bool,
+) -> S3Result<()> {
     let path = bucket_path(bucket)?;
     if !bucket_exists(node, bucket).await {
         return Err(no_bucket(bucket));
     }
     match node.origin().rmdir(path).await {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            dir_made_or_removed(node, path, exclusive).await;
+            Ok(())
+        }
         Err(OriginError::NotEmpty { .. }) => Err(s3_error!(
             BucketNotEmpty,
             "bucket {bucket} holds keys; delete them first"

@@ -8,9 +8,10 @@
 //! requests of every kind.
 
 use super::BLOCK_SIZE;
-use super::version::{self, Version};
+use super::version::{self, Listed, Version};
 use crate::protocol::content_of;
 use coopcache_core::c2cfs::exclusive::CommitMsg;
+use coopcache_core::c2cfs::listings::ListMsg;
 use coopcache_core::c2cfs::locks::{LockKind, LockMsg, LockRange, LockRequest, LockSpace};
 use coopcache_core::c2cfs::{Committed, Tcommit};
 use coopcache_core::coop::NodeId;
@@ -20,6 +21,7 @@ use coopcache_core::warm::{WarmAnswer, WarmMsg};
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// The bytes a liar passes off as `block` (and records for it).
 pub(super) fn evil(block: BlockId) -> Digest {
@@ -41,7 +43,7 @@ pub(super) struct Liar {
 }
 
 /// A message of any of the node's machines.
-pub(super) type Msg = node::Msg<BlockId, Digest, Version>;
+pub(super) type Msg = node::Msg<BlockId, Digest, Version, Listed>;
 
 /// Wrong contents for `block`: the liar's own, flipped, truncated, an
 /// older version's or another block's.
@@ -189,7 +191,7 @@ impl Liar {
             out.extend(forged.into_iter().map(|m| (anyone, m)));
             return;
         }
-        let (to, msg) = match rng.random_range(0..21) {
+        let (to, msg) = match rng.random_range(0..23) {
             0 => (manager, Record { block, digest: bad }),
             1 => (anyone, Invalidate { block }),
             2 => {
@@ -259,6 +261,29 @@ impl Liar {
             19 => {
                 let answer = WarmAnswer::Read { bytes: 1 };
                 out.push((anyone, node::Msg::Warm(WarmMsg::Warmed { nonce, answer })));
+                return;
+            }
+            // A listing asked of anyone, or a change told to anyone (both
+            // a member's right), and a listing nobody asked for.
+            20 => {
+                let dir: Arc<str> = "/data".into();
+                let msg = match rng.random_bool(0.5) {
+                    true => ListMsg::List { nonce, dir },
+                    false => ListMsg::Changed {
+                        nonce,
+                        dir,
+                        subtree: rng.random_bool(0.5),
+                    },
+                };
+                out.push((anyone, node::Msg::List(msg)));
+                return;
+            }
+            21 => {
+                let listing = Some(Listed {
+                    dir: "/data".into(),
+                    files: 0,
+                });
+                out.push((anyone, node::Msg::List(ListMsg::Listed { nonce, listing })));
                 return;
             }
             _ => {

@@ -4,6 +4,7 @@
 //! state and its blocks' directory share one manager).
 
 use coopcache_core::c2cfs::exclusive::{Version as CommitVersion, manager_key};
+use coopcache_core::c2cfs::listings::Listing;
 use coopcache_core::protocol::BlockId;
 use std::sync::Arc;
 
@@ -50,5 +51,27 @@ pub(super) fn first_block(path: &str, version: &Version) -> BlockId {
         file: version.file,
         index: 0,
         route: manager_key(path) as u32,
+    }
+}
+
+/// A directory's listing as the harness's origin gives one: `/data` holds
+/// every path, any other directory is empty. The harness lists nothing
+/// itself; Byzantine members ask, forge and tell of changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Listed {
+    /// The directory.
+    pub(super) dir: Arc<str>,
+    /// Files in it.
+    pub(super) files: u32,
+}
+
+impl Listing for Listed {
+    fn bytes(&self) -> usize {
+        // A name and a version a file, about as the daemon sends them.
+        32 * self.files as usize
+    }
+
+    fn dir(&self) -> &str {
+        &self.dir
     }
 }

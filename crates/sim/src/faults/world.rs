@@ -12,9 +12,10 @@ use super::net::{Event, MAX_IN_FLIGHT, MemberFrame, Queue};
 use super::origin::Origin;
 use super::plan::{Mode, Plan};
 use super::report::{Counts, Failure, FaultKind, Outcome, Violation};
-use super::version::{self, Version};
+use super::version::{self, Listed, Version};
 use super::{BLOCK_SIZE, RunConfig};
 use coopcache_core::c2cfs::exclusive::{Action as CommitAction, CommitConfig, CommitProtocol};
+use coopcache_core::c2cfs::listings::{ListAction, ListConfig, ListProtocol};
 use coopcache_core::c2cfs::locks::{LockAction, LockProtocol};
 use coopcache_core::coop::{AlgorithmKind, LiveShape, NodeId};
 use coopcache_core::node::{self, Node, Output};
@@ -30,7 +31,7 @@ use rand_pcg::Pcg64Mcg;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher;
 
-type Proto = Node<BlockId, Digest, Version>;
+type Proto = Node<BlockId, Digest, Version, Listed>;
 
 /// A node: running (its reads, commits and locks, and its membership),
 /// with the incarnation its links belong to, or down.
@@ -77,7 +78,7 @@ pub(super) struct World {
     /// The workload is over: faults stopped, everything healed.
     calm: bool,
     failure: Option<Failure>,
-    actions: Vec<Output<BlockId, Digest, Version>>,
+    actions: Vec<Output<BlockId, Digest, Version, Listed>>,
     forged: Vec<(NodeId, Msg)>,
     /// `exclusive` opens and commits in flight, by request id.
     requests: requests::Requests,
@@ -200,7 +201,19 @@ impl World {
         let epoch = self.seed ^ u64::from(id) << 48 ^ self.now;
         let commits = CommitProtocol::new(id, epoch, commit_cfg).expect("capacity is at least 4");
         let locks = LockProtocol::new(id, Default::default());
-        Box::new(Node::new(reads, commits, locks, version::first_block))
+        let list_cfg = ListConfig {
+            timeout_us: self.plan.peer_timeout_us(),
+            stable_us: self.plan.detect_us,
+            ..ListConfig::default()
+        };
+        let listings = ListProtocol::new(id, list_cfg).expect("the default capacity");
+        Box::new(Node::new(
+            reads,
+            commits,
+            locks,
+            listings,
+            version::first_block,
+        ))
     }
 
     fn proto(&mut self, id: NodeId) -> Option<&mut Proto> {
@@ -690,6 +703,7 @@ impl World {
             node::Msg::Commit(_) => ("commit", from, to, None),
             node::Msg::Lock(_) => ("lock", from, to, None),
             node::Msg::Warm(_) => ("warm", from, to, None),
+            node::Msg::List(_) => ("list", from, to, None),
         });
         if let Some(trace) = &mut self.trace {
             trace.push(format!("{:>12}   {msg:?}", self.now));
@@ -794,6 +808,7 @@ impl World {
                     Output::Lock(LockAction::Violation { .. }) => self.counts.refused += 1,
                     Output::Lock(_) => {}
                     Output::Warm(action) => self.carry_warm(id, action),
+                    Output::List(action) => self.carry_list(id, action),
                     Output::FirstRead { block, .. } => self.first_read(id, block),
                 }
             }
@@ -822,6 +837,32 @@ impl World {
                 // Its answer is polled by `collect`'s loop.
             }
             WarmAction::ReadHere { .. } | WarmAction::Placed { .. } => {}
+        }
+    }
+
+    /// Carries out the listing machine's actions: the harness lists
+    /// nothing itself, so these answer forged `List`s and `Changed`s; a
+    /// listing asked of the origin is answered at once.
+    fn carry_list(&mut self, id: NodeId, action: ListAction<Listed>) {
+        match action {
+            ListAction::Send { to, msg } => self.transmit(id, to, node::Msg::List(msg)),
+            ListAction::Violation { .. } => self.counts.refused += 1,
+            ListAction::List { dir } => {
+                let files = if *dir == *"/data" {
+                    self.origin.len()
+                } else {
+                    0
+                };
+                let listing = Listed {
+                    dir: dir.clone(),
+                    files,
+                };
+                let now = self.now;
+                if let Some(p) = self.proto(id) {
+                    p.handle_listed(&dir, Some(listing), now);
+                }
+            }
+            ListAction::Listed { .. } | ListAction::Noted { .. } => {}
         }
     }
 

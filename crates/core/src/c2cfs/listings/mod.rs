@@ -42,9 +42,9 @@
 //! carries its directory ([`Listing::is_of`]), so a colliding path is
 //! never answered another's listing.
 //!
-//! **Bounds.** The table holds at most [`ListConfig::capacity`] entries
+//! **Bounds.** The table holds at most [`ListConfig::capacity`] bytes
 //! over all its listings (least recently used dropped first); a listing of
-//! more than [`ListConfig::max_listing`] entries is neither kept nor sent
+//! more than [`ListConfig::max_listing`] bytes is neither kept nor sent
 //! (its listers list the origin; the manager remembers, up to
 //! [`MAX_LARGE`] directories, not to list it again for them).
 //!
@@ -79,21 +79,37 @@ pub const MAX_LARGE: usize = 4096;
 
 /// What the machine needs to know of a listing.
 pub trait Listing: Clone {
-    /// Its entries, what the table's bound counts.
-    fn entries(&self) -> usize;
+    /// Its size, what the table's bounds count: the bytes of its entries
+    /// as the driver sends them (every listing sent is one frame).
+    fn bytes(&self) -> usize;
 
-    /// Whether this is a listing of `dir` (directories are keyed by a
-    /// hash of their path).
-    fn is_of(&self, dir: &str) -> bool;
+    /// The directory it lists (directories are keyed by a hash of their
+    /// path: a listing is answered only for its own).
+    fn dir(&self) -> &str;
+
+    /// Whether this is a listing of `dir`.
+    fn is_of(&self, dir: &str) -> bool {
+        self.dir() == dir
+    }
+}
+
+/// Whether directory `dir` is `root` or below it (`""` is the origin's
+/// root, above everything).
+pub fn is_under(dir: &str, root: &str) -> bool {
+    root.is_empty()
+        || dir
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// The machine's bounds and timing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListConfig {
-    /// Entries the manager's table keeps over all its listings (at least
-    /// 2).
+    /// Bytes the manager's table keeps over all its listings (at least
+    /// 2; a listing counts [`Listing::bytes`] and one byte more).
     pub capacity: usize,
-    /// Entries of the largest listing kept or sent (at most `capacity - 1`).
+    /// Bytes of the largest listing kept or sent (at most `capacity - 1`):
+    /// what one frame can carry.
     pub max_listing: usize,
     /// How long a request waits for its answer, in microseconds.
     pub timeout_us: u64,
@@ -103,12 +119,12 @@ pub struct ListConfig {
 }
 
 impl Default for ListConfig {
-    /// 65,536 entries, listings of up to 10,000, 2 s timeout, 5 s to
+    /// 8 MiB of listings, each of up to 64 KiB, 2 s timeout, 5 s to
     /// stabilise (the commit machine's).
     fn default() -> Self {
         ListConfig {
-            capacity: 65_536,
-            max_listing: 10_000,
+            capacity: 8 << 20,
+            max_listing: 64 << 10,
             timeout_us: 2_000_000,
             stable_us: 5_000_000,
         }
@@ -262,22 +278,34 @@ impl<L: Listing> ListProtocol<L> {
         self.settle(now);
     }
 
-    /// An entry of `dir` changed at the origin through this node's user;
-    /// completes with [`ListAction::Noted`], after which a listing reflects
-    /// it (see the module doc).
-    pub fn handle_changed(&mut self, req: u64, dir: Arc<str>, now: u64) {
+    /// An entry of `dir` changed at the origin through this node's user
+    /// (with `subtree`: `dir` itself was made, removed or moved, and every
+    /// listing at or below it is to go); completes with
+    /// [`ListAction::Noted`], after which a listing reflects it (see the
+    /// module doc).
+    pub fn handle_changed(&mut self, req: u64, dir: Arc<str>, subtree: bool, now: u64) {
         self.counters.changes += 1;
         if self.asks.len() >= MAX_PENDING {
             let assured = false;
             self.actions.push_back(ListAction::Noted { req, assured });
             return;
         }
-        let to = self.manager(&dir);
-        let what = Asked::Change {
-            req,
-            dir: dir.clone(),
-        };
-        self.ask(to, what, |nonce| ListMsg::Changed { nonce, dir }, now);
+        if subtree {
+            self.spread(req, dir, true, None, true, now);
+        } else {
+            let to = self.manager(&dir);
+            let what = Asked::Change {
+                req,
+                dir: dir.clone(),
+            };
+            let subtree = false;
+            let msg = |nonce| ListMsg::Changed {
+                nonce,
+                dir,
+                subtree,
+            };
+            self.ask(to, what, msg, now);
+        }
         self.settle(now);
     }
 
@@ -301,7 +329,7 @@ impl<L: Listing> ListProtocol<L> {
         let listing = listing.filter(|l| l.is_of(dir));
         let fits = listing
             .as_ref()
-            .is_some_and(|l| l.entries() <= self.cfg.max_listing);
+            .is_some_and(|l| l.bytes() <= self.cfg.max_listing);
         if listing.is_some() && !fits {
             if self.large.len() >= MAX_LARGE {
                 self.large.clear();
@@ -417,7 +445,11 @@ impl<L: Listing> ListProtocol<L> {
     fn on_message(&mut self, from: NodeId, msg: ListMsg<L>, now: u64) {
         match msg {
             ListMsg::List { nonce, dir } => self.on_list(from, nonce, dir, now),
-            ListMsg::Changed { nonce, dir } => self.on_changed(from, nonce, dir, now),
+            ListMsg::Changed {
+                nonce,
+                dir,
+                subtree,
+            } => self.on_changed(from, nonce, dir, subtree, now),
             ListMsg::Listed { nonce, listing } => {
                 self.on_answer(from, nonce, Answer::Listed(listing), now)
             }
@@ -496,17 +528,31 @@ impl<L: Listing> ListProtocol<L> {
         None
     }
 
-    fn on_changed(&mut self, from: NodeId, nonce: u64, dir: Arc<str>, now: u64) {
+    fn on_changed(&mut self, from: NodeId, nonce: u64, dir: Arc<str>, subtree: bool, now: u64) {
         if !self.admits(from, &dir) {
             return;
         }
         let key = path_key(&dir);
-        if self.table.remove(&key).is_some() {
-            self.order.remove(key);
+        let gone: Vec<u64> = match subtree {
+            true => (self.table.iter())
+                .filter(|(_, l)| is_under(l.dir(), &dir))
+                .map(|(&k, _)| k)
+                .collect(),
+            false => vec![key],
+        };
+        for k in gone {
+            if self.table.remove(&k).is_some() {
+                self.order.remove(k);
+            }
         }
-        self.large.remove(&key);
-        if let Some(lister) = self.lists.get_mut(&key) {
-            lister.stale = true;
+        match subtree {
+            true => self.large.clear(),
+            false => _ = self.large.remove(&key),
+        }
+        for lister in self.lists.values_mut() {
+            if lister.dir == dir || subtree && is_under(&lister.dir, &dir) {
+                lister.stale = true;
+            }
         }
         let managed = self.manages(&dir, now);
         self.send(from, ListMsg::Noted { nonce, managed });
@@ -540,7 +586,7 @@ impl<L: Listing> ListProtocol<L> {
         match (ask.what, answer) {
             (Asked::List { req, dir }, Answer::Listed(listing)) => {
                 let listing = match listing {
-                    Some(l) if !l.is_of(&dir) || l.entries() > self.cfg.max_listing => {
+                    Some(l) if !l.is_of(&dir) || l.bytes() > self.cfg.max_listing => {
                         self.violation(from, "a listing of another directory, or too long");
                         None
                     }
@@ -553,7 +599,7 @@ impl<L: Listing> ListProtocol<L> {
                     let assured = true;
                     self.actions.push_back(ListAction::Noted { req, assured });
                 } else {
-                    self.spread(req, dir, from, true, now);
+                    self.spread(req, dir, false, Some(from), true, now);
                 }
             }
             (Asked::Spread { req }, Answer::Noted(_)) => self.spread_answered(req, true),
@@ -589,16 +635,26 @@ impl<L: Listing> ListProtocol<L> {
                 let listing = None;
                 self.actions.push_back(ListAction::Listed { req, listing });
             }
-            Asked::Change { req, dir } => self.spread(req, dir, to, false, now),
+            Asked::Change { req, dir } => self.spread(req, dir, false, Some(to), false, now),
             Asked::Spread { req } => self.spread_answered(req, false),
         }
     }
 
     /// Tells every live member but `skip` that `dir` changed, for request
     /// `req`; `assured` so far if `skip` is known to keep no listing.
-    fn spread(&mut self, req: u64, dir: Arc<str>, skip: NodeId, assured: bool, now: u64) {
+    fn spread(
+        &mut self,
+        req: u64,
+        dir: Arc<str>,
+        subtree: bool,
+        skip: Option<NodeId>,
+        assured: bool,
+        now: u64,
+    ) {
         self.counters.spread += 1;
-        let to: Vec<NodeId> = (self.live.iter().copied()).filter(|&m| m != skip).collect();
+        let to: Vec<NodeId> = (self.live.iter().copied())
+            .filter(|&m| Some(m) != skip)
+            .collect();
         if to.is_empty() || self.asks.len() + to.len() > MAX_PENDING {
             let assured = assured && to.is_empty();
             self.actions.push_back(ListAction::Noted { req, assured });
@@ -608,7 +664,12 @@ impl<L: Listing> ListProtocol<L> {
         for m in to {
             let dir = dir.clone();
             let what = Asked::Spread { req };
-            self.ask(m, what, |nonce| ListMsg::Changed { nonce, dir }, now);
+            let msg = |nonce| ListMsg::Changed {
+                nonce,
+                dir,
+                subtree,
+            };
+            self.ask(m, what, msg, now);
         }
     }
 
@@ -626,8 +687,8 @@ impl<L: Listing> ListProtocol<L> {
     }
 }
 
-/// A listing's weight in the table: its entries, and one for the listing
-/// itself (an empty directory costs an entry too).
+/// A listing's weight in the table: its bytes, and one for the listing
+/// itself (an empty directory costs something too).
 fn weight<L: Listing>(l: &L) -> u32 {
-    u32::try_from(l.entries().saturating_add(1)).unwrap_or(u32::MAX)
+    u32::try_from(l.bytes().saturating_add(1)).unwrap_or(u32::MAX)
 }

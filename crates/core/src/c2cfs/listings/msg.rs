@@ -31,6 +31,11 @@ pub enum ListMsg<L> {
         nonce: u64,
         /// The directory.
         dir: Arc<str>,
+        /// The directory itself was made, removed or moved (with what is
+        /// below it): every listing at or below it is dropped. Told to
+        /// every member, since the directories below it have other
+        /// managers.
+        subtree: bool,
     },
     /// The answer to a `Changed`: whether the member manages `dir` in its
     /// settled view (if not, the writer tells every member).

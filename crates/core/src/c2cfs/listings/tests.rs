@@ -11,17 +11,17 @@ use std::sync::Arc;
 const TIMEOUT: u64 = 1_000;
 const STABLE: u64 = 10_000;
 
-/// A listing: the directory and its names.
+/// A listing: the directory and its names, a byte each.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Names(Arc<str>, Vec<String>);
 
 impl Listing for Names {
-    fn entries(&self) -> usize {
+    fn bytes(&self) -> usize {
         self.1.len()
     }
 
-    fn is_of(&self, dir: &str) -> bool {
-        &*self.0 == dir
+    fn dir(&self) -> &str {
+        &self.0
     }
 }
 
@@ -155,10 +155,14 @@ impl Net {
     }
 
     fn start_change(&mut self, id: NodeId, dir: &str) -> u64 {
+        self.start_change_of(id, dir, false)
+    }
+
+    fn start_change_of(&mut self, id: NodeId, dir: &str, subtree: bool) -> u64 {
         let req = self.next_req;
         self.next_req += 1;
         let now = self.now;
-        self.node(id).handle_changed(req, dir.into(), now);
+        self.node(id).handle_changed(req, dir.into(), subtree, now);
         self.pump();
         req
     }
@@ -367,7 +371,7 @@ fn the_table_keeps_entries_within_its_capacity() {
         net.origin.insert(d.clone(), six);
         assert_eq!(net.list(1, &d).map(|l| l.len()), Some(6));
     }
-    // 100 entries: 14 listings of 6 entries and one for each.
+    // 100 bytes: 14 listings of 6 bytes and one more each.
     assert_eq!(net.node(1).table_len(), 14);
     assert_eq!(net.list(1, "dir29").map(|l| l.len()), Some(6));
     assert_eq!(net.origin_lists(), 30, "the latest is kept");
@@ -400,6 +404,7 @@ fn roles_are_checked_on_every_message() {
     let changed = ListMsg::Changed {
         nonce: 2,
         dir: d.clone(),
+        subtree: false,
     };
     net.node(2).handle_message(9, changed, now);
     let long: Arc<str> = "x".repeat(MAX_PATH + 1).into();
@@ -452,4 +457,41 @@ fn roles_are_checked_on_every_message() {
     };
     net.node(1).handle_message(2, late, now);
     assert_eq!(net.node(1).counters().late_answers, 1);
+}
+
+#[test]
+fn a_directory_moved_drops_every_listing_below_it_at_every_member() {
+    let members = [1, 2, 3];
+    let mut net = Net::new(&members, Net::cfg());
+    // Directories below `top` with different managers, and one beside it.
+    let top = "top";
+    let below: Vec<String> = (0..40).map(|i| format!("top/s{i}")).collect();
+    let beside = "topaz";
+    for d in below.iter().map(String::as_str).chain([top, beside]) {
+        net.origin.insert(d.to_owned(), vec!["old".into()]);
+        assert_eq!(net.list(1, d), names(&["old"]));
+    }
+    let managers: BTreeSet<NodeId> = (below.iter())
+        .filter_map(|d| manager_of(manager_key(d), &members))
+        .collect();
+    assert_eq!(managers.len(), 3, "listings kept at every member");
+    // `top` is replaced by another tree (a rename over it): told to all.
+    for names in net.origin.values_mut() {
+        *names = vec!["new".into()];
+    }
+    let req = net.start_change_of(2, top, true);
+    assert_eq!(net.noted(2, req), Some(true));
+    let lists = net.origin_lists();
+    for d in below.iter().map(String::as_str).chain([top]) {
+        assert_eq!(net.list(3, d), names(&["new"]), "{d}");
+    }
+    assert_eq!(net.origin_lists(), lists + below.len() + 1);
+    assert_eq!(net.list(3, beside), names(&["old"]), "not below top");
+}
+
+#[test]
+fn is_under_follows_path_parts() {
+    use super::is_under;
+    assert!(is_under("a/b", "a") && is_under("a", "a") && is_under("a", ""));
+    assert!(!is_under("ab", "a") && !is_under("a", "a/b"));
 }
