@@ -70,6 +70,11 @@ struct Reader {
     local: u64,
     peer: u64,
     origin: u64,
+    /// Protocol messages this reader received from each node that read
+    /// the file before it (the holders), in their order: a holder's `Data`
+    /// for each block the manager striped to it, and the manager's own
+    /// messages besides.
+    from_holders: Vec<u64>,
     timeouts: u64,
     wrong_bytes: u64,
 }
@@ -178,11 +183,21 @@ async fn staggered(
     let nodes = start_cluster(spec, &vec![cache; args.readers as usize]).await?;
     let bar = Bar::new(u64::from(args.readers), "readers");
     let mut readers = Vec::new();
+    let mut ids = Vec::new();
+    for node in &nodes {
+        ids.push(node.status().await?.id);
+    }
     for (k, node) in nodes.iter().enumerate() {
         let before = Counters::sum(&nodes).await?;
+        let heard = node.status().await?.received;
         let (got, seconds) = timed(node.read(FILE, None)).await;
         let got = got.with_context(|| format!("reader {}", k + 1))?;
         let d = Counters::sum(&nodes).await?.since(&before);
+        let now = node.status().await?.received;
+        let count = |m: &std::collections::BTreeMap<u32, u64>, id| m.get(id).copied().unwrap_or(0);
+        let from_holders = (ids[..k].iter())
+            .map(|id| count(&now, id) - count(&heard, id))
+            .collect();
         let mine = Counters::of(node).await?;
         readers.push(Reader {
             bench: "staggered",
@@ -195,6 +210,7 @@ async fn staggered(
             local: d.at("local"),
             peer: d.at("peer") + d.at("manager"),
             origin: d.at("origin"),
+            from_holders,
             timeouts: mine.timeouts,
             wrong_bytes: wrong_bytes(&got, data),
         });
@@ -333,6 +349,7 @@ fn print_tables(out: &Outcome) {
         "local",
         "peer",
         "origin",
+        "messages from each holder",
         "timeouts",
         "wrong bytes",
     ];
@@ -349,6 +366,13 @@ fn print_tables(out: &Outcome) {
                 r.local.to_string(),
                 r.peer.to_string(),
                 r.origin.to_string(),
+                match r.from_holders.is_empty() {
+                    true => "-".into(),
+                    false => (r.from_holders.iter())
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                },
                 r.timeouts.to_string(),
                 r.wrong_bytes.to_string(),
             ]

@@ -212,6 +212,17 @@ fn staggered_readers_after_the_first_stay_off_the_origin() {
     assert_eq!(total["met"], true);
     assert_eq!(u(total, "wrong_bytes"), 0);
     assert_eq!(u(total, "integrity_failures"), 0);
+    // The last reader's blocks came from the nodes that held the file
+    // before it, one count each. (That every holder serves a share is
+    // `holders.rs` in crates/node: here a membership change under load
+    // would move the file's manager, and its record of the holders.)
+    let from = readers[3]["from_holders"].as_array().unwrap();
+    assert_eq!(from.len(), 3, "{rows:?}");
+    let sum: u64 = from.iter().map(|n| n.as_u64().unwrap()).sum();
+    assert!(
+        sum >= 16,
+        "16 blocks, {sum} messages from holders: {from:?}"
+    );
     for r in &readers {
         assert_eq!(u(r, "wrong_bytes"), 0, "{r}");
     }

@@ -28,6 +28,11 @@ struct S3Cluster {
 
 impl S3Cluster {
     fn start() -> S3Cluster {
+        S3Cluster::start_with(&[])
+    }
+
+    /// [`S3Cluster::start`], each node given `more` arguments too.
+    fn start_with(more: &[&str]) -> S3Cluster {
         let dir = tempfile::tempdir().unwrap();
         let (keys, origin) = (dir.path().join("keys"), dir.path().join("origin"));
         std::fs::create_dir_all(origin.join("data")).unwrap();
@@ -48,6 +53,7 @@ impl S3Cluster {
                 "--s3-keys",
                 key_file.to_str().unwrap(),
             ];
+            let extra = [&extra[..], more].concat();
             nodes.push(Node::start(&NodeSpec {
                 name,
                 keys: &keys,
@@ -314,6 +320,95 @@ fn the_aws_cli_copies_syncs_lists_and_removes() {
         &["s3", "ls", "--recursive", "s3://data/"],
     );
     assert!(!listed.contains("synced/"), "{listed}");
+}
+
+/// The sum over the nodes of metric `name` (a counter without labels).
+fn metric_sum(cluster: &S3Cluster, name: &str) -> u64 {
+    let mut sum = 0;
+    for n in &cluster.nodes {
+        n.status(); // syncs the metrics
+        let text = crate::cluster::get(n.http, "/metrics", None)
+            .unwrap()
+            .text();
+        let value = text
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {name} in the metrics"));
+        sum += value.trim().parse::<u64>().unwrap();
+    }
+    sum
+}
+
+/// `exclusive` mode: every directory is listed by its manager, once per
+/// change for the whole cluster, and a put or delete through any node is
+/// in every listing begun after it was answered.
+#[test]
+fn the_aws_cli_lists_through_each_directorys_manager_in_exclusive_mode() {
+    let Some(venv) = crate::common::s3_clients() else {
+        return;
+    };
+    // Managers answer as soon as the members agree (5 s by default).
+    let cluster = S3Cluster::start_with(&["--consistency", "exclusive", "--commit-stable", "0s"]);
+    let (work, data) = cluster.dirs("ex");
+    std::fs::create_dir_all(data.join("set")).unwrap();
+    for i in 0..5 {
+        std::fs::write(data.join(format!("set/f{i}")), random_bytes(i, 1000)).unwrap();
+    }
+    let ls = |i: usize| aws(&venv, &cluster, i, &["s3", "ls", "s3://data/set/"]);
+    let names = |listed: &str| -> Vec<String> {
+        let mut n: Vec<String> = (listed.lines())
+            .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+            .collect();
+        n.sort();
+        n
+    };
+    let first = ls(0);
+    assert_eq!(names(&first), ["f0", "f1", "f2", "f3", "f4"], "{first}");
+    assert!(
+        first.contains(" 1000 f0"),
+        "sizes from the listing: {first}"
+    );
+    let from_table = metric_sum(&cluster, "coopcache_manager_listings_total");
+    for i in [1, 2, 0] {
+        assert_eq!(ls(i), first);
+    }
+    assert!(
+        metric_sum(&cluster, "coopcache_manager_listings_total") >= from_table + 3,
+        "the manager answered the later listings from its table"
+    );
+    // A put through node 1 is in node 2's next listing, a delete through
+    // node 0 gone from node 1's, and a put that makes directories shows
+    // them in the listing above.
+    let new = work.join("ex/new.bin");
+    std::fs::write(&new, random_bytes(9, 2345)).unwrap();
+    let new = new.to_str().unwrap();
+    aws(
+        &venv,
+        &cluster,
+        1,
+        &["s3", "cp", new, "s3://data/set/new.bin"],
+    );
+    assert!(ls(2).contains(" 2345 new.bin"), "{}", ls(2));
+    aws(&venv, &cluster, 0, &["s3", "rm", "s3://data/set/f0"]);
+    assert_eq!(names(&ls(1)), ["f1", "f2", "f3", "f4", "new.bin"]);
+    aws(
+        &venv,
+        &cluster,
+        2,
+        &["s3", "cp", new, "s3://data/set/deep/er/g.bin"],
+    );
+    assert!(ls(0).contains("PRE deep/"), "{}", ls(0));
+    let deep = aws(&venv, &cluster, 1, &["s3", "ls", "s3://data/set/deep/er/"]);
+    assert_eq!(names(&deep), ["g.bin"]);
+    // Its delete removes the directories it leaves empty: gone from the
+    // listing above too.
+    aws(
+        &venv,
+        &cluster,
+        0,
+        &["s3", "rm", "s3://data/set/deep/er/g.bin"],
+    );
+    assert!(!ls(2).contains("deep/"), "{}", ls(2));
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod equivalence;
 mod frame_fuzz;
 mod gateway;
 mod gateway_fair;
+mod holders;
 mod hostile;
 mod listings;
 mod origin;

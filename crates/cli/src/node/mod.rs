@@ -45,8 +45,9 @@ pub struct NodeArgs {
     #[arg(long, env = "COOPCACHE_MAX_PINNED", value_parser = parse_size)]
     max_pinned: Option<u64>,
     /// `exclusive` consistency: how long the members must agree on who is
-    /// a member before the files' managers answer opens from their commit
-    /// tables (opens read the origin's version meanwhile) [default: 5s].
+    /// a member before the files' managers answer opens and listings from
+    /// their tables (opens and listings ask the origin meanwhile)
+    /// [default: 5s].
     #[arg(long, env = "COOPCACHE_COMMIT_STABLE", value_parser = parse_duration)]
     commit_stable: Option<Duration>,
     /// Cooperation algorithm: nchance, greedy, base, hash or direct [default: nchance].
