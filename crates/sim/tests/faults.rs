@@ -96,14 +96,18 @@ fn safety_seeds_keep_every_invariant() {
 }
 
 /// C2Cfs `exclusive` mode ran in the seeds: opens answered by managers
-/// (most of them) and by none, first blocks served with the answer, and
-/// writes committed.
+/// (most of them) and by none, first blocks served with the answer,
+/// writes committed, and directory listings answered by their managers
+/// and by none (every one of them answered in time: a request overdue is
+/// a violation).
 fn exercises_exclusive_mode(s: &Summary) {
     let c = &s.counts;
     assert!(c.opens_answered > c.opens_unanswered, "{c:?}");
     assert!(c.opens_unanswered > 0, "{c:?}");
     assert!(c.first_served > 0, "{c:?}");
     assert!(c.commits > 0, "{c:?}");
+    assert!(c.listings_answered > 0, "{c:?}");
+    assert!(c.listings_unanswered > 0, "{c:?}");
 }
 
 #[test]

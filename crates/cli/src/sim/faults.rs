@@ -153,6 +153,12 @@ fn report(s: &Summary, base: &RunConfig, secs: f64) {
             c.opens_answered, c.first_served, c.opens_unanswered, c.commits
         );
     }
+    if c.listings_answered + c.listings_unanswered > 0 {
+        println!(
+            "exclusive listings: {} answered by the directory's manager, {} by none",
+            c.listings_answered, c.listings_unanswered
+        );
+    }
     if c.unified > 0 {
         println!(
             "blocks hosts kept once for several private owners: {}",

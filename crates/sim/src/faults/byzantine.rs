@@ -266,7 +266,7 @@ impl Liar {
             // A listing asked of anyone, or a change told to anyone (both
             // a member's right), and a listing nobody asked for.
             20 => {
-                let dir: Arc<str> = "/data".into();
+                let dir: Arc<str> = version::DIR.into();
                 let msg = match rng.random_bool(0.5) {
                     true => ListMsg::List { nonce, dir },
                     false => ListMsg::Changed {
@@ -280,8 +280,9 @@ impl Liar {
             }
             21 => {
                 let listing = Some(Listed {
-                    dir: "/data".into(),
+                    dir: version::DIR.into(),
                     files: 0,
+                    generation: 0,
                 });
                 out.push((anyone, node::Msg::List(ListMsg::Listed { nonce, listing })));
                 return;

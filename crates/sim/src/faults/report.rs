@@ -107,6 +107,11 @@ pub struct Counts {
     pub first_served: u64,
     /// Writes committed at a manager (`Committed` with a `Tcommit`).
     pub commits: u64,
+    /// `exclusive` listings a directory's manager answered, and those it
+    /// did not (the lister listed the origin).
+    pub listings_answered: u64,
+    /// See `listings_answered`.
+    pub listings_unanswered: u64,
     /// Changes of a node's live members, as its membership (SWIM and its
     /// links) decided them.
     pub member_changes: u64,
@@ -132,6 +137,8 @@ impl Counts {
         self.opens_unanswered += other.opens_unanswered;
         self.first_served += other.first_served;
         self.commits += other.commits;
+        self.listings_answered += other.listings_answered;
+        self.listings_unanswered += other.listings_unanswered;
         self.member_changes += other.member_changes;
         self.screened += other.screened;
         for (a, b) in self.faults.iter_mut().zip(other.faults) {

@@ -345,10 +345,11 @@ impl World {
         }
         let node = up[self.rng.random_range(0..up.len())];
         let path = self.some_path(Some(node));
-        if self.plan.exclusive && !self.plan.is_private(node) && self.rng.random_bool(0.5) {
-            self.open(node, path);
-        } else {
-            self.read(node, path);
+        let exclusive = self.plan.exclusive && !self.plan.is_private(node);
+        match self.rng.random_range(0..8) {
+            0 if exclusive => self.list(node),
+            1..=4 if exclusive => self.open(node, path),
+            _ => self.read(node, path),
         }
         let liars: Vec<NodeId> = self.liars.keys().copied().collect();
         for liar in liars {
@@ -649,6 +650,12 @@ impl World {
                 incarnation,
                 path,
             } => self.stat_done(node, incarnation, path),
+            Event::Listed {
+                node,
+                incarnation,
+                dir,
+                generation,
+            } => self.origin_listed(node, incarnation, dir, generation),
             Event::Restart { node } => self.restart(node),
             Event::Heal { id } => {
                 self.cuts.remove(&id);
@@ -840,29 +847,24 @@ impl World {
         }
     }
 
-    /// Carries out the listing machine's actions: the harness lists
-    /// nothing itself, so these answer forged `List`s and `Changed`s; a
-    /// listing asked of the origin is answered at once.
+    /// Carries out the listing machine's actions: origin listings on the
+    /// origin's clock, answers to the workload's listings and changes
+    /// (`world/requests.rs`).
     fn carry_list(&mut self, id: NodeId, action: ListAction<Listed>) {
         match action {
             ListAction::Send { to, msg } => self.transmit(id, to, node::Msg::List(msg)),
             ListAction::Violation { .. } => self.counts.refused += 1,
             ListAction::List { dir } => {
-                let files = if *dir == *"/data" {
-                    self.origin.len()
-                } else {
-                    0
-                };
-                let listing = Listed {
-                    dir: dir.clone(),
-                    files,
-                };
-                let now = self.now;
-                if let Some(p) = self.proto(id) {
-                    p.handle_listed(&dir, Some(listing), now);
-                }
+                let generation = self.origin.generation();
+                self.at_origin(id, |node, incarnation| Event::Listed {
+                    node,
+                    incarnation,
+                    dir,
+                    generation,
+                });
             }
-            ListAction::Listed { .. } | ListAction::Noted { .. } => {}
+            ListAction::Listed { req, listing } => self.listed(id, req, listing),
+            ListAction::Noted { req, assured } => self.noted(id, req, assured),
         }
     }
 

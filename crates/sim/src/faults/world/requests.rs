@@ -9,7 +9,7 @@ use super::Msg;
 use super::World;
 use crate::faults::plan::Mode;
 use crate::faults::report::Violation;
-use crate::faults::version::{self, Version};
+use crate::faults::version::{self, Listed, Version};
 use coopcache_core::c2cfs::exclusive::CommitMsg;
 use coopcache_core::c2cfs::{Committed, Tcommit};
 use coopcache_core::coop::NodeId;
@@ -27,6 +27,11 @@ enum Kind {
     WriteOpen { blocks: u32 },
     /// A writer's commit.
     Commit,
+    /// A listing of the directory.
+    List,
+    /// A writer's change of the directory, after its write reached the
+    /// origin.
+    Change,
 }
 
 impl Kind {
@@ -35,6 +40,8 @@ impl Kind {
             Kind::Open => "open",
             Kind::WriteOpen { .. } => "write's open",
             Kind::Commit => "commit",
+            Kind::List => "listing",
+            Kind::Change => "directory change",
         }
     }
 }
@@ -195,13 +202,17 @@ impl World {
                 self.origin.change(r.path, blocks);
                 let topen = answer.map(|(t, _)| t);
                 let commit = self.requests.start(id, r.path, Kind::Commit, now);
+                // The directory's listing changed too: its manager is
+                // told at the same time, as the daemon's commit does.
+                let change = self.requests.start(id, r.path, Kind::Change, now);
                 if let Some(p) = self.proto(id) {
                     p.handle_commit(commit, name, topen, now);
+                    p.handle_dir_changed(change, version::DIR.into(), false, now);
                 }
             }
-            Kind::Commit => self.fail(Violation::Internal {
+            Kind::Commit | Kind::List | Kind::Change => self.fail(Violation::Internal {
                 node: id,
-                what: "open answers to commits",
+                what: "open answers to other requests",
                 count: 1,
             }),
         }
@@ -251,6 +262,88 @@ impl World {
         if answer.is_some() {
             self.counts.commits += 1;
         }
+    }
+
+    /// Node `node` lists the directory every file is in.
+    pub(super) fn list(&mut self, node: NodeId) {
+        let req = self.requests.start(node, 0, Kind::List, self.now);
+        let now = self.now;
+        if let Some(p) = self.proto(node) {
+            p.handle_list(req, version::DIR.into(), now);
+        }
+        self.note(("list", node, node, None));
+        self.collect(node);
+    }
+
+    /// Node `id`'s listing `req` is answered: from the directory's
+    /// manager (a listing of the directory, showing no change the origin
+    /// has not had), or `None` (its caller lists the origin).
+    pub(super) fn listed(&mut self, id: NodeId, req: u64, listing: Option<Listed>) {
+        match self.requests.take(id, req) {
+            Some(r) if matches!(r.kind, Kind::List) => {}
+            _ => {
+                return self.fail(Violation::Internal {
+                    node: id,
+                    what: "answers to listings it never made",
+                    count: 1,
+                });
+            }
+        }
+        let Some(l) = listing else {
+            self.counts.listings_unanswered += 1;
+            return;
+        };
+        self.counts.listings_answered += 1;
+        if *l.dir != *version::DIR || l.generation > self.origin.generation() {
+            self.fail(Violation::Internal {
+                node: id,
+                what: "listings of another directory, or of changes never made",
+                count: 1,
+            });
+        }
+    }
+
+    /// Node `id`'s change `req` of the directory is noted.
+    pub(super) fn noted(&mut self, id: NodeId, req: u64, _assured: bool) {
+        match self.requests.take(id, req) {
+            Some(r) if matches!(r.kind, Kind::Change) => {}
+            _ => self.fail(Violation::Internal {
+                node: id,
+                what: "answers to directory changes it never made",
+                count: 1,
+            }),
+        }
+    }
+
+    /// The origin listing node `node`'s listing machine asked for
+    /// finished: `/data` holds every file; another directory (a liar's)
+    /// is empty.
+    pub(super) fn origin_listed(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        dir: std::sync::Arc<str>,
+        generation: u64,
+    ) {
+        if self.incarnation(node) != Some(incarnation) {
+            return;
+        }
+        let failed = !self.calm && self.rng.random_bool(self.plan.origin_error);
+        let files = match *dir == *version::DIR {
+            true => self.origin.len(),
+            false => 0,
+        };
+        let listing = (!failed).then(|| Listed {
+            dir: dir.clone(),
+            files,
+            generation,
+        });
+        let now = self.now;
+        if let Some(p) = self.proto(node) {
+            p.handle_listed(&dir, listing, now);
+        }
+        self.note(("listed", node, node, None));
+        self.collect(node);
     }
 
     /// The origin stat node `node`'s commit machine asked for finished.
