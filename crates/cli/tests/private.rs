@@ -37,7 +37,7 @@ fn run(private: bool) -> (usize, serde_json::Value) {
         join: None,
         extra: &[&common[..], &["--memory", "64MiB"]].concat(),
     });
-    let mut owner_args = [&common[..], &["--memory", "37MiB"]].concat();
+    let mut owner_args = [&common[..], &["--memory", "39MiB"]].concat();
     if private {
         owner_args.push("--private");
     }

@@ -70,7 +70,7 @@ fn run(mode: Mode) -> Run {
         ],
     });
     let mut args = vec!["--algorithm", "direct", "--idle-after", "60min"];
-    args.extend(["--memory", "37MiB", "--private"]);
+    args.extend(["--memory", "39MiB", "--private"]);
     if mode != Mode::Plain {
         args.extend(["--unify-key", unify_key.to_str().unwrap()]);
     }
