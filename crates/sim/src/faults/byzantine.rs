@@ -40,6 +40,8 @@ pub(super) struct Liar {
     /// The latest C2Cfs request nonce each member sent it: a member's
     /// nonces count up, so its next requests' are easy to guess.
     nonces: BTreeMap<NodeId, u64>,
+    /// The latest listing nonce each member asked it with.
+    list_nonces: BTreeMap<NodeId, u64>,
 }
 
 /// A message of any of the node's machines.
@@ -87,6 +89,10 @@ impl Liar {
         ) = *msg
         {
             let latest = self.nonces.entry(from).or_default();
+            *latest = (*latest).max(nonce);
+        }
+        if let node::Msg::List(ListMsg::List { nonce, .. }) = *msg {
+            let latest = self.list_nonces.entry(from).or_default();
             *latest = (*latest).max(nonce);
         }
         if self.seen.len() == KEPT {
@@ -279,12 +285,24 @@ impl Liar {
                 return;
             }
             21 => {
+                // Answers to the listing a member last asked of it (still
+                // waiting while the liar's origin lists) and its next
+                // ones: of the directory, or of another one, which the
+                // lister must refuse.
+                let dir = match rng.random_bool(0.5) {
+                    true => version::DIR,
+                    false => "/elsewhere",
+                };
                 let listing = Some(Listed {
-                    dir: version::DIR.into(),
+                    dir: dir.into(),
                     files: 0,
-                    generation: 0,
                 });
-                out.push((anyone, node::Msg::List(ListMsg::Listed { nonce, listing })));
+                let first = self.list_nonces.get(&anyone).copied().unwrap_or(0);
+                for nonce in first..first + SPRAY {
+                    let listing = listing.clone();
+                    let msg = ListMsg::Listed { nonce, listing };
+                    out.push((anyone, node::Msg::List(msg)));
+                }
                 return;
             }
             _ => {

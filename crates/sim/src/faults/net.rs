@@ -31,14 +31,11 @@ pub(super) enum Event {
         incarnation: u32,
         path: u32,
     },
-    /// An origin listing `node`'s listing machine asked for finishes,
-    /// showing what the directory held at `generation` (when it was
-    /// issued: the most stale a listing can be).
+    /// An origin listing `node`'s listing machine asked for finishes.
     Listed {
         node: NodeId,
         incarnation: u32,
         dir: std::sync::Arc<str>,
-        generation: u64,
     },
     /// A crashed node starts again, empty.
     Restart { node: NodeId },

@@ -14,9 +14,6 @@ pub(super) struct Origin {
     files: Vec<(u32, u32)>,
     /// Current file ids, to their path.
     current: BTreeMap<u64, u32>,
-    /// Changes of any file so far: what a listing of the directory shows
-    /// of them.
-    generation: u64,
 }
 
 /// The id of `path` at `version`, as the daemon hashes a path with its
@@ -32,11 +29,7 @@ impl Origin {
         let current = (0..files.len() as u32)
             .map(|p| (file_id(p, 0), p))
             .collect();
-        Origin {
-            files,
-            current,
-            generation: 0,
-        }
+        Origin { files, current }
     }
 
     /// Files.
@@ -59,13 +52,7 @@ impl Origin {
     }
 
     /// `path` is rewritten: a new version of `blocks` blocks.
-    /// Changes of any file so far.
-    pub(super) fn generation(&self) -> u64 {
-        self.generation
-    }
-
     pub(super) fn change(&mut self, path: u32, blocks: u32) {
-        self.generation += 1;
         let (version, _) = self.files[path as usize];
         self.current.remove(&file_id(path, version));
         self.files[path as usize] = (version + 1, blocks.max(1));

@@ -55,16 +55,13 @@ pub(super) fn first_block(path: &str, version: &Version) -> BlockId {
 }
 
 /// A directory's listing as the harness's origin gives one: `/data` holds
-/// every path, any other directory is empty; `generation` counts the
-/// changes of `/data`'s files the origin had taken when it listed.
+/// every path, any other directory is empty.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Listed {
     /// The directory.
     pub(super) dir: Arc<str>,
     /// Files in it.
     pub(super) files: u32,
-    /// The origin's changes to the directory's files so far.
-    pub(super) generation: u64,
 }
 
 /// The directory every path is in.

@@ -654,8 +654,7 @@ impl World {
                 node,
                 incarnation,
                 dir,
-                generation,
-            } => self.origin_listed(node, incarnation, dir, generation),
+            } => self.origin_listed(node, incarnation, dir),
             Event::Restart { node } => self.restart(node),
             Event::Heal { id } => {
                 self.cuts.remove(&id);
@@ -855,12 +854,10 @@ impl World {
             ListAction::Send { to, msg } => self.transmit(id, to, node::Msg::List(msg)),
             ListAction::Violation { .. } => self.counts.refused += 1,
             ListAction::List { dir } => {
-                let generation = self.origin.generation();
                 self.at_origin(id, |node, incarnation| Event::Listed {
                     node,
                     incarnation,
                     dir,
-                    generation,
                 });
             }
             ListAction::Listed { req, listing } => self.listed(id, req, listing),
