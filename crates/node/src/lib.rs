@@ -25,6 +25,7 @@ pub mod clock;
 pub mod config;
 pub mod dedup;
 pub mod discovery;
+pub mod disk;
 pub mod driver;
 pub mod frame;
 pub mod gateway;
