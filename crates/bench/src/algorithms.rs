@@ -76,7 +76,7 @@ pub(super) struct Counts {
 
 impl Counts {
     fn of(levels: &[Level]) -> Self {
-        let mut c = [0u64; 4];
+        let mut c = [0u64; Level::ALL.len()];
         for l in levels {
             c[l.index()] += 1;
         }

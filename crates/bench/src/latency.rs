@@ -94,7 +94,7 @@ pub(super) struct Row {
     /// coopcache only: measured reads per level (local, manager memory,
     /// remote node, origin).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) levels: Option<[u64; 4]>,
+    pub(super) levels: Option<[u64; Level::ALL.len()]>,
     /// coopcache only: the share of measured reads served from the peer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) peer_share: Option<f64>,
@@ -226,7 +226,7 @@ struct Reader {
     blocks: u32,
     /// Shared by all readers: the next block to read.
     cursor: Arc<AtomicU64>,
-    levels: [u64; 4],
+    levels: [u64; Level::ALL.len()],
 }
 
 impl Worker for Reader {
@@ -356,7 +356,7 @@ async fn local_hit(args: &LatencyArgs, reader: &Arc<NodeHandle>, place: &Place) 
         version: reader.stat(FILE).await?,
         blocks: args.blocks,
         cursor: Arc::new(AtomicU64::new(0)),
-        levels: [0; 4],
+        levels: [0; Level::ALL.len()],
     });
     let make = || async move { Ok(vec![worker]) };
     let (s, _) = place
@@ -392,12 +392,12 @@ async fn measure_reader(
                 version: version.clone(),
                 blocks: args.blocks,
                 cursor: cursor.clone(),
-                levels: [0; 4],
+                levels: [0; Level::ALL.len()],
             })
             .collect();
         let make = || async move { Ok(workers) };
         let (summary, workers) = place.closed_loop(make, args.warmup, args.duration).await?;
-        let mut levels = [0u64; 4];
+        let mut levels = [0u64; Level::ALL.len()];
         for w in &workers {
             for (l, n) in levels.iter_mut().zip(w.levels) {
                 *l += n;

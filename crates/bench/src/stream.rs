@@ -88,7 +88,7 @@ pub(crate) struct Report {
     pub rows: Vec<Row>,
     /// The reader's block reads by level over all passes (local,
     /// manager, peer, origin): every one a peer hit.
-    pub reader_levels: [u64; 4],
+    pub reader_levels: [u64; Level::ALL.len()],
     pub integrity_failures: u64,
     pub timeouts: u64,
     /// The target: peer reads through the gateway and the library

@@ -630,6 +630,17 @@ impl Driver {
         match action {
             Action::Send { to, msg } => self.send_peer(to, msg),
             Action::ReadOrigin { block } => self.read_origin(block),
+            // This daemon has no disk store to carry them to yet (the
+            // protocol asks only once given a tier): each fails, so the
+            // read goes to the origin and the slot is freed.
+            Action::ReadDisk { block, .. } => {
+                let now = self.clock.micros();
+                self.node.handle_disk_read(block, Err(()), now);
+            }
+            Action::WriteDisk { block, slot, .. } => {
+                let reads = self.node.reads_mut();
+                reads.handle_disk_written(block, slot, false);
+            }
             Action::Complete { block, result } => self.complete(block, result),
             Action::Violation {
                 peer,

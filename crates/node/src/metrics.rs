@@ -55,6 +55,7 @@ pub fn level_name(level: Level) -> &'static str {
         Level::ManagerMemory => "manager",
         Level::RemoteNode => "peer",
         Level::Origin => "origin",
+        Level::LocalDisk => "disk",
     }
 }
 
@@ -65,7 +66,7 @@ pub struct Metrics {
     pub reads: Family<LevelLabel, Counter>,
     /// The counters of `reads`, looked up once (a read is counted on the
     /// hot path, without the family's lock and hash).
-    reads_by_level: std::sync::OnceLock<[Counter; 4]>,
+    reads_by_level: std::sync::OnceLock<[Counter; Level::ALL.len()]>,
     /// Block reads that failed (origin error).
     pub read_errors: Counter,
     /// Connections the gateway and the S3 endpoint closed on their own,
@@ -150,7 +151,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    fn level_counters(&self) -> &[Counter; 4] {
+    fn level_counters(&self) -> &[Counter; Level::ALL.len()] {
         self.reads_by_level.get_or_init(|| {
             Level::ALL.map(|l| {
                 let label = LevelLabel {

@@ -24,6 +24,7 @@ mod chunks;
 pub mod class_file;
 pub mod convert;
 pub mod coop;
+pub mod disks;
 pub mod error;
 pub mod faults;
 pub mod interval;

@@ -29,6 +29,8 @@ enum InFlight<K> {
     },
     /// An origin read `node` started.
     Origin { node: NodeId, block: K },
+    /// A read of `node`'s disk slot.
+    DiskRead { node: NodeId, block: K, slot: u32 },
 }
 
 impl<K> InFlight<K> {
@@ -37,7 +39,7 @@ impl<K> InFlight<K> {
     fn link(&self) -> (NodeId, Option<NodeId>) {
         match self {
             InFlight::Message { from, to, .. } => (*from, Some(*to)),
-            InFlight::Origin { node, .. } => (*node, None),
+            InFlight::Origin { node, .. } | InFlight::DiskRead { node, .. } => (*node, None),
         }
     }
 }
@@ -60,6 +62,8 @@ pub struct LiveStats {
     pub messages: u64,
     /// Origin reads.
     pub origin_reads: u64,
+    /// Reads of the nodes' disk tiers ([`LiveCluster::set_disk`]).
+    pub disk_reads: u64,
     /// Violations reported by any node (none in an honest cluster).
     pub violations: u64,
     /// Integrity failures reported: by whom, blaming whom.
@@ -91,6 +95,8 @@ pub struct LiveCluster<K> {
     /// With a state, links interleave at random (see
     /// [`LiveCluster::interleave_links`]).
     shuffle: Option<u64>,
+    /// The nodes' disk tiers' slots ([`LiveCluster::set_disk`]).
+    disks: crate::disks::Disks<K>,
 }
 
 /// Steps one quiescence may take before the replay gives up (a protocol
@@ -172,6 +178,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
             done: Vec::new(),
             stats: LiveStats::default(),
             shuffle: None,
+            disks: Default::default(),
         };
         for id in 0..nodes {
             cluster.collect(id);
@@ -328,7 +335,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
     ) -> bool {
         let at = self.queue.iter().position(|e| match e {
             InFlight::Message { from, to, msg } => pick(*from, *to, msg),
-            InFlight::Origin { .. } => false,
+            InFlight::Origin { .. } | InFlight::DiskRead { .. } => false,
         });
         match at.and_then(|i| self.queue.remove(i)) {
             Some(event) => {
@@ -342,6 +349,19 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
     /// Node `node`'s protocol, to drive by hand (collected after).
     pub fn node_mut(&mut self, node: NodeId) -> &mut NodeProtocol<K, Digest> {
         &mut self.nodes[node as usize]
+    }
+
+    /// Gives node `node` a disk tier of `slots` slots, empty.
+    pub fn set_disk(&mut self, node: NodeId, slots: u32) {
+        let refused = self.nodes[node as usize].set_disk(slots);
+        refused.expect("a simulated node with a disk is not private");
+        self.disks.add(node);
+    }
+
+    /// Node `node`'s disk slots: what each holds (a test alters them to
+    /// play a failing disk).
+    pub fn disk_mut(&mut self, node: NodeId) -> Option<&mut crate::disks::Slots<K>> {
+        self.disks.of(node)
     }
 
     /// Takes what node `node` decided into the queue and the results.
@@ -474,6 +494,12 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
                 self.nodes[node as usize].handle_origin_done(block, Ok(data), now);
                 self.collect(node);
             }
+            InFlight::DiskRead { node, block, slot } => {
+                self.stats.disk_reads += 1;
+                let found = self.disks.read(node, block, slot).ok_or(());
+                self.nodes[node as usize].handle_disk_read(block, found, now);
+                self.collect(node);
+            }
         }
     }
 
@@ -488,6 +514,15 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
                 }),
                 Action::ReadOrigin { block } => {
                     self.queue.push_back(InFlight::Origin { node, block })
+                }
+                Action::ReadDisk { block, slot } => {
+                    self.queue
+                        .push_back(InFlight::DiskRead { node, block, slot })
+                }
+                // Written at once: a simulated disk neither fails nor lags.
+                Action::WriteDisk { block, slot, data } => {
+                    self.disks.write(node, slot, block, data);
+                    self.nodes[node as usize].handle_disk_written(block, slot, true);
                 }
                 Action::Complete { block, result } => self.done.push((node, block, result)),
                 Action::Violation { .. } => self.stats.violations += 1,

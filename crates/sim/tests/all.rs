@@ -12,6 +12,7 @@ mod idle;
 mod attr_curves;
 mod class_policies;
 mod coop_model;
+mod disk;
 mod faults;
 mod first_block;
 mod golden;

@@ -120,6 +120,8 @@ impl ClusterVisitor<u64> for Check<'_> {
                     Level::Local => hops == 0,
                     Level::RemoteNode => hops >= 2,
                     Level::ManagerMemory | Level::Origin => hops >= 2,
+                    // The paper's simulator keeps no disk tier.
+                    Level::LocalDisk => false,
                 };
                 prop_assert!(plausible, "request {}: {:?} after {} hops", i, level, hops);
             }

@@ -83,15 +83,22 @@ pub enum Level {
     RemoteNode,
     /// The origin (disk).
     Origin,
+    /// The reader's own disk tier (a live node's `--disk`; the simulator
+    /// has none). Last, though nearer than the origin, so that the
+    /// levels' indices, and the columns of every table indexed by them,
+    /// stay what they were before there was one.
+    LocalDisk,
 }
 
 impl Level {
-    /// All levels, nearest first.
-    pub const ALL: [Level; 4] = [
+    /// All levels, in the order of their indices: nearest first, but
+    /// the disk tier (see [`Level::LocalDisk`]).
+    pub const ALL: [Level; 5] = [
         Level::Local,
         Level::ManagerMemory,
         Level::RemoteNode,
         Level::Origin,
+        Level::LocalDisk,
     ];
 
     /// Index of the level in [`Level::ALL`].

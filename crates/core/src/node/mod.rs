@@ -202,6 +202,13 @@ where
         self.reads.handle_origin_done(block, result, now);
     }
 
+    /// The disk tier's read of `block` finished
+    /// ([`NodeProtocol::handle_disk_read`]).
+    pub fn handle_disk_read(&mut self, block: K, result: Result<D, ()>, now: u64) {
+        self.at(now);
+        self.reads.handle_disk_read(block, result, now);
+    }
+
     /// A message from `from`, as its link authenticated it.
     pub fn handle_message(&mut self, from: NodeId, msg: Msg<K, D, V, L>, now: u64) {
         self.at(now);

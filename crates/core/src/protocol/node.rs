@@ -117,6 +117,25 @@ pub enum Action<K, D> {
         /// The block.
         block: K,
     },
+    /// Read `block` from slot `slot` of this node's disk tier and report
+    /// it with [`NodeProtocol::handle_disk_read`] (`disk.rs`).
+    ReadDisk {
+        /// The block.
+        block: K,
+        /// Its slot.
+        slot: u32,
+    },
+    /// Write `data` of `block` into slot `slot` of this node's disk tier
+    /// (whatever the slot held) and report it with
+    /// [`NodeProtocol::handle_disk_written`].
+    WriteDisk {
+        /// The block.
+        block: K,
+        /// The slot.
+        slot: u32,
+        /// Its contents.
+        data: D,
+    },
     /// Every read of `block` waiting at this node is finished.
     Complete {
         /// The block.
@@ -232,6 +251,8 @@ pub struct NodeProtocol<K, D> {
     pub(super) carried: super::carried::Carried<K, D>,
     /// Blocks pinned outside the machine's cache (`pinned.rs`).
     pub(super) pinned: super::pinned::Pinned<K, D>,
+    /// The index of this node's disk tier, if it has one (`disk.rs`).
+    pub(super) disk: Option<super::disk::DiskTier<K>>,
 }
 
 impl<K, D> std::fmt::Debug for NodeProtocol<K, D> {
@@ -298,6 +319,7 @@ where
             read_asked: None,
             carried: Default::default(),
             pinned: Default::default(),
+            disk: None,
         }
     }
 

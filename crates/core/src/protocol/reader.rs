@@ -23,6 +23,24 @@ pub(super) enum Stage {
     Held,
 }
 
+/// Where a read stands with this node's disk tier (`disk.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FromDisk {
+    /// Not asked.
+    No,
+    /// Its slot is being read; the origin is not asked meanwhile.
+    Reading,
+    /// The disk served it (the completion says so).
+    Served,
+    /// The disk failed it (unreadable, wrong digest, too slow): the origin.
+    Failed,
+}
+
+/// How long a read waits on its disk slot before reading the origin: a
+/// disk that hangs (a failing drive, a network mount) slows reads down by
+/// this, never stops them.
+pub(super) const DISK_TIMEOUT_US: u64 = 2_000_000;
+
 /// Contents that arrived before the reader knew whom to expect them from
 /// or what they must hash to: at most one per sender, a few per read.
 const MAX_EARLY: usize = 4;
@@ -53,6 +71,8 @@ pub(super) struct Pending<D> {
     /// A peer's contents failed their check: the origin read settles
     /// whom to blame.
     dispute: Option<Dispute>,
+    /// Whether the disk tier was asked, and how it answered.
+    disk: FromDisk,
 }
 
 /// Reads in flight and in line.
@@ -63,6 +83,17 @@ pub(super) struct Reads<K, D> {
     queued_set: HashSet<K, foldhash::fast::FixedState>,
     /// Smoothed origin read time (an eighth of each new sample).
     origin_time_us: u64,
+}
+
+impl<D> Pending<D> {
+    /// The level a completion reports: the disk tier's where it served
+    /// the contents the machine took as the origin's.
+    fn level(&self, machine: Level) -> Level {
+        match self.disk {
+            FromDisk::Served if machine == Level::Origin => Level::LocalDisk,
+            _ => machine,
+        }
+    }
 }
 
 impl<K, D> Default for Reads<K, D> {
@@ -149,6 +180,7 @@ where
                 record: false,
                 machine_done: false,
                 dispute: None,
+                disk: FromDisk::No,
             },
         );
         self.timers.arm(deadline, Timer::Read(block));
@@ -196,11 +228,72 @@ where
         }
         p.stage = Stage::Origin;
         p.origin_started = now;
+        // The disk tier first, once, unless a dispute waits on the
+        // origin's copy: only the origin's may blame a peer.
+        if p.disk == FromDisk::No && p.dispute.is_none() {
+            let slot = self.disk.as_mut().and_then(|t| t.lookup(block));
+            if let Some((slot, _)) = slot {
+                p.disk = FromDisk::Reading;
+                p.deadline = now + DISK_TIMEOUT_US;
+                self.timers.arm(p.deadline, Timer::Read(block));
+                self.stats.disk_reads += 1;
+                return self.actions.push_back(Action::ReadDisk { block, slot });
+            }
+        }
         self.actions.push_back(Action::ReadOrigin { block });
+    }
+
+    /// The disk tier's answer for `block`: contents hashing to the digest
+    /// they were written with serve the read as the origin's would;
+    /// anything else (unreadable, another digest, a slot reused) forgets
+    /// the slot and reads the origin.
+    pub(super) fn disk_read(&mut self, block: K, result: Result<D, ()>, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return;
+        };
+        if p.disk != FromDisk::Reading || p.stage != Stage::Origin {
+            // Too late: the origin was asked already.
+            return;
+        }
+        let tier = self.disk.as_ref();
+        let good = result
+            .ok()
+            .filter(|d| tier.is_some_and(|t| t.matches(block, d.digest()))); // rule: disk-digest
+        let Some(data) = good else {
+            p.disk = FromDisk::Failed;
+            p.origin_started = now;
+            self.stats.disk_failures += 1;
+            if let Some(t) = self.disk.as_mut() {
+                t.forget(block);
+            }
+            return self.actions.push_back(Action::ReadOrigin { block });
+        };
+        p.disk = FromDisk::Served;
+        self.stats.disk_hits += 1;
+        self.origin_contents(block, data, now);
+    }
+
+    /// A read of `block` waited on its disk slot past
+    /// [`DISK_TIMEOUT_US`]: the origin.
+    fn disk_deadline(&mut self, block: K, now: u64) -> bool {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return false;
+        };
+        if p.disk != FromDisk::Reading || p.deadline > now {
+            return false;
+        }
+        p.disk = FromDisk::Failed;
+        p.origin_started = now;
+        self.stats.disk_failures += 1;
+        self.actions.push_back(Action::ReadOrigin { block });
+        true
     }
 
     /// A read's deadline passed: if it still waits on peers, the origin.
     pub(super) fn read_deadline(&mut self, block: K, now: u64) {
+        if self.disk_deadline(block, now) {
+            return;
+        }
         let late = self
             .reads
             .pending
@@ -425,6 +518,10 @@ where
         let Some(p) = self.reads.pending.get_mut(&block) else {
             return;
         };
+        // The origin answered first: a disk answer still to come is late.
+        if p.disk == FromDisk::Reading {
+            p.disk = FromDisk::Failed;
+        }
         let smoothed = &mut self.reads.origin_time_us;
         *smoothed = (*smoothed * 7 + took) / 8;
         let data = match result {
@@ -439,9 +536,19 @@ where
                 return self.start_queued(now);
             }
         };
+        self.origin_contents(block, data, now);
+    }
+
+    /// The origin's contents of `block` (or the disk tier's, which are
+    /// the origin's as they were read before), for the read in flight.
+    fn origin_contents(&mut self, block: K, data: D, now: u64) {
+        let Some(p) = self.reads.pending.get_mut(&block) else {
+            return;
+        };
         if p.machine_done {
+            let level = p.level(Level::Origin);
             self.reads.pending.remove(&block);
-            return self.finish(block, data, Level::Origin, now);
+            return self.finish(block, data, level, now);
         }
         p.data = Some(data.clone());
         if std::mem::take(&mut p.record) {
@@ -479,10 +586,11 @@ where
                 continue;
             }
             let data = p.data.take().or_else(|| self.node.data(d.block));
+            let level = p.level(d.level);
             match data {
                 Some(data) => {
                     self.reads.pending.remove(&d.block);
-                    self.finish(d.block, data, d.level, now);
+                    self.finish(d.block, data, level, now);
                 }
                 None => {
                     // Cached in the policy but its contents never came (an
@@ -498,6 +606,12 @@ where
     /// Hands `data` to every reader of `block` and serves the forwards
     /// that waited for it.
     pub(super) fn finish(&mut self, block: K, data: D, level: Level, now: u64) {
+        if matches!(
+            level,
+            Level::Origin | Level::RemoteNode | Level::ManagerMemory
+        ) {
+            self.keep_on_disk(block, &data);
+        }
         let result = Ok(Served { data, level });
         self.actions.push_back(Action::Complete { block, result });
         self.release_deferred(block, now);

@@ -31,6 +31,19 @@ pub struct ProtocolStats {
     /// Unified blocks handed back to one of their parkers as a copy, kept
     /// for the others.
     pub unified_served: u64,
+    /// Reads that went to this node's disk tier (`--disk`) instead of
+    /// the origin.
+    pub disk_reads: u64,
+    /// Of those, the ones the disk served (contents matching the digest
+    /// they were written with).
+    pub disk_hits: u64,
+    /// Of those, the ones it failed (unreadable, another digest, too
+    /// slow): each read the origin instead.
+    pub disk_failures: u64,
+    /// Blocks written to the disk tier.
+    pub disk_writes: u64,
+    /// Writes to the disk tier that failed.
+    pub disk_write_failures: u64,
     /// Messages or blocks dropped because a bounded table was full.
     pub dropped: u64,
     /// Messages the node's machines sent that have no live form (a bug:

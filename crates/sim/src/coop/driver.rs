@@ -55,9 +55,9 @@ pub struct Stats {
     /// Writes measured.
     pub writes: u64,
     /// Reads served at each [`Level`] (indexed by [`Level::index`]).
-    pub by_level: [u64; 4],
+    pub by_level: [u64; Level::ALL.len()],
     /// Read time spent at each level, microseconds.
-    pub time_by_level_us: [f64; 4],
+    pub time_by_level_us: [f64; Level::ALL.len()],
     /// Network messages on the measured reads' paths.
     pub hops: u64,
     /// Manager load.
@@ -214,7 +214,8 @@ impl<N: NodeMachine<u64, ()>, M: ManagerMachine<u64, ()>> Simulation<N, M> {
             client.reads += 1;
             client.time_us += time;
             match done.level {
-                Level::Local => {}
+                // No simulated node keeps a disk tier.
+                Level::Local | Level::LocalDisk => {}
                 Level::ManagerMemory => s.load.manager_memory += read_load,
                 Level::RemoteNode => s.load.remote += read_load,
                 Level::Origin => s.load.origin += read_load,

@@ -96,7 +96,9 @@ impl CostProfile {
         if hops > 0 {
             t += self.transfer_us + f64::from(hops) * self.per_hop_us;
         }
-        if level == Level::Origin {
+        // A node's own disk tier (live only) reads a disk as the origin
+        // does, without its wire.
+        if matches!(level, Level::Origin | Level::LocalDisk) {
             t += self.origin_us;
         }
         t
@@ -108,7 +110,8 @@ impl CostProfile {
         let hops = match level {
             Level::Local => 0,
             Level::RemoteNode => 3,
-            Level::ManagerMemory | Level::Origin => 2,
+            // The disk tier is read where the origin would be.
+            Level::ManagerMemory | Level::LocalDisk | Level::Origin => 2,
         };
         self.read_time_us(level, hops)
     }

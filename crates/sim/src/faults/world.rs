@@ -879,6 +879,9 @@ impl World {
                 incarnation,
                 block,
             }),
+            // The harness's nodes keep no disk tier (never `set_disk`),
+            // so their protocol asks for none of these.
+            Action::ReadDisk { .. } | Action::WriteDisk { .. } => {}
             Action::Complete { block, result } => self.complete(id, block, result),
             Action::Violation { .. } => self.counts.refused += 1,
             Action::IntegrityFailure {

@@ -1,0 +1,356 @@
+//! A node's disk tier (docs/ARCHITECTURE.md, "The disk tier"): blocks this
+//! node read, kept in slots of its local disk, served when a read would
+//! otherwise go to the origin.
+//!
+//! The protocol decides everything here; the driver only carries bytes to
+//! and from the slots it is told ([`Action::ReadDisk`],
+//! [`Action::WriteDisk`]):
+//!
+//! - **Which blocks.** Every block a read of this node brought in from the
+//!   origin or a peer is written to disk as it completes (an inclusive
+//!   tier: a block the memory cache later drops, forwards or loses in a
+//!   crash is still on disk, and a restarted node finds everything it
+//!   read, not only what memory happened to evict). Block ids name a file
+//!   *version*, so a slot never needs invalidating: a changed file's
+//!   blocks have other ids, and the old ones age out.
+//! - **When it is read.** At the point a read would go to the origin:
+//!   after the node's memory and the cluster's (lookup order: local
+//!   memory, peer memory, local disk, origin). The cooperation machines
+//!   see a disk hit as the origin's answer, so the managers' directories
+//!   and N-Chance's, Greedy's and Hash-Distributed's choices are exactly
+//!   as without a disk. A read whose peer contents failed their check
+//!   reads the origin itself: only the origin's copy may blame a peer.
+//! - **Whom it trusts.** Not the disk: every block read back is hashed
+//!   where it arrived and must match the digest recorded when it was
+//!   written (or, after a restart, the one stored beside it); otherwise
+//!   the slot is forgotten and the read goes to the origin.
+//! - **Bounds.** One slot per block, as many slots as the driver's store
+//!   has; the least recently used block's slot is overwritten when all
+//!   are taken ([`DiskTier::metadata_bytes`] is what the index costs the
+//!   memory budget).
+//!
+//! [`Action::ReadDisk`]: super::Action::ReadDisk
+//! [`Action::WriteDisk`]: super::Action::WriteDisk
+
+use super::{Action, Content, Digest, NodeProtocol, ProtocolKey};
+use crate::coop::SizeClassed;
+use crate::policy::Lru;
+use crate::policy::{BLOCK, BlockKey, Lookup, Policy};
+use std::collections::HashMap;
+
+/// Bytes of memory one disk slot's entry costs at most: the index entry
+/// (key, slot, digest, state, with the hash table's slack) and the LRU
+/// queue's node. What the daemon's budget reserves per slot.
+pub const ENTRY_BYTES: u64 = 160;
+
+/// One block on disk.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    slot: u32,
+    digest: Digest,
+    /// Written and acknowledged by the driver: may be read.
+    ready: bool,
+}
+
+/// The index of a node's disk tier: which block is in which slot, and in
+/// which order slots are reused.
+#[derive(Debug)]
+pub struct DiskTier<K> {
+    entries: HashMap<K, Entry, foldhash::fast::FixedState>,
+    /// Slot to block, for reusing a slot whose block the LRU dropped.
+    by_slot: Vec<Option<K>>,
+    /// Slots never used (or freed by a failed check), taken first.
+    free: Vec<u32>,
+    lru: Lru<K>,
+}
+
+impl<K: BlockKey> DiskTier<K> {
+    /// A tier of `slots` empty slots (at least one).
+    pub fn new(slots: u32) -> Self {
+        let slots = slots.max(1);
+        DiskTier {
+            entries: HashMap::default(),
+            by_slot: vec![None; slots as usize],
+            // Popped from the end: slot 0 first.
+            free: (0..slots).rev().collect(),
+            lru: Lru::new(slots as usize).expect("at least one slot"),
+        }
+    }
+
+    /// Slots in all.
+    pub fn slots(&self) -> u32 {
+        self.by_slot.len() as u32
+    }
+
+    /// Blocks on disk, ready or being written.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no block is on disk.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Memory the index takes, at most ([`ENTRY_BYTES`] a slot).
+    pub fn metadata_bytes(&self) -> u64 {
+        u64::from(self.slots()) * ENTRY_BYTES
+    }
+
+    /// A block found in `slot` when the node started, stored with
+    /// `digest`: taken in unless the slot is out of range or taken, or the
+    /// block is there already (a stale duplicate of a slot reused before a
+    /// crash). Returns whether it was.
+    pub fn recover(&mut self, block: K, slot: u32, digest: Digest) -> bool {
+        let taken = self.by_slot.get(slot as usize).is_none_or(Option::is_some);
+        if taken || self.entries.contains_key(&block) {
+            return false;
+        }
+        self.free.retain(|&s| s != slot);
+        self.by_slot[slot as usize] = Some(block);
+        let entry = Entry {
+            slot,
+            digest,
+            ready: true,
+        };
+        self.entries.insert(block, entry);
+        self.lru.insert(block, BLOCK, ());
+        true
+    }
+
+    /// Orders the free slots after recovery so that the lowest is used
+    /// first (recovery removed slots one by one).
+    pub fn recovered(&mut self) {
+        self.free.sort_unstable_by(|a, b| b.cmp(a));
+    }
+
+    /// The slot holding `block`, ready to be read, as a use of it.
+    pub fn lookup(&mut self, block: K) -> Option<(u32, Digest)> {
+        let e = self.entries.get(&block).filter(|e| e.ready)?;
+        let found = (e.slot, e.digest);
+        let _ = self.lru.lookup(block);
+        Some(found)
+    }
+
+    /// A slot for `block`, of `digest`, to write it into: a free one, or
+    /// the least recently used block's. `None` if the block is on disk
+    /// already.
+    pub fn place(&mut self, block: K, digest: Digest) -> Option<u32> {
+        if self.entries.contains_key(&block) {
+            return None;
+        }
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                let victim = self.lru.evict(&(), BLOCK)?;
+                let gone = self.entries.remove(&victim)?;
+                gone.slot
+            }
+        };
+        self.by_slot[slot as usize] = Some(block);
+        let entry = Entry {
+            slot,
+            digest,
+            ready: false,
+        };
+        self.entries.insert(block, entry);
+        if let Lookup::Miss(()) = self.lru.lookup(block) {
+            self.lru.insert(block, BLOCK, ());
+        }
+        Some(slot)
+    }
+
+    /// The driver wrote `block` into `slot` (`ok`), or failed to: ready to
+    /// be read, or forgotten. A report for a slot reused meanwhile changes
+    /// nothing.
+    pub fn written(&mut self, block: K, slot: u32, ok: bool) {
+        let Some(e) = self.entries.get_mut(&block).filter(|e| e.slot == slot) else {
+            return;
+        };
+        match ok {
+            true => e.ready = true,
+            false => self.forget(block),
+        }
+    }
+
+    /// Forgets `block` (its contents failed their check, or could not be
+    /// read): its slot is free again.
+    pub fn forget(&mut self, block: K) {
+        if let Some(e) = self.entries.remove(&block) {
+            self.lru.remove(block);
+            self.by_slot[e.slot as usize] = None;
+            self.free.push(e.slot);
+        }
+    }
+
+    /// Whether `data`'s digest is the one `block` was written with.
+    pub fn matches(&self, block: K, digest: Digest) -> bool {
+        self.entries.get(&block).is_some_and(|e| e.digest == digest)
+    }
+}
+
+impl<K, D> NodeProtocol<K, D>
+where
+    K: ProtocolKey + SizeClassed,
+    D: Content,
+{
+    /// Gives this node a disk tier of `slots` empty slots (the driver's
+    /// store has them); blocks found in them from an earlier run follow
+    /// with [`NodeProtocol::recover_disk`]. A private node keeps none
+    /// (its blocks would leave unsealed): refused.
+    pub fn set_disk(&mut self, slots: u32) -> Result<(), DiskRefused> {
+        if self.is_private() {
+            return Err(DiskRefused::Private);
+        }
+        self.disk = Some(DiskTier::new(slots));
+        Ok(())
+    }
+
+    /// A block the driver's store found in `slot` when the node started,
+    /// stored with `digest`: served like any other once its contents are
+    /// read back and match. Returns whether it was taken in.
+    pub fn recover_disk(&mut self, block: K, slot: u32, digest: Digest) -> bool {
+        self.disk
+            .as_mut()
+            .is_some_and(|t| t.recover(block, slot, digest))
+    }
+
+    /// Every recovered block is in ([`NodeProtocol::recover_disk`]).
+    pub fn disk_recovered(&mut self) {
+        if let Some(t) = self.disk.as_mut() {
+            t.recovered();
+        }
+    }
+
+    /// The disk tier failed as a whole (removed, read-only, failing):
+    /// the node goes on with memory alone. Reads waiting on a slot read
+    /// the origin when their slot's answer (an error) comes, or at their
+    /// deadline.
+    pub fn disable_disk(&mut self) {
+        self.disk = None;
+    }
+
+    /// The disk tier's index, if the node has one.
+    pub fn disk(&self) -> Option<&DiskTier<K>> {
+        self.disk.as_ref()
+    }
+
+    /// The driver read `block` from its slot ([`Action::ReadDisk`]): its
+    /// contents, hashed where they were read, or `Err` if it could not.
+    pub fn handle_disk_read(&mut self, block: K, result: Result<D, ()>, now: u64) {
+        self.disk_read(block, result, now);
+        self.settle(now);
+    }
+
+    /// The driver wrote `block` into `slot` ([`Action::WriteDisk`]), or
+    /// failed to (`ok` false).
+    pub fn handle_disk_written(&mut self, block: K, slot: u32, ok: bool) {
+        if !ok {
+            self.stats.disk_write_failures += 1;
+        }
+        if let Some(t) = self.disk.as_mut() {
+            t.written(block, slot, ok);
+        }
+    }
+
+    /// Writes `data` of `block`, which a read just brought in, to the
+    /// disk tier if it is not there.
+    pub(super) fn keep_on_disk(&mut self, block: K, data: &D) {
+        if self.private.is_some() {
+            return;
+        }
+        let Some(slot) = self
+            .disk
+            .as_mut()
+            .and_then(|t| t.place(block, data.digest()))
+        else {
+            return;
+        };
+        self.stats.disk_writes += 1;
+        let data = data.clone();
+        self.actions
+            .push_back(Action::WriteDisk { block, slot, data });
+    }
+}
+
+/// Why a node keeps no disk tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DiskRefused {
+    /// A private origin's blocks are sealed before they leave memory;
+    /// the disk tier does not seal yet.
+    #[error("a private origin keeps no disk tier yet (its blocks would be written unsealed)")]
+    Private,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(n: u8) -> Digest {
+        Digest {
+            hash: [n; 32],
+            len: 7,
+        }
+    }
+
+    #[test]
+    fn a_block_is_readable_once_written_and_only_with_its_digest() {
+        let mut t = DiskTier::new(2);
+        let s = t.place(1u64, d(1)).unwrap();
+        assert_eq!(t.lookup(1), None, "not written yet");
+        assert_eq!(t.place(1, d(1)), None, "already placed");
+        t.written(1, s, true);
+        assert_eq!(t.lookup(1), Some((s, d(1))));
+        assert!(t.matches(1, d(1)));
+        assert!(!t.matches(1, d(2)));
+    }
+
+    #[test]
+    fn the_least_recently_used_block_gives_up_its_slot() {
+        let mut t = DiskTier::new(2);
+        for b in [1u64, 2] {
+            let s = t.place(b, d(b as u8)).unwrap();
+            t.written(b, s, true);
+        }
+        assert!(t.lookup(1).is_some()); // 2 is now the oldest
+        let s3 = t.place(3, d(3)).unwrap();
+        assert_eq!(t.lookup(2), None);
+        assert!(t.lookup(1).is_some());
+        // The late report of 2's write changes nothing.
+        t.written(2, s3, true);
+        assert_eq!(t.lookup(2), None);
+        assert_eq!(t.lookup(3), None, "3 is not written yet");
+        t.written(3, s3, true);
+        assert_eq!(t.lookup(3), Some((s3, d(3))));
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn a_failed_write_or_check_frees_the_slot() {
+        let mut t = DiskTier::new(1);
+        let s = t.place(1u64, d(1)).unwrap();
+        t.written(1, s, false);
+        assert!(t.is_empty());
+        let s = t.place(2, d(2)).unwrap();
+        t.written(2, s, true);
+        t.forget(2);
+        assert_eq!(t.lookup(2), None);
+        assert_eq!(t.place(3, d(3)), Some(s));
+    }
+
+    #[test]
+    fn recovery_takes_each_slot_and_block_once() {
+        let mut t = DiskTier::new(3);
+        assert!(t.recover(10u64, 2, d(1)));
+        assert!(!t.recover(11, 2, d(2)), "slot taken");
+        assert!(!t.recover(10, 0, d(1)), "block there already");
+        assert!(!t.recover(12, 3, d(1)), "no such slot");
+        t.recovered();
+        assert_eq!(t.lookup(10), Some((2, d(1))));
+        // Free slots are used lowest first, then the oldest block's.
+        assert_eq!(t.place(20, d(2)), Some(0));
+        assert_eq!(t.place(21, d(2)), Some(1));
+        assert_eq!(t.place(22, d(2)), Some(2));
+        assert_eq!(t.lookup(10), None);
+    }
+}
