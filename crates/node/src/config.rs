@@ -15,6 +15,8 @@ pub struct FileConfig {
     pub memory: Option<String>,
     pub memory_overcommit: Option<bool>,
     pub max_pinned: Option<String>,
+    pub disk: Option<Vec<PathBuf>>,
+    pub disk_size: Option<String>,
     pub algorithm: Option<String>,
     pub policy: Option<String>,
     pub listen: Option<SocketAddr>,

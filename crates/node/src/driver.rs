@@ -150,6 +150,8 @@ pub enum Event {
     Lists(ListEvent),
     /// The revocation list in this node's CA directory changed.
     Revoked(Bytes),
+    /// A disk tier slot's read or write finished.
+    Disk(disk::DiskEvent),
 }
 
 /// A member as `status` shows it.
@@ -391,6 +393,8 @@ pub struct Driver {
     /// Callers waiting on the node's listings and changes, by request id.
     list_waiters: HashMap<u64, lists::ListWaiter>,
     next_list_req: u64,
+    /// The disk tier's store, while the protocol keeps a tier.
+    disk: Option<Arc<crate::disk::DiskStore>>,
 }
 
 /// Protocol counters already added to the metrics.
@@ -458,6 +462,7 @@ impl Driver {
             warm_server: None,
             list_waiters: HashMap::new(),
             next_list_req: 0,
+            disk: None,
         }
     }
 
@@ -594,6 +599,7 @@ impl Driver {
             Event::Pins(ev) => self.on_pin_event(ev),
             Event::Warms(ev) => self.on_warm_event(ev),
             Event::Lists(ev) => self.on_list_event(ev),
+            Event::Disk(ev) => self.on_disk_event(ev),
         }
         self.apply();
     }
@@ -630,17 +636,8 @@ impl Driver {
         match action {
             Action::Send { to, msg } => self.send_peer(to, msg),
             Action::ReadOrigin { block } => self.read_origin(block),
-            // This daemon has no disk store to carry them to yet (the
-            // protocol asks only once given a tier): each fails, so the
-            // read goes to the origin and the slot is freed.
-            Action::ReadDisk { block, .. } => {
-                let now = self.clock.micros();
-                self.node.handle_disk_read(block, Err(()), now);
-            }
-            Action::WriteDisk { block, slot, .. } => {
-                let reads = self.node.reads_mut();
-                reads.handle_disk_written(block, slot, false);
-            }
+            Action::ReadDisk { block, slot } => self.read_disk(block, slot),
+            Action::WriteDisk { block, slot, data } => self.write_disk(block, slot, data),
             Action::Complete { block, result } => self.complete(block, result),
             Action::Violation {
                 peer,
@@ -782,6 +779,7 @@ impl Driver {
 }
 
 mod commits;
+mod disk;
 mod integrity;
 mod lists;
 mod locks;

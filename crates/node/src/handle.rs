@@ -103,6 +103,12 @@ pub struct NodeOptions {
     /// pin`, `crate::pins`), at most half of it; the cache has the rest.
     /// 0 (the default): nothing can be pinned.
     pub max_pinned: u64,
+    /// Directories of the disk tier (`crate::disk`), one per disk; none
+    /// (the default): memory alone.
+    pub disk: Vec<std::path::PathBuf>,
+    /// Bytes of the disk tier over all of `disk`; its index in memory
+    /// comes out of `memory` ([`disk_index_bytes`]).
+    pub disk_size: u64,
 }
 
 impl NodeOptions {
@@ -132,6 +138,8 @@ impl NodeOptions {
             commit_stable: Duration::from_secs(5),
             first_block_with_open: true,
             max_pinned: 0,
+            disk: Vec::new(),
+            disk_size: 0,
         }
     }
 }
@@ -263,11 +271,23 @@ pub const LEAVE_WAIT: Duration = Duration::from_millis(250);
 pub fn check_capacity(
     memory: u64,
     max_pinned: u64,
+    disk_size: u64,
     block_size: u32,
     private: bool,
 ) -> Result<usize, NodeError> {
     if !(512..=(4 << 20)).contains(&block_size) || !block_size.is_power_of_two() {
         return Err(NodeError::BlockSize(block_size));
+    }
+    if disk_size > 0 && private {
+        return Err(NodeError::Config(
+            coopcache_core::protocol::DiskRefused::Private.to_string(),
+        ));
+    }
+    let index = disk_index_bytes(disk_size, block_size);
+    if index > memory / 2 {
+        return Err(NodeError::Config(format!(
+            "--disk-size {disk_size} bytes: its index would take {index} bytes of memory, more than half of --memory ({memory} bytes); give a smaller disk tier, larger blocks or more memory"
+        )));
     }
     if max_pinned > memory / 2 {
         return Err(NodeError::Config(format!(
@@ -275,11 +295,19 @@ pub fn check_capacity(
         )));
     }
     Ok(Budget {
-        total: memory - max_pinned,
+        total: memory - max_pinned - index,
         block_size,
         private,
     }
     .blocks()?)
+}
+
+/// Bytes of memory the index of a disk tier of `disk_size` bytes takes at
+/// most, in blocks of `block_size`: a slot per block
+/// ([`DISK_ENTRY_BYTES`](coopcache_core::protocol::DISK_ENTRY_BYTES)
+/// each), counted in the memory budget.
+pub fn disk_index_bytes(disk_size: u64, block_size: u32) -> u64 {
+    (disk_size / u64::from(block_size.max(1))) * coopcache_core::protocol::DISK_ENTRY_BYTES
 }
 
 /// Blocks the pinned share of `max_pinned` bytes holds, each counted with
@@ -306,11 +334,55 @@ pub fn check_private(algorithm: AlgorithmKind) -> Result<(), NodeError> {
     }
 }
 
+/// Opens the disk tier's store in `dirs` (none: no tier) and gives the
+/// protocol its slots and what they held from an earlier run.
+async fn open_disk(
+    dirs: &[std::path::PathBuf],
+    size: u64,
+    block_size: u32,
+    protocol: &mut NodeProtocol<BlockId, crate::block::Block>,
+) -> Result<Option<Arc<crate::disk::DiskStore>>, NodeError> {
+    if dirs.is_empty() {
+        return Ok(None);
+    }
+    let owned = dirs.to_vec();
+    let opened =
+        tokio::task::spawn_blocking(move || crate::disk::DiskStore::open(&owned, size, block_size))
+            .await
+            .map_err(|e| NodeError::Config(format!("opening the disk tier: {e}")))?;
+    let (store, found) = opened.map_err(|e| NodeError::Config(e.to_string()))?;
+    protocol
+        .set_disk(store.slots())
+        .map_err(|e| NodeError::Config(e.to_string()))?;
+    let mut kept = 0;
+    for r in &found {
+        let digest = coopcache_core::protocol::Digest {
+            hash: r.hash,
+            len: r.len,
+        };
+        kept += usize::from(protocol.recover_disk(r.block, r.slot, digest));
+    }
+    protocol.disk_recovered();
+    tracing::info!(
+        slots = store.slots(),
+        blocks = kept,
+        dirs = ?dirs,
+        "disk tier open: blocks from an earlier run are served once checked"
+    );
+    Ok(Some(Arc::new(store)))
+}
+
 /// Starts a node: listens, dials the seeds, and serves.
 pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
     let id = opts.identity.id;
     let bs = opts.block_size;
-    let capacity = check_capacity(opts.memory, opts.max_pinned, bs, opts.private)?;
+    let capacity = check_capacity(
+        opts.memory,
+        opts.max_pinned,
+        opts.disk_size,
+        bs,
+        opts.private,
+    )?;
     if opts.private {
         check_private(opts.algorithm)?;
     }
@@ -403,6 +475,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         protocol.set_private(Box::new(sealer), crate::budget::parked_notes(capacity));
     }
     protocol.set_max_pinned(pinned_blocks(opts.max_pinned, bs, opts.private));
+    let disk = open_disk(&opts.disk, opts.disk_size, bs, &mut protocol).await?;
     let commits = CommitProtocol::new(
         id,
         crate::clock::unix_micros(),
@@ -458,6 +531,9 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         ctx.clone(),
         tx.clone(),
     );
+    if let Some(store) = disk {
+        driver.set_disk_store(store);
+    }
     let attr_ttl = opts.attr_ttl.as_micros().try_into().unwrap_or(u64::MAX);
     let streaming = Arc::new(StreamPool::new(stream_blocks(bs)));
     // One handle for the caller, one for the node's own warm server: the

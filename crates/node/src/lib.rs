@@ -47,5 +47,6 @@ pub mod tls;
 pub mod warm;
 
 pub use handle::{
-    NodeError, NodeHandle, NodeOptions, check_capacity, check_private, critical_paths, start,
+    NodeError, NodeHandle, NodeOptions, check_capacity, check_private, critical_paths,
+    disk_index_bytes, start,
 };

@@ -10,6 +10,7 @@ mod servers;
 mod attacker;
 mod cluster;
 mod discovery;
+mod disk;
 mod equivalence;
 mod frame_fuzz;
 mod gateway;

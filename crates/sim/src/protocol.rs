@@ -11,8 +11,8 @@
 use coopcache_core::coop::{AlgorithmKind, ConfigError, Level, LiveShape, NodeId, SizeClassed};
 use coopcache_core::policy::splitmix64;
 use coopcache_core::protocol::{
-    Action, Digest, DigestSealer, HostId, NodeProtocol, PeerMsg, ProtocolConfig, ProtocolKey,
-    ReadFailure, Served,
+    Action, Digest, DigestSealer, DiskMiss, HostId, NodeProtocol, PeerMsg, ProtocolConfig,
+    ProtocolKey, ReadFailure, Served,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
@@ -496,7 +496,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
             }
             InFlight::DiskRead { node, block, slot } => {
                 self.stats.disk_reads += 1;
-                let found = self.disks.read(node, block, slot).ok_or(());
+                let found = self.disks.read(node, block, slot).ok_or(DiskMiss::NotThere);
                 self.nodes[node as usize].handle_disk_read(block, found, now);
                 self.collect(node);
             }

@@ -121,3 +121,28 @@ fn the_clusters_memory_is_asked_before_the_local_disk() {
     assert_eq!(read(&mut c, 0, 1), Level::LocalDisk);
     assert_eq!(c.stats().violations, 0);
 }
+
+#[test]
+fn a_disk_failing_every_call_is_given_up_and_reads_go_on() {
+    use coopcache_core::protocol::{DiskMiss, MAX_DISK_ERRORS};
+    let mut c = cluster(AlgorithmKind::Base, 1);
+    c.set_disk(0, 64);
+    // Slots holding another block are no failure of the disk.
+    for i in 0..u64::from(MAX_DISK_ERRORS) * 2 {
+        let now = c.now();
+        c.node_mut(0)
+            .handle_disk_read(1000 + i, Err(DiskMiss::NotThere), now);
+    }
+    assert!(c.nodes()[0].disk().is_some());
+    for i in 0..u64::from(MAX_DISK_ERRORS) {
+        assert!(c.nodes()[0].disk().is_some(), "given up after {i}");
+        let now = c.now();
+        c.node_mut(0)
+            .handle_disk_read(1000 + i, Err(DiskMiss::Io), now);
+    }
+    assert!(c.nodes()[0].disk().is_none());
+    for block in 0..4 {
+        assert_eq!(read(&mut c, 0, block), Level::Origin);
+    }
+    assert_eq!(c.stats().disk_reads, 0);
+}

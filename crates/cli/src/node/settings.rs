@@ -55,6 +55,9 @@ pub struct Settings {
     pub memory: u64,
     /// Of `memory`, the share for pinned files.
     pub max_pinned: u64,
+    /// The disk tier's directories (none: memory alone) and size.
+    pub disk: Vec<PathBuf>,
+    pub disk_size: u64,
     pub block_size: u32,
     /// Blocks the budget holds (checked as the node checks it at start).
     pub capacity: usize,
@@ -241,7 +244,23 @@ impl Settings {
             .map_err(|_| anyhow!("block size {block_size} bytes: expected at most 4 MiB"))?;
         let private = args.private || file.private.unwrap_or(false);
         let max_pinned = size(args.max_pinned, &file.max_pinned, "max_pinned", 0)?;
-        let capacity = coopcache_node::check_capacity(memory, max_pinned, block_size, private)?;
+        let disk = match args.disk.is_empty() {
+            true => file.disk.unwrap_or_default(),
+            false => args.disk,
+        };
+        let disk_size = size(args.disk_size, &file.disk_size, "disk_size", 0)?;
+        match (disk.is_empty(), disk_size) {
+            (false, 0) => bail!(
+                "--disk {}: needs --disk-size (disk_size), the bytes the tier takes over all its directories",
+                disk[0].display()
+            ),
+            (true, n) if n > 0 => bail!(
+                "--disk-size {n} bytes: needs --disk DIR (disk), a directory to keep the tier in"
+            ),
+            _ => {}
+        }
+        let capacity =
+            coopcache_node::check_capacity(memory, max_pinned, disk_size, block_size, private)?;
         let algorithm = args
             .algorithm
             .or(file.algorithm)
@@ -297,6 +316,8 @@ impl Settings {
             )?,
             memory,
             max_pinned,
+            disk,
+            disk_size,
             block_size,
             capacity,
             attr_ttl: duration(args.attr_ttl, &file.attr_ttl, "attr_ttl", Duration::ZERO)?,
@@ -420,6 +441,22 @@ impl Settings {
                 ),
             ),
             ("max_pinned", format!("{} bytes", self.max_pinned)),
+            (
+                "disk",
+                match self.disk.is_empty() {
+                    true => "none (memory alone)".to_owned(),
+                    false => format!(
+                        "{} bytes in {} (index {} bytes of memory)",
+                        self.disk_size,
+                        self.disk
+                            .iter()
+                            .map(|d| d.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        coopcache_node::disk_index_bytes(self.disk_size, self.block_size)
+                    ),
+                },
+            ),
             ("chances", self.chances.to_string()),
             ("attr_ttl", seconds(self.attr_ttl)),
             ("origin_delay", seconds(self.origin_delay)),

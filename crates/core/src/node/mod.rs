@@ -204,7 +204,12 @@ where
 
     /// The disk tier's read of `block` finished
     /// ([`NodeProtocol::handle_disk_read`]).
-    pub fn handle_disk_read(&mut self, block: K, result: Result<D, ()>, now: u64) {
+    pub fn handle_disk_read(
+        &mut self,
+        block: K,
+        result: Result<D, crate::protocol::DiskMiss>,
+        now: u64,
+    ) {
         self.at(now);
         self.reads.handle_disk_read(block, result, now);
     }

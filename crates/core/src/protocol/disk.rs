@@ -62,7 +62,15 @@ pub struct DiskTier<K> {
     /// Slots never used (or freed by a failed check), taken first.
     free: Vec<u32>,
     lru: Lru<K>,
+    /// Reads and writes the driver failed in a row ([`MAX_DISK_ERRORS`]).
+    errors: u32,
 }
+
+/// Failed disk reads and writes in a row after which the node gives its
+/// disk tier up and goes on with memory alone: a disk that is gone, full
+/// or failing answers every call with an error, and each would cost a
+/// read its slot's round trip before the origin.
+pub const MAX_DISK_ERRORS: u32 = 16;
 
 impl<K: BlockKey> DiskTier<K> {
     /// A tier of `slots` empty slots (at least one).
@@ -74,6 +82,7 @@ impl<K: BlockKey> DiskTier<K> {
             // Popped from the end: slot 0 first.
             free: (0..slots).rev().collect(),
             lru: Lru::new(slots as usize).expect("at least one slot"),
+            errors: 0,
         }
     }
 
@@ -236,9 +245,12 @@ where
     }
 
     /// The driver read `block` from its slot ([`Action::ReadDisk`]): its
-    /// contents, hashed where they were read, or `Err` if it could not.
-    pub fn handle_disk_read(&mut self, block: K, result: Result<D, ()>, now: u64) {
-        self.disk_read(block, result, now);
+    /// contents, hashed where they were read, or why there were none.
+    /// After [`MAX_DISK_ERRORS`] I/O errors in a row the tier is given up
+    /// ([`NodeProtocol::disk`] is `None` then: the driver says so).
+    pub fn handle_disk_read(&mut self, block: K, result: Result<D, DiskMiss>, now: u64) {
+        self.disk_health(!matches!(result, Err(DiskMiss::Io)));
+        self.disk_read(block, result.map_err(|_| ()), now);
         self.settle(now);
     }
 
@@ -250,6 +262,19 @@ where
         }
         if let Some(t) = self.disk.as_mut() {
             t.written(block, slot, ok);
+        }
+        self.disk_health(ok);
+    }
+
+    /// Counts a failed disk call in a row, or clears the count: the tier
+    /// goes at [`MAX_DISK_ERRORS`].
+    fn disk_health(&mut self, ok: bool) {
+        let Some(t) = self.disk.as_mut() else {
+            return;
+        };
+        t.errors = if ok { 0 } else { t.errors + 1 };
+        if t.errors >= MAX_DISK_ERRORS {
+            self.disk = None;
         }
     }
 
@@ -271,6 +296,16 @@ where
         self.actions
             .push_back(Action::WriteDisk { block, slot, data });
     }
+}
+
+/// Why a disk slot gave no contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskMiss {
+    /// The slot holds another block, or a torn one (a crash, a slot reused
+    /// by a write this index never saw).
+    NotThere,
+    /// The disk failed the read.
+    Io,
 }
 
 /// Why a node keeps no disk tier.

@@ -46,4 +46,4 @@
 
 mod store;
 
-pub use store::{DiskError, DiskStore, Recovered};
+pub use store::{DiskError, DiskStore, FILE_NAME, Recovered};

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The store's file in each directory.
-const FILE_NAME: &str = "coopcache-blocks";
+pub const FILE_NAME: &str = "coopcache-blocks";
 /// The superblock's room at the start of each file: one page, so slots
 /// stay page-aligned.
 const SUPERBLOCK_BYTES: u64 = 4096;

@@ -1,0 +1,114 @@
+//! A node's disk tier (`--disk`, issue 43) through a real daemon: a file
+//! larger than the node's memory is read back from the disk, not the
+//! origin; a node restarted with the same directory serves what its disk
+//! held without reading the origin again; slots whose bytes rotted while
+//! it was down are read from the origin, never served.
+
+use crate::common::*;
+use coopcache_core::coop::AlgorithmKind;
+use coopcache_node::disk::DiskStore;
+use coopcache_node::origin::Origin;
+use coopcache_node::tls::Identity;
+use coopcache_node::{NodeHandle, NodeOptions, start};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// 16 MiB in 64 KiB blocks: 256 blocks, four times what the node's
+/// memory caches at 39 MiB (35 MiB of it reserved).
+const FILE: usize = 16 << 20;
+const BLOCKS: u64 = (FILE as u64) >> 16;
+
+fn with_disk(opts: &mut NodeOptions, dir: &Path) {
+    opts.algorithm = AlgorithmKind::Base;
+    opts.memory = 39 << 20;
+    opts.disk = vec![dir.to_path_buf()];
+    opts.disk_size = 64 << 20;
+}
+
+/// A node of `c`'s keys and origin started again with the disk in `dir`
+/// (the stopped one's store may take a moment to close: its lock).
+async fn restart(c: &TestCluster, dir: &Path) -> Arc<NodeHandle> {
+    for _ in 0..50 {
+        let identity = Identity::load(&c.keys, "node-0").unwrap();
+        let origin = Origin::open(c.origin_dir.to_str().unwrap()).unwrap();
+        let mut opts = NodeOptions::new(identity, "127.0.0.1:0".parse().unwrap(), origin);
+        opts.attr_ttl = Duration::from_secs(60);
+        with_disk(&mut opts, dir);
+        match start(opts).await {
+            Ok(node) => return Arc::new(node),
+            Err(e) if e.to_string().contains("in use") => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("restart: {e}"),
+        }
+    }
+    panic!("the stopped node's disk store never closed");
+}
+
+async fn read_all(node: &Arc<NodeHandle>) {
+    let got = node.read("big.bin", None).await.expect("read");
+    assert!(got[..] == contents(1, FILE)[..], "wrong bytes");
+}
+
+async fn levels(node: &Arc<NodeHandle>) -> (u64, u64) {
+    let s = node.status().await.unwrap();
+    (s.origin_reads, s.reads.get("disk").copied().unwrap_or(0))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_serves_what_memory_dropped_and_what_it_held_before_a_restart() {
+    let disk = tempfile::tempdir().unwrap();
+    let shape = Shape {
+        nodes: 1,
+        ..Shape::default()
+    };
+    let c = cluster_with(shape, &[("big.bin", FILE)], |o| with_disk(o, disk.path())).await;
+    let node = c.nodes[0].clone();
+    read_all(&node).await;
+    assert_eq!(levels(&node).await, (BLOCKS, 0));
+    // Its memory holds about a quarter of the file: the rest from disk.
+    read_all(&node).await;
+    let (origin, from_disk) = levels(&node).await;
+    assert_eq!(origin, BLOCKS, "a block read from the origin again");
+    assert!(from_disk > BLOCKS / 2, "{from_disk} blocks from the disk");
+
+    // Restarted empty of memory, it reads its disk, not the origin.
+    // (The cluster's handle stays, stopped: its driver and store go.)
+    node.shutdown();
+    let node = restart(&c, disk.path()).await;
+    read_all(&node).await;
+    assert_eq!(levels(&node).await, (0, BLOCKS));
+
+    // Every slot's data rots while it is down: the origin, never the
+    // rotten bytes.
+    node.shutdown();
+    drop(node);
+    let dirs = [disk.path().to_path_buf()];
+    let slot = {
+        let mut opened = DiskStore::open(&dirs, 64 << 20, 64 << 10);
+        for _ in 0..50 {
+            if !matches!(opened, Err(coopcache_node::disk::DiskError::InUse { .. })) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            opened = DiskStore::open(&dirs, 64 << 20, 64 << 10);
+        }
+        let (store, found) = opened.unwrap();
+        assert_eq!(found.len() as u64, BLOCKS, "recovered");
+        store.slot_bytes() as usize
+    };
+    let file = disk.path().join(coopcache_node::disk::FILE_NAME);
+    let mut bytes = std::fs::read(&file).unwrap();
+    for s in 0..BLOCKS as usize {
+        // Past the superblock (4 KiB) and the slot's header, in its data.
+        bytes[4096 + s * slot + 1000] ^= 0xff;
+    }
+    std::fs::write(&file, &bytes).unwrap();
+    let node = restart(&c, disk.path()).await;
+    read_all(&node).await;
+    let (origin, from_disk) = levels(&node).await;
+    assert_eq!((origin, from_disk), (BLOCKS, 0));
+    let s = node.status().await.unwrap();
+    assert_eq!(s.integrity_failures, 0, "a rotten slot is not a peer's lie");
+}
