@@ -159,7 +159,7 @@ async fn run_one(
             let mut rng = Pcg64Mcg::seed_from_u64(seed ^ ((i as u64 + 1) * 0x9e37_79b9));
             let zipf = Zipf::new(f64::from(files), skew).map_err(|e| anyhow::anyhow!("{e}"))?;
             let mut lat = Vec::with_capacity(reads as usize);
-            let (mut wrong, mut levels) = (0u64, [0u64; 4]);
+            let (mut wrong, mut levels) = (0u64, [0u64; Level::ALL.len()]);
             for _ in 0..reads {
                 let f = zipf.sample(&mut rng) as usize - 1;
                 let b = rng.random_range(0..blocks_per_file) as u32;
@@ -178,13 +178,13 @@ async fn run_one(
         }));
     }
     let mut lat = Vec::new();
-    let (mut wrong, mut levels) = (0, [0u64; 4]);
+    let (mut wrong, mut levels) = (0, [0u64; Level::ALL.len()]);
     for t in tasks {
         let (l, w, lv) = t.await??;
         lat.extend(l);
         wrong += w;
-        for i in 0..4 {
-            levels[i] += lv[i];
+        for (sum, n) in levels.iter_mut().zip(lv) {
+            *sum += n;
         }
     }
     let seconds = started.elapsed().as_secs_f64();

@@ -207,6 +207,16 @@ fn check_config_refuses_each_bad_value_naming_its_key() {
             "consistency = \"strict\"",
             &["consistency", "strict", "shared or exclusive"],
         ),
+        ("disk = [\"/tmp\"]", &["--disk /tmp", "needs --disk-size"]),
+        ("disk_size = \"1GiB\"", &["needs --disk DIR"]),
+        (
+            "disk = [\"/tmp\"]\ndisk_size = \"1TiB\"",
+            &["--disk-size", "index", "more than half of --memory"],
+        ),
+        (
+            "disk = [\"/tmp\"]\ndisk_size = \"1GiB\"\nprivate = true\nalgorithm = \"base\"",
+            &["private origin keeps no disk tier"],
+        ),
     ];
     for (line, needles) in cases {
         let config = tmp.path().join("bad.toml");

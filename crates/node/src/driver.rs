@@ -298,6 +298,19 @@ pub struct Status {
     /// (`--max-pinned`).
     #[serde(default)]
     pub max_pinned_bytes: u64,
+    /// Slots of the disk tier (`--disk`): 0 without one, or once it was
+    /// given up.
+    #[serde(default)]
+    pub disk_slots: u64,
+    /// Blocks on the disk tier.
+    #[serde(default)]
+    pub disk_blocks: u64,
+    /// Blocks written to the disk tier.
+    #[serde(default)]
+    pub disk_writes: u64,
+    /// Disk tier slots that failed a read (each read the origin).
+    #[serde(default)]
+    pub disk_failures: u64,
     /// Whether the node waits on nothing (no read in flight, no block
     /// held unverified, nothing it expects from a peer).
     pub quiet: bool,
@@ -402,6 +415,8 @@ pub struct Driver {
 struct Synced {
     integrity_failures: u64,
     timeouts: u64,
+    disk_writes: u64,
+    disk_failures: u64,
     violations: BTreeMap<NodeId, u64>,
     manager_opens: u64,
     manager_listings: u64,
@@ -738,6 +753,14 @@ impl Driver {
         m.timeouts.inc_by(s.timeouts - self.synced.timeouts);
         self.synced.integrity_failures = s.integrity_failures;
         self.synced.timeouts = s.timeouts;
+        m.disk_writes
+            .inc_by(s.disk_writes - self.synced.disk_writes);
+        m.disk_failures
+            .inc_by(s.disk_failures - self.synced.disk_failures);
+        self.synced.disk_writes = s.disk_writes;
+        self.synced.disk_failures = s.disk_failures;
+        let disk = self.node.reads().disk().map_or(0, |t| t.len());
+        m.disk_blocks.set(disk as i64);
         for (&peer, &n) in &s.violations {
             let seen = self.synced.violations.entry(peer).or_default();
             if n > *seen {

@@ -139,6 +139,13 @@ pub struct Metrics {
     pub cached_bytes: Gauge,
     /// Bytes of pinned block data (`coopcache pin`), outside `cached_bytes`.
     pub pinned_bytes: Gauge,
+    /// Blocks on the disk tier (`--disk`).
+    pub disk_blocks: Gauge,
+    /// Blocks written to the disk tier.
+    pub disk_writes: Counter,
+    /// Disk tier slots that failed a read (unreadable, rotten, too slow):
+    /// each read the origin.
+    pub disk_failures: Counter,
     /// The memory budget.
     pub budget_bytes: Gauge,
     /// Live members, this node included.
@@ -210,7 +217,7 @@ impl Metrics {
             "Connections the gateway or S3 endpoint closed on its own: refused at the cap (503), evicted for a newcomer, idle, or slow (under the rate floor)",
             self.gateway_closed.clone(),
         );
-        let counters: [(&str, &str, &Counter); 26] = [
+        let counters: [(&str, &str, &Counter); 28] = [
             (
                 "warmed_files",
                 "Files warm-ups read whole (coopcache warm)",
@@ -309,6 +316,16 @@ impl Metrics {
                 &self.integrity_failures,
             ),
             (
+                "disk_writes",
+                "Blocks written to the disk tier",
+                &self.disk_writes,
+            ),
+            (
+                "disk_failures",
+                "Disk tier slots that failed a read (unreadable, rotten, too slow)",
+                &self.disk_failures,
+            ),
+            (
                 "timeouts",
                 "Reads that timed out waiting on a peer",
                 &self.timeouts,
@@ -346,6 +363,11 @@ impl Metrics {
             "pinned_bytes",
             "Bytes of pinned blocks (coopcache pin), outside cached_bytes",
             self.pinned_bytes.clone(),
+        );
+        r.register(
+            "disk_blocks",
+            "Blocks on the disk tier",
+            self.disk_blocks.clone(),
         );
         r.register("budget_bytes", "Memory budget", self.budget_bytes.clone());
         r.register("members", "Live members", self.members.clone());

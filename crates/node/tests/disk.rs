@@ -77,6 +77,9 @@ async fn a_disk_serves_what_memory_dropped_and_what_it_held_before_a_restart() {
     // (The cluster's handle stays, stopped: its driver and store go.)
     node.shutdown();
     let node = restart(&c, disk.path()).await;
+    let s = node.status().await.unwrap();
+    assert_eq!((s.disk_blocks, s.disk_writes), (BLOCKS, 0), "recovered");
+    assert!(s.disk_slots >= BLOCKS, "{} slots", s.disk_slots);
     read_all(&node).await;
     assert_eq!(levels(&node).await, (0, BLOCKS));
 
@@ -111,4 +114,6 @@ async fn a_disk_serves_what_memory_dropped_and_what_it_held_before_a_restart() {
     assert_eq!((origin, from_disk), (BLOCKS, 0));
     let s = node.status().await.unwrap();
     assert_eq!(s.integrity_failures, 0, "a rotten slot is not a peer's lie");
+    // Each rotten slot failed once, and the origin's bytes replaced it.
+    assert_eq!((s.disk_failures, s.disk_writes), (BLOCKS, BLOCKS));
 }

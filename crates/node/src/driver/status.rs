@@ -43,6 +43,10 @@ impl Driver {
             pinned_bytes: pinned.bytes as u64,
             pinned_blocks: pinned.blocks as u64,
             max_pinned_bytes: self.cfg.max_pinned,
+            disk_slots: self.node.reads().disk().map_or(0, |t| u64::from(t.slots())),
+            disk_blocks: self.node.reads().disk().map_or(0, |t| t.len() as u64),
+            disk_writes: stats.disk_writes,
+            disk_failures: stats.disk_failures,
             budget_bytes: self.cfg.budget,
             reads: Level::ALL
                 .iter()
