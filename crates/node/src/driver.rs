@@ -410,6 +410,13 @@ pub struct Driver {
     disk: Option<Arc<crate::disk::DiskStore>>,
 }
 
+/// Adds to `counter` what a protocol count grew by since `seen`, which
+/// becomes `now`.
+fn advance(counter: &prometheus_client::metrics::counter::Counter, now: u64, seen: &mut u64) {
+    counter.inc_by(now.saturating_sub(*seen));
+    *seen = now;
+}
+
 /// Protocol counters already added to the metrics.
 #[derive(Default)]
 struct Synced {
@@ -748,17 +755,15 @@ impl Driver {
     pub(super) fn sync_metrics(&mut self) {
         let s = self.node.reads().stats();
         let m = &self.metrics;
-        m.integrity_failures
-            .inc_by(s.integrity_failures - self.synced.integrity_failures);
-        m.timeouts.inc_by(s.timeouts - self.synced.timeouts);
-        self.synced.integrity_failures = s.integrity_failures;
-        self.synced.timeouts = s.timeouts;
-        m.disk_writes
-            .inc_by(s.disk_writes - self.synced.disk_writes);
-        m.disk_failures
-            .inc_by(s.disk_failures - self.synced.disk_failures);
-        self.synced.disk_writes = s.disk_writes;
-        self.synced.disk_failures = s.disk_failures;
+        let synced = &mut self.synced;
+        advance(
+            &m.integrity_failures,
+            s.integrity_failures,
+            &mut synced.integrity_failures,
+        );
+        advance(&m.timeouts, s.timeouts, &mut synced.timeouts);
+        advance(&m.disk_writes, s.disk_writes, &mut synced.disk_writes);
+        advance(&m.disk_failures, s.disk_failures, &mut synced.disk_failures);
         let disk = self.node.reads().disk().map_or(0, |t| t.len());
         m.disk_blocks.set(disk as i64);
         for (&peer, &n) in &s.violations {
@@ -776,15 +781,15 @@ impl Driver {
         m.pinned_bytes
             .set(self.node.reads().pinned_usage().bytes as i64);
         let c = *self.node.commits().counters();
-        m.manager_opens
-            .inc_by(c.opens_from_table - self.synced.manager_opens);
-        m.first_served
-            .inc_by(c.first_served - self.synced.first_served);
-        self.synced.manager_opens = c.opens_from_table;
-        self.synced.first_served = c.first_served;
+        let synced = &mut self.synced;
+        advance(
+            &m.manager_opens,
+            c.opens_from_table,
+            &mut synced.manager_opens,
+        );
+        advance(&m.first_served, c.first_served, &mut synced.first_served);
         let listed = self.node.listings().counters().from_table;
-        m.manager_listings
-            .inc_by(listed - std::mem::replace(&mut self.synced.manager_listings, listed));
+        advance(&m.manager_listings, listed, &mut synced.manager_listings);
         let w = self.node.warms().counters();
         let was = std::mem::replace(&mut self.synced.warms, w);
         m.warm_placed.inc_by(w.placed - was.placed);
