@@ -22,6 +22,13 @@ pub const RESERVE: u64 =
 /// origin listing.
 pub const LISTING_BYTES: u64 = 2 << 20;
 
+/// Bytes of blocks on their way to the disk tier at once (`--disk`): a
+/// block memory has dropped meanwhile is held by its write alone. A write
+/// beyond is skipped (the block simply is not on disk), so a disk slower
+/// than the reads that fill it cannot grow the node past its budget.
+/// Counted in the budget of a node with a disk tier only.
+pub const DISK_WRITE_BYTES: u64 = 4 << 20;
+
 /// The runtime's own heap: tokio's tasks and queues, TLS sessions, the
 /// directory and hash records of the files this node manages, the C2Cfs
 /// commit table ([`COMMIT_FILES`]), metrics (an idle node holds about

@@ -408,6 +408,9 @@ pub struct Driver {
     next_list_req: u64,
     /// The disk tier's store, while the protocol keeps a tier.
     disk: Option<Arc<crate::disk::DiskStore>>,
+    /// Bytes of blocks being written to it
+    /// ([`DISK_WRITE_BYTES`](crate::budget::DISK_WRITE_BYTES)).
+    disk_writing: u64,
 }
 
 /// Adds to `counter` what a protocol count grew by since `seen`, which
@@ -485,6 +488,7 @@ impl Driver {
             list_waiters: HashMap::new(),
             next_list_req: 0,
             disk: None,
+            disk_writing: 0,
         }
     }
 

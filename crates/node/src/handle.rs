@@ -302,12 +302,18 @@ pub fn check_capacity(
     .blocks()?)
 }
 
-/// Bytes of memory the index of a disk tier of `disk_size` bytes takes at
-/// most, in blocks of `block_size`: a slot per block
+/// Bytes of memory a disk tier of `disk_size` bytes takes at most, in
+/// blocks of `block_size`, counted in the memory budget: its index, a
+/// slot per block
 /// ([`DISK_ENTRY_BYTES`](coopcache_core::protocol::DISK_ENTRY_BYTES)
-/// each), counted in the memory budget.
+/// each), and its writes in flight
+/// ([`DISK_WRITE_BYTES`](crate::budget::DISK_WRITE_BYTES)).
 pub fn disk_index_bytes(disk_size: u64, block_size: u32) -> u64 {
-    (disk_size / u64::from(block_size.max(1))) * coopcache_core::protocol::DISK_ENTRY_BYTES
+    if disk_size == 0 {
+        return 0;
+    }
+    let slots = disk_size / u64::from(block_size.max(1));
+    slots * coopcache_core::protocol::DISK_ENTRY_BYTES + crate::budget::DISK_WRITE_BYTES
 }
 
 /// Blocks the pinned share of `max_pinned` bytes holds, each counted with

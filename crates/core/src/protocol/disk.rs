@@ -266,6 +266,16 @@ where
         self.disk_health(ok);
     }
 
+    /// The driver skipped the write of `block` into `slot` (too many
+    /// bytes on their way to the disk already): the slot is free again,
+    /// and the disk is no worse for it.
+    pub fn handle_disk_skipped(&mut self, block: K, slot: u32) {
+        self.stats.disk_writes_skipped += 1;
+        if let Some(t) = self.disk.as_mut() {
+            t.written(block, slot, false);
+        }
+    }
+
     /// Counts a failed disk call in a row, or clears the count: the tier
     /// goes at [`MAX_DISK_ERRORS`].
     fn disk_health(&mut self, ok: bool) {

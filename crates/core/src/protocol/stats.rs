@@ -40,10 +40,14 @@ pub struct ProtocolStats {
     /// Of those, the ones it failed (unreadable, another digest, too
     /// slow): each read the origin instead.
     pub disk_failures: u64,
-    /// Blocks written to the disk tier.
+    /// Blocks sent to the disk tier to be written (the failed and the
+    /// skipped among them).
     pub disk_writes: u64,
     /// Writes to the disk tier that failed.
     pub disk_write_failures: u64,
+    /// Writes to the disk tier the driver skipped (its bound on bytes on
+    /// their way to the disk was reached).
+    pub disk_writes_skipped: u64,
     /// Messages or blocks dropped because a bounded table was full.
     pub dropped: u64,
     /// Messages the node's machines sent that have no live form (a bug:

@@ -7,6 +7,7 @@
 
 use super::{Driver, Event};
 use crate::block::{Block, BlockId};
+use crate::budget::DISK_WRITE_BYTES;
 use crate::disk::{DiskError, DiskStore};
 use coopcache_core::protocol::{Content, DiskMiss};
 use std::sync::Arc;
@@ -29,6 +30,8 @@ pub enum DiskEvent {
         slot: u32,
         /// Whether it was written.
         ok: bool,
+        /// Bytes it carried.
+        len: u64,
     },
 }
 
@@ -58,12 +61,19 @@ impl Driver {
         });
     }
 
-    /// Writes `data` of `block` into `slot` on the blocking pool.
+    /// Writes `data` of `block` into `slot` on the blocking pool, unless
+    /// [`DISK_WRITE_BYTES`] are on their way already: skipped then.
     pub(super) fn write_disk(&mut self, block: BlockId, slot: u32, data: Block) {
         let Some(store) = self.disk.clone() else {
             let reads = self.node.reads_mut();
             return reads.handle_disk_written(block, slot, false);
         };
+        let len = data.bytes.len() as u64;
+        let busy = self.disk_writing > 0 && self.disk_writing + len > DISK_WRITE_BYTES;
+        if busy {
+            return self.node.reads_mut().handle_disk_skipped(block, slot);
+        }
+        self.disk_writing += len;
         let events = self.events.clone();
         tokio::task::spawn_blocking(move || {
             let hash = data.digest().hash;
@@ -72,7 +82,13 @@ impl Driver {
                 failed("write", e);
             }
             let ok = written.is_ok();
-            let _ = events.blocking_send(Event::Disk(DiskEvent::Written { block, slot, ok }));
+            let ev = DiskEvent::Written {
+                block,
+                slot,
+                ok,
+                len,
+            };
+            let _ = events.blocking_send(Event::Disk(ev));
         });
     }
 
@@ -82,7 +98,13 @@ impl Driver {
         let now = self.clock.micros();
         match ev {
             DiskEvent::Read { block, result } => self.node.handle_disk_read(block, result, now),
-            DiskEvent::Written { block, slot, ok } => {
+            DiskEvent::Written {
+                block,
+                slot,
+                ok,
+                len,
+            } => {
+                self.disk_writing = self.disk_writing.saturating_sub(len);
                 self.node.reads_mut().handle_disk_written(block, slot, ok)
             }
         }
