@@ -759,6 +759,8 @@ impl Driver {
     pub(super) fn sync_metrics(&mut self) {
         let s = self.node.reads().stats();
         let m = &self.metrics;
+        let c = *self.node.commits().counters();
+        let listed = self.node.listings().counters().from_table;
         let synced = &mut self.synced;
         advance(
             &m.integrity_failures,
@@ -768,6 +770,13 @@ impl Driver {
         advance(&m.timeouts, s.timeouts, &mut synced.timeouts);
         advance(&m.disk_writes, s.disk_writes, &mut synced.disk_writes);
         advance(&m.disk_failures, s.disk_failures, &mut synced.disk_failures);
+        advance(
+            &m.manager_opens,
+            c.opens_from_table,
+            &mut synced.manager_opens,
+        );
+        advance(&m.first_served, c.first_served, &mut synced.first_served);
+        advance(&m.manager_listings, listed, &mut synced.manager_listings);
         let disk = self.node.reads().disk().map_or(0, |t| t.len());
         m.disk_blocks.set(disk as i64);
         for (&peer, &n) in &s.violations {
@@ -784,16 +793,6 @@ impl Driver {
         m.cached_bytes.set(self.node.reads().usage().bytes as i64);
         m.pinned_bytes
             .set(self.node.reads().pinned_usage().bytes as i64);
-        let c = *self.node.commits().counters();
-        let synced = &mut self.synced;
-        advance(
-            &m.manager_opens,
-            c.opens_from_table,
-            &mut synced.manager_opens,
-        );
-        advance(&m.first_served, c.first_served, &mut synced.first_served);
-        let listed = self.node.listings().counters().from_table;
-        advance(&m.manager_listings, listed, &mut synced.manager_listings);
         let w = self.node.warms().counters();
         let was = std::mem::replace(&mut self.synced.warms, w);
         m.warm_placed.inc_by(w.placed - was.placed);

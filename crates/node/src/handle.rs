@@ -368,7 +368,6 @@ async fn open_disk(
         };
         kept += usize::from(protocol.recover_disk(r.block, r.slot, digest));
     }
-    protocol.disk_recovered();
     tracing::info!(
         slots = store.slots(),
         blocks = kept,

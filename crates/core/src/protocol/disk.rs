@@ -35,7 +35,7 @@
 use super::{Action, Content, Digest, NodeProtocol, ProtocolKey};
 use crate::coop::SizeClassed;
 use crate::policy::Lru;
-use crate::policy::{BLOCK, BlockKey, Lookup, Policy};
+use crate::policy::{BLOCK, BlockKey, Policy};
 use std::collections::HashMap;
 
 /// Bytes of memory one disk slot's entry costs at most: the index entry
@@ -59,7 +59,9 @@ pub struct DiskTier<K> {
     entries: HashMap<K, Entry, foldhash::fast::FixedState>,
     /// Slot to block, for reusing a slot whose block the LRU dropped.
     by_slot: Vec<Option<K>>,
-    /// Slots never used (or freed by a failed check), taken first.
+    /// Slots never used (or freed by a failed check), taken first; a slot
+    /// recovery took meanwhile stays in it and is skipped when popped (so
+    /// recovering a disk costs no search of this list).
     free: Vec<u32>,
     lru: Lru<K>,
     /// Reads and writes the driver failed in a row ([`MAX_DISK_ERRORS`]).
@@ -115,22 +117,30 @@ impl<K: BlockKey> DiskTier<K> {
         if taken || self.entries.contains_key(&block) {
             return false;
         }
-        self.free.retain(|&s| s != slot);
+        self.take(block, slot, digest, true);
+        true
+    }
+
+    /// Gives `slot` to `block`, most recently used.
+    fn take(&mut self, block: K, slot: u32, digest: Digest, ready: bool) {
         self.by_slot[slot as usize] = Some(block);
         let entry = Entry {
             slot,
             digest,
-            ready: true,
+            ready,
         };
         self.entries.insert(block, entry);
         self.lru.insert(block, BLOCK, ());
-        true
     }
 
-    /// Orders the free slots after recovery so that the lowest is used
-    /// first (recovery removed slots one by one).
-    pub fn recovered(&mut self) {
-        self.free.sort_unstable_by(|a, b| b.cmp(a));
+    /// The lowest free slot not taken by recovery since it was freed.
+    fn pop_free(&mut self) -> Option<u32> {
+        while let Some(slot) = self.free.pop() {
+            if self.by_slot[slot as usize].is_none() {
+                return Some(slot);
+            }
+        }
+        None
     }
 
     /// The slot holding `block`, ready to be read, as a use of it.
@@ -148,7 +158,7 @@ impl<K: BlockKey> DiskTier<K> {
         if self.entries.contains_key(&block) {
             return None;
         }
-        let slot = match self.free.pop() {
+        let slot = match self.pop_free() {
             Some(slot) => slot,
             None => {
                 let victim = self.lru.evict(&(), BLOCK)?;
@@ -156,16 +166,7 @@ impl<K: BlockKey> DiskTier<K> {
                 gone.slot
             }
         };
-        self.by_slot[slot as usize] = Some(block);
-        let entry = Entry {
-            slot,
-            digest,
-            ready: false,
-        };
-        self.entries.insert(block, entry);
-        if let Lookup::Miss(()) = self.lru.lookup(block) {
-            self.lru.insert(block, BLOCK, ());
-        }
+        self.take(block, slot, digest, false);
         Some(slot)
     }
 
@@ -222,13 +223,6 @@ where
         self.disk
             .as_mut()
             .is_some_and(|t| t.recover(block, slot, digest))
-    }
-
-    /// Every recovered block is in ([`NodeProtocol::recover_disk`]).
-    pub fn disk_recovered(&mut self) {
-        if let Some(t) = self.disk.as_mut() {
-            t.recovered();
-        }
     }
 
     /// The disk tier failed as a whole (removed, read-only, failing):
@@ -390,7 +384,6 @@ mod tests {
         assert!(!t.recover(11, 2, d(2)), "slot taken");
         assert!(!t.recover(10, 0, d(1)), "block there already");
         assert!(!t.recover(12, 3, d(1)), "no such slot");
-        t.recovered();
         assert_eq!(t.lookup(10), Some((2, d(1))));
         // Free slots are used lowest first, then the oldest block's.
         assert_eq!(t.place(20, d(2)), Some(0));

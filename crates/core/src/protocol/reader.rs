@@ -260,13 +260,10 @@ where
             .ok()
             .filter(|d| tier.is_some_and(|t| t.matches(block, d.digest()))); // rule: disk-digest
         let Some(data) = good else {
-            p.disk = FromDisk::Failed;
-            p.origin_started = now;
-            self.stats.disk_failures += 1;
             if let Some(t) = self.disk.as_mut() {
                 t.forget(block);
             }
-            return self.actions.push_back(Action::ReadOrigin { block });
+            return self.disk_failed(block, now);
         };
         p.disk = FromDisk::Served;
         self.stats.disk_hits += 1;
@@ -282,11 +279,18 @@ where
         if p.disk != FromDisk::Reading || p.deadline > now {
             return false;
         }
-        p.disk = FromDisk::Failed;
-        p.origin_started = now;
+        self.disk_failed(block, now);
+        true
+    }
+
+    /// The disk did not serve the read of `block`: the origin, from now.
+    fn disk_failed(&mut self, block: K, now: u64) {
+        if let Some(p) = self.reads.pending.get_mut(&block) {
+            p.disk = FromDisk::Failed;
+            p.origin_started = now;
+        }
         self.stats.disk_failures += 1;
         self.actions.push_back(Action::ReadOrigin { block });
-        true
     }
 
     /// A read's deadline passed: if it still waits on peers, the origin.

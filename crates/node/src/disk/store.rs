@@ -626,14 +626,15 @@ impl Progress {
         Progress {
             total,
             done: 0,
-            last: Instant::now(),
+            last: crate::clock::now(),
         }
     }
 
     fn tick(&mut self) {
         self.done += 1;
-        if self.last.elapsed() >= PROGRESS_EVERY {
-            self.last = Instant::now();
+        let now = crate::clock::now();
+        if now.duration_since(self.last) >= PROGRESS_EVERY {
+            self.last = now;
             tracing::info!(
                 done = self.done,
                 total = self.total,
