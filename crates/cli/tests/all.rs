@@ -20,6 +20,7 @@ mod consistency;
 mod dashboard;
 mod demo;
 mod deploy;
+mod disk;
 mod join;
 mod live;
 mod mrc;

@@ -11,7 +11,7 @@ use crate::common;
 use crate::common::random_bytes;
 
 use cluster::*;
-use common::{coopcache_args, stderr, stdout};
+use common::{coopcache_args, seed, stderr, stdout};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -30,20 +30,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_coopcache");
 const BLOCK: u64 = 64 << 10;
 
 // ---- origin files ------------------------------------------------------
-
-/// The seed of a test's files: `COOPCACHE_LIVE_SEED` or the clock, printed.
-fn seed(test: &str) -> u64 {
-    let seed = std::env::var("COOPCACHE_LIVE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-    eprintln!("{test}: seed {seed} (replay with COOPCACHE_LIVE_SEED={seed})");
-    seed
-}
 
 /// The files of an origin, by path relative to its root.
 type Files = BTreeMap<String, Vec<u8>>;

@@ -167,6 +167,20 @@ pub fn s3_clients() -> Option<PathBuf> {
     None
 }
 
+/// The seed of a test's files: `COOPCACHE_LIVE_SEED` or the clock, printed.
+pub fn seed(test: &str) -> u64 {
+    let seed = std::env::var("COOPCACHE_LIVE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    eprintln!("{test}: seed {seed} (replay with COOPCACHE_LIVE_SEED={seed})");
+    seed
+}
+
 /// `len` pseudo-random bytes (splitmix64) from `seed`.
 pub fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
     let mut state = seed;

@@ -75,7 +75,7 @@ pub enum DiskError {
         block_size: u32,
     },
     /// The store's file could not be opened or created.
-    #[error("cannot open or create {} (expected an existing, writable directory)", path.display())]
+    #[error("cannot open or create {} (expected a writable directory, or one that can be created)", path.display())]
     Open {
         /// The file.
         path: PathBuf,
@@ -343,6 +343,9 @@ impl SlotFile {
     /// kept.
     fn open(dir: &Path, layout: Layout) -> Result<(SlotFile, bool), DiskError> {
         let path = dir.join(FILE_NAME);
+        // Created as a cache directory would be (`--disk /var/cache/x`
+        // on a fresh machine); a parent that cannot hold it fails below.
+        let _ = std::fs::create_dir_all(dir);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
