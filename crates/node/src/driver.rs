@@ -311,6 +311,12 @@ pub struct Status {
     /// Disk tier slots that failed a read (each read the origin).
     #[serde(default)]
     pub disk_failures: u64,
+    /// Writes to the disk tier that failed (a full or failing disk).
+    #[serde(default)]
+    pub disk_write_failures: u64,
+    /// Writes to the disk tier skipped (the disk behind by its bound).
+    #[serde(default)]
+    pub disk_writes_skipped: u64,
     /// Whether the node waits on nothing (no read in flight, no block
     /// held unverified, nothing it expects from a peer).
     pub quiet: bool,
@@ -427,6 +433,8 @@ struct Synced {
     timeouts: u64,
     disk_writes: u64,
     disk_failures: u64,
+    disk_write_failures: u64,
+    disk_writes_skipped: u64,
     violations: BTreeMap<NodeId, u64>,
     manager_opens: u64,
     manager_listings: u64,
@@ -770,6 +778,16 @@ impl Driver {
         advance(&m.timeouts, s.timeouts, &mut synced.timeouts);
         advance(&m.disk_writes, s.disk_writes, &mut synced.disk_writes);
         advance(&m.disk_failures, s.disk_failures, &mut synced.disk_failures);
+        advance(
+            &m.disk_write_failures,
+            s.disk_write_failures,
+            &mut synced.disk_write_failures,
+        );
+        advance(
+            &m.disk_writes_skipped,
+            s.disk_writes_skipped,
+            &mut synced.disk_writes_skipped,
+        );
         advance(
             &m.manager_opens,
             c.opens_from_table,

@@ -356,7 +356,23 @@ async fn open_disk(
         tokio::task::spawn_blocking(move || crate::disk::DiskStore::open(&owned, size, block_size))
             .await
             .map_err(|e| NodeError::Config(format!("opening the disk tier: {e}")))?;
-    let (store, found) = opened.map_err(|e| NodeError::Config(e.to_string()))?;
+    let (store, found) = match opened {
+        Ok(opened) => opened,
+        // A disk that fails at start is a disk that failed while running
+        // (memory alone, a WARN): a node restarted after its disk died
+        // must come back, not crash-loop. What the operator can fix (no
+        // room, a directory in use or not writable) stops the start.
+        Err(e @ crate::disk::DiskError::Io { .. }) => {
+            let cause = std::error::Error::source(&e).map(ToString::to_string);
+            tracing::warn!(
+                error = %e,
+                cause = cause.unwrap_or_default(),
+                "disk tier: the disk fails at start; this node goes on with memory alone"
+            );
+            return Ok(None);
+        }
+        Err(e) => return Err(NodeError::Config(e.to_string())),
+    };
     protocol
         .set_disk(store.slots())
         .map_err(|e| NodeError::Config(e.to_string()))?;

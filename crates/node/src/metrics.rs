@@ -146,6 +146,11 @@ pub struct Metrics {
     /// Disk tier slots that failed a read (unreadable, rotten, too slow):
     /// each read the origin.
     pub disk_failures: Counter,
+    /// Writes to the disk tier that failed (full, failing).
+    pub disk_write_failures: Counter,
+    /// Writes to the disk tier skipped: more bytes were on their way to
+    /// it than its bound.
+    pub disk_writes_skipped: Counter,
     /// The memory budget.
     pub budget_bytes: Gauge,
     /// Live members, this node included.
@@ -217,7 +222,7 @@ impl Metrics {
             "Connections the gateway or S3 endpoint closed on its own: refused at the cap (503), evicted for a newcomer, idle, or slow (under the rate floor)",
             self.gateway_closed.clone(),
         );
-        let counters: [(&str, &str, &Counter); 28] = [
+        let counters: [(&str, &str, &Counter); 30] = [
             (
                 "warmed_files",
                 "Files warm-ups read whole (coopcache warm)",
@@ -324,6 +329,16 @@ impl Metrics {
                 "disk_failures",
                 "Disk tier slots that failed a read (unreadable, rotten, too slow)",
                 &self.disk_failures,
+            ),
+            (
+                "disk_write_failures",
+                "Writes to the disk tier that failed (a full or failing disk)",
+                &self.disk_write_failures,
+            ),
+            (
+                "disk_writes_skipped",
+                "Writes to the disk tier skipped: the disk was behind by its bound",
+                &self.disk_writes_skipped,
             ),
             (
                 "timeouts",

@@ -12,6 +12,7 @@ mod cluster;
 mod discovery;
 mod disk;
 mod equivalence;
+mod faultfs;
 mod frame_fuzz;
 mod gateway;
 mod gateway_fair;

@@ -2,9 +2,12 @@
 //! larger than the node's memory is read back from the disk, not the
 //! origin; a node restarted with the same directory serves what its disk
 //! held without reading the origin again; slots whose bytes rotted while
-//! it was down are read from the origin, never served.
+//! it was down are read from the origin, never served. A disk that fails
+//! (EIO) or fills up (ENOSPC) under a running node, or fails at its start,
+//! leaves it memory alone: no reader sees an error.
 
 use crate::common::*;
+use crate::faultfs::{Fault, FaultMount};
 use coopcache_core::coop::AlgorithmKind;
 use coopcache_node::disk::DiskStore;
 use coopcache_node::origin::Origin;
@@ -116,4 +119,79 @@ async fn a_disk_serves_what_memory_dropped_and_what_it_held_before_a_restart() {
     assert_eq!(s.integrity_failures, 0, "a rotten slot is not a peer's lie");
     // Each rotten slot failed once, and the origin's bytes replaced it.
     assert_eq!((s.disk_failures, s.disk_writes), (BLOCKS, BLOCKS));
+}
+
+/// A node whose disk tier is on `mount`, having read the file once (its
+/// blocks written to the disk).
+async fn on_faulty_disk(mount: &FaultMount) -> (TestCluster, Arc<NodeHandle>) {
+    let shape = Shape {
+        nodes: 1,
+        ..Shape::default()
+    };
+    let c = cluster_with(shape, &[("big.bin", FILE)], |o| with_disk(o, &mount.dir)).await;
+    let node = c.nodes[0].clone();
+    read_all(&node).await;
+    let s = node.status().await.unwrap();
+    assert!(s.disk_slots >= BLOCKS, "{} slots", s.disk_slots);
+    assert_eq!(
+        (s.disk_writes, s.disk_failures),
+        (BLOCKS, 0),
+        "before the fault"
+    );
+    (c, node)
+}
+
+/// After `fault`, reads keep their bytes and the node gives its disk up.
+async fn gives_the_disk_up(node: &Arc<NodeHandle>) {
+    for _ in 0..2 {
+        read_all(node).await;
+    }
+    let s = node.status().await.unwrap();
+    assert_eq!(s.disk_slots, 0, "the tier was not given up");
+    let failures = s.disk_failures + s.disk_write_failures;
+    assert!(failures >= 16, "{failures} failures");
+    assert!(
+        s.origin_reads > BLOCKS,
+        "the origin served what the disk could not"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_failing_with_eio_leaves_the_node_memory_alone_and_no_read_fails() {
+    let Some(mount) = FaultMount::new() else {
+        return;
+    };
+    let (_c, node) = on_faulty_disk(&mount).await;
+    mount.set(Fault::Eio);
+    gives_the_disk_up(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_leaves_the_node_memory_alone_and_no_read_fails() {
+    let Some(mount) = FaultMount::new() else {
+        return;
+    };
+    let (c, node) = on_faulty_disk(&mount).await;
+    mount.set(Fault::Full);
+    // What the disk holds is still read; only new blocks fail to land.
+    // Another file, so every read needs a write.
+    std::fs::write(c.origin_dir.join("more.bin"), contents(2, FILE)).unwrap();
+    let got = node.read("more.bin", None).await.expect("read");
+    assert!(got[..] == contents(2, FILE)[..], "wrong bytes");
+    gives_the_disk_up(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_disk_fails_at_start_starts_with_memory_alone() {
+    let Some(mount) = FaultMount::new() else {
+        return;
+    };
+    let (c, node) = on_faulty_disk(&mount).await;
+    node.shutdown();
+    drop(node);
+    mount.set(Fault::Eio);
+    let node = restart(&c, &mount.dir).await;
+    read_all(&node).await;
+    let s = node.status().await.unwrap();
+    assert_eq!((s.disk_slots, s.origin_reads), (0, BLOCKS));
 }

@@ -47,6 +47,8 @@ impl Driver {
             disk_blocks: self.node.reads().disk().map_or(0, |t| t.len() as u64),
             disk_writes: stats.disk_writes,
             disk_failures: stats.disk_failures,
+            disk_write_failures: stats.disk_write_failures,
+            disk_writes_skipped: stats.disk_writes_skipped,
             budget_bytes: self.cfg.budget,
             reads: Level::ALL
                 .iter()
