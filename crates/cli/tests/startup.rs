@@ -213,10 +213,6 @@ fn check_config_refuses_each_bad_value_naming_its_key() {
             "disk = [\"/tmp\"]\ndisk_size = \"1TiB\"",
             &["--disk-size", "index", "more than half of --memory"],
         ),
-        (
-            "disk = [\"/tmp\"]\ndisk_size = \"1GiB\"\nprivate = true\nalgorithm = \"base\"",
-            &["private origin keeps no disk tier"],
-        ),
     ];
     for (line, needles) in cases {
         let config = tmp.path().join("bad.toml");

@@ -278,11 +278,6 @@ pub fn check_capacity(
     if !(512..=(4 << 20)).contains(&block_size) || !block_size.is_power_of_two() {
         return Err(NodeError::BlockSize(block_size));
     }
-    if disk_size > 0 && private {
-        return Err(NodeError::Config(
-            coopcache_core::protocol::DiskRefused::Private.to_string(),
-        ));
-    }
     let index = disk_index_bytes(disk_size, block_size);
     if index > memory / 2 {
         return Err(NodeError::Config(format!(
@@ -373,9 +368,7 @@ async fn open_disk(
         }
         Err(e) => return Err(NodeError::Config(e.to_string())),
     };
-    protocol
-        .set_disk(store.slots())
-        .map_err(|e| NodeError::Config(e.to_string()))?;
+    protocol.set_disk(store.slots());
     let mut kept = 0;
     for r in &found {
         let digest = coopcache_core::protocol::Digest {
@@ -496,7 +489,12 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         protocol.set_private(Box::new(sealer), crate::budget::parked_notes(capacity));
     }
     protocol.set_max_pinned(pinned_blocks(opts.max_pinned, bs, opts.private));
-    let disk = open_disk(&opts.disk, opts.disk_size, bs, &mut protocol).await?;
+    // A private node's slots hold sealed blocks: a nonce and a tag more.
+    let sealed = match opts.private {
+        true => coopcache_core::protocol::SEAL_OVERHEAD,
+        false => 0,
+    };
+    let disk = open_disk(&opts.disk, opts.disk_size, bs + sealed, &mut protocol).await?;
     let commits = CommitProtocol::new(
         id,
         crate::clock::unix_micros(),

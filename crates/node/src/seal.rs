@@ -169,6 +169,14 @@ impl Sealer<BlockId, Block> for BlockSealer {
         {
             return seal_unified(dedup, data);
         }
+        Some(Sealed {
+            id: block,
+            data: self.seal_own(block, data)?,
+            key: None,
+        })
+    }
+
+    fn seal_own(&mut self, block: BlockId, data: &Block) -> Option<Block> {
         let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
         let mut sealed = Vec::with_capacity(NONCE + data.bytes.len() + TAG);
         sealed.extend_from_slice(&nonce);
@@ -179,11 +187,7 @@ impl Sealer<BlockId, Block> for BlockSealer {
             .encrypt_in_place_detached(&nonce, &ad, &mut sealed[NONCE..])
             .ok()?;
         sealed.extend_from_slice(&tag);
-        Some(Sealed {
-            id: block,
-            data: Block::new(Bytes::from(sealed)),
-            key: None,
-        })
+        Some(Block::new(Bytes::from(sealed)))
     }
 
     fn open(&mut self, block: BlockId, key: Option<&ContentKey>, sealed: &Block) -> Option<Block> {

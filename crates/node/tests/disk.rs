@@ -31,13 +31,14 @@ fn with_disk(opts: &mut NodeOptions, dir: &Path) {
 
 /// A node of `c`'s keys and origin started again with the disk in `dir`
 /// (the stopped one's store may take a moment to close: its lock).
-async fn restart(c: &TestCluster, dir: &Path) -> Arc<NodeHandle> {
+async fn restart(c: &TestCluster, dir: &Path, private: bool) -> Arc<NodeHandle> {
     for _ in 0..50 {
         let identity = Identity::load(&c.keys, "node-0").unwrap();
         let origin = Origin::open(c.origin_dir.to_str().unwrap()).unwrap();
         let mut opts = NodeOptions::new(identity, "127.0.0.1:0".parse().unwrap(), origin);
         opts.attr_ttl = Duration::from_secs(60);
         with_disk(&mut opts, dir);
+        opts.private = private;
         match start(opts).await {
             Ok(node) => return Arc::new(node),
             Err(e) if e.to_string().contains("in use") => {
@@ -79,7 +80,7 @@ async fn a_disk_serves_what_memory_dropped_and_what_it_held_before_a_restart() {
     // Restarted empty of memory, it reads its disk, not the origin.
     // (The cluster's handle stays, stopped: its driver and store go.)
     node.shutdown();
-    let node = restart(&c, disk.path()).await;
+    let node = restart(&c, disk.path(), false).await;
     let s = node.status().await.unwrap();
     assert_eq!((s.disk_blocks, s.disk_writes), (BLOCKS, 0), "recovered");
     assert!(s.disk_slots >= BLOCKS, "{} slots", s.disk_slots);
@@ -111,7 +112,7 @@ async fn a_disk_serves_what_memory_dropped_and_what_it_held_before_a_restart() {
         bytes[4096 + s * slot + 1000] ^= 0xff;
     }
     std::fs::write(&file, &bytes).unwrap();
-    let node = restart(&c, disk.path()).await;
+    let node = restart(&c, disk.path(), false).await;
     read_all(&node).await;
     let (origin, from_disk) = levels(&node).await;
     assert_eq!((origin, from_disk), (BLOCKS, 0));
@@ -190,8 +191,49 @@ async fn a_node_whose_disk_fails_at_start_starts_with_memory_alone() {
     node.shutdown();
     drop(node);
     mount.set(Fault::Eio);
-    let node = restart(&c, &mount.dir).await;
+    let node = restart(&c, &mount.dir, false).await;
     read_all(&node).await;
     let s = node.status().await.unwrap();
     assert_eq!((s.disk_slots, s.origin_reads), (0, BLOCKS));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_origins_blocks_reach_the_disk_sealed_and_come_back_checked() {
+    let disk = tempfile::tempdir().unwrap();
+    let shape = Shape {
+        nodes: 1,
+        ..Shape::default()
+    };
+    let c = cluster_with(shape, &[("big.bin", FILE)], |o| {
+        with_disk(o, disk.path());
+        o.private = true;
+    })
+    .await;
+    let node = c.nodes[0].clone();
+    read_all(&node).await;
+    read_all(&node).await;
+    let (origin, from_disk) = levels(&node).await;
+    assert_eq!(origin, BLOCKS, "a block read from the origin again");
+    assert!(from_disk > BLOCKS / 2, "{from_disk} blocks from the disk");
+
+    // Not one 64-byte run of the file is on the disk in the clear.
+    let plain = contents(1, FILE);
+    let stored = std::fs::read(disk.path().join(coopcache_node::disk::FILE_NAME)).unwrap();
+    let runs: std::collections::HashSet<&[u8]> = stored.chunks(64).collect();
+    let leaked = (0..FILE - 64)
+        .step_by(4096)
+        .filter(|&at| (0..64).any(|shift| runs.contains(&plain[at + shift..at + shift + 64])))
+        .count();
+    assert_eq!(
+        leaked, 0,
+        "{leaked} pages of the file found in the clear on disk"
+    );
+
+    // Its key and salt die with it: a restart recovers nothing to serve.
+    node.shutdown();
+    drop(node);
+    let node = restart(&c, disk.path(), true).await;
+    assert_eq!(node.status().await.unwrap().disk_blocks, 0, "recovered");
+    read_all(&node).await;
+    assert_eq!(levels(&node).await, (BLOCKS, 0));
 }

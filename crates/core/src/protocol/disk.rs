@@ -206,20 +206,23 @@ where
 {
     /// Gives this node a disk tier of `slots` empty slots (the driver's
     /// store has them); blocks found in them from an earlier run follow
-    /// with [`NodeProtocol::recover_disk`]. A private node keeps none
-    /// (its blocks would leave unsealed): refused.
-    pub fn set_disk(&mut self, slots: u32) -> Result<(), DiskRefused> {
-        if self.is_private() {
-            return Err(DiskRefused::Private);
-        }
+    /// with [`NodeProtocol::recover_disk`]. A private node's blocks are
+    /// written sealed ([`Sealer::seal_own`](super::Sealer::seal_own)) and
+    /// opened when read back, then checked against their digest.
+    pub fn set_disk(&mut self, slots: u32) {
         self.disk = Some(DiskTier::new(slots));
-        Ok(())
     }
 
     /// A block the driver's store found in `slot` when the node started,
     /// stored with `digest`: served like any other once its contents are
     /// read back and match. Returns whether it was taken in.
     pub fn recover_disk(&mut self, block: K, slot: u32, digest: Digest) -> bool {
+        // A private node's earlier run sealed its blocks under a key and
+        // named them with a salt that died with it: no read can ask for
+        // them, and they would not open. Their slots are free.
+        if self.is_private() {
+            return false;
+        }
         self.disk
             .as_mut()
             .is_some_and(|t| t.recover(block, slot, digest))
@@ -244,6 +247,14 @@ where
     /// ([`NodeProtocol::disk`] is `None` then: the driver says so).
     pub fn handle_disk_read(&mut self, block: K, result: Result<D, DiskMiss>, now: u64) {
         self.disk_health(!matches!(result, Err(DiskMiss::Io)));
+        // A private node's slots hold sealed bytes: what does not open
+        // (altered, another block's) is a slot not holding the block.
+        let result = match self.private.as_mut() {
+            Some(p) => {
+                result.and_then(|sealed| p.open_own(block, &sealed).ok_or(DiskMiss::NotThere))
+            }
+            None => result,
+        };
         self.disk_read(block, result.map_err(|_| ()), now);
         self.settle(now);
     }
@@ -284,19 +295,28 @@ where
 
     /// Writes `data` of `block`, which a read just brought in, to the
     /// disk tier if it is not there.
+    ///
+    /// A private node's block is sealed first, as it would be to park it
+    /// on a peer: the disk is no more trusted with it than a peer is.
     pub(super) fn keep_on_disk(&mut self, block: K, data: &D) {
-        if self.private.is_some() {
-            return;
-        }
-        let Some(slot) = self
-            .disk
-            .as_mut()
-            .and_then(|t| t.place(block, data.digest()))
-        else {
+        let digest = data.digest();
+        let Some(slot) = self.disk.as_mut().and_then(|t| t.place(block, digest)) else {
             return;
         };
+        let data = match self.private.as_mut() {
+            Some(p) => match p.seal_own(block, data) {
+                Some(sealed) => sealed,
+                None => {
+                    // Never written in the clear: the slot is free again.
+                    if let Some(t) = self.disk.as_mut() {
+                        t.written(block, slot, false);
+                    }
+                    return;
+                }
+            },
+            None => data.clone(),
+        };
         self.stats.disk_writes += 1;
-        let data = data.clone();
         self.actions
             .push_back(Action::WriteDisk { block, slot, data });
     }
@@ -310,15 +330,6 @@ pub enum DiskMiss {
     NotThere,
     /// The disk failed the read.
     Io,
-}
-
-/// Why a node keeps no disk tier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum DiskRefused {
-    /// A private origin's blocks are sealed before they leave memory;
-    /// the disk tier does not seal yet.
-    #[error("a private origin keeps no disk tier yet (its blocks would be written unsealed)")]
-    Private,
 }
 
 #[cfg(test)]

@@ -51,6 +51,12 @@ pub trait Sealer<K, D>: Send {
     /// dropped, never parked in the clear).
     fn seal(&mut self, block: K, data: &D) -> Option<Sealed<K, D>>;
 
+    /// `block`'s `data` sealed under the owner's key alone, never unified:
+    /// what the node writes to its own disk tier, opened with
+    /// [`Sealer::open`] and no content key. `None` if it cannot be sealed
+    /// (the block is then not written).
+    fn seal_own(&mut self, block: K, data: &D) -> Option<D>;
+
     /// The contents `sealed` holds, if it was sealed by this sealer for
     /// `block` (unified: under `key`) and not altered since; `None`
     /// otherwise.
@@ -146,6 +152,19 @@ pub(super) struct Private<K, D> {
 }
 
 impl<K: ProtocolKey, D> Private<K, D> {
+    /// `block`'s `data` sealed for this node's disk tier
+    /// ([`Sealer::seal_own`]).
+    pub(super) fn seal_own(&mut self, block: K, data: &D) -> Option<D> {
+        self.sealer.seal_own(block, data)
+    }
+
+    /// What a slot of this node's disk tier held for `block`, opened;
+    /// `None` if it does not open (another block's, altered, or sealed by
+    /// an earlier run's key).
+    pub(super) fn open_own(&mut self, block: K, sealed: &D) -> Option<D> {
+        self.sealer.open(block, None, sealed)
+    }
+
     /// Forgets `block`'s note (invalidated: never parked again as is).
     pub(super) fn forget(&mut self, block: K) {
         self.hashes.forget(block);
