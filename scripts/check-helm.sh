@@ -12,9 +12,15 @@
 #   4. the coopcache.toml each renders into its ConfigMap, through
 #      `coopcache node --check-config` (the pod's paths, which do not
 #      exist here, swapped for temporary ones by flags, which win over the
-#      file, as crates/cli/tests/deploy.rs does for the systemd example).
+#      file, as crates/cli/tests/deploy.rs does for the systemd example);
+#   5. the default rendering run as two pods would run it (below).
 #
 #   scripts/check-helm.sh [BINARY]      # default: target/ci/coopcache
+#   scripts/check-helm.sh --install     # step 1 alone (scripts/test-deps.sh)
+#
+# Cold, step 1 builds helm from source (about 6 minutes on this machine's 2
+# cores at nice 19 while cargo builds), kubeconform (10 s) and the schema
+# maker (1 minute); warm, the whole check takes a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,9 +31,6 @@ KUBECONFORM_VERSION=${KUBECONFORM_VERSION:-v0.8.0}
 KUBE_VERSION=${KUBE_VERSION:-1.37.0}
 BIN=${1:-target/ci/coopcache}
 CHART=deploy/helm/coopcache
-
-[ -x "$BIN" ] || { echo "check-helm: no coopcache binary at $BIN (build it: cargo build --profile ci -p coopcache)" >&2; exit 1; }
-BIN=$(realpath "$BIN")
 gobin=${GOBIN:-${GOPATH:-$HOME/go}/bin}
 
 tool() { # NAME MODULE VERSION: the tool, installed if missing or of another version
@@ -60,12 +63,21 @@ start=$SECONDS
 helm=$(tool helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION")
 kubeconform=$(tool kubeconform github.com/yannh/kubeconform/cmd/kubeconform "$KUBECONFORM_VERSION")
 echo "helm $("$helm" version --template '{{.Version}}'), kubeconform $("$kubeconform" -v)"
+# The schema maker, built (from Go's build cache once it has been).
+mkdir -p target
+(cd scripts/k8s-schemas && go build -o ../../target/k8s-schemas .)
+if [ "$BIN" = --install ]; then
+    echo "check-helm: tools ready in $((SECONDS - start)) s"
+    exit 0
+fi
 
+[ -x "$BIN" ] || { echo "check-helm: no coopcache binary at $BIN (build it: cargo build --profile ci -p coopcache)" >&2; exit 1; }
+BIN=$(realpath "$BIN")
 tmp=$(mktemp -d)
 [ -z "${CHECK_HELM_KEEP:-}" ] || echo "check-helm: keeping $tmp"
 [ -n "${CHECK_HELM_KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
 schemas=$tmp/schemas
-(cd scripts/k8s-schemas && go run . "$schemas")
+target/k8s-schemas "$schemas"
 echo "tools and schemas ready in $((SECONDS - start)) s"
 
 # A node's keys as the Secret holds them, for a Kubernetes node named
@@ -105,7 +117,7 @@ check() { # NAME [VALUES FILE]
     grep -q '^mount = ' "$out/coopcache.toml" && mkdir -p "$out/mnt" && flags+=(--mount "$out/mnt")
     grep -q '^disk = ' "$out/coopcache.toml" && flags+=(--disk "$out/disk")
     # The pod's environment: its node's name and its own address.
-    COOPCACHE_NAME=k8s-node-a COOPCACHE_ADVERTISE=10.0.0.1:7170 RUST_LOG= \
+    env -u RUST_LOG COOPCACHE_NAME=k8s-node-a COOPCACHE_ADVERTISE=10.0.0.1:7170 \
         "$BIN" node --config "$out/coopcache.toml" --check-config "${flags[@]}" >"$out/check.txt" || {
         cat "$out/coopcache.toml" "$out/check.txt" >&2
         exit 1
@@ -118,6 +130,72 @@ check default
 for values in "$CHART"/ci/*.yaml; do
     check "$(basename "$values" .yaml)" "$values"
 done
+
+# 5. The default rendering run as its pods run it: two nodes, each as the
+# unprivileged runAsUser (when this runs as root), reading its keys from a
+# directory laid out as a Secret volume is (files behind a ..data symlink,
+# mode 0440, group fsGroup, nothing writable), its name and address from
+# the environment, joining through a host name (the headless Service's
+# stands for every pod; here `localhost` names the first node, which thus
+# also dials itself, as a pod does when its Service name resolves to its
+# own address first). The probes' command passes on both, the first lists
+# both members, and SIGTERM stops each with exit 0 within the pod's grace
+# period.
+echo "== the default rendering, run as its pods"
+uid=65532
+secret=$tmp/secret
+mkdir -p "$secret/..2026_01_01_00_00_00.0"
+"$BIN" cluster init --dir "$tmp/pair" --nodes k8s-node-a,k8s-node-b >/dev/null
+for f in ca.pem k8s-node-a.pem k8s-node-a.key k8s-node-b.pem k8s-node-b.key; do
+    cp "$tmp/pair/$f" "$secret/..2026_01_01_00_00_00.0/$f"
+    ln -s "..data/$f" "$secret/$f"
+done
+ln -s ..2026_01_01_00_00_00.0 "$secret/..data"
+chmod 0440 "$secret"/..2026*/*
+chmod 0555 "$secret"/..2026* "$secret"
+chmod 0755 "$tmp"
+chmod 0440 "$tmp/token"
+as_pod=()
+if [ "$(id -u)" = 0 ]; then
+    chgrp -R "$uid" "$secret"/..2026* "$tmp/token"
+    as_pod=(setpriv --reuid="$uid" --regid="$uid" --clear-groups --)
+fi
+port() { echo $((20000 + RANDOM % 20000)); }
+pa=$(port) ha=$(port) pb=$(port) hb=$(port)
+pids=()
+run_pod() { # NAME PEERS HTTP: a node in the background, its log in $tmp/NAME.log
+    env -u RUST_LOG COOPCACHE_NAME=$1 COOPCACHE_ADVERTISE=127.0.0.1:$2 "${as_pod[@]}" "$BIN" node \
+        --config "$tmp/default/coopcache.toml" --origin "$tmp/origin" --data-dir "$secret" \
+        --http-token-file "$tmp/token" --memory 64MiB \
+        --listen "127.0.0.1:$2" --http "127.0.0.1:$3" --join "localhost:$pa" >"$tmp/$1.log" 2>&1 &
+    pids+=($!)
+}
+stop_pods() {
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+}
+trap 'stop_pods; [ -n "${CHECK_HELM_KEEP:-}" ] || rm -rf "$tmp"' EXIT
+run_pod k8s-node-a "$pa" "$ha"
+run_pod k8s-node-b "$pb" "$hb"
+probe() { "$BIN" status --node "127.0.0.1:$1" --token-file "$tmp/token" "${@:2}"; }
+for _ in $(seq 100); do
+    probe "$ha" --json 2>/dev/null | grep -q '"name": "k8s-node-b"' && break
+    sleep 0.2
+done
+probe "$ha" >"$tmp/status-a.txt" || { cat "$tmp"/k8s-node-*.log >&2; exit 1; }
+probe "$hb" >/dev/null || { cat "$tmp"/k8s-node-*.log >&2; exit 1; }
+grep -q '^members (2)' "$tmp/status-a.txt" || { cat "$tmp/status-a.txt" "$tmp"/k8s-node-*.log >&2; exit 1; }
+grace=$(awk '/^terminationGracePeriodSeconds:/ { print $2 }' "$CHART/values.yaml")
+for pid in "${pids[@]}"; do
+    kill -TERM "$pid"
+    for _ in $(seq $((grace * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "check-helm: a node still runs $grace s after SIGTERM" >&2
+        exit 1
+    fi
+    wait "$pid" || { echo "check-helm: a node exited $? on SIGTERM" >&2; cat "$tmp"/k8s-node-*.log >&2; exit 1; }
+done
+pids=()
+echo "two pods joined through a host name, probes passed, SIGTERM stopped both"
 
 # The schema refuses what the daemon would (a budget it cannot read), and
 # the validator sees a misspelt field: neither passes on anything.
