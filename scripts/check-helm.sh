@@ -65,7 +65,7 @@ kubeconform=$(tool kubeconform github.com/yannh/kubeconform/cmd/kubeconform "$KU
 echo "helm $("$helm" version --template '{{.Version}}'), kubeconform $("$kubeconform" -v)"
 # The schema maker, built (from Go's build cache once it has been).
 mkdir -p target
-(cd scripts/k8s-schemas && go build -o ../../target/k8s-schemas .)
+(cd scripts/k8s-schemas && go build -buildvcs=false -o ../../target/k8s-schemas .)
 if [ "$BIN" = --install ]; then
     echo "check-helm: tools ready in $((SECONDS - start)) s"
     exit 0
