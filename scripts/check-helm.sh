@@ -197,6 +197,16 @@ done
 pids=()
 echo "two pods joined through a host name, probes passed, SIGTERM stopped both"
 
+# The memory limit is derived as coopcache.service's MemoryMax is: the
+# same figure for the example's budget.
+unit_max=$(sed -n 's/^MemoryMax=\([0-9]*\)M$/\1/p' deploy/coopcache.service)
+chart_max=$("$helm" template coopcache "$CHART" --set config.memory=2GiB |
+    sed -n 's/^ *memory: \([0-9]*\)Mi$/\1/p' | head -n 1)
+if [ -z "$unit_max" ] || [ "$unit_max" != "$chart_max" ]; then
+    echo "check-helm: a 2GiB budget gives a limit of ${chart_max}Mi, coopcache.service MemoryMax=${unit_max}M" >&2
+    exit 1
+fi
+
 # The schema refuses what the daemon would (a budget it cannot read), and
 # the validator sees a misspelt field: neither passes on anything.
 if "$helm" template coopcache "$CHART" --set config.memory=lots >/dev/null 2>&1; then
