@@ -50,8 +50,9 @@ tool() { # NAME MODULE VERSION: the tool, installed if missing or of another ver
     echo "$path"
 }
 
-# The version each tool prints, set as their release builds set it (a
-# `go install` leaves it empty), so that the check above finds them.
+# The version each tool prints, set as their release builds set it (built
+# by `go install`, helm says v4.3 and kubeconform development), so that
+# the check above finds them.
 ldflags() {
     case $1 in
         helm) echo "-X helm.sh/helm/v4/internal/version.version=$2" ;;
