@@ -20,7 +20,7 @@
 #   - fsx (crates.io, about 45 s to build): the File System eXerciser the
 #     mount tests run (crates/cli/tests/mount_fsx.rs);
 #   - helm and kubeconform (`go install`, pinned; a cold helm build takes
-#     about 6 minutes on 2 cores at nice 19) and the Kubernetes schemas'
+#     about 5 minutes on 2 cores at nice 19) and the Kubernetes schemas'
 #     maker, for scripts/check-helm.sh (CI's "helm chart" step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
