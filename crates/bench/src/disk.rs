@@ -81,8 +81,9 @@ pub struct DiskArgs {
     /// root also times disk hits after `echo 1 > /proc/sys/vm/drop_caches`).
     #[arg(long)]
     keep_page_cache: bool,
-    /// Slots of the disk index whose memory is measured, comma-separated;
-    /// nothing for none.
+    /// Slots of the disk index whose memory is measured, comma-separated
+    /// (what it costs per block depends on where the count falls between
+    /// two sizes of its hash table); 0 skips the measurement.
     #[arg(long, value_delimiter = ',', default_value = "1000000")]
     index_slots: Vec<u32>,
     #[command(flatten)]
@@ -256,6 +257,7 @@ async fn bench(args: &DiskArgs, shape: &Shape, dir: PathBuf) -> Result<Outcome> 
     // First, while the process holds little else: heap and resident
     // memory move with the index alone.
     let index = (args.index_slots.iter())
+        .filter(|&&n| n > 0)
         .map(|&n| disk_probes::index_cost(n))
         .collect::<Result<Vec<_>>>()?;
     let origin = dir.join("origin");

@@ -7,7 +7,7 @@ use crate::disk_replay::{Read, WorkingSet, replay, start_again};
 use crate::loopback::{LoopbackSpec, shutdown};
 use crate::measure::quantile_us;
 use anyhow::{Context, Result};
-use coopcache_core::coop::Level;
+use coopcache_core::coop::{AlgorithmKind, Level};
 use coopcache_core::protocol::{DISK_ENTRY_BYTES, Digest, DiskTier};
 use coopcache_node::NodeHandle;
 use coopcache_node::block::BlockId;
@@ -227,11 +227,13 @@ impl Probe<'_> {
     }
 
     /// Two nodes without a disk: node 1 reads a batch of blocks into its
-    /// memory, then node 0 reads them from there.
+    /// memory, then node 0 reads them from there. N-Chance whatever the
+    /// run's algorithm: Base never reads a peer's memory.
     async fn peer_hits(&mut self) -> Result<Latency> {
-        eprintln!("peer memory hits on two nodes without a disk ...");
+        eprintln!("peer memory hits on two nodes without a disk (nchance) ...");
         self.spec.disk_dir = None;
         self.spec.disk_size = 0;
+        self.spec.algorithm = AlgorithmKind::NChance;
         let nodes = start_again(self.spec, &[self.cache(); 2]).await?;
         let result = async {
             let versions = self.set.versions(&nodes[0]).await?;

@@ -106,7 +106,7 @@ fn print_tables(out: &Outcome) {
     }
     if !out.latency.is_empty() {
         println!(
-            "\nsingle-block reads on one node (the store is not opened with O_DIRECT: a 'warm' disk hit is a page-cache read)\n"
+            "\nsingle-block reads on node 0, each once, the cluster quiet: local disk hits on node 0 alone started again on its disk, peer memory hits on two nodes without a disk (N-Chance). The store is not opened with O_DIRECT: a 'warm' disk hit is a page-cache read.\n"
         );
         let header = [
             "source",
