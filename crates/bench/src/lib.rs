@@ -17,6 +17,10 @@ mod algorithms_report;
 mod baseline;
 mod ceiling;
 mod common;
+mod disk;
+mod disk_probes;
+mod disk_replay;
+mod disk_report;
 mod latency;
 mod latency_report;
 mod measure;
@@ -85,6 +89,11 @@ pub enum BenchCmd {
     /// reference LRU over the same requests: the ratio moves with
     /// coopcache's code, not with the machine.
     ReplaySpeed(replay_speed::ReplaySpeedArgs),
+    /// A node's disk tier: random reads over a working set 4x the
+    /// cluster's memory with and without it (and the simulator's
+    /// prediction), a restart, a disk hit against a peer's memory hit, and
+    /// what the disk index costs per block.
+    Disk(Box<disk::DiskArgs>),
 }
 
 /// Runs one benchmark.
@@ -101,5 +110,13 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Rss(args) => rss::run(args),
         BenchCmd::Mount(args) => mount::run(args),
         BenchCmd::ReplaySpeed(args) => replay_speed::run(args),
+        BenchCmd::Disk(args) => disk::run(*args),
     }
+}
+
+/// Gives the benchmarks the binary's count of live heap bytes (its
+/// allocator's, which a library cannot replace): `bench disk` measures
+/// the disk index with it. Without it, resident memory alone.
+pub fn set_heap_meter(meter: fn() -> Option<u64>) {
+    let _ = disk_probes::HEAP_METER.set(meter);
 }

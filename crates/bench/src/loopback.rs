@@ -47,6 +47,13 @@ pub struct LoopbackSpec {
     /// C2Cfs `exclusive` mode: whether an open's first block is served
     /// with its answer (`NodeOptions::first_block_with_open`).
     pub first_block_with_open: bool,
+    /// Where the nodes keep their disk tiers (`--disk`): node `i` in
+    /// `disk_dir/NAME` (its certificate's name, so that a node started
+    /// again finds what it wrote). `None` (the default): memory alone.
+    pub disk_dir: Option<PathBuf>,
+    /// Bytes of each node's disk tier (`--disk-size`), when `disk_dir` is
+    /// set; its index comes on top of the node's cache, not out of it.
+    pub disk_size: u64,
 }
 
 impl LoopbackSpec {
@@ -74,6 +81,8 @@ impl LoopbackSpec {
             private: Vec::new(),
             commit_stable: None,
             first_block_with_open: true,
+            disk_dir: None,
+            disk_size: 0,
         })
     }
 }
@@ -112,6 +121,16 @@ fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> R
         opts.commit_stable = t;
     }
     opts.first_block_with_open = spec.first_block_with_open;
+    if let Some(dir) = &spec.disk_dir {
+        let disk = dir.join(&spec.names[i]);
+        std::fs::create_dir_all(&disk)
+            .with_context(|| format!("creating the disk tier's directory {}", disk.display()))?;
+        opts.disk = vec![disk];
+        opts.disk_size = spec.disk_size;
+        // The index is charged to --memory: added, so that a node with a
+        // disk caches as many blocks in memory as one without.
+        opts.memory += coopcache_node::disk_index_bytes(spec.disk_size, spec.block_size);
+    }
     opts.join = seed.into_iter().collect();
     Ok(opts)
 }

@@ -133,7 +133,10 @@ fn main() -> ExitCode {
         Command::Unpin(args) => warm::unpin(args),
         Command::Evict(args) => warm::evict(args),
         Command::Demo(args) => demo::run(*args),
-        Command::Bench(cmd) => coopcache_bench::run(cmd),
+        Command::Bench(cmd) => {
+            coopcache_bench::set_heap_meter(heap_allocated);
+            coopcache_bench::run(cmd)
+        }
         Command::Completions(args) => completions::completions(args, Cli::command()),
         Command::Man(args) => completions::man(args, Cli::command()),
     };

@@ -275,6 +275,96 @@ fn zipf_web_later_nodes_read_less_from_the_origin() {
     }
 }
 
+/// `coopcache bench disk` with a tiny working set (128 blocks of 16 KiB;
+/// two nodes of 16 blocks of memory each): the disk tier keeps reads off
+/// the origin, before and after a restart, and every byte is right.
+#[test]
+fn disk_tier_keeps_a_working_set_beyond_memory_off_the_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = bench(
+        dir.path(),
+        &[
+            "disk",
+            "--working-set",
+            "2MiB",
+            "--block-size",
+            "16KiB",
+            "--passes",
+            "2",
+            "--origin-delay",
+            "1ms",
+            "--latency-reads",
+            "10",
+            "--index-slots",
+            "50000",
+            // A CI machine's page cache is not ours to drop.
+            "--keep-page-cache",
+        ],
+    );
+    let kind = |k: &str| rows.iter().filter(|r| r["kind"] == k).collect::<Vec<_>>();
+    let (runs, restarts) = (kind("working_set"), kind("restart"));
+    let (latency, index) = (kind("latency"), kind("index"));
+    assert_eq!(
+        (runs.len(), restarts.len(), latency.len(), index.len()),
+        (2, 2, 2, 1),
+        "{rows:?}"
+    );
+    for r in runs.iter().chain(&restarts) {
+        assert_eq!(u(r, "wrong_bytes"), 0, "{r}");
+        assert_eq!(u(r, "integrity_failures"), 0, "{r}");
+        assert!(
+            f(r, "median_ms") > 0.0 && f(r, "p99_ms") >= f(r, "median_ms"),
+            "{r}"
+        );
+        let levels = &r["levels"];
+        let served: u64 = ["local_memory", "peer_memory", "local_disk", "origin"]
+            .iter()
+            .map(|l| u(levels, l))
+            .sum();
+        assert_eq!(served, u(r, "reads"), "{r}");
+    }
+    fn by_disk<'a>(rs: &[&'a Value]) -> (&'a Value, &'a Value) {
+        let find = |d: bool| *rs.iter().find(|r| r["disk"] == d).unwrap();
+        (find(false), find(true))
+    }
+    let (without, with) = by_disk(&runs);
+    assert_eq!(u(&without["levels"], "local_disk"), 0, "{without}");
+    assert!(u(&with["levels"], "local_disk") > 0, "{with}");
+    assert!(
+        u(with, "disk_slots") > 0 && u(with, "disk_writes") > 0,
+        "{with}"
+    );
+    assert!(
+        u(with, "origin_bytes") < u(without, "origin_bytes"),
+        "the disk tier saved no origin bytes: {with} against {without}"
+    );
+    // The simulated protocol's prediction beside both, the target beside
+    // the disk's.
+    for r in [without, with] {
+        assert!(r["simulated"]["origin"].is_u64(), "{r}");
+        assert!(r["origin_reads_vs_simulated_pct"].is_number(), "{r}");
+    }
+    assert_eq!(f(with, "target_pct"), 10.0);
+    assert!(with["met"].is_boolean(), "{with}");
+    let (without, with) = by_disk(&restarts);
+    assert!(
+        u(with, "origin_bytes") < u(without, "origin_bytes"),
+        "a restarted node read its disk no more than the origin: {with} against {without}"
+    );
+    for l in &latency {
+        assert_eq!(u(l, "samples"), 10, "{l}");
+        assert_eq!(u(l, "wrong_bytes"), 0, "{l}");
+        assert!(f(l, "median_us") > 0.0, "{l}");
+    }
+    assert_eq!(latency[0]["source"], "local disk");
+    assert_eq!(latency[0]["page_cache"], "warm");
+    assert_eq!(latency[1]["source"], "peer memory");
+    let index = index[0];
+    assert_eq!((u(index, "slots"), u(index, "entry_bytes")), (50000, 160));
+    assert!(f(index, "heap_bytes_per_block") > 0.0, "{index}");
+    assert!(index["within_entry_bytes"].is_boolean(), "{index}");
+}
+
 /// `coopcache bench s3` with a tiny dataset: boto3 readers through the
 /// S3 endpoints read every byte right, fetch less from MinIO than direct
 /// readers, each per-node MinIO replica is filled from MinIO once and

@@ -259,7 +259,8 @@ impl Settings {
             ),
             _ => {}
         }
-        let capacity = coopcache_node::check_capacity(memory, max_pinned, disk_size, block_size, private)?;
+        let capacity =
+            coopcache_node::check_capacity(memory, max_pinned, disk_size, block_size, private)?;
         let algorithm = args
             .algorithm
             .or(file.algorithm)
