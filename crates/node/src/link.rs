@@ -179,6 +179,10 @@ pub enum LinkError {
     /// Too slow.
     #[error("timed out {0}")]
     Timeout(&'static str),
+    /// The address (a seed, or a name that resolves to this node among
+    /// others) leads to this node itself: not a peer, not an error.
+    #[error("{0} leads to this node itself")]
+    Myself(String),
 }
 
 impl LinkCtx {
@@ -274,6 +278,12 @@ impl LinkCtx {
             return Err(LinkError::Refused(format!(
                 "peer `{name}` claims id {node}, but its certificate's id is {id}"
             )));
+        }
+        // This node dialled itself (a name that resolves to its own
+        // address): the same certificate and the same listen address. Two
+        // processes with one certificate differ in the latter.
+        if id == self.id && name == self.identity.name && listen == self.listen {
+            return Err(LinkError::Myself(listen));
         }
         if id == self.id {
             return Err(LinkError::Refused(match name == self.identity.name {
@@ -381,7 +391,11 @@ pub async fn accept_loop(listener: TcpListener, ctx: Arc<LinkCtx>) {
         let ticket = admission.arrive();
         let (ctx, noise, admission) = (ctx.clone(), noise.clone(), admission.clone());
         tokio::spawn(async move {
-            if let Err(e) = serve_inbound(stream, &ctx, &admission, ticket).await {
+            let result = serve_inbound(stream, &ctx, &admission, ticket).await;
+            if let Err(e) = result.or_else(|e| match e {
+                LinkError::Myself(_) => Ok(()),
+                e => Err(e),
+            }) {
                 ctx.metrics.peer_errors.inc();
                 cause::say(
                     &addr,
@@ -576,10 +590,16 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
             Err(e) => {
                 // An operator joining a foreign cluster or a dead seed
                 // must hear why, but not on every retry.
+                // A seed that is this node (the first pod of a cluster,
+                // alone behind its Service's name) is said once, at DEBUG.
+                let failures = match e {
+                    LinkError::Myself(_) => None,
+                    _ => notes.failed(crate::clock::now()),
+                };
                 cause::say(
                     &addr,
                     &e,
-                    notes.failed(crate::clock::now()),
+                    failures,
                     "cannot reach peer (retrying; said again in a minute if it lasts)",
                 );
                 let down = Event::LinkDown {
@@ -610,7 +630,31 @@ type Tls = tokio_rustls::client::TlsStream<TcpStream>;
 /// certificate chain.
 type Dialled = (Tls, NodeId, String, String, Vec<CertificateDer<'static>>);
 
+/// Addresses of a name tried at most, in the resolver's order.
+const MAX_DIAL_ADDRS: usize = 16;
+
+/// Dials `addr`: each address it resolves to in turn (a headless
+/// Kubernetes Service's name resolves to every pod, this one included)
+/// until one links. This node's own advertised address is skipped, and an
+/// address whose Hello turns out to be this node's is passed over: a
+/// name that leads a node to itself is not a peer's error.
 async fn dial(addr: &str, ctx: &LinkCtx) -> Result<Dialled, LinkError> {
+    let own: Option<std::net::SocketAddr> = ctx.listen.parse().ok();
+    let resolved = timed("resolving", async {
+        Ok(tokio::net::lookup_host(addr).await?)
+    })
+    .await?;
+    let mut last = None;
+    for a in resolved.filter(|a| Some(*a) != own).take(MAX_DIAL_ADDRS) {
+        match dial_one(a, ctx).await {
+            Ok(dialled) => return Ok(dialled),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| LinkError::Myself(addr.to_string())))
+}
+
+async fn dial_one(addr: std::net::SocketAddr, ctx: &LinkCtx) -> Result<Dialled, LinkError> {
     let stream = timed("connecting", async { Ok(TcpStream::connect(addr).await?) }).await?;
     stream.set_nodelay(true)?;
     let connector = tokio_rustls::TlsConnector::from(ctx.identity.client.clone());

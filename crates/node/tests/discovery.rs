@@ -90,3 +90,30 @@ async fn nodes_with_discovery_and_no_seeds_form_one_cluster() {
     }
     assert_eq!(stranger.status().await.unwrap().members.len(), 1);
 }
+
+/// The first pod of a Kubernetes DaemonSet joins through its headless
+/// Service's name, which resolves to itself alone: the node skips its own
+/// address instead of dialling itself every two seconds and counting each
+/// refused link as a peer's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_name_that_leads_to_the_node_itself_is_no_peer_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let shape = Shape {
+        nodes: 1,
+        ..Shape::default()
+    };
+    let c = cluster_with(shape, &[], |o| {
+        o.listen = format!("127.0.0.1:{port}").parse().unwrap();
+        o.join = vec![format!("localhost:{port}")];
+    })
+    .await;
+    // Two of the membership's redials (every 2 s while alone).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let s = c.nodes[0].status().await.unwrap();
+    assert_eq!(s.peer_errors, 0, "the node dialled itself as a peer");
+    assert_eq!(s.members.len(), 1);
+}

@@ -52,7 +52,7 @@ pub struct NodeArgs {
     #[arg(long, env = "COOPCACHE_DISK", value_delimiter = ',')]
     disk: Vec<PathBuf>,
     /// The disk tier's size over all --disk directories, preallocated at
-    /// start; its index takes about 0.25% of it from --memory in 64 KiB
+    /// start; its index takes about 0.4% of it from --memory in 64 KiB
     /// blocks.
     #[arg(long, env = "COOPCACHE_DISK_SIZE", value_parser = parse_size)]
     disk_size: Option<u64>,

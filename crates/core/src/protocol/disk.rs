@@ -40,8 +40,12 @@ use std::collections::HashMap;
 
 /// Bytes of memory one disk slot's entry costs at most: the index entry
 /// (key, slot, digest, state, with the hash table's slack) and the LRU
-/// queue's node. What the daemon's budget reserves per slot.
-pub const ENTRY_BYTES: u64 = 160;
+/// queue's node. What the daemon's budget reserves per slot. Measured
+/// (`coopcache bench disk --index-slots`, docs/benchmarks.md): 161 to 265
+/// bytes on the heap, by where the slot count falls between two sizes of
+/// the block-to-slot table, which is made for every slot at start so it
+/// never grows past this.
+pub const ENTRY_BYTES: u64 = 272;
 
 /// One block on disk.
 #[derive(Clone, Copy, Debug)]
@@ -79,7 +83,9 @@ impl<K: BlockKey> DiskTier<K> {
     pub fn new(slots: u32) -> Self {
         let slots = slots.max(1);
         DiskTier {
-            entries: HashMap::default(),
+            // Sized once for every slot: a table that doubled while
+            // blocks came would pass the budget's charge for a moment.
+            entries: HashMap::with_capacity_and_hasher(slots as usize, Default::default()),
             by_slot: vec![None; slots as usize],
             // Popped from the end: slot 0 first.
             free: (0..slots).rev().collect(),

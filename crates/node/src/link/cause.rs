@@ -14,6 +14,7 @@ pub fn cause(e: &LinkError) -> &'static str {
         LinkError::Timeout("connecting") => "timed out connecting (host down or port filtered?)",
         LinkError::Timeout(_) => "timed out in the handshake (not a coopcache peer port?)",
         LinkError::Refused(_) => "refused by the cluster's rules",
+        LinkError::Myself(_) => "this node's own address: no peer there yet",
         LinkError::Frame(_) => "spoke something other than coopcache's protocol",
         LinkError::Io(io) => match tls_error(io) {
             Some(tls) => tls_cause(tls),
