@@ -193,21 +193,18 @@ impl Probe<'_> {
             let versions = self.set.versions(&nodes[0]).await?;
             let mut blocks = self.shuffled().into_iter();
             let is_disk = |l: Level| l == Level::LocalDisk;
-            let s = sample(
-                &nodes,
-                self.set,
-                &versions,
-                &mut blocks,
-                self.samples,
-                is_disk,
-            )
-            .await?;
-            let mut out = vec![self.latency("local disk", "warm", &s)];
-            if self.drop_caches && is_root() {
-                // Dirty pages are written first: only clean ones are dropped.
-                rustix::fs::sync();
-                std::fs::write("/proc/sys/vm/drop_caches", "1\n")
-                    .context("dropping the page cache")?;
+            let mut out = Vec::new();
+            for page_cache in ["warm", "dropped"] {
+                if page_cache == "dropped" {
+                    if !(self.drop_caches && is_root()) {
+                        break;
+                    }
+                    // Dirty pages are written first: only clean ones are
+                    // dropped.
+                    rustix::fs::sync();
+                    std::fs::write("/proc/sys/vm/drop_caches", "1\n")
+                        .context("dropping the page cache")?;
+                }
                 let s = sample(
                     &nodes,
                     self.set,
@@ -217,7 +214,7 @@ impl Probe<'_> {
                     is_disk,
                 )
                 .await?;
-                out.push(self.latency("local disk", "dropped", &s));
+                out.push(self.latency("local disk", page_cache, &s));
             }
             anyhow::Ok(out)
         }
