@@ -926,13 +926,25 @@ mod tests {
     }
 
     #[test]
-    fn missing_dir_is_an_error_naming_it() {
+    fn a_missing_dir_is_created_and_one_that_cannot_be_is_an_error_naming_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let missing = dir.path().join("nope");
-        let err = DiskStore::open(std::slice::from_ref(&missing), size_for(1, 1), BLOCK_SIZE)
-            .expect_err("missing");
+        let missing = dir.path().join("a").join("b");
+        let (store, _) =
+            DiskStore::open(std::slice::from_ref(&missing), size_for(1, 1), BLOCK_SIZE)
+                .expect("a missing directory is created");
+        assert_eq!(store.slots(), 1);
+        // Under a regular file, no directory can be made.
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").expect("write");
+        let impossible = file.join("nope");
+        let err = DiskStore::open(
+            std::slice::from_ref(&impossible),
+            size_for(1, 1),
+            BLOCK_SIZE,
+        )
+        .expect_err("a directory under a file");
         assert!(
-            err.to_string().contains(&*missing.to_string_lossy()),
+            err.to_string().contains(&*impossible.to_string_lossy()),
             "{err}"
         );
     }
