@@ -8,7 +8,7 @@ use crate::loopback::{LoopbackSpec, shutdown};
 use crate::measure::quantile_us;
 use anyhow::{Context, Result};
 use coopcache_core::coop::{AlgorithmKind, Level};
-use coopcache_core::protocol::{DISK_ENTRY_BYTES, Digest, DiskTier};
+use coopcache_core::protocol::{DISK_ENTRY_BYTES, Digest, DiskSettings, DiskTier};
 use coopcache_node::NodeHandle;
 use coopcache_node::block::BlockId;
 use coopcache_node::origin::FileVersion;
@@ -89,7 +89,7 @@ fn resident() -> Option<u64> {
 pub(crate) fn index_cost(slots: u32) -> Result<Index> {
     let slots = slots.max(1);
     let (heap0, rss0) = (heap(), resident());
-    let mut tier: DiskTier<BlockId> = DiskTier::new(slots);
+    let mut tier: DiskTier<BlockId> = DiskTier::new(DiskSettings::unbounded(slots));
     let heap_empty = heap();
     for i in 0..slots {
         // Blocks of 64-block files, as a file's blocks come.

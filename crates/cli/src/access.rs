@@ -74,6 +74,9 @@ pub fn status(args: StatusArgs) -> Result<()> {
             s.max_pinned_bytes as f64 / 1048576.0
         );
     }
+    if s.disk_slots > 0 || s.disk_given_up > 0 {
+        println!("{}", disk_line(&s));
+    }
     println!("members ({}):", s.members.len());
     for m in &s.members {
         let rtt = m.rtt_us.map_or("-".to_string(), |r| format!("{r} us"));
@@ -111,6 +114,24 @@ pub fn status(args: StatusArgs) -> Result<()> {
         bail!("node reported no members");
     }
     Ok(())
+}
+
+/// The disk tier's line of `coopcache status`.
+fn disk_line(s: &coopcache_node::driver::Status) -> String {
+    let state = match (s.disk_slots, s.disk_given_up) {
+        (0, _) => "given up after failing every call in a row: memory alone, opened again later (WARN in the log)".to_string(),
+        (_, 0) => "in use".to_string(),
+        (_, n) => format!("in use (given up {n} times, back {} times)", s.disk_reopened),
+    };
+    format!(
+        "disk: {} blocks in {} slots, {state}; {} written, {} writes failed, {} skipped (disk behind), {} slots failed a read",
+        s.disk_blocks,
+        s.disk_slots,
+        s.disk_writes,
+        s.disk_write_failures,
+        s.disk_writes_skipped,
+        s.disk_failures
+    )
 }
 
 /// A client of the gateway at `node`, with the token from `token_file`.

@@ -53,6 +53,7 @@ pub type Reply = oneshot::Sender<Result<(Bytes, Level), ReadError>>;
 
 use commits::CommitWaiter;
 pub use commits::{CommitEvent, OpenAnswer, first_block_of};
+pub(crate) use disk::{DiskPlace, recover};
 pub use lists::ListEvent;
 pub use locks::LockEvent;
 pub use pins::PinEvent;
@@ -317,6 +318,12 @@ pub struct Status {
     /// Writes to the disk tier skipped (the disk behind by its bound).
     #[serde(default)]
     pub disk_writes_skipped: u64,
+    /// Times the disk tier was given up (it failed every call in a row).
+    #[serde(default)]
+    pub disk_given_up: u64,
+    /// Times a given-up disk tier was opened again and used.
+    #[serde(default)]
+    pub disk_reopened: u64,
     /// Whether the node waits on nothing (no read in flight, no block
     /// held unverified, nothing it expects from a peer).
     pub quiet: bool,
@@ -414,9 +421,8 @@ pub struct Driver {
     next_list_req: u64,
     /// The disk tier's store, while the protocol keeps a tier.
     disk: Option<Arc<crate::disk::DiskStore>>,
-    /// Bytes of blocks being written to it
-    /// ([`DISK_WRITE_BYTES`](crate::budget::DISK_WRITE_BYTES)).
-    disk_writing: u64,
+    /// Where the disk tier's store is, for opening it again.
+    disk_place: Option<disk::DiskPlace>,
 }
 
 /// Adds to `counter` what a protocol count grew by since `seen`, which
@@ -435,6 +441,8 @@ struct Synced {
     disk_failures: u64,
     disk_write_failures: u64,
     disk_writes_skipped: u64,
+    disk_given_up: u64,
+    disk_reopened: u64,
     violations: BTreeMap<NodeId, u64>,
     manager_opens: u64,
     manager_listings: u64,
@@ -496,7 +504,7 @@ impl Driver {
             list_waiters: HashMap::new(),
             next_list_req: 0,
             disk: None,
-            disk_writing: 0,
+            disk_place: None,
         }
     }
 
@@ -672,6 +680,7 @@ impl Driver {
             Action::ReadOrigin { block } => self.read_origin(block),
             Action::ReadDisk { block, slot } => self.read_disk(block, slot),
             Action::WriteDisk { block, slot, data } => self.write_disk(block, slot, data),
+            Action::ReopenDisk => self.reopen_disk(),
             Action::Complete { block, result } => self.complete(block, result),
             Action::Violation {
                 peer,
@@ -788,6 +797,8 @@ impl Driver {
             s.disk_writes_skipped,
             &mut synced.disk_writes_skipped,
         );
+        advance(&m.disk_given_up, s.disk_given_up, &mut synced.disk_given_up);
+        advance(&m.disk_reopened, s.disk_reopened, &mut synced.disk_reopened);
         advance(
             &m.manager_opens,
             c.opens_from_table,

@@ -5,7 +5,7 @@ use crate::block::{BlockId, first_block, private_file_id};
 use crate::budget::{Budget, BudgetError};
 use crate::clock::Clock;
 use crate::discovery;
-use crate::driver::{CommitEvent, Driver, DriverConfig, Event, ReadError, Status};
+use crate::driver::{CommitEvent, DiskPlace, Driver, DriverConfig, Event, ReadError, Status};
 use crate::link::{LinkCtx, accept_loop};
 use crate::metrics::Metrics;
 use crate::origin::{FileVersion, Origin, OriginError, check_path};
@@ -109,6 +109,10 @@ pub struct NodeOptions {
     /// Bytes of the disk tier over all of `disk`; its index in memory
     /// comes out of `memory` ([`disk_index_bytes`]).
     pub disk_size: u64,
+    /// How long after the disk tier is given up (it failed every call in
+    /// a row) the node first tries to open it again; then twice as long
+    /// after each failure, up to half an hour. A minute by default.
+    pub disk_retry: Duration,
 }
 
 impl NodeOptions {
@@ -140,6 +144,7 @@ impl NodeOptions {
             max_pinned: 0,
             disk: Vec::new(),
             disk_size: 0,
+            disk_retry: Duration::from_micros(coopcache_core::protocol::DISK_RETRY_US),
         }
     }
 }
@@ -335,22 +340,29 @@ pub fn check_private(algorithm: AlgorithmKind) -> Result<(), NodeError> {
     }
 }
 
-/// Opens the disk tier's store in `dirs` (none: no tier) and gives the
-/// protocol its slots and what they held from an earlier run.
+/// Opens the disk tier's store at `place` and gives the protocol its
+/// slots and what they held from an earlier run. `None` if the disk fails
+/// (the protocol then tries again after `retry`).
 async fn open_disk(
-    dirs: &[std::path::PathBuf],
-    size: u64,
-    block_size: u32,
+    place: &DiskPlace,
+    retry: Duration,
     protocol: &mut NodeProtocol<BlockId, crate::block::Block>,
+    now: u64,
 ) -> Result<Option<Arc<crate::disk::DiskStore>>, NodeError> {
-    if dirs.is_empty() {
-        return Ok(None);
-    }
-    let owned = dirs.to_vec();
-    let opened =
-        tokio::task::spawn_blocking(move || crate::disk::DiskStore::open(&owned, size, block_size))
-            .await
-            .map_err(|e| NodeError::Config(format!("opening the disk tier: {e}")))?;
+    let owned = place.clone();
+    let opened = tokio::task::spawn_blocking(move || {
+        crate::disk::DiskStore::open(&owned.dirs, owned.size, owned.block_size)
+    })
+    .await
+    .map_err(|e| NodeError::Config(format!("opening the disk tier: {e}")))?;
+    // As many writes on their way as DISK_WRITE_BYTES holds of the
+    // largest slot's bytes.
+    let max_writing = crate::budget::DISK_WRITE_BYTES / u64::from(place.block_size.max(1));
+    let settings = |slots| coopcache_core::protocol::DiskSettings {
+        slots,
+        max_writing: u32::try_from(max_writing).unwrap_or(u32::MAX).max(1),
+        retry_us: retry.as_micros().try_into().unwrap_or(u64::MAX),
+    };
     let (store, found) = match opened {
         Ok(opened) => opened,
         // A disk that fails at start is a disk that failed while running
@@ -364,23 +376,17 @@ async fn open_disk(
                 cause = cause.unwrap_or_default(),
                 "disk tier: the disk fails at start; this node goes on with memory alone"
             );
+            protocol.lose_disk(settings(0), now);
             return Ok(None);
         }
         Err(e) => return Err(NodeError::Config(e.to_string())),
     };
-    protocol.set_disk(store.slots());
-    let mut kept = 0;
-    for r in &found {
-        let digest = coopcache_core::protocol::Digest {
-            hash: r.hash,
-            len: r.len,
-        };
-        kept += usize::from(protocol.recover_disk(r.block, r.slot, digest));
-    }
+    protocol.set_disk(settings(store.slots()));
+    let kept = crate::driver::recover(protocol, &found);
     tracing::info!(
         slots = store.slots(),
         blocks = kept,
-        dirs = ?dirs,
+        dirs = ?place.dirs,
         "disk tier open: blocks from an earlier run are served once checked"
     );
     Ok(Some(Arc::new(store)))
@@ -494,7 +500,18 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         true => coopcache_core::protocol::SEAL_OVERHEAD,
         false => 0,
     };
-    let disk = open_disk(&opts.disk, opts.disk_size, bs + sealed, &mut protocol).await?;
+    let disk_place = DiskPlace {
+        dirs: opts.disk.clone(),
+        size: opts.disk_size,
+        block_size: bs + sealed,
+    };
+    let disk = match opts.disk.is_empty() {
+        true => None,
+        false => {
+            let now = clock.micros();
+            open_disk(&disk_place, opts.disk_retry, &mut protocol, now).await?
+        }
+    };
     let commits = CommitProtocol::new(
         id,
         crate::clock::unix_micros(),
@@ -550,8 +567,8 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         ctx.clone(),
         tx.clone(),
     );
-    if let Some(store) = disk {
-        driver.set_disk_store(store);
+    if !opts.disk.is_empty() {
+        driver.set_disk_store(disk, disk_place);
     }
     let attr_ttl = opts.attr_ttl.as_micros().try_into().unwrap_or(u64::MAX);
     let streaming = Arc::new(StreamPool::new(stream_blocks(bs)));

@@ -148,9 +148,13 @@ pub struct Metrics {
     pub disk_failures: Counter,
     /// Writes to the disk tier that failed (full, failing).
     pub disk_write_failures: Counter,
-    /// Writes to the disk tier skipped: more bytes were on their way to
+    /// Writes to the disk tier skipped: more writes were on their way to
     /// it than its bound.
     pub disk_writes_skipped: Counter,
+    /// Times the disk tier was given up (it failed every call in a row).
+    pub disk_given_up: Counter,
+    /// Times a given-up disk tier was opened again and used.
+    pub disk_reopened: Counter,
     /// The memory budget.
     pub budget_bytes: Gauge,
     /// Live members, this node included.
@@ -222,7 +226,7 @@ impl Metrics {
             "Connections the gateway or S3 endpoint closed on its own: refused at the cap (503), evicted for a newcomer, idle, or slow (under the rate floor)",
             self.gateway_closed.clone(),
         );
-        let counters: [(&str, &str, &Counter); 30] = [
+        let counters: [(&str, &str, &Counter); 32] = [
             (
                 "warmed_files",
                 "Files warm-ups read whole (coopcache warm)",
@@ -339,6 +343,16 @@ impl Metrics {
                 "disk_writes_skipped",
                 "Writes to the disk tier skipped: the disk was behind by its bound",
                 &self.disk_writes_skipped,
+            ),
+            (
+                "disk_given_up",
+                "Times the disk tier was given up: it failed every call in a row",
+                &self.disk_given_up,
+            ),
+            (
+                "disk_reopened",
+                "Times a given-up disk tier was opened again and used",
+                &self.disk_reopened,
             ),
             (
                 "timeouts",

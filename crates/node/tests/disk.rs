@@ -125,13 +125,44 @@ async fn a_disk_serves_what_memory_dropped_and_what_it_held_before_a_restart() {
 /// A node whose disk tier is on `mount`, having read the file once (its
 /// blocks written to the disk).
 async fn on_faulty_disk(mount: &FaultMount) -> (TestCluster, Arc<NodeHandle>) {
+    // Not opened again during the test (a minute away).
+    on_faulty_disk_retried(mount, Duration::from_secs(60)).await
+}
+
+/// As [`on_faulty_disk`], the disk opened again `retry` after it is given
+/// up.
+async fn on_faulty_disk_retried(
+    mount: &FaultMount,
+    retry: Duration,
+) -> (TestCluster, Arc<NodeHandle>) {
     let shape = Shape {
         nodes: 1,
         ..Shape::default()
     };
-    let c = cluster_with(shape, &[("big.bin", FILE)], |o| with_disk(o, &mount.dir)).await;
+    let c = cluster_with(shape, &[("big.bin", FILE)], |o| {
+        with_disk(o, &mount.dir);
+        o.disk_retry = retry;
+    })
+    .await;
     let node = c.nodes[0].clone();
-    read_all(&node).await;
+    // A megabyte at a time, each written before the next is read: read
+    // at once, the file would outrun the fault layer's writes by more
+    // than the writes in flight allowed, and some blocks would stay off
+    // the disk (`disk_writes_skipped`).
+    for at in (0..FILE as u64).step_by(1 << 20) {
+        node.read("big.bin", Some(at..at + (1 << 20)))
+            .await
+            .unwrap();
+        let mut quiet = false;
+        for _ in 0..200 {
+            quiet = node.status().await.unwrap().quiet;
+            if quiet {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(quiet, "the node's writes never landed");
+    }
     let s = node.status().await.unwrap();
     assert!(s.disk_slots >= BLOCKS, "{} slots", s.disk_slots);
     assert_eq!(
@@ -180,6 +211,42 @@ async fn a_full_disk_leaves_the_node_memory_alone_and_no_read_fails() {
     let got = node.read("more.bin", None).await.expect("read");
     assert!(got[..] == contents(2, FILE)[..], "wrong bytes");
     gives_the_disk_up(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_removed_under_a_running_node_comes_back_without_a_restart() {
+    let Some(mount) = FaultMount::new() else {
+        return;
+    };
+    let (_c, node) = on_faulty_disk_retried(&mount, Duration::from_millis(200)).await;
+    mount.set(Fault::Gone);
+    gives_the_disk_up(&node).await;
+    // Tried again every 0.2, 0.4, 0.8 s...: not there.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let s = node.status().await.unwrap();
+    assert_eq!((s.disk_slots, s.disk_reopened), (0, 0), "opened while gone");
+    assert_eq!(s.disk_given_up, 1);
+    // Plugged back: used again with what it held, the origin untouched.
+    mount.set(Fault::None);
+    let mut s = node.status().await.unwrap();
+    for _ in 0..100 {
+        if s.disk_slots > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        s = node.status().await.unwrap();
+    }
+    assert_eq!(s.disk_reopened, 1, "not opened again");
+    assert_eq!(s.disk_blocks, BLOCKS, "what it held");
+    let (origin, from_disk) = levels(&node).await;
+    read_all(&node).await;
+    let (origin_after, from_disk_after) = levels(&node).await;
+    assert_eq!(origin_after, origin, "read from the origin again");
+    assert!(
+        from_disk_after - from_disk > BLOCKS / 2,
+        "{} blocks from the disk",
+        from_disk_after - from_disk
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

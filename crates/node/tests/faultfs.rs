@@ -31,6 +31,9 @@ pub(crate) enum Fault {
     Eio = 1,
     /// Every write fails with ENOSPC, as a full disk's do; reads work.
     Full = 2,
+    /// Every call fails with EIO, a name's lookup and a file's open
+    /// included: a disk unplugged under its file system.
+    Gone = 3,
 }
 
 /// A mounted fault layer, unmounted on drop.
@@ -108,6 +111,16 @@ impl FaultFs {
         self.fault.load(Ordering::SeqCst)
     }
 
+    /// Whether reads, writes and syncs fail with EIO.
+    fn failing(&self) -> bool {
+        matches!(self.fault(), f if f == Fault::Eio as u8 || f == Fault::Gone as u8)
+    }
+
+    /// Whether every call fails with EIO.
+    fn gone(&self) -> bool {
+        self.fault() == Fault::Gone as u8
+    }
+
     fn ino_of(&self, name: &str) -> INodeNo {
         let mut names = self.names.lock().unwrap();
         let i = names.iter().position(|n| n == name).unwrap_or_else(|| {
@@ -174,6 +187,9 @@ impl FaultFs {
 
 impl Filesystem for FaultFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if self.gone() {
+            return reply.error(Errno::EIO);
+        }
         let name = name.to_string_lossy();
         if parent != INodeNo::ROOT || !self.backing.join(&*name).exists() {
             return reply.error(Errno::ENOENT);
@@ -185,6 +201,9 @@ impl Filesystem for FaultFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        if self.gone() {
+            return reply.error(Errno::EIO);
+        }
         match self.attr(ino) {
             Ok(attr) => reply.attr(&TTL, &attr),
             Err(e) => reply.error(e),
@@ -231,6 +250,9 @@ impl Filesystem for FaultFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if self.gone() {
+            return reply.error(Errno::EIO);
+        }
         let Some(path) = self.path_of(ino) else {
             return reply.error(Errno::ENOENT);
         };
@@ -250,6 +272,9 @@ impl Filesystem for FaultFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
+        if self.gone() {
+            return reply.error(Errno::EIO);
+        }
         let name = name.to_string_lossy();
         if parent != INodeNo::ROOT {
             return reply.error(Errno::ENOENT);
@@ -276,7 +301,7 @@ impl Filesystem for FaultFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        if self.fault() == Fault::Eio as u8 {
+        if self.failing() {
             return reply.error(Errno::EIO);
         }
         let mut buf = vec![0; size as usize];
@@ -309,10 +334,11 @@ impl Filesystem for FaultFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.fault() {
-            f if f == Fault::Eio as u8 => return reply.error(Errno::EIO),
-            f if f == Fault::Full as u8 => return reply.error(Errno::ENOSPC),
-            _ => {}
+        if self.failing() {
+            return reply.error(Errno::EIO);
+        }
+        if self.fault() == Fault::Full as u8 {
+            return reply.error(Errno::ENOSPC);
         }
         match self.with_file(fh, |f| f.write_all_at(data, offset)) {
             Ok(Ok(())) => reply.written(data.len() as u32),
@@ -354,7 +380,7 @@ impl Filesystem for FaultFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.fault() == Fault::Eio as u8 {
+        match self.failing() {
             true => reply.error(Errno::EIO),
             false => reply.ok(),
         }

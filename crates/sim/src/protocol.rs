@@ -11,8 +11,8 @@
 use coopcache_core::coop::{AlgorithmKind, ConfigError, Level, LiveShape, NodeId, SizeClassed};
 use coopcache_core::policy::splitmix64;
 use coopcache_core::protocol::{
-    Action, Digest, DigestSealer, DiskMiss, HostId, NodeProtocol, PeerMsg, ProtocolConfig,
-    ProtocolKey, ReadFailure, Served,
+    Action, Digest, DigestSealer, DiskMiss, DiskSettings, HostId, NodeProtocol, PeerMsg,
+    ProtocolConfig, ProtocolKey, ReadFailure, Served,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
@@ -353,7 +353,7 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
 
     /// Gives node `node` a disk tier of `slots` slots, empty.
     pub fn set_disk(&mut self, node: NodeId, slots: u32) {
-        self.nodes[node as usize].set_disk(slots);
+        self.nodes[node as usize].set_disk(DiskSettings::unbounded(slots));
         self.disks.add(node);
     }
 
@@ -521,8 +521,10 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
                 // Written at once: a simulated disk neither fails nor lags.
                 Action::WriteDisk { block, slot, data } => {
                     self.disks.write(node, slot, block, data);
-                    self.nodes[node as usize].handle_disk_written(block, slot, true);
+                    self.nodes[node as usize].handle_disk_written(block, slot, true, self.now);
                 }
+                // A simulated disk never fails, so is never given up.
+                Action::ReopenDisk => {}
                 Action::Complete { block, result } => self.done.push((node, block, result)),
                 Action::Violation { .. } => self.stats.violations += 1,
                 Action::IntegrityFailure {

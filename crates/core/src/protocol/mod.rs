@@ -52,7 +52,10 @@ pub use block::{BlockId, ProtocolKey, manager_of, route_of};
 pub use carried::MAX_STASHED_BYTES;
 pub use content::{Content, Digest, MemStore};
 pub use digest_sealer::DigestSealer;
-pub use disk::{DiskMiss, DiskTier, ENTRY_BYTES as DISK_ENTRY_BYTES, MAX_DISK_ERRORS};
+pub use disk::{
+    DISK_RETRY_US, DiskMiss, DiskSettings, DiskTier, ENTRY_BYTES as DISK_ENTRY_BYTES,
+    MAX_DISK_ERRORS, MAX_DISK_RETRY_US,
+};
 pub use integrity::Verdict;
 pub use message::{NotLive, PeerMsg, Recorded};
 pub use node::{Action, MAX_READS, MIN_TRACKED, NodeProtocol, ProtocolConfig, ReadFailure, Served};

@@ -136,6 +136,11 @@ pub enum Action<K, D> {
         /// Its contents.
         data: D,
     },
+    /// Open this node's disk tier, given up after it failed, again: the
+    /// same store (not a new one where it was: a disk unmounted leaves an
+    /// empty directory behind), with what it holds; report it with
+    /// [`NodeProtocol::handle_disk_reopened`] (`disk.rs`).
+    ReopenDisk,
     /// Every read of `block` waiting at this node is finished.
     Complete {
         /// The block.
@@ -253,6 +258,8 @@ pub struct NodeProtocol<K, D> {
     pub(super) pinned: super::pinned::Pinned<K, D>,
     /// The index of this node's disk tier, if it has one (`disk.rs`).
     pub(super) disk: Option<super::disk::DiskTier<K>>,
+    /// The disk tier given up, while it is (`disk.rs`).
+    pub(super) disk_lost: Option<super::disk::Lost>,
 }
 
 impl<K, D> std::fmt::Debug for NodeProtocol<K, D> {
@@ -320,6 +327,7 @@ where
             carried: Default::default(),
             pinned: Default::default(),
             disk: None,
+            disk_lost: None,
         }
     }
 
@@ -377,6 +385,10 @@ where
             (!self.local.is_empty(), "messages to itself"),
             (!self.slice.is_quiet(), "questions awaiting a record"),
             (!self.node.is_quiet(), "its algorithm's machine"),
+            (
+                self.disk.as_ref().is_some_and(|t| t.writing() > 0),
+                "writes to its disk",
+            ),
         ]
         .into_iter()
         .find_map(|(waits, what)| waits.then_some(what))
@@ -479,6 +491,7 @@ where
                 Timer::Grant(block) => self.grant_deadline(block, now),
                 Timer::Forward(block) => self.slice.expire_forwards(block, now),
                 Timer::Question(block) => self.question_deadline(block, now),
+                Timer::DiskRetry => self.disk_retry_due(),
                 Timer::Ping => {
                     self.tell_idle(self.own_status(now).idle);
                     self.ping_all(now);
@@ -796,7 +809,7 @@ where
             Timer::Held(b) => held.contains(b),
             Timer::Grant(b) | Timer::Forward(b) => slice.tracks(b),
             Timer::Question(b) => questions.contains(b),
-            Timer::Ping => true,
+            Timer::Ping | Timer::DiskRetry => true,
         });
     }
 }

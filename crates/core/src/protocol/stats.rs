@@ -48,6 +48,10 @@ pub struct ProtocolStats {
     /// Writes to the disk tier the driver skipped (its bound on bytes on
     /// their way to the disk was reached).
     pub disk_writes_skipped: u64,
+    /// Times the disk tier was given up after failing every call in a row.
+    pub disk_given_up: u64,
+    /// Times a given-up disk tier was opened again and used.
+    pub disk_reopened: u64,
     /// Messages or blocks dropped because a bounded table was full.
     pub dropped: u64,
     /// Messages the node's machines sent that have no live form (a bug:

@@ -30,6 +30,8 @@ pub(super) enum Timer<K> {
     Question(K),
     /// Time to ping every peer.
     Ping,
+    /// Time to ask for a given-up disk tier to be opened again.
+    DiskRetry,
 }
 
 /// Deadlines in microseconds.

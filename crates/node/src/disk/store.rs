@@ -74,6 +74,15 @@ pub enum DiskError {
         /// The block size asked for.
         block_size: u32,
     },
+    /// The store's file, opened again ([`DiskStore::reopen`]), is not the
+    /// one the node made.
+    #[error("{} is not the disk tier's store any more ({why}): not made again while the node runs; restart it to start a new one", path.display())]
+    NotTheStore {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The store's file could not be opened or created.
     #[error("cannot open or create {} (expected a writable directory, or one that can be created)", path.display())]
     Open {
@@ -171,6 +180,29 @@ impl DiskStore {
         size: u64,
         block_size: u32,
     ) -> Result<(DiskStore, Vec<Recovered>), DiskError> {
+        Self::open_or_reopen(dirs, size, block_size, true)
+    }
+
+    /// Opens the store [`DiskStore::open`] made in `dirs` again (after its
+    /// disk failed), with what its slots hold; never makes one. A disk
+    /// unmounted leaves its mount point behind, empty, on the disk above
+    /// it: a store made there would fill that disk. So a file that is not
+    /// there, or not written for this layout, is
+    /// [`DiskError::NotTheStore`].
+    pub fn reopen(
+        dirs: &[PathBuf],
+        size: u64,
+        block_size: u32,
+    ) -> Result<(DiskStore, Vec<Recovered>), DiskError> {
+        Self::open_or_reopen(dirs, size, block_size, false)
+    }
+
+    fn open_or_reopen(
+        dirs: &[PathBuf],
+        size: u64,
+        block_size: u32,
+        make: bool,
+    ) -> Result<(DiskStore, Vec<Recovered>), DiskError> {
         if dirs.is_empty() {
             return Err(DiskError::NoDirs);
         }
@@ -210,7 +242,7 @@ impl DiskStore {
         let mut files = Vec::with_capacity(dirs.len());
         let mut found = Vec::new();
         for (i, dir) in (0..n).zip(dirs) {
-            let (file, kept) = SlotFile::open(dir, layout)?;
+            let (file, kept) = SlotFile::open(dir, layout, make)?;
             if kept {
                 file.scan(
                     layout,
@@ -340,21 +372,30 @@ fn slot_offset(local: u32, slot_bytes: u64) -> u64 {
 impl SlotFile {
     /// Opens, locks and preallocates `dir`'s file; it is emptied unless its
     /// superblock records `layout`. Returns it and whether its slots were
-    /// kept.
-    fn open(dir: &Path, layout: Layout) -> Result<(SlotFile, bool), DiskError> {
+    /// kept. Unless `make`, a file missing or not of `layout` is an error
+    /// ([`DiskStore::reopen`]).
+    fn open(dir: &Path, layout: Layout, make: bool) -> Result<(SlotFile, bool), DiskError> {
         let path = dir.join(FILE_NAME);
-        // Created as a cache directory would be (`--disk /var/cache/x`
-        // on a fresh machine); a parent that cannot hold it fails below.
-        let _ = std::fs::create_dir_all(dir);
+        if make {
+            // Created as a cache directory would be (`--disk /var/cache/x`
+            // on a fresh machine); a parent that cannot hold it fails below.
+            let _ = std::fs::create_dir_all(dir);
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
+            .create(make)
             .truncate(false)
             .open(&path)
-            .map_err(|source| DiskError::Open {
-                path: path.clone(),
-                source,
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound if !make => DiskError::NotTheStore {
+                    path: path.clone(),
+                    why: "it is gone".into(),
+                },
+                _ => DiskError::Open {
+                    path: path.clone(),
+                    source,
+                },
             })?;
         if let Err(errno) = rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             return Err(DiskError::InUse {
@@ -365,6 +406,13 @@ impl SlotFile {
         let file = SlotFile { path, file };
         let len = slot_offset(layout.slots, layout.slot_bytes);
         let stale = file.stale(layout)?;
+        if let (Some(why), false) = (&stale, make) {
+            let why = if why.is_empty() { "it is empty" } else { why };
+            return Err(DiskError::NotTheStore {
+                path: file.path,
+                why: why.into(),
+            });
+        }
         if let Some(why) = &stale {
             if !why.is_empty() {
                 tracing::warn!(
@@ -764,6 +812,31 @@ mod tests {
         assert_eq!(found, written);
         let (read, _) = store.read(4, block(7)).expect("read").expect("the block");
         assert_eq!(read, data(7, 1000));
+    }
+
+    #[test]
+    fn a_store_opened_again_while_running_is_never_made_anew() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mount = dir.path().join("mnt");
+        let dirs = [mount.clone()];
+        let size = size_for(1, 4);
+        // Nothing there (a mount point left empty): not made.
+        let err = DiskStore::reopen(&dirs, size, BLOCK_SIZE).unwrap_err();
+        assert!(matches!(err, DiskError::NotTheStore { .. }), "{err}");
+        assert!(err.to_string().contains("it is gone"), "{err}");
+        assert!(!mount.exists(), "the directory was made");
+        // The store made at start, with a block: opened again, block and all.
+        let want = {
+            let (store, _) = open(&dirs, size);
+            put(&store, 2, 5, 100)
+        };
+        let (_, found) = DiskStore::reopen(&dirs, size, BLOCK_SIZE).expect("reopen");
+        assert_eq!(found, vec![want]);
+        // Another layout: not the store, and left as it is.
+        let err = DiskStore::reopen(&dirs, size, 2 * BLOCK_SIZE).unwrap_err();
+        assert!(matches!(err, DiskError::NotTheStore { .. }), "{err}");
+        let (_, found) = DiskStore::reopen(&dirs, size, BLOCK_SIZE).expect("reopen");
+        assert_eq!(found.len(), 1);
     }
 
     #[test]

@@ -3,14 +3,27 @@
 //! tier decides which block, which slot, and whether a block read back is
 //! served) to the store (`crate::disk`), on the blocking pool, and their
 //! results back as events. A block read back is hashed there, off the
-//! driver's task, as an origin's or a peer's is where it arrives.
+//! driver's task, as an origin's or a peer's is where it arrives. When the
+//! protocol asks for a given-up tier again, the store is opened again
+//! where it was, never made anew.
 
 use super::{Driver, Event};
 use crate::block::{Block, BlockId};
-use crate::budget::DISK_WRITE_BYTES;
-use crate::disk::{DiskError, DiskStore};
-use coopcache_core::protocol::{Content, DiskMiss};
+use crate::disk::{DiskError, DiskStore, Recovered};
+use coopcache_core::protocol::{Content, Digest, DiskMiss};
+use std::path::PathBuf;
 use std::sync::Arc;
+
+/// Where the disk tier's store is: what opening it again takes.
+#[derive(Clone, Debug)]
+pub(crate) struct DiskPlace {
+    /// Its directories.
+    pub(crate) dirs: Vec<PathBuf>,
+    /// Its size in all, in bytes.
+    pub(crate) size: u64,
+    /// The most bytes a slot holds.
+    pub(crate) block_size: u32,
+}
 
 /// What the store did with a slot.
 #[derive(Debug)]
@@ -30,15 +43,16 @@ pub enum DiskEvent {
         slot: u32,
         /// Whether it was written.
         ok: bool,
-        /// Bytes it carried.
-        len: u64,
     },
+    /// The store opened again, and what its slots held; or why not.
+    Reopened(Result<(Arc<DiskStore>, Vec<Recovered>), DiskError>),
 }
 
 impl Driver {
-    /// The store this node's disk tier keeps its slots in.
-    pub(crate) fn set_disk_store(&mut self, store: Arc<DiskStore>) {
-        self.disk = Some(store);
+    /// Where this node's disk tier is, and its store while it is open.
+    pub(crate) fn set_disk_store(&mut self, store: Option<Arc<DiskStore>>, place: DiskPlace) {
+        self.disk = store;
+        self.disk_place = Some(place);
     }
 
     /// Reads `slot` for `block` on the blocking pool.
@@ -61,19 +75,14 @@ impl Driver {
         });
     }
 
-    /// Writes `data` of `block` into `slot` on the blocking pool, unless
-    /// [`DISK_WRITE_BYTES`] are on their way already: skipped then.
+    /// Writes `data` of `block` into `slot` on the blocking pool (the
+    /// protocol bounds the writes on their way).
     pub(super) fn write_disk(&mut self, block: BlockId, slot: u32, data: Block) {
         let Some(store) = self.disk.clone() else {
+            let now = self.clock.micros();
             let reads = self.node.reads_mut();
-            return reads.handle_disk_written(block, slot, false);
+            return reads.handle_disk_written(block, slot, false, now);
         };
-        let len = data.bytes.len() as u64;
-        let busy = self.disk_writing > 0 && self.disk_writing + len > DISK_WRITE_BYTES;
-        if busy {
-            return self.node.reads_mut().handle_disk_skipped(block, slot);
-        }
-        self.disk_writing += len;
         let events = self.events.clone();
         tokio::task::spawn_blocking(move || {
             let hash = data.digest().hash;
@@ -82,13 +91,22 @@ impl Driver {
                 failed("write", e);
             }
             let ok = written.is_ok();
-            let ev = DiskEvent::Written {
-                block,
-                slot,
-                ok,
-                len,
-            };
-            let _ = events.blocking_send(Event::Disk(ev));
+            let _ = events.blocking_send(Event::Disk(DiskEvent::Written { block, slot, ok }));
+        });
+    }
+
+    /// Opens the given-up tier's store again, where it was, on the
+    /// blocking pool.
+    pub(super) fn reopen_disk(&mut self) {
+        let Some(place) = self.disk_place.clone() else {
+            let now = self.clock.micros();
+            return self.node.reads_mut().handle_disk_reopened(None, now);
+        };
+        let events = self.events.clone();
+        tokio::task::spawn_blocking(move || {
+            let opened = DiskStore::reopen(&place.dirs, place.size, place.block_size)
+                .map(|(store, found)| (Arc::new(store), found));
+            let _ = events.blocking_send(Event::Disk(DiskEvent::Reopened(opened)));
         });
     }
 
@@ -98,21 +116,17 @@ impl Driver {
         let now = self.clock.micros();
         match ev {
             DiskEvent::Read { block, result } => self.node.handle_disk_read(block, result, now),
-            DiskEvent::Written {
-                block,
-                slot,
-                ok,
-                len,
-            } => {
-                self.disk_writing = self.disk_writing.saturating_sub(len);
-                self.node.reads_mut().handle_disk_written(block, slot, ok)
-            }
+            DiskEvent::Written { block, slot, ok } => self
+                .node
+                .reads_mut()
+                .handle_disk_written(block, slot, ok, now),
+            DiskEvent::Reopened(opened) => return self.on_disk_reopened(opened, now),
         }
         if self.disk.is_some() && self.node.reads().disk().is_none() {
             self.disk = None;
             tracing::warn!(
                 errors = coopcache_core::protocol::MAX_DISK_ERRORS,
-                "the disk tier failed every read and write in a row: going on with memory alone"
+                "the disk tier failed every read and write in a row: going on with memory alone, and opening it again later"
             );
         }
     }
@@ -121,4 +135,52 @@ impl Driver {
 /// Logs a failed slot call (the protocol counts them and decides).
 fn failed(what: &str, e: &DiskError) {
     tracing::debug!(error = %e, "disk tier: a slot's {what} failed");
+}
+
+impl Driver {
+    /// The given-up tier's store, opened again or not, to the protocol.
+    fn on_disk_reopened(
+        &mut self,
+        opened: Result<(Arc<DiskStore>, Vec<Recovered>), DiskError>,
+        now: u64,
+    ) {
+        let reads = self.node.reads_mut();
+        match opened {
+            Ok((store, found)) => {
+                reads.handle_disk_reopened(Some(store.slots()), now);
+                if reads.disk().is_none() {
+                    return;
+                }
+                let kept = recover(reads, &found);
+                tracing::warn!(
+                    slots = store.slots(),
+                    blocks = kept,
+                    "the disk tier is back: its blocks are served once checked"
+                );
+                self.disk = Some(store);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the disk tier is still failing: memory alone");
+                reads.handle_disk_reopened(None, now);
+            }
+        }
+    }
+}
+
+/// Gives the protocol the blocks a store found in its slots; returns how
+/// many it took in.
+pub(crate) fn recover(
+    protocol: &mut coopcache_core::protocol::NodeProtocol<BlockId, Block>,
+    found: &[Recovered],
+) -> usize {
+    found
+        .iter()
+        .filter(|r| {
+            let digest = Digest {
+                hash: r.hash,
+                len: r.len,
+            };
+            protocol.recover_disk(r.block, r.slot, digest)
+        })
+        .count()
 }

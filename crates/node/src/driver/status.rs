@@ -49,6 +49,8 @@ impl Driver {
             disk_failures: stats.disk_failures,
             disk_write_failures: stats.disk_write_failures,
             disk_writes_skipped: stats.disk_writes_skipped,
+            disk_given_up: stats.disk_given_up,
+            disk_reopened: stats.disk_reopened,
             budget_bytes: self.cfg.budget,
             reads: Level::ALL
                 .iter()

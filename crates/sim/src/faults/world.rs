@@ -881,7 +881,7 @@ impl World {
             }),
             // The harness's nodes keep no disk tier (never `set_disk`),
             // so their protocol asks for none of these.
-            Action::ReadDisk { .. } | Action::WriteDisk { .. } => {}
+            Action::ReadDisk { .. } | Action::WriteDisk { .. } | Action::ReopenDisk => {}
             Action::Complete { block, result } => self.complete(id, block, result),
             Action::Violation { .. } => self.counts.refused += 1,
             Action::IntegrityFailure {
