@@ -37,6 +37,10 @@ pub struct StatusArgs {
     /// JSON instead of a summary.
     #[arg(long)]
     json: bool,
+    /// Every member of the cluster, one line each (its memory and its
+    /// reads as it reports them), and the cluster's totals.
+    #[arg(long)]
+    cluster: bool,
 }
 
 pub fn cat(args: CatArgs) -> Result<()> {
@@ -57,6 +61,10 @@ pub fn status(args: StatusArgs) -> Result<()> {
     let s = runtime()?.block_on(client.status())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(());
+    }
+    if args.cluster {
+        crate::status_cluster::print(&s);
         return Ok(());
     }
     println!("node {} (id {}), algorithm {}", s.name, s.id, s.algorithm);

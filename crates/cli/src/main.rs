@@ -8,6 +8,7 @@ mod demo;
 mod doc_commands;
 mod node;
 mod sim;
+mod status_cluster;
 mod trace;
 mod warm;
 

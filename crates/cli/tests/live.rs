@@ -126,6 +126,7 @@ fn three_nodes_serve_origin_bytes_and_read_each_block_once() {
     status_json_lists_every_member(&nodes);
     cat_returns_origin_bytes(&nodes, &files);
     each_block_is_read_once_from_the_origin(&nodes, &files);
+    one_node_shows_every_members_reads(&nodes);
     warmed_files_are_read_from_the_cluster(&nodes, &files);
     gateway_follows_http(&nodes[0], &files);
     pinned_and_evicted_from_the_cli(&nodes[0], &files);
@@ -139,6 +140,66 @@ fn status_json_lists_every_member(nodes: &[Node]) {
         let s: Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(members(&s), 3, "{}: {s}", node.name);
         assert_eq!(s["name"], node.name.as_str());
+    }
+}
+
+/// A member's reads by level, as `status --json` shows them for member
+/// `name` (`None` if not reported yet).
+fn reads_of(s: &Value, name: &str) -> Option<Value> {
+    let m = s["members"]
+        .as_array()?
+        .iter()
+        .find(|m| m["name"] == name)?;
+    Some(m["reads"].clone()).filter(|r| !r.is_null())
+}
+
+/// `status --cluster` on one node shows every member's reads as that
+/// member counts them itself (carried on its pings), and their sum.
+fn one_node_shows_every_members_reads(nodes: &[Node]) {
+    let status = |node: &Node| -> Value {
+        let out = coopcache_args(&["status", "--json", "--node", &node.http.to_string()]);
+        assert!(out.status.success(), "status: {}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    // Each member's own count, then the first node's view of it: equal
+    // once a ping has carried it (the reads are over).
+    let own: Vec<Value> = nodes
+        .iter()
+        .map(|n| reads_of(&status(n), &n.name).expect("its own reads"))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = status(&nodes[0]);
+        let got: Vec<Option<Value>> = nodes.iter().map(|n| reads_of(&seen, &n.name)).collect();
+        if got.iter().zip(&own).all(|(g, o)| g.as_ref() == Some(o)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "seen {got:?}, own {own:?}");
+        thread::sleep(Duration::from_millis(200));
+    }
+    let total = |r: &Value| -> u64 {
+        r["served"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum()
+    };
+    for (n, r) in nodes.iter().zip(&own) {
+        assert!(total(r) > 0, "{} read nothing: {r}", n.name);
+        assert_eq!(r["failed"], 0, "{}: {r}", n.name);
+    }
+    let out = coopcache_args(&["status", "--cluster", "--node", &nodes[0].http.to_string()]);
+    assert!(out.status.success(), "status --cluster: {}", stderr(&out));
+    let text = stdout(&out);
+    let sum: u64 = own.iter().map(total).sum();
+    assert!(text.contains(&format!("all: {sum} block reads")), "{text}");
+    for (n, r) in nodes.iter().zip(&own) {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{} ", n.name)))
+            .unwrap_or_else(|| panic!("no line for {}: {text}", n.name));
+        assert!(line.contains(&format!(" {} ", total(r))), "{line}");
     }
 }
 

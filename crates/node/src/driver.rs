@@ -170,6 +170,51 @@ pub struct MemberStatus {
     /// if it has yet.
     #[serde(default)]
     pub memory: Option<MemberMemory>,
+    /// Its block reads since it started, as it last reported them (on
+    /// the same pings), if it has yet.
+    #[serde(default)]
+    pub reads: Option<MemberReads>,
+}
+
+/// A member's block reads since it started, as it reports them
+/// ([`ReadCounts`](coopcache_core::protocol::ReadCounts)).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MemberReads {
+    /// Reads served, by level name (`local`, `manager`, `peer`, `origin`,
+    /// `disk`, as `reads` of a node's own status).
+    pub served: BTreeMap<String, u64>,
+    /// Reads that failed.
+    pub failed: u64,
+    /// Peers' contents that failed their check, and reads that timed out
+    /// waiting on a peer.
+    pub errors: u64,
+    /// Messages it refused from peers not in the role to send them.
+    pub violations: u64,
+}
+
+impl MemberReads {
+    /// `counts` by level name.
+    pub fn of(counts: coopcache_core::protocol::ReadCounts) -> Self {
+        MemberReads {
+            served: Level::ALL
+                .iter()
+                .map(|&l| (crate::metrics::level_name(l).to_string(), counts.at(l)))
+                .collect(),
+            failed: counts.failed,
+            errors: counts.errors,
+            violations: counts.violations,
+        }
+    }
+
+    /// Reads served, from anywhere.
+    pub fn total(&self) -> u64 {
+        self.served.values().sum()
+    }
+
+    /// Reads served at level `name`.
+    pub fn at(&self, name: &str) -> u64 {
+        self.served.get(name).copied().unwrap_or(0)
+    }
 }
 
 /// A member's cache memory, as it advertises it.

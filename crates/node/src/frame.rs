@@ -21,7 +21,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 12;
+pub const PROTOCOL_VERSION: u16 = 13;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -315,6 +315,10 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
             buf.put_u64(status.cached_bytes);
             buf.put_u32(status.foreign);
             buf.put_u8(u8::from(status.idle));
+            let r = &status.reads;
+            for n in r.served.iter().chain([&r.failed, &r.errors, &r.violations]) {
+                buf.put_u64(*n);
+            }
         }
     }
 }
@@ -564,6 +568,20 @@ impl Reader {
         self.buf.split_off(0)
     }
 
+    /// A member's read counts, as a ping carries them.
+    fn read_counts(&mut self) -> Result<coopcache_core::protocol::ReadCounts, FrameError> {
+        let mut served = [0; coopcache_core::coop::Level::ALL.len()];
+        for n in &mut served {
+            *n = self.u64()?;
+        }
+        Ok(coopcache_core::protocol::ReadCounts {
+            served,
+            failed: self.u64()?,
+            errors: self.u64()?,
+            violations: self.u64()?,
+        })
+    }
+
     /// A protocol message of frame kind `kind`.
     fn peer(&mut self, kind: u8) -> Result<PeerMsg<BlockId, Bytes>, FrameError> {
         use PeerMsg::*;
@@ -575,6 +593,7 @@ impl Reader {
                 cached_bytes: self.u64()?,
                 foreign: self.u32()?,
                 idle: self.flag("idle")?,
+                reads: self.read_counts()?,
             };
             return Ok(if kind == K_PING {
                 Ping { nonce, status }
@@ -762,6 +781,12 @@ mod tests {
                     cached_bytes: 40 << 16,
                     foreign: 7,
                     idle: true,
+                    reads: coopcache_core::protocol::ReadCounts {
+                        served: [1, 2, 3, 4, 5],
+                        failed: 6,
+                        errors: 7,
+                        violations: 8,
+                    },
                 },
             },
             Pong {

@@ -60,14 +60,23 @@ fn status() -> impl Strategy<Value = Status> {
         any::<u64>(),
         any::<u32>(),
         any::<bool>(),
+        any::<[u64; 8]>(),
     )
-        .prop_map(|(capacity, cached, cached_bytes, foreign, idle)| Status {
-            capacity,
-            cached,
-            cached_bytes,
-            foreign,
-            idle,
-        })
+        .prop_map(
+            |(capacity, cached, cached_bytes, foreign, idle, n)| Status {
+                capacity,
+                cached,
+                cached_bytes,
+                foreign,
+                idle,
+                reads: coopcache_core::protocol::ReadCounts {
+                    served: [n[0], n[1], n[2], n[3], n[4]],
+                    failed: n[5],
+                    errors: n[6],
+                    violations: n[7],
+                },
+            },
+        )
 }
 
 fn recorded() -> impl Strategy<Value = Recorded> {

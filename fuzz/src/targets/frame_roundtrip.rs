@@ -64,16 +64,22 @@ impl From<B> for BlockId {
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
-struct S(u32, u32, u64, u32, bool);
+struct S(u32, u32, u64, u32, bool, [u64; 8]);
 
 impl From<S> for Status {
-    fn from(S(capacity, cached, cached_bytes, foreign, idle): S) -> Status {
+    fn from(S(capacity, cached, cached_bytes, foreign, idle, n): S) -> Status {
         Status {
             capacity,
             cached,
             cached_bytes,
             foreign,
             idle,
+            reads: coopcache_core::protocol::ReadCounts {
+                served: [n[0], n[1], n[2], n[3], n[4]],
+                failed: n[5],
+                errors: n[6],
+                violations: n[7],
+            },
         }
     }
 }

@@ -65,4 +65,4 @@ pub use private::{
     ContentKey, HostId, NOTE_BYTES, RECLAIM_BYTES, SEAL_OVERHEAD, Sealed, Sealer, UNIFIED_OVERHEAD,
 };
 pub use stats::ProtocolStats;
-pub use status::{IDLE_AFTER_US, Status};
+pub use status::{IDLE_AFTER_US, ReadCounts, Status};

@@ -152,13 +152,13 @@ where
                 data: data.clone(),
                 level: Level::Local,
             });
-            return self.actions.push_back(Action::Complete { block, result });
+            return self.complete(block, result);
         }
         if reads.pending.len() >= self.cfg.max_reads {
             if reads.queued.len() >= self.cfg.max_queued {
                 self.stats.dropped += 1;
                 let result = Err(ReadFailure::Overloaded);
-                self.actions.push_back(Action::Complete { block, result });
+                self.complete(block, result);
                 return;
             }
             reads.queued.push_back(block);
@@ -533,7 +533,7 @@ where
             Err(()) => {
                 self.reads.pending.remove(&block);
                 let result = Err(ReadFailure::Origin);
-                self.actions.push_back(Action::Complete { block, result });
+                self.complete(block, result);
                 // The machine admitted the block on its miss: out again.
                 self.uncache(block, now);
                 self.release_deferred(block, now);
@@ -607,6 +607,16 @@ where
         self.done_scratch = done;
     }
 
+    /// Every read of `block` here ends with `result`: counted by where it
+    /// was served ([`Status::reads`](super::Status::reads)).
+    fn complete(&mut self, block: K, result: Result<Served<D>, ReadFailure>) {
+        match &result {
+            Ok(served) => self.stats.served[served.level.index()] += 1,
+            Err(_) => self.stats.failed_reads += 1,
+        }
+        self.actions.push_back(Action::Complete { block, result });
+    }
+
     /// Hands `data` to every reader of `block` and serves the forwards
     /// that waited for it.
     pub(super) fn finish(&mut self, block: K, data: D, level: Level, now: u64) {
@@ -617,7 +627,7 @@ where
             self.keep_on_disk(block, &data);
         }
         let result = Ok(Served { data, level });
-        self.actions.push_back(Action::Complete { block, result });
+        self.complete(block, result);
         self.release_deferred(block, now);
         self.start_queued(now);
     }

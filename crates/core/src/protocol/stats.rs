@@ -1,6 +1,6 @@
 //! What a node's protocol counts, and the protocol violations it reports.
 
-use crate::coop::NodeId;
+use crate::coop::{Level, NodeId};
 use std::collections::BTreeMap;
 
 /// Counters of one node's protocol, for status and metrics.
@@ -48,6 +48,11 @@ pub struct ProtocolStats {
     /// Writes to the disk tier the driver skipped (its bound on bytes on
     /// their way to the disk was reached).
     pub disk_writes_skipped: u64,
+    /// Block reads this node served, by where from ([`Level::ALL`]'s
+    /// order), reads joined to one in flight counted once.
+    pub served: [u64; Level::ALL.len()],
+    /// Block reads that failed.
+    pub failed_reads: u64,
     /// Times the disk tier was given up after failing every call in a row.
     pub disk_given_up: u64,
     /// Times a given-up disk tier was opened again and used.

@@ -13,7 +13,7 @@
 
 use super::node::NodeProtocol;
 use super::{Content, ProtocolKey};
-use crate::coop::{NodeId, SizeClassed};
+use crate::coop::{Level, NodeId, SizeClassed};
 
 /// A node is idle once its own reads have stopped (or, since it started,
 /// not begun) for this long, by default
@@ -36,6 +36,37 @@ pub struct Status {
     pub foreign: u32,
     /// Whether its own reads have stopped ([`IDLE_AFTER_US`]).
     pub idle: bool,
+    /// Its reads since it started.
+    pub reads: ReadCounts,
+}
+
+/// A member's block reads since it started, as it reports them, for an
+/// operator's view of the whole cluster from one node (`coopcache status
+/// --cluster`). Only shown, never used to decide anything: a member could
+/// say anything here, and nothing it says of its reads moves a block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    /// Reads served, by where from ([`Level::ALL`]'s order).
+    pub served: [u64; Level::ALL.len()],
+    /// Reads that failed.
+    pub failed: u64,
+    /// Peers' contents that failed their check, and reads that waited on
+    /// a peer past the timeout.
+    pub errors: u64,
+    /// Messages it refused from peers not in the role to send them.
+    pub violations: u64,
+}
+
+impl ReadCounts {
+    /// Reads served, from anywhere.
+    pub fn total(&self) -> u64 {
+        self.served.iter().sum()
+    }
+
+    /// Reads served at `level`.
+    pub fn at(&self, level: Level) -> u64 {
+        self.served[level.index()]
+    }
 }
 
 impl Status {
@@ -73,6 +104,12 @@ where
             cached_bytes: usage.bytes as u64,
             foreign: clamp(self.node.foreign()),
             idle,
+            reads: ReadCounts {
+                served: self.stats.served,
+                failed: self.stats.failed_reads,
+                errors: self.stats.integrity_failures + self.stats.timeouts,
+                violations: self.stats.violations_total(),
+            },
         }
     }
 
@@ -104,6 +141,7 @@ mod tests {
             cached_bytes: 4000,
             foreign: 0,
             idle: false,
+            reads: ReadCounts::default(),
         };
         assert_eq!(s.free(), 6);
         let over = Status { cached: 12, ..s };
@@ -118,6 +156,7 @@ mod tests {
             cached_bytes: 0,
             foreign: 2,
             idle: false,
+            reads: ReadCounts::default(),
         };
         assert_eq!(busy.lendable(), 0, "a busy member lends nothing");
         let idle = Status { idle: true, ..busy };

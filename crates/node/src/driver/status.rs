@@ -15,6 +15,7 @@ impl Driver {
             listen: self.ctx.listen.clone(),
             rtt_us: None,
             memory: Some(MemberMemory::of(own, bs)),
+            reads: Some(MemberReads::of(own.reads)),
         }];
         let protocol = self.node.reads();
         members.extend(
@@ -27,6 +28,7 @@ impl Driver {
                     listen: mm.listen.clone(),
                     rtt_us: protocol.rtt_us(id),
                     memory: protocol.peer_status(id).map(|s| MemberMemory::of(s, bs)),
+                    reads: protocol.peer_status(id).map(|s| MemberReads::of(s.reads)),
                 }),
         );
         let usage = self.node.reads().usage();
