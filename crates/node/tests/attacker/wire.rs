@@ -116,11 +116,13 @@ pub(super) fn record(block: Bid, data: &[u8]) -> Vec<u8> {
 }
 
 /// A `Ping` or `Pong` body: nonce u64 and a status of capacity u32, cached
-/// u32, cached bytes u64, foreign u32, idle u8. Eve's says she has no room
-/// and is busy, so no node parks or forwards anything on her.
+/// u32, cached bytes u64, foreign u32, idle u8, then eight u64 of read
+/// counts (served from five levels, failed, errors, violations). Eve's
+/// says she has no room and is busy, so no node parks or forwards
+/// anything on her, and that she read nothing.
 fn ping_body(nonce: u64) -> Vec<u8> {
     let mut body = nonce.to_be_bytes().to_vec();
-    body.extend_from_slice(&[0; 21]);
+    body.extend_from_slice(&[0; 21 + 8 * 8]);
     body
 }
 
