@@ -338,6 +338,14 @@ async fn converge(clients: &[Client], timeout: Duration) -> Result<f64> {
     Ok(last)
 }
 
+/// The links' counters, and the moment they stand for: the middle of
+/// the walk `ss` took over the machine's sockets.
+async fn traffic_at(run: usize) -> Result<(LinkTraffic, Instant)> {
+    let before = Instant::now();
+    let t = link_traffic(run).await?;
+    Ok((t, before + before.elapsed() / 2))
+}
+
 /// What the idle window measured, per node where a list.
 struct Idle {
     rss: Vec<f64>,
@@ -352,19 +360,23 @@ struct Idle {
 /// Measures CPU and link traffic over `window` with nothing asked of the
 /// nodes, then their memory and descriptors.
 async fn idle_window(pids: &[u32], run: usize, window: Duration) -> Result<Idle> {
-    let cpu0 = pids
-        .iter()
-        .map(|&p| cpu_seconds(p))
-        .collect::<Result<Vec<_>>>()?;
-    let t0 = link_traffic(run).await?;
-    let started = Instant::now();
+    // Each measure over its own span: `ss` walks every socket of the
+    // machine and takes a while when 100 nodes keep it busy.
+    let cpu = |pids: &[u32]| {
+        let at = Instant::now();
+        let seconds = pids
+            .iter()
+            .map(|&p| cpu_seconds(p))
+            .collect::<Result<Vec<_>>>();
+        seconds.map(|s| (s, at))
+    };
+    let (cpu0, cpu_from) = cpu(pids)?;
+    let (t0, from) = traffic_at(run).await?;
     tokio::time::sleep(window).await;
-    let t1 = link_traffic(run).await?;
-    let secs = started.elapsed().as_secs_f64();
-    let cpu1 = pids
-        .iter()
-        .map(|&p| cpu_seconds(p))
-        .collect::<Result<Vec<_>>>()?;
+    let (t1, to) = traffic_at(run).await?;
+    let secs = to.duration_since(from).as_secs_f64();
+    let (cpu1, cpu_to) = cpu(pids)?;
+    let cpu_secs = cpu_to.duration_since(cpu_from).as_secs_f64();
     let traffic = t1.since(&t0);
     Ok(Idle {
         rss: pids
@@ -375,7 +387,7 @@ async fn idle_window(pids: &[u32], run: usize, window: Duration) -> Result<Idle>
         cpu_pct: cpu0
             .iter()
             .zip(&cpu1)
-            .map(|(a, b)| (b - a) / secs * 100.0)
+            .map(|(a, b)| (b - a) / cpu_secs * 100.0)
             .collect(),
         traffic,
         segments_per_s: traffic.segments as f64 / secs,
@@ -432,7 +444,7 @@ async fn read_window(
         );
     }
     let served0 = served(clients).await?;
-    let t0 = link_traffic(run).await?;
+    let (t0, from) = traffic_at(run).await?;
     let started = Instant::now();
     let mut r = rng(44, run as u64 + 1);
     let mut ms = Vec::with_capacity(args.reads);
@@ -461,11 +473,12 @@ async fn read_window(
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let t1 = link_traffic(run).await?;
+    let (t1, to) = traffic_at(run).await?;
+    let window = to.duration_since(from).as_secs_f64();
     let served1 = served(clients).await?;
     let traffic = t1.since(&t0);
-    let background = idle_rate.0 * seconds;
-    let background_bytes = idle_rate.1 * seconds;
+    let background = idle_rate.0 * window;
+    let background_bytes = idle_rate.1 * window;
     let reads = args.reads as f64;
     let mut sorted = ms.clone();
     sorted.sort_by(f64::total_cmp);
