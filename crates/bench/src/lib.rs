@@ -35,6 +35,9 @@ mod replay_speed;
 mod rss;
 mod s3;
 mod s3_servers;
+mod scale;
+mod scale_procs;
+mod scale_report;
 mod staggered;
 mod stream;
 mod switch;
@@ -94,6 +97,11 @@ pub enum BenchCmd {
     /// prediction), a restart, a disk hit against a peer's memory hit, and
     /// what the disk index costs per block.
     Disk(Box<disk::DiskArgs>),
+    /// Issue 44's scale: clusters of 16 to 100 real node processes on
+    /// loopback addresses; per node, resident memory, sockets, idle CPU
+    /// and link traffic, the time until every node sees every member, and
+    /// a read's latency and link traffic as N grows.
+    Scale(Box<scale::ScaleArgs>),
 }
 
 /// Runs one benchmark.
@@ -111,6 +119,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Mount(args) => mount::run(args),
         BenchCmd::ReplaySpeed(args) => replay_speed::run(args),
         BenchCmd::Disk(args) => disk::run(*args),
+        BenchCmd::Scale(args) => scale::run(*args),
     }
 }
 

@@ -471,3 +471,65 @@ fn s3_readers_through_the_endpoint_fetch_less_from_minio_than_direct() {
         assert!(f(gets, "rate") > 0.0, "{gets}");
     }
 }
+
+/// `coopcache bench scale` on clusters of 3 and 5 real node processes:
+/// every node links to every other both ways (the full mesh the bench
+/// measures), the per-node figures are real, and the cluster reads from
+/// peers with every byte right.
+#[test]
+fn scale_measures_each_node_of_a_full_mesh() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = bench(
+        dir.path(),
+        &[
+            "scale", "--nodes", "3,5", "--reads", "40", "--files", "4", "--idle", "2s",
+        ],
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (r, n) in rows.iter().zip([3u64, 5]) {
+        assert_eq!(u(r, "nodes"), n, "{r}");
+        // The bench fails if a node never lists every member.
+        assert_eq!(u(r, "booted"), n - 1, "{r}");
+        assert!(
+            f(r, "boot_seconds") < 60.0 && f(r, "join_seconds") < 60.0,
+            "{r}"
+        );
+        assert_eq!(f(r, "link_connections"), 2.0 * (n - 1) as f64, "{r}");
+        assert!(f(r, "sockets") >= 2.0 * (n - 1) as f64, "{r}");
+        assert!(
+            f(r, "rss_mib") > 1.0 && f(r, "rss_max_mib") >= f(r, "rss_mib"),
+            "{r}"
+        );
+        assert!(f(r, "cluster_idle_cpu_pct") > 0.0, "{r}");
+        assert!(f(r, "idle_segments_per_s") > 0.0, "pings: {r}");
+        assert!(f(r, "kib_per_read") > 0.0, "{r}");
+        let served = u(r, "served_local") + u(r, "served_peer") + u(r, "served_origin");
+        assert_eq!(served, 40, "{r}");
+        assert!(u(r, "served_peer") > 0, "no read went to a peer: {r}");
+        assert!(
+            f(r, "median_ms") > 0.0 && f(r, "p99_ms") >= f(r, "median_ms"),
+            "{r}"
+        );
+        assert_eq!(u(r, "wrong_bytes"), 0, "{r}");
+        assert_eq!(u(r, "failed_reads"), 0, "{r}");
+    }
+    // Without --json: the two tables.
+    let out = coopcache_args(&[
+        "bench", "scale", "--nodes", "2", "--reads", "5", "--files", "1", "--idle", "1s",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    for column in [
+        "all see all s",
+        "RSS MiB",
+        "idle CPU %",
+        "segs/read",
+        "p99 ms",
+    ] {
+        assert!(table.contains(column), "no {column:?} in:\n{table}");
+    }
+}
