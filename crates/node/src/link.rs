@@ -633,12 +633,27 @@ type Dialled = (Tls, NodeId, String, String, Vec<CertificateDer<'static>>);
 /// Addresses of a name tried at most, in the resolver's order.
 const MAX_DIAL_ADDRS: usize = 16;
 
+/// The longest one dial takes, over every address its name resolves to:
+/// a name that resolves to many dead addresses costs this once, not a
+/// handshake's timeout at each step of each address (up to 16 x 20 s).
+const DIAL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// What a dial past [`DIAL_TIMEOUT`] was doing.
+const DIALLING: &str = "dialling the addresses the name resolves to";
+
 /// Dials `addr`: each address it resolves to in turn (a headless
 /// Kubernetes Service's name resolves to every pod, this one included)
 /// until one links. This node's own advertised address is skipped, and an
 /// address whose Hello turns out to be this node's is passed over: a
 /// name that leads a node to itself is not a peer's error.
 async fn dial(addr: &str, ctx: &LinkCtx) -> Result<Dialled, LinkError> {
+    tokio::time::timeout(DIAL_TIMEOUT, dial_each(addr, ctx))
+        .await
+        .map_err(|_| LinkError::Timeout(DIALLING))?
+}
+
+/// [`dial`] without its deadline.
+async fn dial_each(addr: &str, ctx: &LinkCtx) -> Result<Dialled, LinkError> {
     let own: Option<std::net::SocketAddr> = ctx.listen.parse().ok();
     let resolved = timed("resolving", async {
         Ok(tokio::net::lookup_host(addr).await?)

@@ -12,6 +12,9 @@ pub const REPORT_EVERY: Duration = Duration::from_secs(60);
 pub fn cause(e: &LinkError) -> &'static str {
     match e {
         LinkError::Timeout("connecting") => "timed out connecting (host down or port filtered?)",
+        LinkError::Timeout(super::DIALLING) => {
+            "timed out on every address the name resolves to (hosts down or ports filtered?)"
+        }
         LinkError::Timeout(_) => "timed out in the handshake (not a coopcache peer port?)",
         LinkError::Refused(_) => "refused by the cluster's rules",
         LinkError::Myself(_) => "this node's own address: no peer there yet",
@@ -169,6 +172,7 @@ mod tests {
         let refused = LinkError::Io(std::io::ErrorKind::ConnectionRefused.into());
         assert!(cause(&refused).contains("refused"));
         assert!(cause(&LinkError::Timeout("connecting")).contains("timed out connecting"));
+        assert!(cause(&LinkError::Timeout(super::super::DIALLING)).contains("every address"));
         let foreign = LinkError::Io(std::io::Error::other(rustls::Error::InvalidCertificate(
             rustls::CertificateError::UnknownIssuer,
         )));
