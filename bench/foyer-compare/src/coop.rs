@@ -101,6 +101,7 @@ pub fn run(w: &Workload, dir: &Path, sample: &[u64]) -> Result<Side> {
         })
         .count() as u64;
     let recover_secs = t.elapsed().as_secs_f64();
+    let after_recovery = read(&store, &mut tier, sample, w.block)?;
 
     Ok(Side {
         write_secs: writing.as_secs_f64(),
@@ -115,6 +116,7 @@ pub fn run(w: &Workload, dir: &Path, sample: &[u64]) -> Result<Side> {
         concurrent: dropped.then_some(concurrent),
         recovered,
         recover_secs,
+        after_recovery,
     })
 }
 

@@ -101,6 +101,7 @@ pub async fn run(w: &Workload, dir: &Path, sample: &[u64]) -> Result<Side> {
     let cache = open(w, dir).await?;
     let recover_secs = t.elapsed().as_secs_f64();
     let recovered = present(&cache, w.blocks());
+    let after_recovery = read(&cache, sample, w.block).await?;
     cache.close().await?;
 
     Ok(Side {
@@ -116,6 +117,7 @@ pub async fn run(w: &Workload, dir: &Path, sample: &[u64]) -> Result<Side> {
         concurrent: dropped.then_some(concurrent),
         recovered,
         recover_secs,
+        after_recovery,
     })
 }
 

@@ -133,6 +133,8 @@ pub struct Side {
     /// Blocks back after the engine was dropped and opened again.
     pub recovered: u64,
     pub recover_secs: f64,
+    /// The sample read again after recovery (page cache cold).
+    pub after_recovery: Reads,
 }
 
 fn parse_size(s: &str) -> Result<u64> {
@@ -233,7 +235,7 @@ fn main() -> Result<()> {
 fn print_table(w: &Workload, ours: &[Side], theirs: &[Side]) {
     let payload = (w.blocks() * w.block as u64) as f64;
     type Figure = (&'static str, fn(&Side, f64) -> f64, usize);
-    let rows: [Figure; 18] = [
+    let rows: [Figure; 19] = [
         ("write time, s", |s, _| s.write_secs, 1),
         (
             "write throughput, MiB/s",
@@ -289,17 +291,22 @@ fn print_table(w: &Workload, ours: &[Side], theirs: &[Side]) {
             3,
         ),
         (
-            "concurrent reads, dropped: median µs",
+            "concurrent reads (--threads), dropped: median µs",
             |s, _| s.concurrent.as_ref().map_or(f64::NAN, |r| r.median_us),
             0,
         ),
         (
-            "concurrent reads, dropped: MiB/s",
+            "concurrent reads (--threads), dropped: MiB/s",
             |s, _| s.concurrent.as_ref().map_or(f64::NAN, |r| r.mib_per_s),
             0,
         ),
         ("recovery: blocks back", |s, _| s.recovered as f64, 0),
         ("recovery: seconds", |s, _| s.recover_secs, 2),
+        (
+            "recovery: hit ratio of the reads after it",
+            |s, _| s.after_recovery.hit_ratio,
+            3,
+        ),
     ];
     println!(
         "\n| median of {} runs | coopcache DiskStore + DiskTier | foyer block engine |",
