@@ -147,8 +147,11 @@ impl Driver {
         let reads = self.node.reads_mut();
         match opened {
             Ok((store, found)) => {
+                // Taken only if the protocol made a tier of it (not if it
+                // had one already): never a second store beside the first.
+                let before = reads.stats().disk_reopened;
                 reads.handle_disk_reopened(Some(store.slots()), now);
-                if reads.disk().is_none() {
+                if reads.stats().disk_reopened == before {
                     return;
                 }
                 let kept = recover(reads, &found);
