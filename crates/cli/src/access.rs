@@ -132,13 +132,14 @@ fn disk_line(s: &coopcache_node::driver::Status) -> String {
         (_, n) => format!("in use (given up {n} times, back {} times)", s.disk_reopened),
     };
     format!(
-        "disk: {} blocks in {} slots, {state}; {} written, {} writes failed, {} skipped (disk behind), {} slots failed a read",
+        "disk: {} blocks in {} slots, {state}; {} written, {} writes failed, {} skipped (disk behind), {} slots failed a read; {} served to peers",
         s.disk_blocks,
         s.disk_slots,
         s.disk_writes,
         s.disk_write_failures,
         s.disk_writes_skipped,
-        s.disk_failures
+        s.disk_failures,
+        s.disk_served
     )
 }
 

@@ -21,6 +21,7 @@ mod dashboard;
 mod demo;
 mod deploy;
 mod disk;
+mod disk_peers;
 mod join;
 mod live;
 mod mrc;

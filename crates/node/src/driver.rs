@@ -369,6 +369,12 @@ pub struct Status {
     /// Times a given-up disk tier was opened again and used.
     #[serde(default)]
     pub disk_reopened: u64,
+    /// Blocks this node's disk served to peers' reads.
+    #[serde(default)]
+    pub disk_served: u64,
+    /// Reads this node, as a block's manager, forwarded to a member's disk.
+    #[serde(default)]
+    pub disk_forwards: u64,
     /// Whether the node waits on nothing (no read in flight, no block
     /// held unverified, nothing it expects from a peer).
     pub quiet: bool,
@@ -488,6 +494,8 @@ struct Synced {
     disk_writes_skipped: u64,
     disk_given_up: u64,
     disk_reopened: u64,
+    disk_served: u64,
+    disk_forwards: u64,
     violations: BTreeMap<NodeId, u64>,
     manager_opens: u64,
     manager_listings: u64,
@@ -844,6 +852,8 @@ impl Driver {
         );
         advance(&m.disk_given_up, s.disk_given_up, &mut synced.disk_given_up);
         advance(&m.disk_reopened, s.disk_reopened, &mut synced.disk_reopened);
+        advance(&m.disk_served, s.disk_served, &mut synced.disk_served);
+        advance(&m.disk_forwards, s.disk_forwards, &mut synced.disk_forwards);
         advance(
             &m.manager_opens,
             c.opens_from_table,

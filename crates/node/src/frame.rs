@@ -21,7 +21,7 @@ use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
 /// The protocol version this build speaks; a peer with another is refused
 /// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 13;
+pub const PROTOCOL_VERSION: u16 = 14;
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -277,7 +277,6 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
     match msg {
         Read { .. }
         | IsSinglet { .. }
-        | Dropped { .. }
         | Cached { .. }
         | Evict { .. }
         | NotHere { .. }
@@ -294,6 +293,7 @@ fn put_peer(buf: &mut BytesMut, msg: &PeerMsg<BlockId, Bytes>) {
             put_recorded(buf, recorded);
             buf.put_u32(*holder);
         }
+        Dropped { on_disk, .. } => buf.put_u8(u8::from(*on_disk)),
         FetchOrigin { record, .. } => buf.put_u8(u8::from(*record)),
         HashIs { recorded, .. } => match recorded {
             Some(r) => {
@@ -605,7 +605,10 @@ impl Reader {
         Ok(match kind {
             K_READ => Read { block },
             K_IS_SINGLET => IsSinglet { block },
-            K_DROPPED => Dropped { block },
+            K_DROPPED => Dropped {
+                block,
+                on_disk: self.flag("on_disk")?,
+            },
             K_CACHED => Cached { block },
             K_EVICT => Evict { block },
             K_NOT_HERE => NotHere { block },
@@ -727,7 +730,14 @@ mod tests {
         vec![
             Read { block },
             IsSinglet { block },
-            Dropped { block },
+            Dropped {
+                block,
+                on_disk: true,
+            },
+            Dropped {
+                block,
+                on_disk: false,
+            },
             Cached { block },
             NotHere { block },
             Record { block, digest },

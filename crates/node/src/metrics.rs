@@ -155,6 +155,10 @@ pub struct Metrics {
     pub disk_given_up: Counter,
     /// Times a given-up disk tier was opened again and used.
     pub disk_reopened: Counter,
+    /// Blocks this node's disk served to peers' reads.
+    pub disk_served: Counter,
+    /// Reads this node, as a block's manager, forwarded to a member's disk.
+    pub disk_forwards: Counter,
     /// The memory budget.
     pub budget_bytes: Gauge,
     /// Live members, this node included.
@@ -226,7 +230,7 @@ impl Metrics {
             "Connections the gateway or S3 endpoint closed on its own: refused at the cap (503), evicted for a newcomer, idle, or slow (under the rate floor)",
             self.gateway_closed.clone(),
         );
-        let counters: [(&str, &str, &Counter); 32] = [
+        let counters: [(&str, &str, &Counter); 34] = [
             (
                 "warmed_files",
                 "Files warm-ups read whole (coopcache warm)",
@@ -353,6 +357,16 @@ impl Metrics {
                 "disk_reopened",
                 "Times a given-up disk tier was opened again and used",
                 &self.disk_reopened,
+            ),
+            (
+                "disk_served",
+                "Blocks this node's disk served to peers' reads",
+                &self.disk_served,
+            ),
+            (
+                "disk_forwards",
+                "Reads this node, as a block's manager, forwarded to a member's disk",
+                &self.disk_forwards,
             ),
             (
                 "timeouts",

@@ -88,7 +88,10 @@ fn msg() -> impl Strategy<Value = PeerMsg<BlockId, Bytes>> {
     let bare = (block(), 0u8..11).prop_map(|(block, kind)| match kind {
         0 => Read { block },
         1 => IsSinglet { block },
-        2 => Dropped { block },
+        2 => Dropped {
+            block,
+            on_disk: true,
+        },
         3 => Cached { block },
         4 => NotHere { block },
         5 => HashOf { block },

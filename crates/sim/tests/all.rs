@@ -13,6 +13,7 @@ mod attr_curves;
 mod class_policies;
 mod coop_model;
 mod disk;
+mod disk_peers;
 mod faults;
 mod first_block;
 mod golden;

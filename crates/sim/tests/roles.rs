@@ -641,7 +641,14 @@ fn a_bad_record_is_blamed_on_its_recorder_not_on_the_honest_holder() {
             digest: evil(),
         },
     );
-    c.inject(MALLORY, 0, PeerMsg::Dropped { block: b });
+    c.inject(
+        MALLORY,
+        0,
+        PeerMsg::Dropped {
+            block: b,
+            on_disk: false,
+        },
+    );
     c.run_until_quiet().unwrap();
     // Node 1 reads b from the origin and holds it; node 2's read is
     // forwarded to node 1, whose good bytes fail Mallory's digest.

@@ -29,7 +29,7 @@ enum AnyWire {
 enum AnyMsg {
     Read(B),
     IsSinglet(B),
-    Dropped(B),
+    Dropped(B, bool),
     Evict(B),
     Cached(B),
     NotHere(B),
@@ -95,7 +95,10 @@ fn msg(m: AnyMsg) -> PeerMsg<BlockId, Bytes> {
     match m {
         AnyMsg::Read(b) => Read { block: b.into() },
         AnyMsg::IsSinglet(b) => IsSinglet { block: b.into() },
-        AnyMsg::Dropped(b) => Dropped { block: b.into() },
+        AnyMsg::Dropped(b, on_disk) => Dropped {
+            block: b.into(),
+            on_disk,
+        },
         AnyMsg::Cached(b) => Cached { block: b.into() },
         AnyMsg::NotHere(b) => NotHere { block: b.into() },
         AnyMsg::Record(b, d) => Record {

@@ -263,6 +263,11 @@ impl<K: BlockKey> DiskTier<K> {
         }
     }
 
+    /// Whether `block` is on disk, written and ready to be read.
+    pub fn holds(&self, block: K) -> bool {
+        self.entries.get(&block).is_some_and(|e| e.ready)
+    }
+
     /// Whether `data`'s digest is the one `block` was written with.
     pub fn matches(&self, block: K, digest: Digest) -> bool {
         self.entries.get(&block).is_some_and(|e| e.digest == digest)
@@ -361,6 +366,7 @@ where
             }
             None => result,
         };
+        self.disk_served(block, &result);
         self.disk_read(block, result.map_err(|_| ()), now);
         self.settle(now);
     }

@@ -162,6 +162,12 @@ where
         let got = data.digest();
         let verified = expected.is_some_and(|e| e.recorded.digest == got); // rule: verify-held
         if verified {
+            if self.kind == crate::coop::AlgorithmKind::NChance {
+                // A recirculated singlet goes to this node's disk too: its
+                // last chance in memory is not its last in the cluster
+                // (`disk_peers.rs`).
+                self.keep_on_disk(block, &data);
+            }
             self.held_read_verdict(block, Some(data), now);
             return self.replay_waiting(waiting, now);
         }

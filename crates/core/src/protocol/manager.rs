@@ -4,6 +4,7 @@
 //! forwarded to can hand a read back; and the questions waiting for a
 //! record that is on its way.
 
+use super::disk_peers::DiskHints;
 use super::node::NodeProtocol;
 use super::timers::Timer;
 use super::{Content, Digest, PeerMsg, ProtocolKey, Recorded};
@@ -108,6 +109,7 @@ pub(super) struct SliceSizes {
     pub(super) grants: usize,
     pub(super) forwards: usize,
     pub(super) awaiting: usize,
+    pub(super) disk_hints: usize,
 }
 
 /// The manager slice's protocol state.
@@ -120,6 +122,8 @@ pub(super) struct Slice<K> {
     grants: HashMap<K, Grant, foldhash::fast::FixedState>,
     forwards: HashMap<K, Forwards, foldhash::fast::FixedState>,
     awaiting: HashMap<K, Vec<Awaiting>, foldhash::fast::FixedState>,
+    /// Which members' disks hold blocks no memory does (`disk_peers.rs`).
+    pub(super) disk_hints: DiskHints<K>,
 }
 
 impl<K> Default for Slice<K> {
@@ -130,6 +134,7 @@ impl<K> Default for Slice<K> {
             grants: HashMap::default(),
             forwards: HashMap::default(),
             awaiting: HashMap::default(),
+            disk_hints: DiskHints::default(),
         }
     }
 }
@@ -153,6 +158,12 @@ impl<K: ProtocolKey> Slice<K> {
             .is_some_and(|f| f.iter().any(|f| f.holder == holder))
     }
 
+    /// Whether a forward of `block` may be remembered: the table holds as
+    /// many blocks' forwards as the directory tracks blocks.
+    pub(super) fn forward_room(&self, block: K, max: usize) -> bool {
+        self.forwards.len() < max || self.forwards.contains_key(&block)
+    }
+
     /// Whether no question waits for a record.
     pub(super) fn is_quiet(&self) -> bool {
         self.awaiting.is_empty()
@@ -171,6 +182,7 @@ impl<K: ProtocolKey> Slice<K> {
             grants: self.grants.len(),
             forwards: self.forwards.len(),
             awaiting: self.awaiting.len(),
+            disk_hints: self.disk_hints.len(),
         }
     }
 
@@ -341,6 +353,8 @@ where
     /// reader it was serving is served again (another holder, or the
     /// origin).
     pub(super) fn manager_not_here(&mut self, holder: NodeId, block: K, now: u64) {
+        // A disk holder that answers so is not asked for the block again.
+        self.slice.disk_hints.remove(block, holder);
         for reader in self.slice.take_forwards(block, holder) {
             let msg = Msg::NotHere {
                 block,
@@ -438,9 +452,7 @@ where
     /// reading it (then the forward waits at the holder and the `Expect`
     /// here, until the record comes: one origin read for both).
     pub(super) fn manager_forward(&mut self, block: K, holder: NodeId, reader: NodeId, now: u64) {
-        if self.slice.forwards.len() >= self.cfg.max_directory
-            && !self.slice.forwards.contains_key(&block)
-        {
+        if !self.slice.forward_room(block, self.cfg.max_directory) {
             // As many blocks' forwards remembered as the directory tracks
             // blocks (found by the fault harness, seed 13948: entries of
             // blocks the directory had dropped outlived it): the reader
@@ -531,6 +543,7 @@ where
     /// `lost` left the cluster: its grants lapse, and readers whose reads
     /// were forwarded to it are served again.
     pub(super) fn manager_lost(&mut self, lost: NodeId, now: u64) {
+        self.slice.disk_hints.forget_node(lost);
         let lapsed: Vec<K> = self
             .slice
             .grants

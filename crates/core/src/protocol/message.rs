@@ -37,10 +37,13 @@ pub enum PeerMsg<K, D> {
         /// The block.
         block: K,
     },
-    /// Node to the block's manager: I no longer cache `block`.
+    /// Node to the block's manager: I no longer cache `block` in memory.
     Dropped {
         /// The block.
         block: K,
+        /// My disk tier still holds it (the manager may forward a read
+        /// to it when no memory has the block).
+        on_disk: bool,
     },
     /// Node to the block's manager: drop every cached copy of `block`
     /// (`coopcache evict`); the sender has dropped its own. The manager
@@ -186,7 +189,7 @@ impl<K: Copy, D> PeerMsg<K, D> {
         match *self {
             Read { block }
             | IsSinglet { block }
-            | Dropped { block }
+            | Dropped { block, .. }
             | Evict { block }
             | Cached { block }
             | NotHere { block }
@@ -262,7 +265,7 @@ impl<K: Copy, D> PeerMsg<K, D> {
             },
             Read { block } => Read { block },
             IsSinglet { block } => IsSinglet { block },
-            Dropped { block } => Dropped { block },
+            Dropped { block, on_disk } => Dropped { block, on_disk },
             Evict { block } => Evict { block },
             Cached { block } => Cached { block },
             NotHere { block } => NotHere { block },
@@ -307,7 +310,10 @@ impl<K, D> TryFrom<Msg<K, D>> for PeerMsg<K, D> {
     fn try_from(msg: Msg<K, D>) -> Result<Self, NotLive> {
         Ok(match msg {
             Msg::Data { block, data, .. } => PeerMsg::Data { block, data },
-            Msg::Dropped { block } => PeerMsg::Dropped { block },
+            Msg::Dropped { block } => PeerMsg::Dropped {
+                block,
+                on_disk: false,
+            },
             Msg::Cached { block } => PeerMsg::Cached { block },
             Msg::IsSinglet { block } => PeerMsg::IsSinglet { block },
             Msg::Singlet { block, singlet } => PeerMsg::Singlet { block, singlet },

@@ -30,6 +30,7 @@ mod carried;
 mod content;
 mod digest_sealer;
 mod disk;
+mod disk_peers;
 mod held;
 mod integrity;
 mod manager;

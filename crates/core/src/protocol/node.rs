@@ -260,6 +260,8 @@ pub struct NodeProtocol<K, D> {
     pub(super) disk: Option<super::disk::DiskTier<K>>,
     /// The disk tier given up, while it is (`disk.rs`).
     pub(super) disk_lost: Option<super::disk::Lost>,
+    /// Reads of this node's disk for peers (`disk_peers.rs`).
+    pub(super) disk_serves: super::disk_peers::DiskServes<K>,
 }
 
 impl<K, D> std::fmt::Debug for NodeProtocol<K, D> {
@@ -328,6 +330,7 @@ where
             pinned: Default::default(),
             disk: None,
             disk_lost: None,
+            disk_serves: Default::default(),
         }
     }
 
@@ -382,6 +385,7 @@ where
             (!self.reads.is_empty(), "reads"),
             (!self.held.is_empty(), "held blocks"),
             (!self.deferred.is_empty(), "deferred forwards"),
+            (self.serves_from_disk(), "disk reads for peers"),
             (!self.local.is_empty(), "messages to itself"),
             (!self.slice.is_quiet(), "questions awaiting a record"),
             (!self.node.is_quiet(), "its algorithm's machine"),
@@ -603,7 +607,7 @@ where
             // To the manager slice: about the sender itself.
             Read { block } => self.manager_read(from, block, now),
             IsSinglet { block } => self.deliver_to_manager(from, Msg::IsSinglet { block }, now),
-            Dropped { block } => self.deliver_to_manager(from, Msg::Dropped { block }, now),
+            Dropped { block, on_disk } => self.manager_dropped(from, block, on_disk, now),
             Evict { block } => self.manager_evict(from, block),
             Cached { block } => self.manager_cached(from, block, now),
             NotHere { block } => self.manager_not_here(from, block, now),

@@ -25,7 +25,7 @@ impl Occupancy {
 }
 
 /// Tables [`NodeProtocol::occupancy`] reports.
-pub const TABLES: usize = 15;
+pub const TABLES: usize = 17;
 
 impl<K, D> NodeProtocol<K, D>
 where
@@ -55,6 +55,12 @@ where
             o("grants", slice.grants, cfg.max_directory),
             o("forwards", slice.forwards, cfg.max_directory),
             o("awaiting a record", slice.awaiting, cfg.max_directory),
+            o("disk hints", slice.disk_hints, cfg.max_records),
+            o(
+                "disk reads for peers",
+                self.disk_serves.len(),
+                super::disk_peers::MAX_DISK_SERVES,
+            ),
             o("parked here", self.parked.len(), cfg.max_directory),
             o(
                 "parked order",

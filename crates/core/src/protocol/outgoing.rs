@@ -60,12 +60,20 @@ where
             Msg::NotHere { block, reader, .. } if direct => {
                 self.send(reader, PeerMsg::Missing { block })
             }
-            Msg::NotHere { block, .. } => self.send_to_manager(block, PeerMsg::NotHere { block }),
+            // A holder whose memory lost the block serves it from its disk
+            // if it can (`disk_peers.rs`).
+            Msg::NotHere { block, reader, .. } => {
+                if !self.serve_from_disk(block, reader, now) {
+                    self.send_to_manager(block, PeerMsg::NotHere { block })
+                }
+            }
             // An N-Chance node handed a singlet to a peer: it says it no
             // longer holds it, and the peer says it does when it takes it
             // (each speaks only about itself; a claim that a third node
             // holds a block would race the singlet on another link).
-            Msg::Moved { block, .. } => self.send_to_manager(block, PeerMsg::Dropped { block }),
+            Msg::Moved { block, .. } | Msg::Dropped { block } => {
+                self.send_to_manager(block, self.dropped_msg(block))
+            }
             msg => match PeerMsg::try_from(msg) {
                 Ok(peer_msg) => {
                     let block = peer_msg.block();
@@ -138,8 +146,11 @@ where
             (Addr::Node(holder), Msg::Forward { block, reader, .. }) => {
                 self.manager_forward(block, holder, reader, now)
             }
+            // No member's memory has it: a member's disk, else the origin.
             (Addr::Origin, Msg::Fetch { block, reader, .. }) => {
-                self.manager_fetch(block, reader, now)
+                if !self.disk_forward(block, reader, now) {
+                    self.manager_fetch(block, reader, now)
+                }
             }
             (Addr::Node(n), msg) => match PeerMsg::try_from(msg) {
                 Ok(peer_msg) => self.send(n, peer_msg),

@@ -130,7 +130,7 @@ where
             return false;
         }
         if self.node.data(block).is_none() {
-            self.send_to_manager(block, PeerMsg::Dropped { block });
+            self.send_to_manager(block, self.dropped_msg(block));
         }
         self.settle(now);
         true

@@ -571,7 +571,7 @@ where
     /// Takes `block` out of the machine's cache and tells its manager.
     pub(super) fn uncache(&mut self, block: K, now: u64) {
         self.deliver_to_node(Msg::Invalidate { block }, now);
-        self.send_to_manager(block, PeerMsg::Dropped { block });
+        self.send_to_manager(block, self.dropped_msg(block));
     }
 
     /// Finishes the reads the machine completed.

@@ -48,6 +48,11 @@ pub struct ProtocolStats {
     /// Writes to the disk tier the driver skipped (its bound on bytes on
     /// their way to the disk was reached).
     pub disk_writes_skipped: u64,
+    /// Reads this node, as a block's manager, forwarded to a member's
+    /// disk (no member held the block in memory).
+    pub disk_forwards: u64,
+    /// Blocks this node's disk served to peers' reads.
+    pub disk_served: u64,
     /// Block reads this node served, by where from ([`Level::ALL`]'s
     /// order), reads joined to one in flight counted once.
     pub served: [u64; Level::ALL.len()],

@@ -53,6 +53,8 @@ impl Driver {
             disk_writes_skipped: stats.disk_writes_skipped,
             disk_given_up: stats.disk_given_up,
             disk_reopened: stats.disk_reopened,
+            disk_served: stats.disk_served,
+            disk_forwards: stats.disk_forwards,
             budget_bytes: self.cfg.budget,
             reads: Level::ALL
                 .iter()

@@ -27,7 +27,7 @@ mod warm;
 mod wire;
 
 /// `PROTOCOL_VERSION` as docs/PROTOCOL.md gives it.
-const VERSION: u16 = 13;
+const VERSION: u16 = 14;
 const KIND_HELLO: u8 = 1;
 const KIND_GOSSIP: u8 = 3;
 const KIND_LEAVING: u8 = 4;

@@ -241,7 +241,14 @@ impl Liar {
             ),
             7 => (manager, Cached { block }),
             8 => (manager, NotHere { block }),
-            9 => (manager, Dropped { block }),
+            // A liar claiming its disk has the block draws readers to it.
+            9 => (
+                manager,
+                Dropped {
+                    block,
+                    on_disk: true,
+                },
+            ),
             10 => (manager, Read { block }),
             11 => (anyone, PartitionRead { block }),
             12 => (anyone, Reclaim { block }),
