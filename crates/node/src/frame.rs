@@ -825,7 +825,7 @@ mod tests {
         roundtrip(Wire::Gossip(Bytes::new()));
         roundtrip(Wire::Revoked(Bytes::from_static(b"a crl")));
         let msgs = every_peer_msg(block, Bytes::from_static(b"some block bytes"));
-        assert_eq!(msgs.len(), 24);
+        assert_eq!(msgs.len(), 25);
         for msg in msgs {
             roundtrip(Wire::Peer(msg));
         }

@@ -14,6 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod answers;
+mod disk_hints;
 mod evict;
 mod flood;
 mod gossip;
