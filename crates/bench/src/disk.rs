@@ -21,7 +21,9 @@
 
 use super::common::{Counters, in_tempdir, rng, write_origin_file};
 use crate::disk_probes::{self, Index, Latency, median_p99_ms};
-use crate::disk_replay::{DiskCounts, Read, WorkingSet, disk_slots, replay, simulate, start_again};
+use crate::disk_replay::{
+    DiskCounts, Read, WorkingSet, disk_slots, one_cache_misses, replay, simulate, start_again,
+};
 use crate::disk_report;
 use crate::loopback::{LoopbackSpec, shutdown};
 use anyhow::{Context, Result, anyhow, bail};
@@ -138,11 +140,17 @@ pub(crate) struct Run {
     pub(crate) origin_reads: u64,
     pub(crate) origin_bytes: u64,
     pub(crate) levels: Levels,
+    /// Of the reads a peer served, those from its disk (the nodes'
+    /// `disk_served`; a reader sees a peer's answer either way).
+    pub(crate) peer_disk: u64,
     pub(crate) median_ms: f64,
     pub(crate) p99_ms: f64,
     pub(crate) seconds: f64,
     /// The live protocol simulated over the same reads (working-set runs).
     pub(crate) simulated: Option<Levels>,
+    /// The origin reads of one LRU cache as large as the cluster's memory
+    /// and disk tiers together, over the same reads (working-set runs).
+    pub(crate) one_cache_origin_reads: Option<u64>,
     /// Live origin reads over the simulated protocol's, less 1, in percent.
     pub(crate) origin_reads_vs_simulated_pct: Option<f64>,
     pub(crate) target_pct: Option<f64>,
@@ -369,6 +377,8 @@ impl Cluster<'_> {
             let (live, sim) = (run.origin_reads as f64, simulated.origin as f64);
             let pct = 100.0 * (live / sim.max(1.0) - 1.0);
             run.simulated = Some(simulated);
+            let blocks = u64::from(self.args.nodes) * memory + slots.map_or(0, |s| s.iter().sum());
+            run.one_cache_origin_reads = Some(one_cache_misses(reads, blocks)?);
             run.origin_reads_vs_simulated_pct = Some(pct);
             if self.disk() {
                 run.target_pct = Some(TARGET_PCT);
@@ -429,10 +439,12 @@ impl Cluster<'_> {
             origin_reads: c.origin_reads,
             origin_bytes: c.origin_bytes,
             levels: Levels::of(r.levels.iter().copied()),
+            peer_disk: d.served.saturating_sub(disk_before.served),
             median_ms,
             p99_ms,
             seconds: r.seconds,
             simulated: None,
+            one_cache_origin_reads: None,
             origin_reads_vs_simulated_pct: None,
             target_pct: None,
             met: None,

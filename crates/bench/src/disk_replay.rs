@@ -130,6 +130,8 @@ pub(crate) struct DiskCounts {
     pub(crate) slots: u64,
     pub(crate) writes: u64,
     pub(crate) failures: u64,
+    /// Blocks the nodes' disks served to peers.
+    pub(crate) served: u64,
 }
 
 impl DiskCounts {
@@ -140,9 +142,29 @@ impl DiskCounts {
             d.slots += s.disk_slots;
             d.writes += s.disk_writes;
             d.failures += s.disk_failures;
+            d.served += s.disk_served;
         }
         Ok(d)
     }
+}
+
+/// The origin reads of one LRU cache of `capacity` blocks over `reads`:
+/// what a single cache the size of the whole cluster (its memory and its
+/// disks together) would read, the yardstick for a cluster with
+/// disk tiers.
+pub(crate) fn one_cache_misses(reads: &[Read], capacity: u64) -> Result<u64> {
+    use coopcache_core::policy::{BLOCK, Lookup, Lru, Policy};
+    let mut lru = Lru::<u64>::new(usize::try_from(capacity.max(1))?)?;
+    let mut misses = 0;
+    for read in reads {
+        let key = read.block as u64;
+        if let Lookup::Miss(miss) = lru.lookup(key) {
+            misses += 1;
+            while lru.needs_room(&miss, BLOCK) && lru.evict(&miss, BLOCK).is_some() {}
+            lru.insert(key, BLOCK, miss);
+        }
+    }
+    Ok(misses)
 }
 
 /// Each node's disk slots (0 without a disk tier).

@@ -57,7 +57,8 @@ fn print_tables(out: &Outcome) {
         "origin reads",
         "origin MiB",
         "local memory",
-        "peer memory",
+        "peer memory or disk",
+        "of which peer disk",
         "local disk",
         "origin",
         "median ms",
@@ -76,6 +77,7 @@ fn print_tables(out: &Outcome) {
                 mib(r.origin_bytes),
                 l.local_memory.to_string(),
                 l.peer_memory.to_string(),
+                r.peer_disk.to_string(),
                 l.local_disk.to_string(),
                 l.origin.to_string(),
                 format!("{:.2}", r.median_ms),
@@ -95,6 +97,17 @@ fn print_tables(out: &Outcome) {
             r.target_pct.unwrap_or(0.0),
             if r.met == Some(true) { "met" } else { "missed" }
         );
+    }
+    for r in out.runs.iter().filter(|r| r.kind == "working_set") {
+        if let Some(one) = r.one_cache_origin_reads {
+            println!(
+                "{}: {} origin reads against {one} for one LRU cache the size of the cluster's memory{} ({:+.1}%)",
+                label(r),
+                r.origin_reads,
+                if r.disk { " and disks" } else { "" },
+                100.0 * (r.origin_reads as f64 / one.max(1) as f64 - 1.0)
+            );
+        }
     }
     let restarts: Vec<&Run> = out.runs.iter().filter(|r| r.kind == "restart").collect();
     if let [without, with] = restarts[..] {

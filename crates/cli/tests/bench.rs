@@ -330,6 +330,12 @@ fn disk_tier_keeps_a_working_set_beyond_memory_off_the_origin() {
     let (without, with) = by_disk(&runs);
     assert_eq!(u(&without["levels"], "local_disk"), 0, "{without}");
     assert!(u(&with["levels"], "local_disk") > 0, "{with}");
+    // Peers read each other's disks: counted within the peers' answers.
+    assert_eq!(u(without, "peer_disk"), 0, "{without}");
+    assert!(
+        (1..=u(&with["levels"], "peer_memory")).contains(&u(with, "peer_disk")),
+        "{with}"
+    );
     assert!(
         u(with, "disk_slots") > 0 && u(with, "disk_writes") > 0,
         "{with}"
@@ -342,6 +348,7 @@ fn disk_tier_keeps_a_working_set_beyond_memory_off_the_origin() {
     // the disk's.
     for r in [without, with] {
         assert!(r["simulated"]["origin"].is_u64(), "{r}");
+        assert!(r["one_cache_origin_reads"].is_u64(), "{r}");
         assert!(r["origin_reads_vs_simulated_pct"].is_number(), "{r}");
     }
     assert_eq!(f(with, "target_pct"), 10.0);
