@@ -5,29 +5,9 @@
 //! holding other bytes never serves them; N-Chance's singlets end on a
 //! peer's disk instead of nowhere.
 
-use coopcache_core::coop::{AlgorithmKind, Level, LiveShape, NodeId};
-use coopcache_core::policy::PolicyKind;
-use coopcache_sim::protocol::{LiveCluster, content_of, level_of};
-
-const BLOCK_SIZE: u32 = 4096;
-/// Blocks each node's memory holds.
-const MEMORY: usize = 8;
-
-fn cluster(kind: AlgorithmKind, nodes: u32) -> LiveCluster<u64> {
-    let shape = LiveShape {
-        capacity: MEMORY,
-        policy: PolicyKind::Lru,
-        chances: 2,
-        seed: 1,
-    };
-    LiveCluster::new(kind, nodes, &shape, BLOCK_SIZE).unwrap()
-}
-
-fn read(c: &mut LiveCluster<u64>, node: NodeId, block: u64) -> Level {
-    let done = c.read(node, block).unwrap().expect("read never finished");
-    assert_eq!(done.as_ref().unwrap().data, content_of(&block, BLOCK_SIZE));
-    level_of(&done).unwrap()
-}
+use crate::disk::{cluster, read};
+use coopcache_core::coop::{AlgorithmKind, Level};
+use coopcache_sim::protocol::LiveCluster;
 
 /// Every node's count of reads forwarded to a disk, and of blocks its
 /// disk served to peers.
