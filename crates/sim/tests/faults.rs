@@ -24,6 +24,7 @@ fn base(mode: Mode) -> RunConfig {
         ops: env("FAULT_OPS", 10_000),
         mode,
         algorithm: None,
+        nodes: None,
         trace: false,
     }
 }
@@ -161,6 +162,35 @@ fn a_seed_replays_event_for_event() {
     }
 }
 
+/// The same protocol and invariants at 64 nodes (issue 44): every live
+/// algorithm, a few seeds each (the soak at this size and at 1,000 is
+/// `coopcache sim faults --nodes 64`, docs/reliability.md).
+#[test]
+fn sixty_four_nodes_keep_every_invariant_under_faults() {
+    for algorithm in [
+        AlgorithmKind::Base,
+        AlgorithmKind::Greedy,
+        AlgorithmKind::NChance,
+        AlgorithmKind::Hash,
+        AlgorithmKind::Direct,
+    ] {
+        let cfg = RunConfig {
+            algorithm: Some(algorithm),
+            nodes: Some(64),
+            ops: env("FAULT_OPS_64", 2_000),
+            ..base(Mode::Safety)
+        };
+        let summary = run_seeds(0, 1, &cfg, |_| {});
+        assert!(
+            summary.failures.is_empty(),
+            "{}: {:?}",
+            algorithm.name(),
+            summary.failures
+        );
+        assert!(summary.counts.reads_ok > 0, "{}", algorithm.name());
+    }
+}
+
 #[test]
 fn every_live_algorithm_runs_under_faults() {
     for algorithm in [
@@ -193,6 +223,7 @@ fn the_replay_command_names_the_seed_and_settings() {
         ops: 777,
         mode: Mode::Liveness,
         algorithm: Some(AlgorithmKind::NChance),
+        nodes: None,
         trace: false,
     };
     assert_eq!(

@@ -44,6 +44,10 @@ pub struct FaultsArgs {
     /// Runs every seed with this live algorithm instead of the one it draws.
     #[arg(long)]
     algorithm: Option<String>,
+    /// Runs every seed with a cluster of this many nodes (at least 3)
+    /// instead of the 3-6 it draws.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(3..=4096))]
+    nodes: Option<u32>,
     /// With --seed: prints every event.
     #[arg(long, requires = "seed")]
     trace: bool,
@@ -68,6 +72,7 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         ops: args.ops,
         mode: args.mode,
         algorithm,
+        nodes: args.nodes,
         trace: args.trace,
     };
     if args.seed.is_some() {

@@ -61,6 +61,7 @@ pub use integrity::Verdict;
 pub use message::{NotLive, PeerMsg, Recorded};
 pub use node::{Action, MAX_READS, MIN_TRACKED, NodeProtocol, ProtocolConfig, ReadFailure, Served};
 pub use occupancy::{Occupancy, TABLES};
+pub use peers::MAX_PINGS_PER_ROUND;
 pub use pinned::PinRefused;
 pub use private::{
     ContentKey, HostId, NOTE_BYTES, RECLAIM_BYTES, SEAL_OVERHEAD, Sealed, Sealer, UNIFIED_OVERHEAD,

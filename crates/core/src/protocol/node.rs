@@ -498,7 +498,7 @@ where
                 Timer::DiskRetry => self.disk_retry_due(),
                 Timer::Ping => {
                     self.tell_idle(self.own_status(now).idle);
-                    self.ping_all(now);
+                    self.ping_round(now);
                     self.timers.arm(now + self.cfg.ping_every_us, Timer::Ping);
                 }
             }

@@ -22,7 +22,21 @@ pub(super) struct Peers {
     ///
     /// [`LiveNode::set_lenders`]: crate::coop::LiveNode::set_lenders
     lenders: Vec<NodeId>,
+    /// Where the next round of pings starts: the first live peer whose id
+    /// is at least this ([`MAX_PINGS_PER_ROUND`]).
+    next: NodeId,
 }
+
+/// Most peers one round of pings reaches (a round every
+/// [`ProtocolConfig::ping_every_us`](super::ProtocolConfig::ping_every_us)).
+/// A node with more peers pings the next ones in id order each round, so
+/// what it sends and answers while idle stays flat as the cluster grows
+/// (it grew by two messages a second per member: `coopcache bench
+/// scale`, docs/benchmarks.md). Each peer is then pinged every
+/// `ceil((N - 1) / 16)` rounds, 7 s at 100 members: how stale its status
+/// and round trip may be. Members' liveness is not the pings' business
+/// (SWIM's gossip decides it).
+pub const MAX_PINGS_PER_ROUND: usize = 16;
 
 impl Peers {
     /// `from` says this of itself (kept only while it is live).
@@ -75,17 +89,30 @@ where
     K: ProtocolKey + SizeClassed,
     D: Content,
 {
-    /// Pings every live peer.
-    pub(super) fn ping_all(&mut self, now: u64) {
+    /// One round of pings: every live peer, or the next
+    /// [`MAX_PINGS_PER_ROUND`] of them in id order.
+    pub(super) fn ping_round(&mut self, now: u64) {
         self.peers
             .pings
             .retain(|_, (_, sent)| now.saturating_sub(*sent) <= self.cfg.max_timeout_us);
-        let peers: Vec<NodeId> = self
+        let others: Vec<NodeId> = self
             .live
             .iter()
             .copied()
             .filter(|&p| p != self.me)
             .collect();
+        let start = others.partition_point(|&p| p < self.peers.next);
+        let round = others.len().min(MAX_PINGS_PER_ROUND);
+        let peers: Vec<NodeId> = others
+            .iter()
+            .cycle()
+            .skip(start)
+            .take(round)
+            .copied()
+            .collect();
+        if let Some(&last) = peers.last() {
+            self.peers.next = last.wrapping_add(1);
+        }
         for peer in peers {
             self.peers.nonce = self.peers.nonce.wrapping_add(1);
             let nonce = self.peers.nonce;
@@ -151,5 +178,57 @@ where
         }
         self.update_lenders();
         self.reads_lost(&lost, &old, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coop::{AlgorithmKind, LiveShape};
+    use crate::policy::PolicyKind;
+    use crate::protocol::{Action, BlockId, Digest, ProtocolConfig};
+
+    /// The peers node `n` pings when its round falls due at `now`.
+    fn pinged(n: &mut NodeProtocol<BlockId, Digest>, now: u64) -> Vec<NodeId> {
+        n.handle_timeout(now);
+        std::iter::from_fn(|| n.poll())
+            .filter_map(|a| match a {
+                Action::Send {
+                    to,
+                    msg: PeerMsg::Ping { .. },
+                } => Some(to),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_round_pings_at_most_sixteen_peers_and_each_peer_in_turn() {
+        let shape = LiveShape {
+            capacity: 4,
+            policy: PolicyKind::Lru,
+            chances: 2,
+            seed: 1,
+        };
+        let kind = AlgorithmKind::Base;
+        let machines = kind.build_live(0, &shape).unwrap();
+        let cfg = ProtocolConfig::for_node(4, 4096);
+        let every = cfg.ping_every_us;
+        let mut n = NodeProtocol::new(0, kind, machines, cfg, 0);
+        n.set_members(&[0, 1, 2, 3], 0);
+        assert_eq!(pinged(&mut n, every), [1, 2, 3], "a small cluster: all");
+        let members: Vec<NodeId> = (0..40).collect();
+        n.set_members(&members, every);
+        let mut times = [0u32; 40];
+        for round in 2..=4 {
+            let peers = pinged(&mut n, round * every);
+            assert_eq!(peers.len(), MAX_PINGS_PER_ROUND, "round {round}");
+            for p in peers {
+                times[p as usize] += 1;
+            }
+        }
+        // 48 pings over 39 peers, in turn: each once or twice, never itself.
+        assert_eq!(times[0], 0);
+        assert!(times[1..].iter().all(|t| (1..=2).contains(t)), "{times:?}");
     }
 }

@@ -74,6 +74,9 @@ pub struct RunConfig {
     pub mode: Mode,
     /// The algorithm, if not the one the seed draws.
     pub algorithm: Option<AlgorithmKind>,
+    /// The cluster's size, if not the one the seed draws (3-6): the
+    /// same protocol and invariants at 64 or 1,000 nodes (issue 44).
+    pub nodes: Option<u32>,
     /// Whether to keep a line per event.
     pub trace: bool,
 }
@@ -88,7 +91,7 @@ pub fn run_seed(cfg: &RunConfig) -> (Outcome, Option<Vec<String>>) {
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "(no message)".into());
-        let plan = Plan::draw(cfg.seed, cfg.mode, cfg.algorithm);
+        let plan = Plan::draw(cfg.seed, cfg.mode, cfg.algorithm, cfg.nodes);
         let outcome = Outcome {
             seed: cfg.seed,
             plan: plan.to_string(),
@@ -109,8 +112,9 @@ pub fn replay_command(cfg: &RunConfig) -> String {
     let algorithm = cfg
         .algorithm
         .map_or(String::new(), |a| format!(" --algorithm {}", a.name()));
+    let nodes = cfg.nodes.map_or(String::new(), |n| format!(" --nodes {n}"));
     format!(
-        "coopcache sim faults --seed {} --ops {} --mode {}{algorithm} --trace",
+        "coopcache sim faults --seed {} --ops {} --mode {}{algorithm}{nodes} --trace",
         cfg.seed, cfg.ops, cfg.mode
     )
 }

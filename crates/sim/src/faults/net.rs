@@ -115,8 +115,14 @@ pub(super) struct Queue {
     last: BTreeMap<(NodeId, NodeId), u64>,
 }
 
-/// Most events in flight; beyond, the run is a runaway (a bug).
-pub(super) const MAX_IN_FLIGHT: usize = 1 << 20;
+/// Most events in flight in a cluster of `nodes`; beyond, the run is a
+/// runaway (a bug). At least 2^20; with more than 512 nodes, four per pair
+/// of nodes (a cluster's start alone puts a message about each member
+/// on each link: 999,000 at 1,000 nodes).
+pub(super) fn max_in_flight(nodes: u32) -> usize {
+    let pairs = nodes as usize * nodes as usize;
+    (1 << 20).max(4 * pairs)
+}
 
 impl Queue {
     /// Schedules `event` at `at`.

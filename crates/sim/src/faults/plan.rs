@@ -89,7 +89,8 @@ pub struct Plan {
     /// takes to declare a silent member down, microseconds: up to
     /// (nodes - 1) probe periods of 50 ms until some member probes it, one
     /// more for the probe and its indirect probes, and the 150 ms
-    /// suspicion timeout (450 ms with six nodes).
+    /// suspicion timeout (450 ms with six nodes, taken as 500 ms; 3.35 s
+    /// with 64).
     pub detect_us: u64,
     /// How long a crash, partition, suspicion or slow spell lasts,
     /// microseconds (least, most).
@@ -131,11 +132,19 @@ const LIVE: [AlgorithmKind; 5] = [
 ];
 
 impl Plan {
-    /// The plan of `seed` in `mode`, `algorithm` if given (else drawn).
-    pub fn draw(seed: u64, mode: Mode, algorithm: Option<AlgorithmKind>) -> Plan {
+    /// The plan of `seed` in `mode`, `algorithm` and `nodes` if given
+    /// (else drawn: 3-6 nodes).
+    pub fn draw(
+        seed: u64,
+        mode: Mode,
+        algorithm: Option<AlgorithmKind>,
+        nodes: Option<u32>,
+    ) -> Plan {
         let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0x706c_616e);
         let algorithm = algorithm.unwrap_or(LIVE[rng.random_range(0..LIVE.len())]);
-        let nodes = rng.random_range(3..=6);
+        // Drawn either way, so a seed's other draws stay what they were.
+        let drawn = rng.random_range(3..=6);
+        let nodes = nodes.map_or(drawn, |n| n.max(3));
         let byzantine = rng.random_range(0..=nodes.min(4) - 2).min(2);
         // Some seeds are calm, some stormy: a level scales every rate.
         let level: f64 = [0.0, 0.3, 1.0, 3.0][rng.random_range(0..4)];
@@ -162,7 +171,7 @@ impl Plan {
             origin_error: 0.01 * level,
             slow_origin: 0.0003 * level,
             origin_us: (200, 3_000),
-            detect_us: 500_000,
+            detect_us: (u64::from(nodes) * 50_000 + 150_000).max(500_000),
             outage_us: if liveness {
                 (10_000, 300_000)
             } else {

@@ -8,7 +8,7 @@ mod requests;
 
 use super::byzantine::{Liar, Msg};
 use super::check::Checker;
-use super::net::{Event, MAX_IN_FLIGHT, MemberFrame, Queue};
+use super::net::{Event, MemberFrame, Queue, max_in_flight};
 use super::origin::Origin;
 use super::plan::{Mode, Plan};
 use super::report::{Counts, Failure, FaultKind, Outcome, Violation};
@@ -105,7 +105,7 @@ fn config(plan: &Plan) -> ProtocolConfig {
 impl World {
     /// The cluster of `cfg`'s seed, every node up and a member.
     pub(super) fn new(cfg: &RunConfig) -> World {
-        let plan = Plan::draw(cfg.seed, cfg.mode, cfg.algorithm);
+        let plan = Plan::draw(cfg.seed, cfg.mode, cfg.algorithm, cfg.nodes);
         let mut rng = Pcg64Mcg::seed_from_u64(cfg.seed ^ 0x77_6f72_6c64);
         // Private nodes' files after the shared ones (drawn only when there
         // are any: other seeds draw as they did before).
@@ -274,12 +274,13 @@ impl World {
             } else {
                 self.timeouts();
             }
-            if self.queue.len() > MAX_IN_FLIGHT {
+            let bound = max_in_flight(self.plan.nodes);
+            if self.queue.len() > bound {
                 self.fail(Violation::OverBound {
                     node: u32::MAX,
                     table: "the simulated network",
                     len: self.queue.len(),
-                    bound: MAX_IN_FLIGHT,
+                    bound,
                 });
             }
             if let Err(v) = self.check.overdue(self.now) {
