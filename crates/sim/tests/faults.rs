@@ -11,6 +11,15 @@ use coopcache_sim::faults::{
     FaultKind, Mode, RunConfig, Summary, replay_command, run_seed, run_seeds,
 };
 
+/// The algorithms a live node runs.
+const LIVE: [AlgorithmKind; 5] = [
+    AlgorithmKind::Base,
+    AlgorithmKind::Greedy,
+    AlgorithmKind::NChance,
+    AlgorithmKind::Hash,
+    AlgorithmKind::Direct,
+];
+
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -167,13 +176,7 @@ fn a_seed_replays_event_for_event() {
 /// `coopcache sim faults --nodes 64`, docs/reliability.md).
 #[test]
 fn sixty_four_nodes_keep_every_invariant_under_faults() {
-    for algorithm in [
-        AlgorithmKind::Base,
-        AlgorithmKind::Greedy,
-        AlgorithmKind::NChance,
-        AlgorithmKind::Hash,
-        AlgorithmKind::Direct,
-    ] {
+    for algorithm in LIVE {
         let cfg = RunConfig {
             algorithm: Some(algorithm),
             nodes: Some(64),
@@ -193,13 +196,7 @@ fn sixty_four_nodes_keep_every_invariant_under_faults() {
 
 #[test]
 fn every_live_algorithm_runs_under_faults() {
-    for algorithm in [
-        AlgorithmKind::Base,
-        AlgorithmKind::Greedy,
-        AlgorithmKind::NChance,
-        AlgorithmKind::Hash,
-        AlgorithmKind::Direct,
-    ] {
+    for algorithm in LIVE {
         let cfg = RunConfig {
             algorithm: Some(algorithm),
             ops: 5_000,

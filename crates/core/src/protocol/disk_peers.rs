@@ -270,7 +270,6 @@ where
             .filter(|d| tier.is_some_and(|t| t.matches(block, d.digest()))); // rule: disk-digest
         match good {
             Some(data) => {
-                let data = data.clone();
                 for reader in readers {
                     self.stats.disk_served += 1;
                     let data = data.clone();
