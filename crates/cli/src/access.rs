@@ -99,8 +99,11 @@ pub fn status(args: StatusArgs) -> Result<()> {
             )
         });
         println!(
-            "  {:>10}  {:<20} {:<22} rtt {rtt}; {memory}",
-            m.id, m.name, m.listen
+            "  {:>10}  {:<20} {:<22} {:<16} rtt {rtt}; {memory}",
+            m.id,
+            m.name,
+            m.listen,
+            crate::status_cluster::release(m)
         );
     }
     let reads: Vec<String> = s.reads.iter().map(|(l, n)| format!("{l} {n}")).collect();

@@ -17,6 +17,7 @@ pub(crate) fn print(s: &Status) {
     let header = [
         "member",
         "id",
+        "release",
         "state",
         "cached MiB",
         "of MiB",
@@ -82,7 +83,14 @@ fn row(m: &MemberStatus) -> Vec<String> {
         ),
         None => ("not heard".to_string(), dash(), dash()),
     };
-    let mut row = vec![m.name.clone(), m.id.to_string(), state, cached, capacity];
+    let mut row = vec![
+        m.name.clone(),
+        m.id.to_string(),
+        release(m),
+        state,
+        cached,
+        capacity,
+    ];
     match &m.reads {
         Some(r) => {
             let t = r.total();
@@ -101,6 +109,17 @@ fn row(m: &MemberStatus) -> Vec<String> {
     }
     row.push(m.rtt_us.map_or_else(dash, |r| r.to_string()));
     row
+}
+
+/// A member's release and the protocol version this node speaks with it
+/// (`0.2.0/15`): during a rolling upgrade, which members are upgraded. A
+/// member of protocol 14 does not name its release.
+pub(crate) fn release(m: &MemberStatus) -> String {
+    let protocol = m
+        .protocol
+        .map_or_else(|| "-".to_string(), |p| p.to_string());
+    let release = m.release.as_deref().unwrap_or("before 0.2");
+    format!("{release}/{protocol}")
 }
 
 /// `part` of `whole` in percent, one decimal; "-" of nothing.

@@ -32,3 +32,4 @@ mod s3_clients;
 mod startup;
 mod trace;
 mod unify;
+mod upgrade;

@@ -109,12 +109,10 @@ pub enum Event {
     LinkUp {
         /// The address dialled.
         addr: String,
-        /// The peer's id.
-        id: NodeId,
-        /// Its name.
+        /// The peer's name (its certificate's).
         name: String,
-        /// Its listen address.
-        listen: String,
+        /// Its checked `Hello`: id, listen address, version, release.
+        greeting: crate::link::Greeting,
     },
     /// A link is down (or could not connect).
     LinkDown {
@@ -166,6 +164,14 @@ pub struct MemberStatus {
     pub listen: String,
     /// Smoothed round-trip time in microseconds, if measured.
     pub rtt_us: Option<u64>,
+    /// The protocol version this node's link to it speaks (for the node
+    /// itself, the newest it speaks); absent from a node before 0.2.
+    #[serde(default)]
+    pub protocol: Option<u16>,
+    /// Its release (`coopcache --version`), if its `Hello` named it (a
+    /// node of protocol version 14 does not).
+    #[serde(default)]
+    pub release: Option<String>,
     /// Its memory as it last advertised it (on its pings, once a second),
     /// if it has yet.
     #[serde(default)]
@@ -401,6 +407,10 @@ struct Waiting {
 /// addresses).
 struct Member {
     name: String,
+    /// The protocol version our link to it speaks.
+    version: u16,
+    /// Its release, as its `Hello` named it (empty before version 15).
+    release: String,
     queue: mpsc::Sender<crate::link::Outgoing>,
     /// SWIM datagrams, sent ahead of `queue`.
     gossip: mpsc::Sender<Wire>,
@@ -660,10 +670,9 @@ impl Driver {
             Event::Frame { from, wire } => self.on_frame(from, wire),
             Event::LinkUp {
                 addr,
-                id,
                 name,
-                listen,
-            } => self.link_up(addr, id, name, listen),
+                greeting,
+            } => self.link_up(addr, name, greeting),
             Event::LinkDown { addr, id } => self.link_down(&addr, id),
             Event::OriginDone { block, result } => {
                 let result = match result {

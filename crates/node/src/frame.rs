@@ -19,9 +19,16 @@ use coopcache_core::c2cfs::exclusive::CommitMsg;
 use coopcache_core::coop::NodeId;
 use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 
-/// The protocol version this build speaks; a peer with another is refused
-/// at its `Hello`.
-pub const PROTOCOL_VERSION: u16 = 14;
+/// The newest protocol version this build speaks. A link speaks the
+/// newest version both ends know, agreed in its TLS handshake
+/// ([`crate::version`]); this build also speaks
+/// [`OLDEST_VERSION`](crate::version::OLDEST_VERSION), for a rolling
+/// upgrade.
+pub const PROTOCOL_VERSION: u16 = 15;
+
+/// This build's release (`coopcache --version`), which its `Hello` names
+/// from protocol version 15 on.
+pub const RELEASE: &str = env!("CARGO_PKG_VERSION");
 
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
@@ -50,7 +57,8 @@ pub use coopcache_core::members::swim::MAX_GOSSIP;
 pub enum Wire {
     /// First frame on every connection, both ways.
     Hello {
-        /// [`PROTOCOL_VERSION`] of the sender.
+        /// The protocol version the link agreed on in its TLS handshake
+        /// ([`crate::version`]); each end checks the other's.
         version: u16,
         /// The sender's node id.
         node: NodeId,
@@ -60,6 +68,9 @@ pub enum Wire {
         listen: String,
         /// The sender's block size in bytes; must equal the receiver's.
         block_size: u32,
+        /// The sender's release (`coopcache --version`): on the wire from
+        /// version 15 on, empty from a version-14 peer.
+        release: String,
     },
     /// The members the sender knows (id, listen address), so a node that
     /// joined through one seed meets the rest.
@@ -205,6 +216,7 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
             name,
             listen,
             block_size,
+            release,
         } => {
             buf.put_u8(KIND_HELLO);
             buf.put_slice(&MAGIC);
@@ -213,6 +225,11 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
             put_str(buf, name);
             put_str(buf, listen);
             buf.put_u32(*block_size);
+            // Version 14's Hello ends at the block size: a peer of that
+            // version must read it to the end.
+            if *version >= 15 {
+                put_str(buf, release);
+            }
         }
         Wire::Members(members) => {
             buf.put_u8(KIND_MEMBERS);
@@ -348,12 +365,17 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
             if magic[..] != MAGIC {
                 return Err(r.bad("not a coopcache peer (bad magic)"));
             }
+            let version = r.u16()?;
             Wire::Hello {
-                version: r.u16()?,
+                version,
                 node: r.u32()?,
                 name: r.str()?,
                 listen: r.str()?,
                 block_size: r.u32()?,
+                release: match version >= 15 {
+                    true => r.str()?,
+                    false => String::new(),
+                },
             }
         }
         KIND_MEMBERS => {
@@ -819,6 +841,16 @@ mod tests {
             name: "n9".into(),
             listen: "127.0.0.1:7000".into(),
             block_size: 65536,
+            release: RELEASE.into(),
+        });
+        // A version-14 Hello, as a node of the previous release sends it.
+        roundtrip(Wire::Hello {
+            version: 14,
+            node: 9,
+            name: "n9".into(),
+            listen: "127.0.0.1:7000".into(),
+            block_size: 65536,
+            release: String::new(),
         });
         roundtrip(Wire::Members(vec![(1, "a:1".into()), (2, "b:2".into())]));
         roundtrip(Wire::Gossip(Bytes::from_static(b"swim datagram")));
@@ -963,6 +995,7 @@ mod tests {
                 name: "x".into(),
                 listen: "y".into(),
                 block_size: 1,
+                release: String::new(),
             },
             &mut buf,
         );

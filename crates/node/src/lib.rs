@@ -44,6 +44,7 @@ pub mod seal;
 mod streams;
 pub mod take_in;
 pub mod tls;
+pub mod version;
 pub mod warm;
 
 pub use handle::{

@@ -8,6 +8,7 @@ use crate::frame::{self, HEADER, PROTOCOL_VERSION, Wire};
 use crate::metrics::Metrics;
 use crate::revocation::Revocations;
 use crate::tls::{Identity, SERVER_NAME, peer_identity};
+use crate::version::OLDEST_VERSION;
 use bytes::{Bytes, BytesMut};
 use coopcache_core::coop::NodeId;
 use rustls_pki_types::CertificateDer;
@@ -209,13 +210,15 @@ impl LinkCtx {
         }
     }
 
-    fn hello(&self) -> Wire {
+    /// This node's `Hello` on a link that agreed on `version`.
+    fn hello(&self, version: u16) -> Wire {
         Wire::Hello {
-            version: PROTOCOL_VERSION,
+            version,
             node: self.id,
             name: self.identity.name.clone(),
             listen: self.listen.clone(),
             block_size: self.block_size,
+            release: frame::RELEASE.to_string(),
         }
     }
 
@@ -235,9 +238,10 @@ impl LinkCtx {
         }
     }
 
-    /// Checks a peer's `Hello` against its certificate and our settings;
-    /// returns the peer's id (its certificate's, [`peer_identity`]) and
-    /// its listen address.
+    /// Checks a peer's `Hello` against its certificate, the protocol
+    /// version the link's TLS handshake agreed on (`agreed`,
+    /// [`crate::version`]) and our settings; returns the peer's id (its
+    /// certificate's, [`peer_identity`]), listen address and release.
     /// Public for the fuzz target `hello` (fuzz/); the links call it after
     /// the TLS handshake.
     #[doc(hidden)]
@@ -245,20 +249,30 @@ impl LinkCtx {
         &self,
         wire: Wire,
         (cert_name, id): (&str, NodeId),
-    ) -> Result<(NodeId, String), LinkError> {
+        agreed: u16,
+    ) -> Result<Greeting, LinkError> {
         let Wire::Hello {
             version,
             node,
             name,
             listen,
             block_size,
+            release,
         } = wire
         else {
             return Err(LinkError::Refused("first frame is not a Hello".into()));
         };
-        if version != PROTOCOL_VERSION {
+        if !(OLDEST_VERSION..=PROTOCOL_VERSION).contains(&version) {
             return Err(LinkError::Refused(format!(
-                "peer speaks protocol version {version}, this node {PROTOCOL_VERSION}"
+                "peer speaks protocol version {version}, this node {} (docs/PROTOCOL.md, \"Versions\")",
+                crate::version::spoken()
+            )));
+        }
+        // A version-14 node always says 14, whatever a newer dialler
+        // offered; a newer one says what the handshake agreed.
+        if version != agreed {
+            return Err(LinkError::Refused(format!(
+                "peer's Hello says protocol version {version}, but the TLS handshake agreed on {agreed}"
             )));
         }
         if name != cert_name {
@@ -293,8 +307,36 @@ impl LinkCtx {
                 false => format!("peer `{name}` has this node's id {id} under another name"),
             }));
         }
-        Ok((id, listen))
+        Ok(Greeting {
+            id,
+            listen,
+            version,
+            release,
+        })
     }
+}
+
+/// What a checked `Hello` tells of the peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Greeting {
+    /// Its id: its certificate's, never the frame's.
+    pub id: NodeId,
+    /// Where it accepts peers.
+    pub listen: String,
+    /// The protocol version the link speaks.
+    pub version: u16,
+    /// Its release (`coopcache --version`), empty for a version-14 peer.
+    pub release: String,
+}
+
+/// The protocol version a TLS session agreed on (its ALPN protocol).
+fn agreed_version(alpn: Option<&[u8]>) -> Result<u16, LinkError> {
+    crate::version::agreed(alpn).ok_or_else(|| {
+        LinkError::Refused(format!(
+            "the TLS handshake chose protocol {:?}, which this node does not speak",
+            String::from_utf8_lossy(alpn.unwrap_or_default())
+        ))
+    })
 }
 
 /// Reads one frame, or `None` at a clean end of stream.
@@ -439,9 +481,15 @@ async fn inbound(
     let hello = tokio::time::timeout(HELLO_DEADLINE, handshake(stream, ctx, peer))
         .await
         .map_err(|_| LinkError::Timeout("from accept to Hello"))??;
-    let Some((mut tls, node, name, listen, chain)) = hello else {
+    let Some((mut tls, greeting, name, chain)) = hello else {
         return Ok(()); // a joiner, served
     };
+    let Greeting {
+        id: node,
+        listen,
+        version,
+        ..
+    } = greeting;
     admission
         .authenticated(ticket, node, &listen)
         .map_err(|refused| match refused {
@@ -451,7 +499,7 @@ async fn inbound(
                  `{name}` is linked already from {first}; two processes run with one certificate"
             )),
         })?;
-    timed("sending Hello", write_frame(&mut tls, &ctx.hello())).await?;
+    timed("sending Hello", write_frame(&mut tls, &ctx.hello(version))).await?;
     let max = ctx.max_frame();
     let mut revoked = ctx.revoked.subscribe();
     loop {
@@ -487,15 +535,9 @@ async fn inbound(
 
 type InboundTls = tokio_rustls::server::TlsStream<TcpStream>;
 
-/// What an inbound handshake proved: the link, the member's id, name and
-/// listen address, and its certificate chain.
-type Proved = (
-    InboundTls,
-    NodeId,
-    String,
-    String,
-    Vec<CertificateDer<'static>>,
-);
+/// What an inbound handshake proved: the link, the member's `Hello`, its
+/// name, and its certificate chain.
+type Proved = (InboundTls, Greeting, String, Vec<CertificateDer<'static>>);
 
 /// TLS and the peer's `Hello`, checked (and the certificate against the
 /// revocation list), or `None` for a joiner (served the join protocol
@@ -520,11 +562,12 @@ async fn handshake(
     let config = ctx.identity.server.clone();
     let mut tls = start.into_stream(config).await?;
     let (chain, cert_name, cert_id) = proven_peer(tls.get_ref().1.peer_certificates(), ctx)?;
+    let agreed = agreed_version(tls.get_ref().1.alpn_protocol())?;
     let hello = read_frame(&mut tls, ctx.max_frame())
         .await?
         .ok_or_else(|| LinkError::Refused("closed before Hello".into()))?;
-    let (node, listen) = ctx.check_hello(hello, (&cert_name, cert_id))?;
-    Ok(Some((tls, node, cert_name, listen, chain)))
+    let greeting = ctx.check_hello(hello, (&cert_name, cert_id), agreed)?;
+    Ok(Some((tls, greeting, cert_name, chain)))
 }
 
 /// The peer's certificate chain (owned), name and id, if it presented a
@@ -556,16 +599,16 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
     let mut notes = Throttle::new(REPORT_EVERY);
     loop {
         match dial(&addr, &ctx).await {
-            Ok((tls, id, name, listen, chain)) => {
+            Ok((tls, greeting, name, chain)) => {
+                let id = greeting.id;
                 backoff = Duration::from_millis(100);
                 if notes.up() {
                     tracing::info!(%addr, peer = %name, "peer reachable again");
                 }
                 let up = Event::LinkUp {
                     addr: addr.clone(),
-                    id,
                     name: name.clone(),
-                    listen,
+                    greeting,
                 };
                 if ctx.events.send(up).await.is_err() {
                     return;
@@ -626,9 +669,9 @@ pub async fn run_link(addr: String, ctx: Arc<LinkCtx>, mut queue: LinkRx) {
 
 type Tls = tokio_rustls::client::TlsStream<TcpStream>;
 
-/// A dialled link, the peer's id, name and listen address, and its
-/// certificate chain.
-type Dialled = (Tls, NodeId, String, String, Vec<CertificateDer<'static>>);
+/// A dialled link, the peer's `Hello`, its name, and its certificate
+/// chain.
+type Dialled = (Tls, Greeting, String, Vec<CertificateDer<'static>>);
 
 /// Addresses of a name tried at most, in the resolver's order.
 const MAX_DIAL_ADDRS: usize = 16;
@@ -680,15 +723,16 @@ async fn dial_one(addr: std::net::SocketAddr, ctx: &LinkCtx) -> Result<Dialled, 
     })
     .await?;
     let (chain, cert_name, cert_id) = proven_peer(tls.get_ref().1.peer_certificates(), ctx)?;
-    timed("sending Hello", write_frame(&mut tls, &ctx.hello())).await?;
+    let agreed = agreed_version(tls.get_ref().1.alpn_protocol())?;
+    timed("sending Hello", write_frame(&mut tls, &ctx.hello(agreed))).await?;
     let hello = timed("waiting for Hello", async {
         read_frame(&mut tls, ctx.max_frame())
             .await?
             .ok_or_else(|| LinkError::Refused("closed before Hello".into()))
     })
     .await?;
-    let (id, listen) = ctx.check_hello(hello, (&cert_name, cert_id))?;
-    Ok((tls, id, cert_name, listen, chain))
+    let greeting = ctx.check_hello(hello, (&cert_name, cert_id), agreed)?;
+    Ok((tls, greeting, cert_name, chain))
 }
 
 /// Sends queued frames in batches until the queue closes (`Ok(true)`) or

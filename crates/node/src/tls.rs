@@ -500,10 +500,13 @@ fn server_config(
     let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider())
         .build()
         .map_err(|e| rustls::Error::General(e.to_string()))?;
-    rustls::ServerConfig::builder_with_provider(provider())
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)
+        .with_single_cert(chain, key)?;
+    // The link's protocol version is agreed here (`crate::version`).
+    config.alpn_protocols = crate::version::alpn_protocols();
+    Ok(config)
 }
 
 /// The join protocol's server side: no client certificate (a joiner has
@@ -529,10 +532,12 @@ fn client_config(
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
 ) -> Result<rustls::ClientConfig, rustls::Error> {
-    rustls::ClientConfig::builder_with_provider(provider())
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_root_certificates(roots)
-        .with_client_auth_cert(chain, key)
+        .with_client_auth_cert(chain, key)?;
+    config.alpn_protocols = crate::version::alpn_protocols();
+    Ok(config)
 }
 
 pub(crate) fn root_store(

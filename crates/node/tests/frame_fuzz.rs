@@ -354,15 +354,29 @@ fn lock_msg() -> impl Strategy<Value = LockMsg> {
 
 fn wire() -> impl Strategy<Value = Wire> {
     prop_oneof![
-        (any::<u16>(), any::<u32>(), name(), name(), any::<u32>()).prop_map(
-            |(version, node, name, listen, block_size)| Wire::Hello {
-                version,
-                node,
-                name,
-                listen,
-                block_size,
-            }
-        ),
+        (
+            14..=u16::MAX,
+            any::<u32>(),
+            name(),
+            name(),
+            any::<u32>(),
+            name()
+        )
+            .prop_map(
+                |(version, node, name, listen, block_size, release)| Wire::Hello {
+                    version,
+                    node,
+                    name,
+                    listen,
+                    block_size,
+                    // Version 14's Hello has none (see the `Hello` roundtrip
+                    // below).
+                    release: match version >= 15 {
+                        true => release,
+                        false => String::new(),
+                    },
+                }
+            ),
         prop::collection::vec((any::<u32>(), name()), 0..20).prop_map(Wire::Members),
         prop::collection::vec(any::<u8>(), 0..=frame::MAX_GOSSIP)
             .prop_map(|g| Wire::Gossip(Bytes::from(g))),
@@ -526,8 +540,9 @@ fn the_largest_hello_fits_the_smallest_frame_limit() {
         version: u16::MAX,
         node: u32::MAX,
         name: long.clone(),
-        listen: long,
+        listen: long.clone(),
         block_size: 512,
+        release: long,
     };
     let buf = encoded(&hello);
     assert!(buf.len() - HEADER <= MAX_OVERHEAD);
@@ -539,6 +554,7 @@ fn the_largest_hello_fits_the_smallest_frame_limit() {
         name: "y".repeat(MAX_NAME + 10),
         listen: String::new(),
         block_size: 512,
+        release: String::new(),
     };
     match decode(encoded(&cut).freeze().slice(HEADER..)).unwrap() {
         Wire::Hello { name, .. } => assert_eq!(name.len(), MAX_NAME),

@@ -18,7 +18,7 @@ use coopcache_node::frame::{
 
 #[derive(Arbitrary, Debug)]
 enum AnyWire {
-    Hello(u16, u32, String, String, u32),
+    Hello(u16, u32, String, String, u32, String),
     Members(Vec<(u32, String)>),
     Gossip(Vec<u8>),
     Revoked(Vec<u8>),
@@ -164,12 +164,13 @@ fn msg(m: AnyMsg) -> PeerMsg<BlockId, Bytes> {
 
 fn wire(w: AnyWire) -> Wire {
     match w {
-        AnyWire::Hello(version, node, name, listen, block_size) => Wire::Hello {
+        AnyWire::Hello(version, node, name, listen, block_size, release) => Wire::Hello {
             version,
             node,
             name,
             listen,
             block_size,
+            release,
         },
         AnyWire::Members(m) => Wire::Members(m),
         AnyWire::Gossip(g) => Wire::Gossip(g.into()),
@@ -197,12 +198,18 @@ fn expected(w: &Wire) -> Option<Wire> {
             name,
             listen,
             block_size,
+            release,
         } => Wire::Hello {
             version: *version,
             node: *node,
             name: cut(name),
             listen: cut(listen),
             block_size: *block_size,
+            // Version 14's Hello has no release.
+            release: match *version >= 15 {
+                true => cut(release),
+                false => String::new(),
+            },
         },
         Wire::Members(m) => Wire::Members(
             m.iter()

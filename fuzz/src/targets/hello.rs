@@ -3,7 +3,8 @@
 //! by `LinkCtx::check_hello` against a real node identity (block size
 //! 64 KiB, name `self`). Input: a big-endian `u16` length, that many bytes of
 //! certificate, then the `Hello` frame's body. Beyond not panicking: a
-//! `Hello` is accepted only if it is one, speaks this protocol version,
+//! `Hello` is accepted only if it is one, speaks the protocol version the
+//! TLS handshake agreed on (each version this node speaks is tried),
 //! names the certificate's node under the certificate's id (never one the
 //! frame chose), uses this node's block size and is not this node.
 
@@ -12,6 +13,7 @@ use coopcache_node::frame::{PROTOCOL_VERSION, Wire, decode};
 use coopcache_node::link::LinkCtx;
 use coopcache_node::metrics::Metrics;
 use coopcache_node::tls::{Identity, init_cluster, peer_identity};
+use coopcache_node::version::OLDEST_VERSION;
 use rustls_pki_types::CertificateDer;
 use std::sync::{Arc, OnceLock};
 
@@ -48,7 +50,15 @@ pub fn run(data: &[u8]) {
     let Ok(wire) = decode(Bytes::copy_from_slice(body)) else {
         return;
     };
-    let Ok((node, listen)) = ctx.check_hello(wire.clone(), (&cert_name, cert_id)) else {
+    // Each version this node speaks, as the TLS handshake may agree on.
+    for agreed in OLDEST_VERSION..=PROTOCOL_VERSION {
+        check(ctx, &wire, (&cert_name, cert_id), agreed);
+    }
+}
+
+/// One `Hello` on a link that agreed on `agreed`.
+fn check(ctx: &LinkCtx, wire: &Wire, (cert_name, cert_id): (&str, u32), agreed: u16) {
+    let Ok(greeting) = ctx.check_hello(wire.clone(), (cert_name, cert_id), agreed) else {
         return;
     };
     let Wire::Hello {
@@ -57,14 +67,17 @@ pub fn run(data: &[u8]) {
         name,
         listen: said_listen,
         block_size,
-    } = wire
+        release,
+    } = wire.clone()
     else {
         panic!("accepted a frame that is not a Hello: {wire:?}");
     };
-    assert_eq!(version, PROTOCOL_VERSION);
+    assert_eq!(version, agreed);
+    assert_eq!(greeting.version, agreed);
     assert_eq!(name, cert_name);
     assert_eq!(block_size, BLOCK_SIZE);
-    assert_eq!(node, cert_id);
-    assert_ne!(node, ctx.id);
-    assert_eq!((node, listen), (said, said_listen));
+    assert_eq!(greeting.id, cert_id);
+    assert_ne!(greeting.id, ctx.id);
+    assert_eq!(said, cert_id);
+    assert_eq!((greeting.listen, greeting.release), (said_listen, release));
 }

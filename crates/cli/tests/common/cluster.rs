@@ -75,9 +75,14 @@ impl Node {
     }
 
     pub fn spawn(spec: &NodeSpec) -> Node {
-        let (listen, http) = (free_addr(), free_addr());
+        Node::spawn_at(Path::new(BIN), spec, free_addr(), free_addr())
+    }
+
+    /// Starts `bin` (this build's or another release's `coopcache`) as a
+    /// node listening at `listen` and `http`, without waiting.
+    pub fn spawn_at(bin: &Path, spec: &NodeSpec, listen: SocketAddr, http: SocketAddr) -> Node {
         let log = spec.keys.join(format!("{}-{}.log", spec.name, http.port()));
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(bin);
         cmd.arg("node")
             .args(["--name", spec.name])
             .args(["--data-dir", spec.keys.to_str().unwrap()])
@@ -126,6 +131,15 @@ impl Node {
 
     pub fn status(&self) -> Value {
         status_at(self.http).unwrap_or_else(|e| panic!("{}: status: {e}", self.name))
+    }
+
+    /// SIGTERM, as a service manager stops a node (it leaves the cluster
+    /// cleanly), and waits for it to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.pid().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+        self.child.wait().unwrap()
     }
 
     /// SIGKILL, as `kill -9` sends it.

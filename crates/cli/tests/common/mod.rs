@@ -155,15 +155,36 @@ pub fn have(program: &str) -> bool {
 /// `COOPCACHE_ALLOW_SKIP`.
 pub fn s3_clients() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/s3-clients");
-    if venv.join("bin/aws").exists() && venv.join("bin/python").exists() {
-        return Some(venv);
+    let ready = venv.join("bin/aws").exists() && venv.join("bin/python").exists();
+    prepared(venv, ready, "boto3 and the AWS CLI", "scripts/test-deps.sh")
+}
+
+/// The previous release's `coopcache` that `scripts/build-previous.sh`
+/// builds in `target/previous`; `None` (a skip) only under
+/// `COOPCACHE_ALLOW_SKIP`.
+pub fn previous_release() -> Option<PathBuf> {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/previous/coopcache");
+    let ready = bin.is_file();
+    prepared(
+        bin,
+        ready,
+        "the previous release",
+        "scripts/build-previous.sh",
+    )
+}
+
+/// `path` if a script made it (`ready`); otherwise a failure naming the
+/// script, or `None` (a skip) under `COOPCACHE_ALLOW_SKIP`.
+fn prepared(path: PathBuf, ready: bool, what: &str, script: &str) -> Option<PathBuf> {
+    if ready {
+        return Some(path);
     }
     assert!(
         std::env::var_os("COOPCACHE_ALLOW_SKIP").is_some(),
-        "no boto3 and AWS CLI in {}: scripts/test-deps.sh installs them, or set COOPCACHE_ALLOW_SKIP=1 to skip",
-        venv.display()
+        "no {what} at {}: {script} makes it, or set COOPCACHE_ALLOW_SKIP=1 to skip",
+        path.display()
     );
-    eprintln!("SKIPPED: no S3 clients venv");
+    eprintln!("SKIPPED: no {what}");
     None
 }
 

@@ -394,6 +394,20 @@ impl Swim {
                 OwnedNotification::MemberDown(id) => {
                     effects.changes.push(Change::Down { node: id.node })
                 }
+                // A member's new incarnation (a restart, an upgrade)
+                // replaced its old one while that still looked alive:
+                // foca changes no liveness, so says no `MemberUp`, but
+                // the node must hear the member is up (one that said it
+                // left is dialled again only then). If the new one is
+                // not active either, foca's `MemberUp` follows when it is.
+                OwnedNotification::Rename(_, new)
+                    if self.foca.iter_members().any(|m| *m.id() == new) =>
+                {
+                    effects.changes.push(Change::Up {
+                        node: new.node,
+                        listen: new.listen,
+                    })
+                }
                 OwnedNotification::Rejoin(id) => effects.notes.push(Note::Rejoined {
                     incarnation: id.incarnation,
                 }),

@@ -8,7 +8,8 @@
 //!
 //! - while the network is calm, no honest node ever drops an honest member
 //!   (what one member says about another is never a verdict);
-//! - after crashes, restarts and partitions heal, every honest node counts
+//! - after crashes, restarts (clean ones too: `Leaving`, then a new
+//!   incarnation at once) and partitions heal, every honest node counts
 //!   every node as live again within a bound;
 //! - the view's tables stay within their bounds.
 
@@ -113,6 +114,8 @@ struct Counts {
     /// Updates about other members SWIM's screen dropped.
     screened: u64,
     crashes: u64,
+    /// Nodes stopped cleanly (`Leaving`) and started again at once.
+    clean_restarts: u64,
     partitions: u64,
     /// Honest members dropped by honest nodes in storms.
     storm_drops: u64,
@@ -366,6 +369,21 @@ impl Net {
                 let d = self.delay();
                 self.at(d, Event::Reset { from: n, to: pick });
             }
+        } else if self.rng.chance(0.002) && self.is_honest(pick) && self.up(pick) && pick != 1 {
+            // A clean restart (a service manager's, an upgrade): the node
+            // says it is leaving and comes back at once as a new
+            // incarnation, before the others' SWIM has missed the old one.
+            // Node 1, everyone's seed, has none of its own to come back
+            // through.
+            self.counts.clean_restarts += 1;
+            if let Some(Some(m)) = self.nodes.get_mut(&pick) {
+                m.handle_leave();
+            }
+            self.carry(pick);
+            self.nodes.insert(pick, None);
+            self.links.retain(|&(a, _)| a != pick);
+            self.restarts += 1;
+            self.boot(pick, 1 + self.restarts);
         } else if self.rng.chance(0.004) && !self.up(pick) {
             self.restarts += 1;
             self.boot(pick, 1 + self.restarts);
@@ -472,6 +490,7 @@ fn one_liar_never_splits_the_cluster_and_faults_heal() {
         all.lies += c.lies;
         all.screened += c.screened;
         all.crashes += c.crashes;
+        all.clean_restarts += c.clean_restarts;
         all.partitions += c.partitions;
         all.storm_drops += c.storm_drops;
     }
@@ -481,7 +500,7 @@ fn one_liar_never_splits_the_cluster_and_faults_heal() {
     // members were dropped and had to come back.
     assert!(all.lies > 0 && all.screened > 0, "{all:?}");
     assert!(
-        all.crashes > 0 && all.partitions > 0 && all.storm_drops > 0,
+        all.crashes > 0 && all.clean_restarts > 0 && all.partitions > 0 && all.storm_drops > 0,
         "{all:?}"
     );
 }

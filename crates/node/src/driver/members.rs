@@ -7,7 +7,7 @@
 //! this node dial are the core's.
 
 use super::*;
-use crate::link::{link_channels, run_link};
+use crate::link::{Greeting, link_channels, run_link};
 use coopcache_core::members::swim::Note;
 use coopcache_core::members::{Dropped, MemberAction, MemberNote};
 
@@ -24,9 +24,17 @@ impl Driver {
         self.apply_members();
     }
 
-    pub(super) fn link_up(&mut self, addr: String, id: NodeId, name: String, listen: String) {
+    pub(super) fn link_up(&mut self, addr: String, name: String, greeting: Greeting) {
+        let Greeting {
+            id,
+            listen,
+            version,
+            release,
+        } = greeting;
         let member = |link: &LinkTx| Member {
             name: name.clone(),
+            version,
+            release: release.clone(),
             queue: link.frames.clone(),
             gossip: link.gossip.clone(),
         };

@@ -56,7 +56,13 @@ pub(super) fn driver(dir: &std::path::Path) -> Driver {
 /// Dials the peer and reports its link up, as `run_link` would.
 pub(super) fn link(d: &mut Driver) {
     d.dial(PEER_ADDR.into());
-    d.link_up(PEER_ADDR.into(), PEER, "n7".into(), PEER_ADDR.into());
+    let greeting = crate::link::Greeting {
+        id: PEER,
+        listen: PEER_ADDR.into(),
+        version: crate::frame::PROTOCOL_VERSION,
+        release: crate::frame::RELEASE.into(),
+    };
+    d.link_up(PEER_ADDR.into(), "n7".into(), greeting);
 }
 
 fn verdict(d: &mut Driver, change: Change) {

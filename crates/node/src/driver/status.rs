@@ -14,6 +14,8 @@ impl Driver {
             name: self.cfg.name.clone(),
             listen: self.ctx.listen.clone(),
             rtt_us: None,
+            protocol: Some(crate::frame::PROTOCOL_VERSION),
+            release: Some(crate::frame::RELEASE.to_string()),
             memory: Some(MemberMemory::of(own, bs)),
             reads: Some(MemberReads::of(own.reads)),
         }];
@@ -27,6 +29,8 @@ impl Driver {
                     name: mm.link.name.clone(),
                     listen: mm.listen.clone(),
                     rtt_us: protocol.rtt_us(id),
+                    protocol: Some(mm.link.version),
+                    release: Some(mm.link.release.clone()).filter(|r| !r.is_empty()),
                     memory: protocol.peer_status(id).map(|s| MemberMemory::of(s, bs)),
                     reads: protocol.peer_status(id).map(|s| MemberReads::of(s.reads)),
                 }),

@@ -24,11 +24,12 @@ mod locks;
 mod pushed;
 mod records;
 mod revoke;
+mod versions;
 mod warm;
 mod wire;
 
 /// `PROTOCOL_VERSION` as docs/PROTOCOL.md gives it.
-const VERSION: u16 = 14;
+const VERSION: u16 = 15;
 const KIND_HELLO: u8 = 1;
 const KIND_GOSSIP: u8 = 3;
 const KIND_LEAVING: u8 = 4;
@@ -53,14 +54,23 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// A Hello frame: "COOP", version u16, node id u32, name, listen, block size u32.
+/// A Hello frame of [`VERSION`].
 fn hello(node: u32, name: &str, listen: &str, block_size: u32) -> Vec<u8> {
+    hello_of(VERSION, node, name, listen, block_size)
+}
+
+/// A Hello frame: "COOP", version u16, node id u32, name, listen, block
+/// size u32, and from version 15 on the release (a string).
+fn hello_of(version: u16, node: u32, name: &str, listen: &str, block_size: u32) -> Vec<u8> {
     let mut body = b"COOP".to_vec();
-    body.extend_from_slice(&VERSION.to_be_bytes());
+    body.extend_from_slice(&version.to_be_bytes());
     body.extend_from_slice(&node.to_be_bytes());
     put_str(&mut body, name);
     put_str(&mut body, listen);
     body.extend_from_slice(&block_size.to_be_bytes());
+    if version >= 15 {
+        put_str(&mut body, "0.0.0-eve");
+    }
     frame(KIND_HELLO, &body)
 }
 
@@ -72,10 +82,18 @@ fn eve(c: &TestCluster) -> Identity {
 
 /// TLS to `node` as `who` (the member protocol's mutual TLS).
 async fn connect(node: &NodeHandle, who: &Identity) -> Link {
-    let tcp = TcpStream::connect(node.listen_addr()).await.unwrap();
-    let connector = tokio_rustls::TlsConnector::from(who.client.clone());
+    connect_with(node, who.client.clone()).await.unwrap()
+}
+
+/// TLS to `node` with client configuration `config`.
+async fn connect_with(
+    node: &NodeHandle,
+    config: Arc<rustls::ClientConfig>,
+) -> std::io::Result<Link> {
+    let tcp = TcpStream::connect(node.listen_addr()).await?;
+    let connector = tokio_rustls::TlsConnector::from(config);
     let server = ServerName::try_from(SERVER_NAME).unwrap();
-    connector.connect(server, tcp).await.unwrap()
+    connector.connect(server, tcp).await
 }
 
 /// The next frame's kind and body, `None` if the connection ends (or

@@ -56,6 +56,7 @@ pub(crate) fn hello(identity: &Identity, node: NodeId, listen: &str) -> Wire {
         name: identity.name.clone(),
         listen: listen.to_string(),
         block_size: BLOCK_SIZE,
+        release: "mallory".into(),
     }
 }
 

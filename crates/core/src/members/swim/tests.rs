@@ -184,6 +184,38 @@ fn an_isolated_member_is_declared_down_and_rejoins_after_healing() {
     assert_eq!(net.alive(3), BTreeSet::from([1, 2]));
 }
 
+/// A member restarted (or upgraded) before the others noticed it go: its
+/// new incarnation replaces the old one, which still looked alive, so
+/// foca renames it without a change of liveness and says no `MemberUp`.
+/// The others must still hear it is up: a member that said it left is
+/// dialled again only then (`View::detected_up`), and before this every
+/// member but its seed left a quickly restarted node out for good
+/// (found by `crates/cli/tests/upgrade.rs`).
+#[test]
+fn a_member_restarted_before_it_was_missed_is_seen_up_again() {
+    let mut net = joined();
+    let restart = SwimId {
+        incarnation: 2,
+        ..id(3)
+    };
+    net.nodes.insert(3, Swim::new(restart, 9));
+    let restarted_at = Duration::from_micros(net.now - net.start);
+    net.announce(3, 1);
+    net.run(Duration::from_secs(5));
+    let up = Change::Up {
+        node: 3,
+        listen: id(3).listen,
+    };
+    for observer in [1, 2] {
+        assert!(
+            net.seen(observer, &up, restarted_at).is_some(),
+            "{observer} did not see 3's new incarnation up"
+        );
+    }
+    assert_eq!(net.alive(1), BTreeSet::from([2, 3]));
+    assert_eq!(net.alive(3), BTreeSet::from([1, 2]));
+}
+
 #[test]
 fn a_datagram_speaking_for_another_member_is_refused() {
     let mut net = Net::new(&[1, 2, 3]);
