@@ -30,6 +30,9 @@ pub const PROTOCOL_VERSION: u16 = 15;
 /// from protocol version 15 on.
 pub const RELEASE: &str = env!("CARGO_PKG_VERSION");
 
+/// The protocol version whose `Hello` first carries the release.
+pub const RELEASE_SINCE: u16 = 15;
+
 /// First bytes of every `Hello`, so a stray client is told apart from a
 /// peer of another version.
 pub const MAGIC: [u8; 4] = *b"COOP";
@@ -227,7 +230,7 @@ pub fn encode(wire: &Wire, buf: &mut BytesMut) {
             buf.put_u32(*block_size);
             // Version 14's Hello ends at the block size: a peer of that
             // version must read it to the end.
-            if *version >= 15 {
+            if *version >= RELEASE_SINCE {
                 put_str(buf, release);
             }
         }
@@ -372,7 +375,7 @@ pub fn decode(mut body: Bytes) -> Result<Wire, FrameError> {
                 name: r.str()?,
                 listen: r.str()?,
                 block_size: r.u32()?,
-                release: match version >= 15 {
+                release: match version >= RELEASE_SINCE {
                     true => r.str()?,
                     false => String::new(),
                 },

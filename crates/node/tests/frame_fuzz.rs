@@ -19,7 +19,8 @@ use coopcache_core::protocol::{Digest, PeerMsg, Recorded, Status};
 use coopcache_core::warm::{WarmAnswer, WarmMsg};
 use coopcache_node::block::BlockId;
 use coopcache_node::frame::{
-    self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, Wire, body_len, decode, encode,
+    self, FrameError, HEADER, MAX_MEMBERS, MAX_NAME, MAX_OVERHEAD, RELEASE_SINCE, Wire, body_len,
+    decode, encode,
 };
 use coopcache_node::link::read_frame;
 use coopcache_node::listing::DirListing;
@@ -371,7 +372,7 @@ fn wire() -> impl Strategy<Value = Wire> {
                     block_size,
                     // Version 14's Hello has none (see the `Hello` roundtrip
                     // below).
-                    release: match version >= 15 {
+                    release: match version >= RELEASE_SINCE {
                         true => release,
                         false => String::new(),
                     },

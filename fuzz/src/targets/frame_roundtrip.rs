@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use coopcache_core::coop::MAX_CHANCES;
 use coopcache_core::protocol::{BlockId, Digest, PeerMsg, Recorded, Status};
 use coopcache_node::frame::{
-    HEADER, MAX_GOSSIP, MAX_MEMBERS, MAX_NAME, Wire, body_len, decode, encode,
+    HEADER, MAX_GOSSIP, MAX_MEMBERS, MAX_NAME, RELEASE_SINCE, Wire, body_len, decode, encode,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -206,7 +206,7 @@ fn expected(w: &Wire) -> Option<Wire> {
             listen: cut(listen),
             block_size: *block_size,
             // Version 14's Hello has no release.
-            release: match *version >= 15 {
+            release: match *version >= RELEASE_SINCE {
                 true => cut(release),
                 false => String::new(),
             },
