@@ -59,7 +59,7 @@ pub use msg::{ListAction, ListCounters, ListMsg};
 use super::exclusive::{MAX_PATH, live_with, manager_key, path_key};
 use crate::coop::NodeId;
 use crate::error::CapacityError;
-use crate::policy::{Lru, Policy, access};
+use crate::policy::{Capacity, Lru, Policy, access};
 use crate::protocol::manager_of;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -223,7 +223,10 @@ impl<L: Listing> ListProtocol<L> {
             live: vec![me],
             stable_at: 0,
             table: HashMap::new(),
-            order: Lru::with_weights(cfg.capacity)?,
+            // Weighed in bytes: room up front for a guess of listings,
+            // not for one per byte (a block count of `capacity` allocated
+            // 8 M entries, 16 MiB touched at every start).
+            order: Lru::with_weights(Capacity::Bytes(cfg.capacity as u64))?,
             large: HashSet::new(),
             lists: BTreeMap::new(),
             asks: BTreeMap::new(),

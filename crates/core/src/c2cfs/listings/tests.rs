@@ -4,6 +4,7 @@
 use super::{ListAction, ListConfig, ListMsg, ListProtocol, Listing, MAX_PATH, MAX_WAITERS};
 use crate::c2cfs::exclusive::manager_key;
 use crate::coop::NodeId;
+use crate::policy::Policy;
 use crate::protocol::manager_of;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -494,4 +495,15 @@ fn is_under_follows_path_parts() {
     use super::is_under;
     assert!(is_under("a/b", "a") && is_under("a", "a") && is_under("a", ""));
     assert!(!is_under("ab", "a") && !is_under("a", "a/b"));
+}
+
+/// A new machine holds no listing and allocates little: its LRU is
+/// weighed in bytes, so the default 8 MiB of listings is not room for
+/// 8 M entries up front (16 MiB of memory touched at every start, the
+/// fault harness's page faults: more system time than its own).
+#[test]
+fn a_new_machine_allocates_little() {
+    let p = ListProtocol::<Names>::new(0, ListConfig::default()).unwrap();
+    let bytes = p.order.metadata_bytes();
+    assert!(bytes < 1 << 20, "{bytes} bytes allocated up front");
 }
