@@ -16,7 +16,7 @@
 #   5. the default rendering run as two pods would run it (below).
 #
 #   scripts/check-helm.sh [BINARY]      # default: target/ci/coopcache
-#   scripts/check-helm.sh --install     # step 1 alone (scripts/test-deps.sh)
+#   scripts/check-helm.sh --install     # step 1 alone (.ci/run, in the background)
 #
 # Cold (empty Go module and build caches), step 1 builds helm from source
 # in 5 minutes on this machine's 2 cores at nice 19 while cargo builds

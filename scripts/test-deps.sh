@@ -19,9 +19,10 @@
 #   - chromium: the dashboard test drives it headless;
 #   - fsx (crates.io, about 45 s to build): the File System eXerciser the
 #     mount tests run (crates/cli/tests/mount_fsx.rs);
-#   - helm and kubeconform (`go install`, pinned; a cold helm build takes
-#     about 5 minutes on 2 cores at nice 19) and the Kubernetes schemas'
-#     maker, for scripts/check-helm.sh (CI's "helm chart" step).
+#
+# Not helm and kubeconform: no test needs them, only scripts/check-helm.sh
+# (CI's "helm chart" step), whose `--install` builds them (a cold helm
+# build is the longest install; CI runs it beside the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,8 +41,6 @@ if [ -n "$missing" ]; then
 fi
 
 command -v fsx >/dev/null || cargo install fsx --version 0.3.2 --locked --quiet
-
-scripts/check-helm.sh --install
 
 # The S3 clients the S3 endpoint's tests drive (crates/cli/tests/s3_clients.rs):
 # boto3 and the AWS CLI from PyPI, pinned, in a venv of their own under
