@@ -3,8 +3,8 @@
 # into target/previous/coopcache, for the rolling-upgrade test
 # (crates/cli/tests/upgrade.rs), from its tag (v0.1.0) or, in a clone
 # without tags, its commit. It builds in this checkout's target directory
-# with the `ci` profile, so only the workspace's own crates compile again
-# (its own crates at opt-level 1; the dependencies, shared, are reused), then puts this
+# with the `ci` profile, so only the release's own crates compile again
+# (at opt-level 1; the dependencies, shared, are reused), then puts this
 # checkout's binary back at target/ci/coopcache. Does nothing if
 # target/previous/coopcache is that release already.
 #
@@ -34,13 +34,13 @@ rm -rf "$src"
 mkdir -p "$src"
 git archive "$ref" | tar -x -C "$src"
 # Its own crates at opt-level 1, not 3: the upgrade test needs the old
-# protocol, not its speed, and they compile in about half the time (3.2
-# minutes on 2 cores at 1; 6.3 at 3 in CI's cold run, 2026-12-07).
+# protocol, not its speed, and they compile in 60% of the time (CI's
+# cold run on 2 cores, 2026-12-07: 3.9 minutes at 1, 6.3 at 3).
 # Overrides for named packages leave every dependency's build as the
 # tests' own, so none compiles again.
 for pkg in coopcache coopcache-core coopcache-sim coopcache-node coopcache-mount \
     coopcache-console coopcache-bench; do
-    printf '\n[profile.ci.package.%s]\nopt-level = %s\n' "$pkg" 1
+    printf '\n[profile.ci.package.%s]\nopt-level = 1\n' "$pkg"
 done >>"$src/Cargo.toml"
 echo "build-previous: building coopcache $RELEASE ($ref) in target/ci"
 CARGO_TARGET_DIR="$PWD/target" cargo build --profile ci --locked \

@@ -223,9 +223,9 @@ impl<L: Listing> ListProtocol<L> {
             live: vec![me],
             stable_at: 0,
             table: HashMap::new(),
-            // Weighed in bytes: room up front for a guess of listings,
-            // not for one per byte (a block count of `capacity` allocated
-            // 8 M entries, 16 MiB touched at every start).
+            // Weighed in bytes: room up front for a guess of listings. A
+            // block count of `capacity` reserved one entry per byte (8 M
+            // for the default, 2 M for the daemon's LISTING_BYTES).
             order: Lru::with_weights(Capacity::Bytes(cfg.capacity as u64))?,
             large: HashSet::new(),
             lists: BTreeMap::new(),
