@@ -36,8 +36,24 @@ export PIP_CONSTRAINT=$constraints PIP_DISABLE_PIP_VERSION_CHECK=1
 rm -rf venv target/wheels
 start=$(date +%s)
 block=${block//--release/--profile ci}
-bash -euo pipefail -c "${block//python3 -m venv/$python -m venv}"
+built=$(mktemp)
+bash -euo pipefail -c "${block//python3 -m venv/$python -m venv}" 2>&1 | tee "$built"
 echo "the guide's block ran in $(( $(date +%s) - start )) s: $(ls target/wheels)"
+# maturin resolves features for this one package, cargo test for the
+# workspace: crates/python/Cargo.toml turns on in core's and sim's
+# dependencies what the other crates do, so the wheel compiles only pyo3
+# and itself (63 s) instead of core, sim and every proc macro again (2.5
+# min of CI). A new dependency can break that; say so instead of paying it.
+# CI runs this right after `cargo test --workspace --profile ci`, so there
+# a compile of core is that; elsewhere core may simply have changed since.
+if grep -q 'Compiling coopcache-core ' "$built"; then
+    echo "scripts/test-python.sh: the wheel compiled coopcache-core; if cargo test had" >&2
+    echo "just built it, a dependency's features differ between the two builds:" >&2
+    echo "compare \`cargo tree --workspace -e normal -f '{p} {f}'\` with the same for" >&2
+    echo "-p coopcache-python and add what differs to crates/python/Cargo.toml." >&2
+    [ "${CI:-}" != true ] || exit 1
+fi
+rm -f "$built"
 venv/bin/python -m pip install -q pytest
 rm -f "$constraints"
 
