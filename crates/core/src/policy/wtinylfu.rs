@@ -9,6 +9,9 @@ use crate::queue::{IndexedLists, ListTag};
 use std::any::Any;
 use std::hash::BuildHasher;
 
+mod sketch;
+use sketch::Sketch;
+
 /// The share of the cache the window gets, as libCacheSim's default
 /// `window-size=0.01`.
 pub const WTINYLFU_WINDOW: f64 = 0.01;
@@ -25,104 +28,6 @@ const PROTECTED: usize = 2;
 impl ListTag for Place {
     fn list(self) -> usize {
         self.0 as usize
-    }
-}
-
-/// libCacheSim's `minimalIncrementCBF`: a counting Bloom filter sized for
-/// the main cache's capacity at a 0.1% error, each key hashed with XXH64
-/// under two seeds and double hashing. Despite its name it increments all
-/// of a key's counters (libCacheSim's minimal-increment test guards only a
-/// debug print); an estimate is the smallest of them.
-#[derive(Clone, Debug)]
-struct Sketch {
-    counters: Vec<u32>,
-    hashes: u32,
-}
-
-const SEED0: u64 = 0x1234_5678;
-const SEED1: u64 = 0x1234_4321;
-
-/// XXH64 of the 8 little-endian bytes of `v` (xxHash's 64-bit hash,
-/// specialised to one 8-byte lane), as libCacheSim hashes an object id.
-fn xxh64_u64(v: u64, seed: u64) -> u64 {
-    const P1: u64 = 0x9E37_79B1_85EB_CA87;
-    const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
-    const P3: u64 = 0x1656_67B1_9E37_79F9;
-    const P4: u64 = 0x85EB_CA77_C2B2_AE63;
-    const P5: u64 = 0x27D4_EB2F_1656_67C5;
-    let mut h = seed.wrapping_add(P5).wrapping_add(8);
-    let k = v.wrapping_mul(P2).rotate_left(31).wrapping_mul(P1);
-    h ^= k;
-    h = h.rotate_left(27).wrapping_mul(P1).wrapping_add(P4);
-    h ^= h >> 33;
-    h = h.wrapping_mul(P2);
-    h ^= h >> 29;
-    h = h.wrapping_mul(P3);
-    h ^ (h >> 32)
-}
-
-impl Sketch {
-    /// libCacheSim's `minimalIncrementCBF_init(entries, 0.001)`, with its
-    /// truncated literals for ln 2 and ln^2 2 (not `LN_2`), so the sizes
-    /// come out the same.
-    #[allow(clippy::approx_constant)]
-    fn new(entries: u64) -> Self {
-        let bpe = -(0.001f64.ln()) / 0.480_453_013_918_201;
-        let hashes = (0.693_147_180_559_945 * bpe).ceil() as u32;
-        // libCacheSim passes the entries as a C int.
-        let entries = entries.min(i32::MAX as u64) as f64;
-        let mut n = (bpe * entries).ceil().min(i32::MAX as f64) as u32;
-        if n < hashes {
-            n = hashes * 2;
-        }
-        Sketch {
-            counters: vec![0; n as usize],
-            hashes,
-        }
-    }
-
-    /// The counters of the object id `id`, as libCacheSim computes them
-    /// (in 32-bit arithmetic).
-    fn slots(&self, id: u64) -> impl Iterator<Item = usize> + use<> {
-        let a = xxh64_u64(id, SEED0) as u32;
-        let b = xxh64_u64(id, SEED1) as u32;
-        let n = self.counters.len() as u32;
-        (0..self.hashes).map(move |i| (a.wrapping_add(i.wrapping_mul(b)) % n) as usize)
-    }
-
-    fn estimate(&self, id: u64) -> u32 {
-        self.slots(id).map(|x| self.counters[x]).min().unwrap_or(0)
-    }
-
-    /// The estimate of `id` once the ids in `pending` are added too.
-    fn estimate_with(&self, id: u64, pending: &[u64]) -> u32 {
-        self.slots(id)
-            .map(|x| {
-                let extra = pending
-                    .iter()
-                    .flat_map(|&p| self.slots(p))
-                    .filter(|&y| y == x)
-                    .count() as u32;
-                self.counters[x] + extra
-            })
-            .min()
-            .unwrap_or(0)
-    }
-
-    fn add(&mut self, id: u64) {
-        if self.estimate(id) == u32::MAX {
-            return;
-        }
-        for x in self.slots(id) {
-            self.counters[x] += 1;
-        }
-    }
-
-    /// Halves every counter: the sketch's aging.
-    fn decay(&mut self) {
-        for c in &mut self.counters {
-            *c >>= 1;
-        }
     }
 }
 
@@ -478,7 +383,7 @@ impl<K: BlockKey, W: Weight> Policy<K> for WTinyLfu<K, W> {
     }
 
     fn metadata_bytes(&self) -> usize {
-        self.lists.metadata_bytes() + self.sketch.counters.capacity() * 4
+        self.lists.metadata_bytes() + self.sketch.bytes()
     }
 
     /// The window from its least recent, then probation, then protected.
@@ -494,27 +399,6 @@ impl<K: BlockKey, W: Weight> Policy<K> for WTinyLfu<K, W> {
 mod tests {
     use super::*;
     use crate::policy::access;
-
-    /// xxHash's published XXH64 of the 8 bytes 0..8 under seed 0 is not at
-    /// hand; check instead the properties the sketch relies on.
-    #[test]
-    fn xxh64_is_seeded_and_spreads() {
-        assert_ne!(xxh64_u64(1, SEED0), xxh64_u64(1, SEED1));
-        assert_ne!(xxh64_u64(1, SEED0), xxh64_u64(2, SEED0));
-    }
-
-    #[test]
-    fn sketch_counts_and_decays() {
-        let mut s = Sketch::new(1000);
-        assert_eq!(s.hashes, 10);
-        for _ in 0..4 {
-            s.add(7);
-        }
-        assert!(s.estimate(7) >= 4);
-        assert_eq!(s.estimate_with(7, &[7, 7]), s.estimate(7) + 2);
-        s.decay();
-        assert!(s.estimate(7) >= 2);
-    }
 
     #[test]
     fn a_frequent_block_survives_a_scan() {
