@@ -290,6 +290,15 @@ fn the_dashboard_shows_the_members_and_its_charts_move_with_reads() {
          .map(td => td.textContent).sort().join(',')",
     );
     assert_eq!(names, json!("a,b,c"));
+    // Each member's release and the protocol its link speaks, as
+    // `coopcache status --cluster` shows them.
+    let releases = browser.eval(
+        &page,
+        "[...document.querySelectorAll('#members tbody tr')]\
+         .map(tr => tr.dataset.release).join(',')",
+    );
+    let release = format!("{}/15", env!("CARGO_PKG_VERSION"));
+    assert_eq!(releases, json!(vec![release; 3].join(",")));
     // Each member's memory, as its own pings say (a peer's once it has
     // pinged a's node): capacity as its status says.
     wait_until("the page shows every member's memory", || {

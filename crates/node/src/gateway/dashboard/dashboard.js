@@ -26,15 +26,19 @@ function showMembers(members) {
   const rows = members.map((m, i) => {
     const tr = document.createElement("tr");
     const rtt = i === 0 ? "this node" : m.rtt_us == null ? "not measured" : (m.rtt_us / 1000).toFixed(2) + " ms";
+    // As `coopcache status --cluster` shows it: during a rolling upgrade,
+    // which members run which release (protocol 14 names none).
+    const release = (m.release ?? "before 0.2") + "/" + (m.protocol ?? "-");
     const mem = m.memory;
     const memory = mem
       ? [bytes(mem.cached_bytes), bytes(mem.free_bytes), bytes(mem.capacity_bytes), mem.idle ? "idle" : "busy"]
       : ["not heard yet", "", "", ""];
-    for (const text of [m.name, m.listen, rtt, ...memory]) {
+    for (const text of [m.name, m.listen, release, rtt, ...memory]) {
       const td = document.createElement("td");
       td.textContent = text;
       tr.appendChild(td);
     }
+    tr.dataset.release = release;
     if (mem) {
       tr.dataset.cached = String(mem.cached_bytes);
       tr.dataset.capacity = String(mem.capacity_bytes);
