@@ -29,7 +29,7 @@ const READ_PAUSE: Duration = Duration::from_millis(20);
 /// SWIM declared the old incarnation down (foca renames it without a
 /// `MemberUp`, and 0.1.0 waits for one to dial a member that left), so
 /// while nodes of 0.1.0 remain, a node is started again only once each of
-/// them has logged that verdict, as docs/operations.md tells operators.
+/// them has logged that verdict, as docs/guide/operations.md tells operators.
 /// How long that takes depends on where the member fell in each node's
 /// shuffled probe round: 4.5-10.3 s measured with five members (a fixed
 /// 10 s wait failed CI once). This release sees the rename

@@ -14,19 +14,19 @@
 
 use hashbrown::HashMap;
 
-/// The most counters held as one array (16 MiB of them).
-pub(super) const DENSE_MAX: u32 = 1 << 22;
+/// The most counters held as one array: 4 Mi counters, 16 MiB.
+const DENSE_MAX: u32 = 1 << 22;
 
-/// The counters, all of them or the nonzero ones.
+/// The counters, all of them or the nonzero ones by slot. Each operation
+/// matches on this once, outside its loops over a key's slots: a match per
+/// slot made `victim` twice as slow.
 #[derive(Clone, Debug)]
 enum Counters {
     Dense(Vec<u32>),
-    /// Counters that are not zero, by slot, out of `len`.
-    Sparse {
-        len: u32,
-        touched: HashMap<u32, u32, foldhash::fast::FixedState>,
-    },
+    Sparse(SparseMap),
 }
+
+type SparseMap = HashMap<u32, u32, foldhash::fast::FixedState>;
 
 /// libCacheSim's `minimalIncrementCBF`: a counting Bloom filter sized for
 /// the main cache's capacity at a 0.1% error, each key hashed with XXH64
@@ -36,6 +36,8 @@ enum Counters {
 #[derive(Clone, Debug)]
 pub(super) struct Sketch {
     counters: Counters,
+    /// How many counters libCacheSim's sizing gives (held or not).
+    len: u32,
     hashes: u32,
 }
 
@@ -78,65 +80,82 @@ impl Sketch {
         let counters = if n <= DENSE_MAX {
             Counters::Dense(vec![0; n as usize])
         } else {
-            Counters::Sparse {
-                len: n,
-                touched: HashMap::default(),
-            }
+            Counters::Sparse(HashMap::default())
         };
-        Sketch { counters, hashes }
-    }
-
-    fn len(&self) -> u32 {
-        match &self.counters {
-            Counters::Dense(c) => c.len() as u32,
-            Counters::Sparse { len, .. } => *len,
+        Sketch {
+            counters,
+            len: n,
+            hashes,
         }
     }
 
-    fn get(&self, slot: u32) -> u32 {
-        match &self.counters {
-            Counters::Dense(c) => c[slot as usize],
-            Counters::Sparse { touched, .. } => touched.get(&slot).copied().unwrap_or(0),
-        }
-    }
-
-    /// The counters of the object id `id`, as libCacheSim computes them
-    /// (in 32-bit arithmetic).
-    fn slots(&self, id: u64) -> impl Iterator<Item = u32> + use<> {
+    /// The counters of the object id `id` among `n` (the array's own
+    /// length when it is held, so indexing it needs no bounds check), as
+    /// libCacheSim computes them (in 32-bit arithmetic).
+    #[inline]
+    fn slots(&self, id: u64, n: u32) -> impl Iterator<Item = u32> + use<> {
         let a = xxh64_u64(id, SEED0) as u32;
         let b = xxh64_u64(id, SEED1) as u32;
-        let n = self.len();
         (0..self.hashes).map(move |i| a.wrapping_add(i.wrapping_mul(b)) % n)
     }
 
+    #[inline]
     pub(super) fn estimate(&self, id: u64) -> u32 {
-        self.slots(id).map(|x| self.get(x)).min().unwrap_or(0)
+        match &self.counters {
+            Counters::Dense(c) => self.slots(id, c.len() as u32).map(|x| c[x as usize]).min(),
+            Counters::Sparse(m) => return self.sparse_estimate(m, id, &[]),
+        }
+        .unwrap_or(0)
+    }
+
+    /// The sparse counters' estimate, kept out of line so the array's
+    /// path stays small (what is left of its cost: docs/benchmarks.md, "A
+    /// sketch sized in bytes").
+    #[inline(never)]
+    fn sparse_estimate(&self, m: &SparseMap, id: u64, pending: &[u64]) -> u32 {
+        self.estimate_by(id, pending, self.len, |x| m.get(&x).copied().unwrap_or(0))
+    }
+
+    /// Adds one to each of `slots`, out of line as [`Self::sparse_estimate`].
+    #[inline(never)]
+    fn sparse_add(m: &mut SparseMap, slots: impl Iterator<Item = u32>) {
+        slots.for_each(|x| *m.entry(x).or_insert(0) += 1);
     }
 
     /// The estimate of `id` once the ids in `pending` are added too.
+    #[inline]
     pub(super) fn estimate_with(&self, id: u64, pending: &[u64]) -> u32 {
-        self.slots(id)
+        match &self.counters {
+            Counters::Dense(c) => self.estimate_by(id, pending, c.len() as u32, |x| c[x as usize]),
+            Counters::Sparse(m) => self.sparse_estimate(m, id, pending),
+        }
+    }
+
+    #[inline]
+    fn estimate_by(&self, id: u64, pending: &[u64], n: u32, get: impl Fn(u32) -> u32) -> u32 {
+        self.slots(id, n)
             .map(|x| {
                 let extra = pending
                     .iter()
-                    .flat_map(|&p| self.slots(p))
+                    .flat_map(|&p| self.slots(p, n))
                     .filter(|&y| y == x)
                     .count() as u32;
-                self.get(x) + extra
+                get(x) + extra
             })
             .min()
             .unwrap_or(0)
     }
 
+    #[inline]
     pub(super) fn add(&mut self, id: u64) {
         if self.estimate(id) == u32::MAX {
             return;
         }
-        for x in self.slots(id) {
-            match &mut self.counters {
-                Counters::Dense(c) => c[x as usize] += 1,
-                Counters::Sparse { touched, .. } => *touched.entry(x).or_insert(0) += 1,
-            }
+        let n = self.len;
+        let slots = self.slots(id, n);
+        match &mut self.counters {
+            Counters::Dense(c) => slots.for_each(|x| c[x as usize] += 1),
+            Counters::Sparse(m) => Self::sparse_add(m, slots),
         }
     }
 
@@ -144,7 +163,7 @@ impl Sketch {
     pub(super) fn decay(&mut self) {
         match &mut self.counters {
             Counters::Dense(c) => c.iter_mut().for_each(|c| *c >>= 1),
-            Counters::Sparse { touched, .. } => touched.retain(|_, c| {
+            Counters::Sparse(m) => m.retain(|_, c| {
                 *c >>= 1;
                 *c > 0
             }),
@@ -156,7 +175,7 @@ impl Sketch {
         match &self.counters {
             Counters::Dense(c) => c.capacity() * 4,
             // A slot, a count and hashbrown's control byte per bucket.
-            Counters::Sparse { touched, .. } => touched.capacity() * 9,
+            Counters::Sparse(m) => m.capacity() * 9,
         }
     }
 }
@@ -191,16 +210,10 @@ mod tests {
     #[test]
     fn sparse_counters_answer_as_the_array_does() {
         let mut dense = Sketch::new(1000);
-        let Counters::Dense(array) = &dense.counters else {
-            panic!("1,000 entries are held as an array");
-        };
-        let len = array.len() as u32;
+        assert!(matches!(dense.counters, Counters::Dense(_)));
         let mut sparse = Sketch {
-            counters: Counters::Sparse {
-                len,
-                touched: HashMap::default(),
-            },
-            hashes: dense.hashes,
+            counters: Counters::Sparse(HashMap::default()),
+            ..dense.clone()
         };
         let mut x = 7u64;
         for step in 0..20_000u64 {
@@ -228,7 +241,7 @@ mod tests {
     #[test]
     fn a_sketch_sized_for_bytes_holds_only_touched_counters() {
         let mut s = Sketch::new(100 << 20);
-        assert!(s.len() > 1_000_000_000, "{}", s.len());
+        assert!(s.len > 1_000_000_000, "{}", s.len);
         for id in 0..10_000 {
             s.add(id);
         }
