@@ -158,10 +158,12 @@ where
         }
         let old = std::mem::replace(&mut self.live, live);
         self.owners = crate::coop::Owners::Live(self.live.clone());
+        // `live` is sorted: a search, not a scan, per old member (a scan
+        // made every change O(N^2): a million comparisons at 1,000 members).
         let lost: Vec<NodeId> = old
             .iter()
             .copied()
-            .filter(|n| !self.live.contains(n))
+            .filter(|n| self.live.binary_search(n).is_err())
             .collect();
         self.node.set_peers(&self.live);
         self.manager.set_peers(&self.live);

@@ -5,6 +5,7 @@
 
 mod members;
 mod requests;
+mod timers;
 
 use super::byzantine::{Liar, Msg};
 use super::check::Checker;
@@ -30,6 +31,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher;
+use timers::{Machine, Timers};
 
 type Proto = Node<BlockId, Digest, Version, Listed>;
 
@@ -85,6 +87,8 @@ pub(super) struct World {
     /// Blocks the callers of the node being collected read next: the
     /// first blocks of the opens just answered.
     callers: std::collections::VecDeque<BlockId>,
+    /// Every node's armed deadlines, in time order.
+    timers: Timers,
 }
 
 /// The protocol's bounds in the harness: small, so they are reached.
@@ -142,11 +146,13 @@ impl World {
             requests: Default::default(),
             callers: Default::default(),
             private_ids: Default::default(),
+            timers: Timers::default(),
             plan,
         };
         for id in 0..world.plan.nodes {
             let proto = world.boot(id);
             let members = world.boot_members(id, 0);
+            world.timers.touch(id);
             world.nodes.push(Slot::Up {
                 proto,
                 members,
@@ -217,6 +223,7 @@ impl World {
     }
 
     fn proto(&mut self, id: NodeId) -> Option<&mut Proto> {
+        self.timers.touch(id);
         match self.nodes.get_mut(id as usize)? {
             Slot::Up { proto, .. } => Some(proto),
             Slot::Down { .. } => None,
@@ -293,6 +300,7 @@ impl World {
                 for id in 0..self.plan.nodes {
                     self.check_directory(id);
                 }
+                self.check_timers();
             }
         }
         for slot in &self.nodes {
@@ -311,24 +319,61 @@ impl World {
     }
 
     /// The earliest timer any node has armed.
-    fn next_timer(&self) -> Option<u64> {
-        let protos = self.nodes.iter().filter_map(|s| match s {
-            Slot::Up { proto, .. } => proto.poll_timeout(),
-            Slot::Down { .. } => None,
-        });
-        protos.chain(self.next_member_timer()).min()
+    fn next_timer(&mut self) -> Option<u64> {
+        self.refresh_timers();
+        self.timers.first()
     }
 
-    /// Fires every timer due now.
+    /// Asks every node touched since the last call for its deadlines.
+    fn refresh_timers(&mut self) {
+        let touched = self.timers.take_touched();
+        for &id in &touched {
+            let (proto, members) = match self.nodes.get(id as usize) {
+                Some(Slot::Up { proto, members, .. }) => {
+                    (proto.poll_timeout(), members.poll_timeout())
+                }
+                _ => (None, None),
+            };
+            self.timers.set(id, Machine::Proto, proto);
+            self.timers.set(id, Machine::Members, members);
+        }
+        self.timers.recycle(touched);
+    }
+
+    /// The timer index against the nodes themselves: a mutable access that
+    /// did not mark its node would leave a deadline unseen or stale.
+    fn check_timers(&mut self) {
+        self.refresh_timers();
+        for (id, slot) in (0..).zip(&self.nodes) {
+            let asked = match slot {
+                Slot::Up { proto, members, .. } => (proto.poll_timeout(), members.poll_timeout()),
+                Slot::Down { .. } => (None, None),
+            };
+            let held = (
+                self.timers.get(id, Machine::Proto),
+                self.timers.get(id, Machine::Members),
+            );
+            assert_eq!(
+                asked, held,
+                "the harness's timer index holds node {id}'s deadlines stale: a mutable access did not mark it"
+            );
+        }
+    }
+
+    /// Fires every timer due now, in node order.
     fn timeouts(&mut self) {
-        for id in 0..self.plan.nodes {
+        let mut from = 0;
+        loop {
+            self.refresh_timers();
             let now = self.now;
+            let Some(id) = self.timers.due_from(Machine::Proto, from, now) else {
+                break;
+            };
+            from = id + 1;
             let Some(p) = self.proto(id) else { continue };
-            if p.poll_timeout().is_some_and(|t| t <= now) {
-                p.handle_timeout(now);
-                self.note(("timeout", id, id, None));
-                self.collect(id);
-            }
+            p.handle_timeout(now);
+            self.note(("timeout", id, id, None));
+            self.collect(id);
         }
         self.member_timeouts();
     }
@@ -516,6 +561,7 @@ impl World {
         if let Slot::Up { proto, .. } = &self.nodes[node as usize] {
             self.counts.unified += proto.reads().stats().unified_hosted;
         }
+        self.timers.touch(node);
         self.nodes[node as usize] = Slot::Down { incarnation };
         self.counts.reads_lost += self.check.lost(node);
         self.requests.lost(node);
@@ -623,6 +669,7 @@ impl World {
         let incarnation = incarnation + 1;
         let proto = self.boot(node);
         let members = self.boot_members(node, incarnation);
+        self.timers.touch(node);
         self.nodes[node as usize] = Slot::Up {
             proto,
             members,

@@ -15,7 +15,7 @@
 //! honest members are suspect or down, with incarnations no one can
 //! refute ([`lies::about`]).
 
-use super::{MemberFrame, NodeId, Slot, World};
+use super::{Machine, MemberFrame, NodeId, Slot, World};
 use crate::faults::net::Event;
 use crate::faults::report::FaultKind;
 use coopcache_core::members::swim::lies::{self, Lie};
@@ -34,7 +34,9 @@ pub(super) const SPEED: u32 = 20;
 /// (crates/node/src/link.rs), scaled.
 const FIRST_BACKOFF: u64 = 100_000 / SPEED as u64;
 const MAX_BACKOFF: u64 = 2_000_000 / SPEED as u64;
-/// The view's bounds: more than any seed's nodes.
+/// The view's bounds for the clusters of 3-6 nodes seeds draw; a larger
+/// cluster (`--nodes`) gets one per node, as a daemon's bounds exceed its
+/// cluster's members.
 const MAX_LINKS: usize = 64;
 const MAX_DOWN: usize = 64;
 
@@ -77,7 +79,8 @@ impl World {
     pub(super) fn boot_members(&self, id: NodeId, incarnation: u32) -> Box<Members> {
         let seed = self.seed ^ u64::from(id) << 8 ^ u64::from(incarnation) << 40;
         let swim = Swim::with_config(swim_id(id, incarnation), seed, swim::config_at(SPEED));
-        let view = View::new(id, addr(id), MAX_LINKS, MAX_DOWN);
+        let nodes = self.plan.nodes as usize;
+        let view = View::new(id, addr(id), MAX_LINKS.max(nodes), MAX_DOWN.max(nodes));
         let mut members = Membership::new(view, swim);
         for other in (0..self.plan.nodes).filter(|&n| n != id) {
             members.handle_join(addr(other));
@@ -86,6 +89,7 @@ impl World {
     }
 
     fn members(&mut self, id: NodeId) -> Option<&mut Members> {
+        self.timers.touch(id);
         match self.nodes.get_mut(id as usize)? {
             Slot::Up { members, .. } => Some(members),
             Slot::Down { .. } => None,
@@ -133,6 +137,7 @@ impl World {
     /// Node `id`'s live members changed: its reads and commits use them.
     fn members_changed(&mut self, id: NodeId) {
         let now = self.now;
+        self.timers.touch(id);
         let Some(Slot::Up { proto, members, .. }) = self.nodes.get_mut(id as usize) else {
             return;
         };
@@ -299,27 +304,20 @@ impl World {
         self.send_member(liar, to, MemberFrame::Gossip(data));
     }
 
-    /// The earliest SWIM timer any node has armed.
-    pub(super) fn next_member_timer(&self) -> Option<u64> {
-        self.nodes
-            .iter()
-            .filter_map(|s| match s {
-                Slot::Up { members, .. } => members.poll_timeout(),
-                Slot::Down { .. } => None,
-            })
-            .min()
-    }
-
-    /// Fires every SWIM timer due now.
+    /// Fires every SWIM timer due now, in node order.
     pub(super) fn member_timeouts(&mut self) {
-        for id in 0..self.plan.nodes {
+        let mut from = 0;
+        loop {
+            self.refresh_timers();
             let now = self.now;
+            let Some(id) = self.timers.due_from(Machine::Members, from, now) else {
+                break;
+            };
+            from = id + 1;
             let Some(m) = self.members(id) else { continue };
-            if m.poll_timeout().is_some_and(|t| t <= now) {
-                m.handle_timeout(now);
-                self.note(("swim-timer", id, id, None));
-                self.carry_members(id);
-            }
+            m.handle_timeout(now);
+            self.note(("swim-timer", id, id, None));
+            self.carry_members(id);
         }
     }
 }
