@@ -103,6 +103,9 @@ pub(crate) struct ScaleRow {
     pub join_seconds: f64,
     pub rss_mib: f64,
     pub rss_max_mib: f64,
+    /// Resident memory [`SETTLE`] after the reads.
+    pub rss_after_mib: f64,
+    pub rss_after_max_mib: f64,
     /// Socket descriptors of a node (links both ways, listeners).
     pub sockets: f64,
     pub sockets_max: usize,
@@ -258,6 +261,13 @@ async fn one_size(
         (idle.segments_per_s, idle.bytes_per_s),
     )
     .await?;
+    // Resident memory once the reads' links have had time to go quiet
+    // (a link gives back a write buffer a block grew after a second).
+    tokio::time::sleep(SETTLE).await;
+    let after: Vec<f64> = pids
+        .iter()
+        .map(|&p| rss(p).map(|b| b as f64))
+        .collect::<Result<_>>()?;
 
     futures::future::join_all(nodes.into_iter().map(NodeProc::stop)).await;
     let cpu = &idle.cpu_pct;
@@ -271,6 +281,8 @@ async fn one_size(
         join_seconds,
         rss_mib: median(&idle.rss) / MIB,
         rss_max_mib: idle.rss.iter().copied().fold(0.0, f64::max) / MIB,
+        rss_after_mib: median(&after) / MIB,
+        rss_after_max_mib: after.iter().copied().fold(0.0, f64::max) / MIB,
         sockets: median(&idle.sockets.iter().map(|&s| s as f64).collect::<Vec<_>>()),
         sockets_max: idle.sockets.iter().copied().max().unwrap_or(0),
         link_connections: link,

@@ -465,6 +465,28 @@ fn a_fault_soak_reports_json() {
 }
 
 #[test]
+fn the_live_protocol_follows_the_model_read_by_read_at_a_hundred_nodes() {
+    let rows = json_rows("sim live --nodes 100 --reads 3000 --json");
+    assert_eq!(rows.len(), 5, "every live algorithm: {rows:?}");
+    for r in &rows {
+        assert_eq!(r["nodes"], 100);
+        assert_eq!(r["agreed"], 3000, "{r}");
+        assert_eq!(r["faults"], 0, "{r}");
+        assert!(r["first_difference"].is_null(), "{r}");
+        assert!(r["messages"].as_u64().unwrap() > 3000, "{r}");
+    }
+    let peer = |name: &str| rows.iter().find(|r| r["algorithm"] == name).unwrap()["peer"].clone();
+    assert!(peer("nchance").as_u64().unwrap() > 0, "{rows:?}");
+    let out = coopcache("sim live --algorithms central");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("--algorithms") && err.contains("central manager"),
+        "{err}"
+    );
+}
+
+#[test]
 fn cooperative_json_has_the_papers_figures_per_algorithm() {
     let out = coopcache(
         "sim --workload sprite-like --workload-params requests=60000 --algorithms base,greedy,nchance --json",

@@ -28,6 +28,7 @@ pub mod disks;
 pub mod error;
 pub mod faults;
 pub mod interval;
+pub mod live_replay;
 pub mod local;
 pub mod mrc;
 pub mod protocol;

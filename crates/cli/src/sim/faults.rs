@@ -45,7 +45,9 @@ pub struct FaultsArgs {
     #[arg(long)]
     algorithm: Option<String>,
     /// Runs every seed with a cluster of this many nodes (at least 3)
-    /// instead of the 3-6 it draws.
+    /// instead of the 3-6 it draws. Memory grows with its square, and
+    /// seeds run one per core at once: 1.5 GB a seed at 512 nodes, 9.3 GB
+    /// at 1,000 (docs/reliability.md).
     #[arg(long, value_parser = clap::value_parser!(u32).range(3..=4096))]
     nodes: Option<u32>,
     /// With --seed: prints every event.

@@ -1,13 +1,14 @@
 //! `coopcache sim`: traces replayed through local policies (`replay`),
 //! cooperative caching (`coop`), size classes (`classes`) and the
 //! close-to-open history check (`consistency`); `sim sweep`, `sim mrc`
-//! (with `curve`) and `sim faults` are its subcommands.
+//! (with `curve`) `sim faults` and `sim live` are its subcommands.
 
 mod classes;
 mod consistency;
 mod coop;
 mod curve;
 mod faults;
+mod live;
 mod mrc;
 mod output;
 mod plot;
@@ -38,6 +39,9 @@ enum SimSub {
     /// The live protocol on a virtual clock under seeded faults (drops, partitions,
     /// crashes, lying members), its invariants checked after every step.
     Faults(faults::FaultsArgs),
+    /// Reads replayed through the live protocol (the daemon's own code) and the
+    /// simulator's model side by side, compared read by read, at any cluster size.
+    Live(live::LiveArgs),
 }
 
 /// Runs `coopcache sim`.
@@ -55,6 +59,10 @@ pub fn run(cmd: SimCommand) -> anyhow::Result<()> {
             sub: Some(SimSub::Faults(args)),
             ..
         } => faults::run(args),
+        SimCommand {
+            sub: Some(SimSub::Live(args)),
+            ..
+        } => live::run(args),
         SimCommand { args, .. } => replay::run(args),
     }
 }

@@ -1,0 +1,309 @@
+//! A cluster replay through the live protocol: reads replayed one at a
+//! time through a [`LiveCluster`] (the core's `NodeProtocol`, the code
+//! every `coopcache node` runs, over an in-order network) and, beside it,
+//! through the simulator's model of the same algorithm, read by read.
+//! Each read must come back with the origin's contents, from the level
+//! the model served it at, and leave every node caching as many blocks
+//! as the model's; no node may report a violation, an integrity failure,
+//! a timeout or a read refused as not live. `coopcache sim live` runs it
+//! at any cluster size (issue 44: 64 and 1,000 nodes).
+
+use crate::coop::stepwise::{StepwiseError, stepwise};
+use crate::protocol::{LiveCluster, NeverQuiet, Order, content_of};
+use crate::trace::{Op, Request};
+use coopcache_core::coop::{
+    AlgorithmKind, ClusterConfig, ConfigError, Level, LiveShape, SimulatorOnly,
+};
+use coopcache_core::policy::PolicyKind;
+
+/// Bytes of a replayed block: only digests travel, so the size only
+/// names the contents.
+const BLOCK_SIZE: u32 = 4096;
+
+/// The cluster a replay runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveReplayConfig {
+    /// The live algorithm.
+    pub algorithm: AlgorithmKind,
+    /// Nodes (the requests' clients are `0..nodes`).
+    pub nodes: u32,
+    /// Blocks each node caches.
+    pub capacity: usize,
+    /// N-Chance's recirculation count.
+    pub chances: u8,
+    /// Seed of the algorithms' random choices.
+    pub seed: u64,
+}
+
+/// Where the live protocol and the model first parted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// The read (0-based, among the requests).
+    pub read: usize,
+    /// What differed, both ways.
+    pub what: String,
+}
+
+/// What a replay found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveReplay {
+    /// Reads replayed.
+    pub reads: u64,
+    /// Reads per level served, live (indexed by [`Level::index`]).
+    pub levels: [u64; Level::ALL.len()],
+    /// Reads whose level and caches matched the model's.
+    pub agreed: u64,
+    /// The first read that did not, if any.
+    pub first_difference: Option<Difference>,
+    /// Reads that returned other contents than the origin's.
+    pub wrong_contents: u64,
+    /// Messages between nodes.
+    pub messages: u64,
+    /// Origin reads.
+    pub origin_reads: u64,
+    /// Violations, integrity failures, timeouts and reads refused as not
+    /// live, every node's together: none in an honest cluster.
+    pub faults: u64,
+}
+
+impl LiveReplay {
+    /// Whether every invariant held.
+    pub fn holds(&self) -> bool {
+        self.first_difference.is_none() && self.wrong_contents == 0 && self.faults == 0
+    }
+}
+
+/// Why a replay could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveReplayError {
+    /// The algorithm runs in the simulator only.
+    #[error(transparent)]
+    NotLive(#[from] SimulatorOnly),
+    /// The cluster cannot be built.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The model could not replay the requests.
+    #[error(transparent)]
+    Model(#[from] StepwiseError),
+    /// A request is a write: the live replay reads only.
+    #[error("request {0} (0-based) is a write: the live replay replays reads only")]
+    Write(usize),
+    /// A request names a client the cluster does not have.
+    #[error("request {read} (0-based) is from client {client}, but the cluster has {nodes} nodes")]
+    Client {
+        /// The request.
+        read: usize,
+        /// Its client.
+        client: u32,
+        /// Nodes.
+        nodes: u32,
+    },
+    /// The live cluster never went quiet after a read (a bug).
+    #[error("read {0} (0-based): {1}")]
+    NeverQuiet(usize, NeverQuiet),
+}
+
+/// Replays `requests` (reads, from clients `0..cfg.nodes`) through the
+/// live protocol and the model of `cfg.algorithm`, and compares them read
+/// by read.
+pub fn live_replay(
+    cfg: &LiveReplayConfig,
+    requests: &[Request],
+) -> Result<LiveReplay, LiveReplayError> {
+    compare(cfg, cfg.algorithm.live_model(), requests)
+}
+
+/// [`live_replay`] against the model of `model` (another algorithm's, in
+/// the tests, to see a difference reported).
+fn compare(
+    cfg: &LiveReplayConfig,
+    model: AlgorithmKind,
+    requests: &[Request],
+) -> Result<LiveReplay, LiveReplayError> {
+    for (read, r) in requests.iter().enumerate() {
+        if r.op != Op::Read {
+            return Err(LiveReplayError::Write(read));
+        }
+        if r.client >= cfg.nodes {
+            return Err(LiveReplayError::Client {
+                read,
+                client: r.client,
+                nodes: cfg.nodes,
+            });
+        }
+    }
+    cfg.algorithm.live()?;
+    let config = ClusterConfig {
+        nodes: cfg.nodes,
+        node_capacity: cfg.capacity,
+        chances: cfg.chances,
+        seed: cfg.seed,
+        ..ClusterConfig::paper(cfg.nodes)
+    };
+    let steps = stepwise(model, &model.live_config(&config)?, requests, false)?;
+    let shape = LiveShape {
+        capacity: cfg.capacity,
+        policy: PolicyKind::Lru,
+        chances: cfg.chances,
+        seed: cfg.seed,
+    };
+    // The simulator's order: every message, a node's messages to itself
+    // included, through one queue (N-Chance's ripple rule depends on it).
+    let mut live =
+        LiveCluster::<u64>::with_order(cfg.algorithm, cfg.nodes, &shape, BLOCK_SIZE, Order::Fifo)?;
+    let mut out = LiveReplay::default();
+    for (read, (r, step)) in requests.iter().zip(&steps).enumerate() {
+        out.reads += 1;
+        let served = match live.read(r.client, r.id) {
+            Ok(Some(Ok(served))) => served,
+            Ok(Some(Err(failure))) => {
+                out.faults += 1;
+                note(&mut out, read, || format!("the read failed: {failure}"));
+                continue;
+            }
+            Ok(None) => {
+                out.faults += 1;
+                note(&mut out, read, || "the read never completed".to_string());
+                continue;
+            }
+            Err(e) => return Err(LiveReplayError::NeverQuiet(read, e)),
+        };
+        out.levels[served.level.index()] += 1;
+        if served.data != content_of(&r.id, BLOCK_SIZE) {
+            out.wrong_contents += 1;
+        }
+        if served.level != step.level {
+            note(&mut out, read, || {
+                format!(
+                    "block {} read by node {}: live {:?}, model {:?}",
+                    r.id, r.client, served.level, step.level
+                )
+            });
+            continue;
+        }
+        let cached: Vec<usize> = live.nodes().iter().map(|n| n.usage().blocks).collect();
+        if cached != step.cached {
+            note(&mut out, read, || {
+                let at = cached.iter().zip(&step.cached).position(|(a, b)| a != b);
+                let at = at.unwrap_or_default();
+                format!(
+                    "after block {} read by node {}: node {at} caches {} blocks live, {} in the model",
+                    r.id, r.client, cached[at], step.cached[at]
+                )
+            });
+            continue;
+        }
+        out.agreed += 1;
+    }
+    let stats = live.stats();
+    out.messages = stats.messages;
+    out.origin_reads = stats.origin_reads;
+    out.faults += stats.violations;
+    for n in live.nodes() {
+        let s = n.stats();
+        out.faults += s.integrity_failures + s.timeouts + s.not_live;
+    }
+    Ok(out)
+}
+
+/// Keeps the first difference.
+fn note(out: &mut LiveReplay, read: usize, what: impl FnOnce() -> String) {
+    if out.first_difference.is_none() {
+        out.first_difference = Some(Difference { read, what: what() });
+    }
+}
+
+/// `reads` reads from `nodes` clients over `blocks` blocks: half of each
+/// client's reads in a private share of the blocks, half skewed towards
+/// the low ids every client shares (so blocks move between nodes and
+/// recirculate). Deterministic in `seed`.
+pub fn mixed_reads(nodes: u32, blocks: u64, reads: usize, seed: u64) -> Vec<Request> {
+    let mut state = seed;
+    let mut below = |n: u64| coopcache_core::policy::splitmix64(&mut state) % n.max(1);
+    let share = (blocks / u64::from(nodes.max(1))).max(1);
+    (0..reads)
+        .map(|i| {
+            let client = below(u64::from(nodes)) as u32;
+            let id = if below(2) == 0 {
+                u64::from(client) * share + below(share)
+            } else {
+                let a = below(blocks);
+                below(a + 1)
+            };
+            Request {
+                id,
+                time: i as u64,
+                size: BLOCK_SIZE,
+                client,
+                op: Op::Read,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(algorithm: AlgorithmKind, nodes: u32) -> LiveReplayConfig {
+        LiveReplayConfig {
+            algorithm,
+            nodes,
+            capacity: 16,
+            chances: 2,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn every_live_algorithm_follows_its_model_read_by_read() {
+        let reads = mixed_reads(8, 512, 2_000, 7);
+        for kind in ["base", "greedy", "nchance", "hash", "direct"] {
+            let kind = AlgorithmKind::parse_live(kind).unwrap();
+            let r = live_replay(&cfg(kind, 8), &reads).unwrap();
+            assert!(r.holds(), "{kind}: {r:?}");
+            assert_eq!(r.agreed, 2_000, "{kind}");
+            assert!(r.levels[Level::Origin.index()] > 0, "{kind}: {r:?}");
+            if kind != AlgorithmKind::Base && kind != AlgorithmKind::Direct {
+                assert!(r.levels[Level::RemoteNode.index()] > 0, "{kind}: {r:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_live_protocol_unlike_its_model_is_reported_at_the_first_read_apart() {
+        let reads = mixed_reads(8, 512, 2_000, 7);
+        // Greedy's live protocol against Base's model: Greedy forwards to
+        // peers' caches, Base reads the origin.
+        let r = compare(&cfg(AlgorithmKind::Greedy, 8), AlgorithmKind::Base, &reads).unwrap();
+        assert!(!r.holds());
+        let first = r.first_difference.clone().expect("a difference");
+        assert!(
+            first.what.contains("live RemoteNode, model Origin"),
+            "{first:?}"
+        );
+        assert!(r.agreed < 2_000 && r.agreed as usize >= first.read, "{r:?}");
+        assert_eq!(r.faults, 0, "the live protocol itself is sound: {r:?}");
+    }
+
+    #[test]
+    fn writes_and_unknown_clients_are_refused_by_name() {
+        let mut reads = mixed_reads(4, 64, 10, 1);
+        reads[3].client = 9;
+        let e = live_replay(&cfg(AlgorithmKind::Base, 4), &reads).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "request 3 (0-based) is from client 9, but the cluster has 4 nodes"
+        );
+        reads[3].client = 0;
+        reads[5].op = Op::Write;
+        let e = live_replay(&cfg(AlgorithmKind::Base, 4), &reads).unwrap_err();
+        assert!(
+            e.to_string().contains("request 5 (0-based) is a write"),
+            "{e}"
+        );
+        let central = AlgorithmKind::Central;
+        let e = live_replay(&cfg(central, 4), &mixed_reads(4, 64, 10, 1)).unwrap_err();
+        assert!(e.to_string().contains("central manager"), "{e}");
+    }
+}
