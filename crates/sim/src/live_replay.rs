@@ -219,7 +219,10 @@ fn note(out: &mut LiveReplay, read: usize, what: impl FnOnce() -> String) {
 /// recirculate). Deterministic in `seed`.
 pub fn mixed_reads(nodes: u32, blocks: u64, reads: usize, seed: u64) -> Vec<Request> {
     let mut state = seed;
-    let mut below = |n: u64| coopcache_core::policy::splitmix64(&mut state) % n.max(1);
+    let mut below = |n: u64| {
+        let x = coopcache_core::policy::splitmix64(&mut state);
+        ((u128::from(x) * u128::from(n)) >> 64) as u64
+    };
     let share = (blocks / u64::from(nodes.max(1))).max(1);
     (0..reads)
         .map(|i| {

@@ -3,11 +3,10 @@
 //! the paper's simulator with the daemon's shape, for all five algorithms
 //! a live cluster runs, and every block it hands out is the origin's.
 
-use coopcache_core::coop::{AlgorithmKind, ClusterConfig, Level, LiveShape};
+use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
-use coopcache_sim::coop::stepwise::stepwise;
+use coopcache_sim::live_replay::{LiveReplayConfig, live_replay, mixed_reads};
 use coopcache_sim::protocol::{LiveCluster, Order, content_of};
-use coopcache_sim::trace::{Op, Request};
 
 const NODES: u32 = 4;
 const CAPACITY: usize = 16;
@@ -15,106 +14,27 @@ const BLOCKS: u64 = 120;
 const READS: usize = 2000;
 const BLOCK_SIZE: u32 = 4096;
 
-/// The core's splitmix64: the trace replays from its seed.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        coopcache_core::policy::splitmix64(&mut self.0)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-}
-
-/// Reads by 4 clients, half of them in the client's own quarter of the
-/// blocks, half over all blocks with a skew towards low ids.
-fn trace(seed: u64) -> Vec<Request> {
-    let mut rng = SplitMix(seed);
-    (0..READS)
-        .map(|i| {
-            let client = rng.below(u64::from(NODES)) as u32;
-            let quarter = BLOCKS / u64::from(NODES);
-            let id = if rng.below(2) == 0 {
-                u64::from(client) * quarter + rng.below(quarter)
-            } else {
-                let a = rng.below(BLOCKS);
-                rng.below(a + 1)
-            };
-            Request {
-                id,
-                time: i as u64,
-                size: BLOCK_SIZE,
-                client,
-                op: Op::Read,
-            }
-        })
-        .collect()
-}
-
+/// 2,000 reads by 4 clients over 120 blocks through the live protocol
+/// and the simulator, compared read by read (`coopcache sim live`).
 fn check(kind: AlgorithmKind) {
-    let seed = 0x5eed_0001;
-    let requests = trace(seed);
-    let config = ClusterConfig {
+    let requests = mixed_reads(NODES, BLOCKS, READS, 0x5eed_0001);
+    let cfg = LiveReplayConfig {
+        algorithm: kind,
         nodes: NODES,
-        node_capacity: CAPACITY,
-        chances: 2,
-        seed: 1,
-        ..ClusterConfig::paper(NODES)
-    };
-    let sim_config = kind.live_config(&config).unwrap();
-    let steps = stepwise(kind.live_model(), &sim_config, &requests, false).unwrap();
-    let shape = LiveShape {
         capacity: CAPACITY,
-        policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
     };
-    // The simulator's order: every message, a node's messages to itself
-    // included, through one queue (N-Chance's ripple rule depends on it).
-    let mut live =
-        LiveCluster::<u64>::with_order(kind, NODES, &shape, BLOCK_SIZE, Order::Fifo).unwrap();
-    let mut levels = [0usize; 4];
-    for (i, (r, step)) in requests.iter().zip(&steps).enumerate() {
-        let block = r.id;
-        let served = live
-            .read(r.client, block)
-            .unwrap()
-            .unwrap_or_else(|| panic!("{kind}: read {i} never completed"))
-            .unwrap();
-        assert_eq!(
-            served.data,
-            content_of(&block, BLOCK_SIZE),
-            "{kind}: read {i} wrong contents"
-        );
-        assert_eq!(
-            served.level, step.level,
-            "{kind}: request {i} ({r:?}): live protocol (left) and simulator (right) differ"
-        );
-        let cached: Vec<usize> = live.nodes().iter().map(|n| n.usage().blocks).collect();
-        assert_eq!(
-            cached, step.cached,
-            "{kind}: request {i}: blocks cached per node"
-        );
-        levels[served.level.index()] += 1;
-    }
-    let stats = live.stats();
-    println!("{kind}: levels {levels:?}, {stats:?}");
-    assert_eq!(
-        stats.violations, 0,
-        "{kind}: an honest cluster reported violations"
+    let r = live_replay(&cfg, &requests).unwrap();
+    println!("{kind}: {r:?}");
+    assert!(
+        r.holds(),
+        "{kind}: live protocol and simulator differ: {r:?}"
     );
-    for n in live.nodes() {
-        let s = n.stats();
-        assert_eq!(
-            (s.integrity_failures, s.timeouts, s.not_live),
-            (0, 0, 0),
-            "{kind}: {s:?}"
-        );
-    }
+    assert_eq!(r.agreed, READS as u64, "{kind}");
     if kind.live_model() != AlgorithmKind::Base {
-        assert!(levels[Level::RemoteNode.index()] > 50, "{kind}: {levels:?}");
+        let remote = r.levels[Level::RemoteNode.index()];
+        assert!(remote > 50, "{kind}: {r:?}");
     }
 }
 
