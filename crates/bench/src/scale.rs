@@ -261,8 +261,8 @@ async fn one_size(
         (idle.segments_per_s, idle.bytes_per_s),
     )
     .await?;
-    // Resident memory once the reads' links have had time to go quiet
-    // (a link gives back a write buffer a block grew after a second).
+    // Resident memory once the reads are over and the links quiet: what
+    // the cache and the links kept of them.
     tokio::time::sleep(SETTLE).await;
     let after: Vec<f64> = pids
         .iter()

@@ -297,7 +297,8 @@ fn the_dashboard_shows_the_members_and_its_charts_move_with_reads() {
         "[...document.querySelectorAll('#members tbody tr')]\
          .map(tr => tr.dataset.release).join(',')",
     );
-    let release = format!("{}/15", env!("CARGO_PKG_VERSION"));
+    let protocol = coopcache_node::frame::PROTOCOL_VERSION;
+    let release = format!("{}/{protocol}", env!("CARGO_PKG_VERSION"));
     assert_eq!(releases, json!(vec![release; 3].join(",")));
     // Each member's memory, as its own pings say (a peer's once it has
     // pinged a's node): capacity as its status says.

@@ -9,7 +9,7 @@
 //! at any cluster size (issue 44: 64 and 1,000 nodes).
 
 use crate::coop::stepwise::{StepwiseError, stepwise};
-use crate::protocol::{LiveCluster, NeverQuiet, Order, content_of};
+use crate::protocol::{LiveCluster, NeverQuiet, Order, Tamper, content_of};
 use crate::trace::{Op, Request};
 use coopcache_core::coop::{
     AlgorithmKind, ClusterConfig, ConfigError, Level, LiveShape, SimulatorOnly,
@@ -110,15 +110,17 @@ pub fn live_replay(
     cfg: &LiveReplayConfig,
     requests: &[Request],
 ) -> Result<LiveReplay, LiveReplayError> {
-    compare(cfg, cfg.algorithm.live_model(), requests)
+    compare(cfg, cfg.algorithm.live_model(), requests, None)
 }
 
-/// [`live_replay`] against the model of `model` (another algorithm's, in
-/// the tests, to see a difference reported).
+/// [`live_replay`] against the model of `model`, with `tamper` altering
+/// messages between nodes (the tests' way to see a difference reported:
+/// another algorithm's model, a host altering what it returns).
 fn compare(
     cfg: &LiveReplayConfig,
     model: AlgorithmKind,
     requests: &[Request],
+    tamper: Option<Tamper<u64>>,
 ) -> Result<LiveReplay, LiveReplayError> {
     for (read, r) in requests.iter().enumerate() {
         if r.op != Op::Read {
@@ -151,6 +153,9 @@ fn compare(
     // included, through one queue (N-Chance's ripple rule depends on it).
     let mut live =
         LiveCluster::<u64>::with_order(cfg.algorithm, cfg.nodes, &shape, BLOCK_SIZE, Order::Fifo)?;
+    if let Some(tamper) = tamper {
+        live.set_tamper(tamper);
+    }
     let mut out = LiveReplay::default();
     for (read, (r, step)) in requests.iter().zip(&steps).enumerate() {
         out.reads += 1;
@@ -278,7 +283,8 @@ mod tests {
         let reads = mixed_reads(8, 512, 2_000, 7);
         // Greedy's live protocol against Base's model: Greedy forwards to
         // peers' caches, Base reads the origin.
-        let r = compare(&cfg(AlgorithmKind::Greedy, 8), AlgorithmKind::Base, &reads).unwrap();
+        let greedy = cfg(AlgorithmKind::Greedy, 8);
+        let r = compare(&greedy, AlgorithmKind::Base, &reads, None).unwrap();
         assert!(!r.holds());
         let first = r.first_difference.clone().expect("a difference");
         assert!(
@@ -287,6 +293,26 @@ mod tests {
         );
         assert!(r.agreed < 2_000 && r.agreed as usize >= first.read, "{r:?}");
         assert_eq!(r.faults, 0, "the live protocol itself is sound: {r:?}");
+    }
+
+    #[test]
+    fn a_host_altering_the_blocks_it_serves_fails_the_replay() {
+        use coopcache_core::protocol::PeerMsg;
+        let reads = mixed_reads(8, 512, 2_000, 7);
+        let greedy = cfg(AlgorithmKind::Greedy, 8);
+        let tamper: Tamper<u64> = Box::new(|from, _, msg| {
+            if let PeerMsg::Data { data, .. } = msg
+                && from == 3
+            {
+                data.hash[0] ^= 1;
+            }
+        });
+        let r = compare(&greedy, AlgorithmKind::Greedy, &reads, Some(tamper)).unwrap();
+        assert!(!r.holds(), "{r:?}");
+        // The reader checks each block against its digest: the altered
+        // ones are refused and blamed, never served.
+        assert!(r.faults > 0, "{r:?}");
+        assert_eq!(r.wrong_contents, 0, "{r:?}");
     }
 
     #[test]
