@@ -275,6 +275,7 @@ fn simulate_protocol(
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let bs = u32::try_from(args.block_size).context("--block-size")?;
     let mut sim = LiveCluster::new(algorithm, nodes, &shape, bs)?;

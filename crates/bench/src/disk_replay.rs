@@ -193,6 +193,7 @@ pub(crate) fn simulate(
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let bs = u32::try_from(set.block_size)?;
     let mut sim = LiveCluster::new(algorithm, nodes, &shape, bs)?;

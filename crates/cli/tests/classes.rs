@@ -104,3 +104,73 @@ fn bad_policy_files_and_options_are_clear_errors() {
         &["none.toml"],
     );
 }
+
+/// A policy file for daemons: files below 256 KiB never looked up in
+/// peers' memory, larger ones cooperative.
+const LIVE_CLASSES: &str = "[[class]]\nname = \"small\"\nbelow = \"256KiB\"\ncooperative = false\n\n[[class]]\nname = \"large\"\n";
+
+#[test]
+fn daemons_apply_a_class_policy_file_to_each_files_size_class() {
+    use crate::cluster::{fetch, start_cluster};
+    let dir = tempfile::tempdir().unwrap();
+    let classes = temp_trace(dir.path(), "classes.toml", LIVE_CLASSES);
+    let origin = dir.path().join("origin");
+    std::fs::create_dir_all(&origin).unwrap();
+    let small: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    let large: Vec<u8> = (0..1_000_000u32).map(|i| (i % 241) as u8).collect();
+    std::fs::write(origin.join("small.txt"), &small).unwrap();
+    std::fs::write(origin.join("large.bin"), &large).unwrap();
+    let keys = dir.path().join("keys");
+    crate::cluster::cluster_init(&keys, &["a", "b"]);
+    let nodes = start_cluster(&["a", "b"], &keys, &origin, &["--class-policy", &classes]);
+    for node in &nodes {
+        assert!(fetch(node.http, "small.txt").unwrap() == small);
+        assert!(fetch(node.http, "large.bin").unwrap() == large);
+    }
+    let b = nodes[1].status();
+    // small.txt's 2 blocks of 64 KiB from the origin though node a holds
+    // them; large.bin's 16 from node a.
+    assert_eq!(b["origin_reads"], 2, "{b}");
+    assert_eq!(b["reads"]["peer"], 16, "{b}");
+    assert_eq!(b["integrity_failures"], 0, "{b}");
+}
+
+#[test]
+fn a_nodes_class_policy_is_checked_and_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let classes = temp_trace(dir.path(), "classes.toml", LIVE_CLASSES);
+    let out = coopcache(&format!(
+        "node --data-dir {} --init --class-policy {classes} --check-config",
+        dir.path().join("keys").display()
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(
+        shown.contains("class_policy") && shown.contains("small: cooperative off, forward on"),
+        "{shown}"
+    );
+    fails_with(
+        &format!("node --class-policy {classes} --algorithm greedy --check-config"),
+        &["--class-policy", "classes.toml", "greedy", "nchance"],
+    );
+    let discard = temp_trace(
+        dir.path(),
+        "discard.toml",
+        "[[class]]\nname = \"cold\"\nbelow = \"1KiB\"\ndiscard_cache = true\n[[class]]\n",
+    );
+    fails_with(
+        &format!("node --class-policy {discard} --check-config"),
+        &[
+            "discard.toml",
+            "discard_cache = true in class `cold`",
+            "keeps no blocks",
+        ],
+    );
+    fails_with(
+        &format!(
+            "node --class-policy {} --check-config",
+            dir.path().join("none.toml").display()
+        ),
+        &["none.toml"],
+    );
+}

@@ -30,6 +30,7 @@ pub struct FileConfig {
     pub id: Option<u32>,
     pub block_size: Option<String>,
     pub chances: Option<u8>,
+    pub class_policy: Option<PathBuf>,
     pub attr_ttl: Option<String>,
     pub origin_delay: Option<String>,
     pub origin_immutable: Option<bool>,

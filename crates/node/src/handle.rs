@@ -14,9 +14,9 @@ use bytes::{Bytes, BytesMut};
 use coopcache_core::c2cfs::exclusive::{CommitConfig, CommitProtocol};
 use coopcache_core::c2cfs::listings::{ListConfig, ListProtocol};
 use coopcache_core::c2cfs::{Committed, Tcommit, VersionCache};
-use coopcache_core::coop::{AlgorithmKind, Level, LiveShape};
+use coopcache_core::coop::{AlgorithmKind, ClassPolicies, Level, LiveShape};
 use coopcache_core::policy::PolicyKind;
-use coopcache_core::protocol::{NodeProtocol, ProtocolConfig};
+use coopcache_core::protocol::{NodeProtocol, ProtocolConfig, classed};
 use futures::{Stream, StreamExt};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::ops::Range;
@@ -113,6 +113,12 @@ pub struct NodeOptions {
     /// a row) the node first tries to open it again; then twice as long
     /// after each failure, up to half an hour. A minute by default.
     pub disk_retry: Duration,
+    /// Size-class policies (the request-distribution paper's): what the
+    /// cluster does with the blocks of files of each size class. N-Chance
+    /// only ([`coopcache_core::coop::live_classes`]); every member must
+    /// run the same classes, as a file's blocks are named in its class.
+    /// One class with the default policy (the default): none.
+    pub classes: ClassPolicies,
 }
 
 impl NodeOptions {
@@ -145,6 +151,7 @@ impl NodeOptions {
             disk: Vec::new(),
             disk_size: 0,
             disk_retry: Duration::from_micros(coopcache_core::protocol::DISK_RETRY_US),
+            classes: ClassPolicies::uniform(),
         }
     }
 }
@@ -237,6 +244,9 @@ pub struct NodeHandle {
     private: Option<PrivateIds>,
     /// The files pinned here.
     pub(crate) pins: crate::pins::Pins,
+    /// Size-class policies: a shared origin's file is named in its size's
+    /// class ([`coopcache_core::protocol::classed`]).
+    classes: Arc<ClassPolicies>,
 }
 
 /// How a node with a private origin names its files.
@@ -471,6 +481,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         policy: opts.policy,
         chances: opts.chances,
         seed: opts.seed,
+        classes: opts.classes.clone(),
     };
     let machines = opts
         .algorithm
@@ -571,6 +582,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         driver.set_disk_store(disk, disk_place);
     }
     let attr_ttl = opts.attr_ttl.as_micros().try_into().unwrap_or(u64::MAX);
+    let classes = Arc::new(opts.classes.clone());
     let streaming = Arc::new(StreamPool::new(stream_blocks(bs)));
     // One handle for the caller, one for the node's own warm server: the
     // same driver, origin, stream pool and metrics.
@@ -587,6 +599,7 @@ pub async fn start(opts: NodeOptions) -> Result<NodeHandle, NodeError> {
         tasks,
         private: private.clone(),
         pins: Default::default(),
+        classes: classes.clone(),
     };
     // The files peers ask this node to warm: as many as the core lets it
     // read at once. The server's handle owns no task, so dropping it
@@ -629,7 +642,11 @@ impl NodeHandle {
                     0,
                 )
             }
-            None => first_block(path, &version.version),
+            None => classed(
+                &self.classes,
+                first_block(path, &version.version),
+                version.size,
+            ),
         }
     }
 

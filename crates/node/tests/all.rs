@@ -8,6 +8,7 @@ mod common;
 mod servers;
 
 mod attacker;
+mod classes;
 mod cluster;
 mod discovery;
 mod disk;

@@ -126,6 +126,7 @@ fn simulate(kind: AlgorithmKind, requests: &[Request], blocks: &[BlockId]) -> Ve
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let mut sim = LiveCluster::new(kind, NODES, &shape, BLOCK_SIZE).unwrap();
     requests

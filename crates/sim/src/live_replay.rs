@@ -12,7 +12,7 @@ use crate::coop::stepwise::{StepwiseError, stepwise};
 use crate::protocol::{LiveCluster, NeverQuiet, Order, Tamper, content_of};
 use crate::trace::{Op, Request};
 use coopcache_core::coop::{
-    AlgorithmKind, ClusterConfig, ConfigError, Level, LiveShape, SimulatorOnly,
+    AlgorithmKind, ClassPolicies, ClusterConfig, ConfigError, Level, LiveShape, SimulatorOnly,
 };
 use coopcache_core::policy::PolicyKind;
 
@@ -21,7 +21,7 @@ use coopcache_core::policy::PolicyKind;
 const BLOCK_SIZE: u32 = 4096;
 
 /// The cluster a replay runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveReplayConfig {
     /// The live algorithm.
     pub algorithm: AlgorithmKind,
@@ -33,6 +33,9 @@ pub struct LiveReplayConfig {
     pub chances: u8,
     /// Seed of the algorithms' random choices.
     pub seed: u64,
+    /// Size-class policies (N-Chance's; a block's class is its id's top
+    /// three bits, [`coopcache_core::coop::class_key`]).
+    pub classes: ClassPolicies,
 }
 
 /// Where the live protocol and the model first parted.
@@ -140,6 +143,7 @@ fn compare(
         node_capacity: cfg.capacity,
         chances: cfg.chances,
         seed: cfg.seed,
+        classes: cfg.classes.clone(),
         ..ClusterConfig::paper(cfg.nodes)
     };
     let steps = stepwise(model, &model.live_config(&config)?, requests, false)?;
@@ -148,6 +152,7 @@ fn compare(
         policy: PolicyKind::Lru,
         chances: cfg.chances,
         seed: cfg.seed,
+        classes: cfg.classes.clone(),
     };
     // The simulator's order: every message, a node's messages to itself
     // included, through one queue (N-Chance's ripple rule depends on it).
@@ -260,6 +265,7 @@ mod tests {
             capacity: 16,
             chances: 2,
             seed: 1,
+            classes: ClassPolicies::uniform(),
         }
     }
 
@@ -276,6 +282,62 @@ mod tests {
                 assert!(r.levels[Level::RemoteNode.index()] > 0, "{kind}: {r:?}");
             }
         }
+    }
+
+    #[test]
+    fn size_class_policies_run_live_as_in_the_model() {
+        use coopcache_core::coop::{ClassPolicy, SizeClass, class_key};
+        // Class 0 never looked up in peers' memory, class 1's evictions
+        // dropped, class 2 plain N-Chance.
+        let class = |name: &str, below, policy| SizeClass {
+            name: name.into(),
+            below,
+            policy,
+        };
+        let classes = ClassPolicies::new(vec![
+            class(
+                "local",
+                Some(1 << 10),
+                ClassPolicy {
+                    cooperative: false,
+                    ..ClassPolicy::default()
+                },
+            ),
+            class(
+                "dropped",
+                Some(10 << 10),
+                ClassPolicy {
+                    forward_evictions: false,
+                    ..ClassPolicy::default()
+                },
+            ),
+            class("plain", None, ClassPolicy::default()),
+        ])
+        .unwrap();
+        let mut reads = mixed_reads(8, 512, 3_000, 7);
+        for r in &mut reads {
+            r.id = class_key((r.id % 3) as usize, r.id).unwrap();
+        }
+        let classed = LiveReplayConfig {
+            classes,
+            ..cfg(AlgorithmKind::NChance, 8)
+        };
+        let with = live_replay(&classed, &reads).unwrap();
+        assert!(with.holds(), "{with:?}");
+        assert_eq!(with.agreed, 3_000);
+        let without = live_replay(&cfg(AlgorithmKind::NChance, 8), &reads).unwrap();
+        assert!(without.holds(), "{without:?}");
+        // The policies changed where reads were served: class 0's blocks
+        // come from a peer's memory only without them.
+        let remote = |r: &LiveReplay| r.levels[Level::RemoteNode.index()];
+        assert!(remote(&with) < remote(&without), "{with:?} {without:?}");
+        // Another algorithm is refused the classes, naming N-Chance.
+        let greedy = LiveReplayConfig {
+            algorithm: AlgorithmKind::Greedy,
+            ..classed
+        };
+        let e = live_replay(&greedy, &reads).unwrap_err().to_string();
+        assert!(e.contains("nchance"), "{e}");
     }
 
     #[test]

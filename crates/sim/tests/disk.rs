@@ -18,6 +18,7 @@ pub(crate) fn cluster(kind: AlgorithmKind, nodes: u32) -> LiveCluster<u64> {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     LiveCluster::new(kind, nodes, &shape, BLOCK_SIZE).unwrap()
 }

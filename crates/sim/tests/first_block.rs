@@ -20,6 +20,7 @@ fn shape() -> LiveShape {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     }
 }
 

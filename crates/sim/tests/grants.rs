@@ -28,6 +28,7 @@ fn two_nodes() -> (LiveCluster<u64>, u64) {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let c = LiveCluster::new(AlgorithmKind::Greedy, 2, &shape, BLOCK_SIZE).unwrap();
     let b = (1000u64..)

@@ -18,6 +18,7 @@ fn cluster(kind: AlgorithmKind, max_pinned: usize) -> LiveCluster<u64> {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let mut c = LiveCluster::new(kind, NODES, &shape, BLOCK_SIZE).unwrap();
     for n in 0..NODES {

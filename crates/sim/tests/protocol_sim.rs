@@ -24,6 +24,7 @@ fn check(kind: AlgorithmKind) {
         capacity: CAPACITY,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let r = live_replay(&cfg, &requests).unwrap();
     println!("{kind}: {r:?}");
@@ -76,6 +77,7 @@ fn members_hear_each_others_memory_on_their_pings() {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let mut c = LiveCluster::with_pings(AlgorithmKind::Greedy, 3, &shape, 4096, 1_000_000).unwrap();
     // A member just started is not idle yet: it has not been seen idle.
@@ -134,6 +136,7 @@ fn concurrent_reads_under_recirculation_raise_no_violation() {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     for order in [Order::LocalFirst, Order::Fifo] {
         let mut c =
@@ -157,6 +160,7 @@ fn interleaved_links_raise_no_violation() {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     for kind in [AlgorithmKind::NChance, AlgorithmKind::Greedy] {
         for seed in 1..=64u64 {

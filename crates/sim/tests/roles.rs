@@ -20,6 +20,7 @@ fn cluster(kind: AlgorithmKind) -> LiveCluster<u64> {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let mut c = LiveCluster::new(kind, 3, &shape, BLOCK_SIZE).unwrap();
     c.add_outsider(MALLORY);
@@ -461,6 +462,7 @@ fn direct_cluster() -> LiveCluster<u64> {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let mut c =
         LiveCluster::with_pings(AlgorithmKind::Direct, 3, &shape, BLOCK_SIZE, 1_000_000).unwrap();

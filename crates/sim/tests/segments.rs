@@ -20,6 +20,7 @@ fn a_third_reader_takes_the_file_from_both_holders() {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let mut c = LiveCluster::new(AlgorithmKind::Greedy, 3, &shape, BLOCK_SIZE).unwrap();
     // Who sent node 2 each block's bytes.

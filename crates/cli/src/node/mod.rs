@@ -123,6 +123,13 @@ pub struct NodeArgs {
     /// N-Chance recirculation count [default: 2].
     #[arg(long, env = "COOPCACHE_CHANCES")]
     chances: Option<u8>,
+    /// Size-class policies (TOML, `coopcache sim --class-policy`'s format,
+    /// docs/class-policies.md): per class of file size, whether reads look
+    /// in peers' memory and whether evicted singlets are forwarded.
+    /// N-Chance only; every member must give the same file, as a file's
+    /// blocks are named in its class [default: none, one class].
+    #[arg(long, env = "COOPCACHE_CLASS_POLICY", value_name = "FILE")]
+    class_policy: Option<PathBuf>,
     /// How long a file's version is trusted before the origin is asked again
     /// [default: 0s: close-to-open, every open asks the origin].
     #[arg(long, env = "COOPCACHE_ATTR_TTL", value_parser = parse_duration)]
@@ -345,6 +352,7 @@ fn serve(s: Settings) -> Result<()> {
         opts.disk_size = s.disk_size;
         opts.block_size = s.block_size;
         opts.chances = s.chances;
+        opts.classes = s.classes.map(|(_, c)| c).unwrap_or_default();
         opts.attr_ttl = attr_ttl;
         opts.join = seeds;
         opts.advertise = s.advertise;

@@ -7,7 +7,7 @@ use super::NodeArgs;
 use super::logs::LogLevel;
 use anyhow::{Result, anyhow, bail};
 use coopcache_console::args::{parse_duration, parse_size};
-use coopcache_core::coop::{AlgorithmKind, live_policy};
+use coopcache_core::coop::{AlgorithmKind, ClassPolicies, live_classes, live_policy};
 use coopcache_core::policy::PolicyKind;
 use coopcache_node::config::FileConfig;
 use coopcache_node::gateway::GatewayOptions;
@@ -76,6 +76,8 @@ pub struct Settings {
     pub name: String,
     pub id: Option<u32>,
     pub chances: u8,
+    /// Size-class policies, with the file they were read from.
+    pub classes: Option<(PathBuf, ClassPolicies)>,
     pub mount: Option<PathBuf>,
     pub mount_allow_other: bool,
     pub consistency: coopcache_mount::Consistency,
@@ -269,6 +271,15 @@ impl Settings {
         if private {
             coopcache_node::check_private(algorithm)?;
         }
+        let classes = match args.class_policy.or(file.class_policy) {
+            Some(path) => {
+                let classes = coopcache_sim::class_file::read_class_policies(&path)?;
+                live_classes(algorithm, &classes)
+                    .map_err(|e| anyhow!("--class-policy {}: {e}", path.display()))?;
+                Some((path, classes))
+            }
+            None => None,
+        };
         let listen = args
             .listen
             .or(file.listen)
@@ -344,6 +355,7 @@ impl Settings {
             id: args.id.or(file.id),
             name,
             chances: args.chances.or(file.chances).unwrap_or(2),
+            classes,
             mount: args.mount.or(file.mount),
             // As root, the mount is open to every user, as an NFS mount
             // is (the kernel checks the modes and owners the origin
@@ -458,6 +470,14 @@ impl Settings {
                 },
             ),
             ("chances", self.chances.to_string()),
+            (
+                "class_policy",
+                or_none(
+                    self.classes
+                        .as_ref()
+                        .map(|(path, c)| format!("{} ({c})", path.display())),
+                ),
+            ),
             ("attr_ttl", seconds(self.attr_ttl)),
             ("origin_delay", seconds(self.origin_delay)),
             ("origin_immutable", self.origin_immutable.to_string()),

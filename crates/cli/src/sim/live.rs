@@ -79,6 +79,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
             capacity: args.capacity,
             chances: args.chances,
             seed: args.seed,
+            classes: Default::default(),
         };
         eprintln!("{kind}: {} reads on {} nodes", args.reads, args.nodes);
         let started = Instant::now();

@@ -280,7 +280,11 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    fn new(setting: &'static str, value: impl Into<String>, expected: &'static str) -> Self {
+    pub(crate) fn new(
+        setting: &'static str,
+        value: impl Into<String>,
+        expected: &'static str,
+    ) -> Self {
         ConfigError::Setting {
             setting,
             value: value.into(),

@@ -2,8 +2,8 @@
 //! catalogue ([`AlgorithmKind`]) for the simulator and the daemon.
 
 use super::{
-    AlgorithmKind, ClusterConfig, ConfigError, DirectNode, DirectoryManager, GreedyNode, HashNode,
-    ManagerMode, NChanceNode, NodeId, NodeMachine, SizeClassed,
+    AlgorithmKind, ClassPolicies, ClusterConfig, ConfigError, DirectNode, DirectoryManager,
+    GreedyNode, HashNode, ManagerMode, NChanceNode, NodeId, NodeMachine, SizeClassed,
 };
 use crate::error::CapacityError;
 use crate::policy::{BlockKey, Capacity, Lru, Policy, PolicyFactory, PolicyKind};
@@ -103,6 +103,9 @@ pub struct LiveMachines<K, D> {
     pub node: Box<dyn LiveNode<K, D>>,
     /// Its manager slice.
     pub manager: LiveManager<K, D>,
+    /// The size classes both apply ([`LiveShape::classes`]), by which the
+    /// node names a file's blocks ([`crate::protocol::classed`]).
+    pub classes: ClassPolicies,
 }
 
 impl<K, D> fmt::Debug for LiveMachines<K, D> {
@@ -112,7 +115,7 @@ impl<K, D> fmt::Debug for LiveMachines<K, D> {
 }
 
 /// The shape of one live node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveShape {
     /// Blocks the node caches in all of its parts.
     pub capacity: usize,
@@ -122,6 +125,48 @@ pub struct LiveShape {
     pub chances: u8,
     /// Seed of N-Chance's random peer choices.
     pub seed: u64,
+    /// Size-class policies (N-Chance's, [`live_classes`]); one class, the
+    /// default policy: none.
+    pub classes: ClassPolicies,
+}
+
+/// `classes`, if a live node of `kind` can apply them: N-Chance applies
+/// them (as in the simulator), and of a class's options only those that
+/// need no memory at a storage node. A live manager keeps no blocks (every
+/// class is exclusive already), so a discard cache has nowhere to go; and
+/// a node has no disk replica of the origin to read instead of asking.
+pub fn live_classes(kind: AlgorithmKind, classes: &ClassPolicies) -> Result<(), ConfigError> {
+    if classes.is_default() {
+        return Ok(());
+    }
+    if kind != AlgorithmKind::NChance {
+        return Err(ConfigError::new(
+            "size-class policies with algorithm",
+            kind.name(),
+            "nchance, the algorithm that applies them",
+        ));
+    }
+    for class in classes.classes() {
+        let refused = match class.policy {
+            p if p.discard_cache => Some((
+                "discard_cache",
+                "a live manager keeps no blocks, so nothing can take discarded ones: set it false",
+            )),
+            p if p.replica => Some((
+                "replica",
+                "a live node has no local replica of the origin to read instead of asking: set it false",
+            )),
+            _ => None,
+        };
+        if let Some((option, expected)) = refused {
+            return Err(ConfigError::Setting {
+                setting: "size class option",
+                value: format!("{} = true in class `{}`", option, class.name),
+                expected,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The algorithms that run live, by name, for messages.
@@ -201,6 +246,7 @@ impl AlgorithmKind {
         self.live()
             .map_err(|e| ConfigError::NodeCache(e.to_string()))?;
         live_policy(shape.policy)?;
+        live_classes(self, &shape.classes)?;
         let node = shape.policy.factory(LiveBuilder {
             kind: self,
             id,
@@ -212,9 +258,14 @@ impl AlgorithmKind {
             hash_partitions: self == AlgorithmKind::Hash,
             singlet_notices: false,
         };
-        let manager =
-            DirectoryManager::new(1, Lru::new(1)?, MemStore::default(), mode).without_memory();
-        Ok(LiveMachines { node, manager })
+        let manager = DirectoryManager::new(1, Lru::new(1)?, MemStore::default(), mode)
+            .without_memory()
+            .with_classes(shape.classes.clone());
+        Ok(LiveMachines {
+            node,
+            manager,
+            classes: shape.classes.clone(),
+        })
     }
 }
 
@@ -269,7 +320,8 @@ where
             // node's own working set when its users need room.
             AlgorithmKind::NChance => Box::new(
                 NChanceNode::new(id, 1, s.chances, new(s.capacity.into())?, store(), s.seed)?
-                    .with_foreign_first(true),
+                    .with_foreign_first(true)
+                    .with_classes(s.classes.clone()),
             ),
             // Most of the node's memory is its partition; with managers
             // that keep no blocks, readers fill the partitions.

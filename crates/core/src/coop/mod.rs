@@ -49,7 +49,7 @@ pub use greedy::GreedyNode;
 pub use hash::{HashNode, Owners, hash_owner};
 pub use live::{
     LiveMachines, LiveManager, LiveNode, LiveShape, NotLiveAlgorithm, PARKED_SHARE,
-    PARTITION_SHARE, SimulatorOnly, live_policy,
+    PARTITION_SHARE, SimulatorOnly, live_classes, live_policy,
 };
 pub use manager::{DirectoryManager, ManagerMode};
 pub use message::{Envelope, Msg, Outbox, ReadDone, load_units};

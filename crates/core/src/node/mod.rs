@@ -155,6 +155,14 @@ where
         }
     }
 
+    /// Block 0 of `version` of `path`, named in its size class as the
+    /// reader names it (a manager serving an open must name the block the
+    /// opener will read).
+    fn classed_first_block(&self, path: &str, version: &V) -> K {
+        self.reads
+            .classed((self.first_block)(path, version), version.size())
+    }
+
     /// The block reads' machine (its stats, status and view).
     pub fn reads(&self) -> &NodeProtocol<K, D> {
         &self.reads
@@ -361,7 +369,7 @@ where
                 }) => {
                     // Judged and served as a `Read` from `reader`, which
                     // the open's link authenticated.
-                    let block = (self.first_block)(&path, &version);
+                    let block = self.classed_first_block(&path, &version);
                     self.reads.handle_read_for(reader, block, self.now);
                 }
                 Some(CommitAction::AwaitFirst { route }) => {
@@ -372,7 +380,7 @@ where
                     version,
                     manager,
                 }) => {
-                    let block = (self.first_block)(&path, &version);
+                    let block = self.classed_first_block(&path, &version);
                     // Ahead of whatever the read does: the driver must
                     // know which version an origin read of it reads.
                     self.out.push_back(Output::FirstRead {

@@ -55,6 +55,7 @@ fn node(id: NodeId) -> N {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let kind = AlgorithmKind::Greedy;
     let machines = kind.build_live(id, &shape).unwrap();

@@ -1,6 +1,6 @@
 //! How the live protocol names blocks, and which member manages each file.
 
-use crate::coop::{NodeId, SizeClassed};
+use crate::coop::{ClassPolicies, MAX_CLASSES, NodeId, SizeClassed};
 use crate::policy::BlockKey;
 
 /// A block key the live protocol can route: the file it belongs to decides
@@ -14,6 +14,26 @@ pub trait ProtocolKey: BlockKey + Ord {
     /// a file's C2Cfs commit state and the directory of its blocks, and an
     /// open is answered and served in one round trip.
     fn route(&self) -> u64;
+
+    /// The same block named in size class `class` (for a key that carries
+    /// its class, [`SizeClassed`]); a key that carries none is itself.
+    fn in_class(self, class: usize) -> Self {
+        let _ = class;
+        self
+    }
+}
+
+/// `block`, the block of a file version of `size` bytes, named in that
+/// size's class under `classes`; with one class (no class policies) the
+/// name is left as it is, so a cluster without policies names files as
+/// every earlier release did. Every member names a file alike (the reader,
+/// and a manager serving an open its first block) as long as all run the
+/// same classes.
+pub fn classed<K: ProtocolKey>(classes: &ClassPolicies, block: K, size: u64) -> K {
+    match classes.classes().len() {
+        1 => block,
+        _ => block.in_class(classes.class_of_size(size)),
+    }
 }
 
 /// A block of one version of one file: the key of every cache and message
@@ -67,12 +87,34 @@ impl ProtocolKey for BlockId {
     fn route(&self) -> u64 {
         u64::from(self.route)
     }
+
+    /// The class replaces three bits of the file id's hash (61 bits left:
+    /// with a million live file versions, a collision's chance stays below
+    /// 10^-6), never the route: a file's versions of any size share their
+    /// manager.
+    fn in_class(self, class: usize) -> Self {
+        let class = (class.min(MAX_CLASSES - 1) as u64) << FILE_CLASS_SHIFT;
+        BlockId {
+            file: (self.file & !FILE_CLASS_MASK) | class,
+            ..self
+        }
+    }
 }
 
+/// Bits of [`BlockId::file`] below its size class: the class sits in bits
+/// 60-62, under a private file id's top bit (the node's `UNIFIABLE`).
+const FILE_CLASS_SHIFT: u32 = 60;
+
+/// The size class's bits in [`BlockId::file`].
+const FILE_CLASS_MASK: u64 = (MAX_CLASSES as u64 - 1) << FILE_CLASS_SHIFT;
+
 impl SizeClassed for BlockId {
-    /// The live cluster applies no size-class policies: one class.
+    /// The class a file's id was named in ([`classed`]); without class
+    /// policies those bits are the hash's, and every value is the one
+    /// class's.
+    #[inline]
     fn size_class(&self) -> usize {
-        0
+        ((self.file & FILE_CLASS_MASK) >> FILE_CLASS_SHIFT) as usize
     }
 }
 
@@ -131,5 +173,44 @@ mod tests {
         // Balanced within a generous margin (each expects 1000).
         assert!(owned.iter().all(|&n| (800..1200).contains(&n)), "{owned:?}");
         assert_eq!(manager_of(1, &[]), None);
+    }
+
+    #[test]
+    fn a_file_is_named_in_its_size_class_only_under_class_policies() {
+        use crate::coop::{ClassPolicy, SizeClass};
+        let block = BlockId {
+            file: u64::MAX,
+            index: 7,
+            route: 42,
+        };
+        // One class: every earlier release's name, whatever the size.
+        assert_eq!(classed(&ClassPolicies::uniform(), block, 5), block);
+        let webstone = ClassPolicies::webstone(ClassPolicy::default());
+        for (size, class) in [(10, 0), (5_000, 1), (50_000, 2), (1 << 30, 3)] {
+            let named = classed(&webstone, block, size);
+            assert_eq!(named.size_class(), class, "{size} B");
+            assert_eq!(
+                (named.index, named.route),
+                (7, 42),
+                "only the file id changes"
+            );
+            // The top bit (a private id's unifiable mark) and the hash's
+            // low 60 bits stay.
+            assert_eq!(named.file | FILE_CLASS_MASK, u64::MAX);
+        }
+        let two = ClassPolicies::new(vec![
+            SizeClass {
+                name: "a".into(),
+                below: Some(100),
+                policy: ClassPolicy::default(),
+            },
+            SizeClass {
+                name: "b".into(),
+                below: None,
+                policy: ClassPolicy::default(),
+            },
+        ])
+        .unwrap();
+        assert_ne!(classed(&two, block, 99), classed(&two, block, 100));
     }
 }

@@ -520,6 +520,7 @@ mod tests {
             policy: crate::policy::PolicyKind::Lru,
             chances: 2,
             seed: 1,
+            classes: Default::default(),
         };
         let kind = AlgorithmKind::Base;
         let machines = kind.build_live(0, &shape).unwrap();

@@ -49,7 +49,7 @@ mod stats;
 mod status;
 mod timers;
 
-pub use block::{BlockId, ProtocolKey, manager_of, route_of};
+pub use block::{BlockId, ProtocolKey, classed, manager_of, route_of};
 pub use carried::MAX_STASHED_BYTES;
 pub use content::{Content, Digest, MemStore};
 pub use digest_sealer::DigestSealer;

@@ -215,6 +215,9 @@ pub struct NodeProtocol<K, D> {
     pub(super) owners: crate::coop::Owners,
     pub(super) node: Box<dyn LiveNode<K, D>>,
     pub(super) manager: LiveManager<K, D>,
+    /// The size classes the machines apply, by which a file's blocks are
+    /// named ([`NodeProtocol::classed`]).
+    classes: crate::coop::ClassPolicies,
     /// What the machines send, before the protocol maps it.
     pub(super) machine_out: Outbox<K, D>,
     /// Reused for the reads the machines complete (no allocation per
@@ -295,6 +298,7 @@ where
         let LiveMachines {
             mut node,
             mut manager,
+            classes,
         } = machines;
         node.set_peers(&[me]);
         manager.set_peers(&[me]);
@@ -308,6 +312,7 @@ where
             owners: crate::coop::Owners::Live(vec![me]),
             node,
             manager,
+            classes,
             machine_out: Outbox::default(),
             done_scratch: Vec::new(),
             local: VecDeque::new(),
@@ -337,6 +342,12 @@ where
     /// This node's id.
     pub fn id(&self) -> NodeId {
         self.me
+    }
+
+    /// `block` of a file version of `size` bytes, named in that size's
+    /// class under this node's class policies ([`super::classed`]).
+    pub fn classed(&self, block: K, size: u64) -> K {
+        super::classed(&self.classes, block, size)
     }
 
     /// The algorithm it runs.

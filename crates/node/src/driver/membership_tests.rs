@@ -30,6 +30,7 @@ pub(super) fn driver(dir: &std::path::Path) -> Driver {
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let machines = AlgorithmKind::NChance.build_live(0, &shape).unwrap();
     let clock = Clock::start();

@@ -119,6 +119,10 @@ impl coopcache_core::c2cfs::exclusive::Version for PathVersion {
     fn is_of(&self, path: &str) -> bool {
         *self.path == *path
     }
+
+    fn size(&self) -> u64 {
+        self.version.size
+    }
 }
 
 /// Prefix of a version string made up from the modification time, for

@@ -175,6 +175,7 @@ impl World {
             policy: PolicyKind::Lru,
             chances: 2,
             seed: self.seed ^ u64::from(id),
+            classes: Default::default(),
         };
         let machines = self
             .plan

@@ -26,6 +26,7 @@ pub(crate) fn idle_cluster(
         policy: PolicyKind::Lru,
         chances: 2,
         seed: 1,
+        classes: Default::default(),
     };
     let mut c = LiveCluster::with_pings(kind, nodes, &shape, BLOCK_SIZE, PING_US).unwrap();
     prepare(&mut c);

@@ -158,6 +158,12 @@ pub trait Version: Clone + Eq {
     /// answer may be another path's (a chance collision, or one crafted
     /// by a member): such a version is never answered, served or taken.
     fn is_of(&self, path: &str) -> bool;
+
+    /// Its size in bytes: the size class its blocks are named in
+    /// ([`crate::protocol::classed`]). 0 where no class applies.
+    fn size(&self) -> u64 {
+        0
+    }
 }
 
 /// The tests' versions: numbers, never empty, of any path.
