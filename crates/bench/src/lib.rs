@@ -16,6 +16,8 @@ mod algorithms;
 mod algorithms_report;
 mod baseline;
 mod ceiling;
+mod classes;
+mod classes_report;
 mod common;
 mod disk;
 mod disk_probes;
@@ -75,6 +77,10 @@ pub enum BenchCmd {
     /// A multi-client workload replayed through a live loopback cluster
     /// for each algorithm, next to the simulator's prediction.
     Algorithms(Box<algorithms::AlgorithmsArgs>),
+    /// The request-distribution paper's size-class policies against plain
+    /// N-Chance: a WebStone-like web workload read through each node's
+    /// gateway under each policy, next to the simulator's prediction.
+    Classes(Box<classes::ClassesArgs>),
     /// One node reads a large file held in a peer's memory, through the
     /// library and the HTTP gateway, next to one TCP stream.
     Stream(stream::StreamArgs),
@@ -114,6 +120,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::ZipfWeb(args) => zipf_web::run(args),
         BenchCmd::Latency(args) => latency::run(*args),
         BenchCmd::Algorithms(args) => algorithms::run(*args),
+        BenchCmd::Classes(args) => classes::run(*args),
         BenchCmd::Stream(args) => stream::run(args),
         BenchCmd::Rss(args) => rss::run(args),
         BenchCmd::Mount(args) => mount::run(args),

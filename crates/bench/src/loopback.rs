@@ -54,6 +54,8 @@ pub struct LoopbackSpec {
     /// Bytes of each node's disk tier (`--disk-size`), when `disk_dir` is
     /// set; its index comes on top of the node's cache, not out of it.
     pub disk_size: u64,
+    /// Size-class policies (`--class-policy`); one class by default.
+    pub classes: coopcache_core::coop::ClassPolicies,
 }
 
 impl LoopbackSpec {
@@ -83,6 +85,7 @@ impl LoopbackSpec {
             first_block_with_open: true,
             disk_dir: None,
             disk_size: 0,
+            classes: Default::default(),
         })
     }
 }
@@ -121,6 +124,7 @@ fn options(spec: &LoopbackSpec, i: usize, cache: u64, seed: Option<String>) -> R
         opts.commit_stable = t;
     }
     opts.first_block_with_open = spec.first_block_with_open;
+    opts.classes = spec.classes.clone();
     if let Some(dir) = &spec.disk_dir {
         let disk = dir.join(&spec.names[i]);
         std::fs::create_dir_all(&disk)

@@ -1,4 +1,4 @@
-//! `coopcache bench netcache|staggered|zipf-web` with tiny parameters: the
+//! `coopcache bench netcache|staggered|zipf-web|classes|...` with tiny parameters: the
 //! JSON has the promised shape, no read returns wrong bytes, and what the
 //! cache must do (serve idle peers' blocks, keep staggered readers off the
 //! origin, serve later nodes' popular files) it does.
@@ -273,6 +273,43 @@ fn zipf_web_later_nodes_read_less_from_the_origin() {
             assert!(r["met"].is_boolean(), "{r}");
         }
     }
+}
+
+/// `coopcache bench classes` on a small web workload: each built-in policy
+/// a row, every byte right, and the live origin reads within 10% of the
+/// simulator's for the same block reads; keeping classes 0 and 1 off
+/// peers (`cc-23`) costs origin reads, live as predicted.
+#[test]
+fn class_policies_live_follow_the_simulators_origin_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = bench(
+        dir.path(),
+        &[
+            "classes",
+            "--workload-params",
+            "requests=3000,docs0=200,docs1=200,docs2=50,docs3=10",
+            "--cache",
+            "1MiB",
+            "--origin-delay",
+            "0ms",
+        ],
+    );
+    let names: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(names, ["nchance", "fwd-01", "cc-23"]);
+    for r in &rows {
+        assert_eq!(u(r, "wrong_bytes"), 0, "{r}");
+        assert_eq!(u(r, "integrity_failures"), 0, "{r}");
+        let (live, predicted) = (u(r, "origin_reads"), u(r, "predicted_origin_reads"));
+        assert!(
+            live.abs_diff(predicted) * 10 <= predicted,
+            "live {live} against predicted {predicted}: {r}"
+        );
+    }
+    assert!(u(&rows[2], "predicted_origin_reads") > u(&rows[0], "predicted_origin_reads"));
+    assert!(
+        u(&rows[2], "peer_reads") < u(&rows[0], "peer_reads"),
+        "{rows:?}"
+    );
 }
 
 /// `coopcache bench disk` with a tiny working set (128 blocks of 16 KiB;
