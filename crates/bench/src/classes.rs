@@ -301,9 +301,11 @@ async fn bench(
     );
     let blocks = (args.cache / u64::from(w.block_size)) as usize;
     let mut rows = Vec::new();
-    for p in policies {
+    for (i, p) in policies.iter().enumerate() {
         let (predicted_origin, predicted_peer) = predict(w, &p.classes, blocks)?;
-        let mut spec = LoopbackSpec::new(&dir.join(&p.name), w.nodes, origin.clone())?;
+        // By position: two policy files may share a name.
+        let keys = dir.join(format!("run-{i}"));
+        let mut spec = LoopbackSpec::new(&keys, w.nodes, origin.clone())?;
         spec.origin_delay = args.origin_delay;
         spec.block_size = w.block_size;
         spec.classes = p.classes.clone();
