@@ -31,6 +31,8 @@ pub(crate) struct Row {
     /// Messages a node dropped (a peer's queue full, too many blocks
     /// awaiting their digest).
     dropped_messages: u64,
+    /// Forwarded singlets shed because their peer's link was busy.
+    forwards_shed: u64,
     integrity_failures: u64,
     pub(crate) wrong_bytes: u64,
 }
@@ -66,6 +68,7 @@ impl Row {
             local_reads: c.at("local"),
             timeouts: c.timeouts,
             dropped_messages: c.dropped_messages,
+            forwards_shed: c.forwards_shed,
             integrity_failures: c.integrity_failures,
             wrong_bytes,
         }
@@ -88,6 +91,7 @@ pub(crate) fn print_table(rows: &[Row]) {
         "local blocks",
         "timeouts",
         "dropped",
+        "forwards shed",
         "wrong bytes",
     ];
     let cells: Vec<Vec<String>> = rows
@@ -108,6 +112,7 @@ pub(crate) fn print_table(rows: &[Row]) {
                 r.local_reads.to_string(),
                 r.timeouts.to_string(),
                 r.dropped_messages.to_string(),
+                r.forwards_shed.to_string(),
                 r.wrong_bytes.to_string(),
             ]
         })

@@ -86,6 +86,8 @@ pub(crate) struct Counters {
     /// Messages dropped (a peer's queue full, or too many recirculated
     /// blocks awaiting verification).
     pub dropped_messages: u64,
+    /// Forwarded singlets shed because their peer's link was busy.
+    pub forwards_shed: u64,
     /// Blocks cached now (a level, not a count of events: `since` keeps
     /// the later value).
     pub cached_blocks: u64,
@@ -110,6 +112,7 @@ impl Counters {
             integrity_failures: s.integrity_failures,
             cached_blocks: s.cached_blocks,
             dropped_messages: node.metrics().dropped_messages.get(),
+            forwards_shed: node.metrics().forwards_shed.get(),
             sealed_blocks: s.sealed_blocks,
             opened_blocks: s.opened_blocks,
         })
@@ -146,6 +149,7 @@ impl Counters {
             integrity_failures: self.integrity_failures + other.integrity_failures,
             cached_blocks: self.cached_blocks + other.cached_blocks,
             dropped_messages: self.dropped_messages + other.dropped_messages,
+            forwards_shed: self.forwards_shed + other.forwards_shed,
             sealed_blocks: self.sealed_blocks + other.sealed_blocks,
             opened_blocks: self.opened_blocks + other.opened_blocks,
         }
@@ -175,6 +179,7 @@ impl Counters {
             dropped_messages: self
                 .dropped_messages
                 .saturating_sub(earlier.dropped_messages),
+            forwards_shed: self.forwards_shed.saturating_sub(earlier.forwards_shed),
             sealed_blocks: self.sealed_blocks.saturating_sub(earlier.sealed_blocks),
             opened_blocks: self.opened_blocks.saturating_sub(earlier.opened_blocks),
         }

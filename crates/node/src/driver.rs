@@ -774,13 +774,27 @@ impl Driver {
         }
     }
 
-    /// Sends a protocol message to `to`.
+    /// Sends a protocol message to `to`; a best-effort one
+    /// (`PeerMsg::best_effort`) only while `to`'s queue holds at most
+    /// [`BEST_EFFORT_QUEUED`](crate::link::BEST_EFFORT_QUEUED) frames.
     fn send_peer(&mut self, to: NodeId, msg: PeerMsg<BlockId, Block>) {
+        if msg.best_effort() && self.busy(to) {
+            self.metrics.forwards_shed.inc();
+            return;
+        }
         let counted = !matches!(msg, PeerMsg::Ping { .. } | PeerMsg::Pong { .. });
         let wire = Wire::Peer(msg.map_data(|b| b.bytes));
         if self.send(to, wire) && counted {
             *self.sent.entry(to).or_default() += 1;
         }
+    }
+
+    /// Whether `to`'s link has more than
+    /// [`BEST_EFFORT_QUEUED`](crate::link::BEST_EFFORT_QUEUED) frames queued.
+    fn busy(&self, to: NodeId) -> bool {
+        use crate::link::{BEST_EFFORT_QUEUED, PEER_QUEUE};
+        self.peer(to)
+            .is_some_and(|m| m.queue.capacity() < PEER_QUEUE - BEST_EFFORT_QUEUED)
     }
 
     /// Queues `wire` on `to`'s link; false (and counted) if it could not:

@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::streams::{Blocks, Lease, StreamPool};
-pub use crate::streams::{READ_AHEAD_BYTES, read_ahead, stream_blocks};
+pub use crate::streams::{MAX_STREAM_BLOCKS, READ_AHEAD_BYTES, read_ahead, stream_blocks};
 
 /// Events queued for the driver; senders wait beyond this.
 const EVENT_QUEUE: usize = 1024;

@@ -28,15 +28,35 @@ pub use cause::{Noise, REPORT_EVERY, Throttle, cause};
 /// counted): the protocol recovers from a lost message by timeout.
 ///
 /// A remote hit can put two frames on one node's queue to the reader (as
-/// manager, its `Expect`; as holder, the `Data`), and the queue fills
-/// while the link writes the previous batch: at 64 frames, 48 concurrent
-/// readers on one node dropped about 1% of them and each drop cost a read
-/// the peer timeout (50 ms) and an origin read (`coopcache bench
-/// latency`). 256 frames carry 128 concurrent remote reads per pair of
-/// nodes. A queued `Data` shares its buffer with the holder's cache, so
-/// the queue holds extra memory only for blocks evicted while queued (at
-/// most 256 blocks per peer).
-pub const PEER_QUEUE: usize = 256;
+/// manager, its `Expect`; as holder, the `Data`), and a block a stream
+/// fetches several on its queue to a peer (a `Read` to the block's
+/// manager, notices of the block it evicts, the forward of that block);
+/// the queue fills while the link writes the previous batch. At 64
+/// frames, 48 concurrent readers on one node dropped about 1% of them and
+/// each drop cost a read the peer timeout (50 ms) and an origin read
+/// (`coopcache bench latency`); at 256, three streams of 8 KiB blocks
+/// still dropped frames in 1 run out of 6 (`crates/node/tests/bursts.rs`:
+/// 14 frames, or a link stalled past the timeout), at 512 in none of 32,
+/// 16 of them beside a busy core. 512 frames carry four frames for each
+/// block a node's streams fetch at once
+/// ([`MAX_STREAM_BLOCKS`](crate::streams::MAX_STREAM_BLOCKS)), and
+/// forwarded singlets are kept to a quarter of them
+/// ([`BEST_EFFORT_QUEUED`]). A queued `Data` shares its buffer with the
+/// holder's cache, and blocks' bytes on the queues are bounded apart
+/// ([`PEER_OUT_BYTES`](crate::budget::PEER_OUT_BYTES)); the frames
+/// themselves take at most 512 x 136 bytes (68 KiB) per peer (tested
+/// below).
+pub const PEER_QUEUE: usize = 512;
+
+/// Frames queued for a peer beyond which a best-effort message (a
+/// forwarded singlet, `PeerMsg::best_effort`) is not sent, and counted
+/// as shed: three quarters of the queue stay for the reads and answers
+/// that a dropped frame would stall for the peer timeout. Without it,
+/// two streams of 8 KiB blocks forwarding their evictions filled the
+/// queue with singlets and dropped hundreds of reads' frames
+/// (`crates/node/tests/bursts.rs`; `coopcache bench classes`: 448
+/// timeouts and 1,193 dropped messages per run, none with it).
+pub const BEST_EFFORT_QUEUED: usize = PEER_QUEUE / 4;
 
 /// SWIM datagrams queued for one peer. They are sent ahead of every other
 /// frame, so blocks in flight neither delay nor crowd out the failure
@@ -811,6 +831,14 @@ mod tests {
         let mut buf = BytesMut::new();
         frame::encode(&wire, &mut buf);
         buf.to_vec()
+    }
+
+    #[test]
+    fn a_full_queue_of_frames_is_small() {
+        // The frames' own memory, outside the budget's counts: 68 KiB per
+        // peer with a full queue (blocks' bytes are counted apart).
+        let each = std::mem::size_of::<Outgoing>();
+        assert!(each <= 136, "a queued frame takes {each} bytes");
     }
 
     #[tokio::test]

@@ -130,6 +130,10 @@ pub struct Metrics {
     pub peer_errors: Counter,
     /// Messages dropped because a peer's queue was full or it was down.
     pub dropped_messages: Counter,
+    /// Forwarded singlets not sent because their peer's link was busy
+    /// (`crate::link::BEST_EFFORT_QUEUED`): dropped, as N-Chance drops a
+    /// singlet no peer has room for.
+    pub forwards_shed: Counter,
     /// SWIM updates a peer sent about other members, dropped unapplied: a
     /// member speaks for itself only (`coopcache_core::members::swim::screen`).
     pub gossip_screened: Counter,
@@ -230,7 +234,7 @@ impl Metrics {
             "Connections the gateway or S3 endpoint closed on its own: refused at the cap (503), evicted for a newcomer, idle, or slow (under the rate floor)",
             self.gateway_closed.clone(),
         );
-        let counters: [(&str, &str, &Counter); 34] = [
+        let counters: [(&str, &str, &Counter); 35] = [
             (
                 "warmed_files",
                 "Files warm-ups read whole (coopcache warm)",
@@ -382,6 +386,11 @@ impl Metrics {
                 "dropped_messages",
                 "Messages dropped on a full queue or a down peer",
                 &self.dropped_messages,
+            ),
+            (
+                "forwards_shed",
+                "Forwarded singlets not sent because their peer's link was busy",
+                &self.forwards_shed,
             ),
             (
                 "gossip_screened",

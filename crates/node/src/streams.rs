@@ -53,7 +53,7 @@ pub fn read_ahead(block_size: u32, capacity: usize) -> usize {
 
 /// Blocks all of a node's streams may hold at once: [`STREAM_BYTES`]
 /// (counted in the budget's reserve, so the cache is that much smaller),
-/// and at least 8 blocks. A stream reads ahead at most a quarter of them
+/// at least 8 blocks and at most [`MAX_STREAM_BLOCKS`]. A stream reads ahead at most a quarter of them
 /// (2 MiB at 64 KiB blocks), and less when others stream too
 /// (`StreamPool::share`).
 ///
@@ -67,8 +67,23 @@ pub fn read_ahead(block_size: u32, capacity: usize) -> usize {
 ///
 /// [`STREAM_BYTES`]: crate::budget::STREAM_BYTES
 pub fn stream_blocks(block_size: u32) -> usize {
-    ((crate::budget::STREAM_BYTES / u64::from(block_size.max(1))) as usize).max(8)
+    ((crate::budget::STREAM_BYTES / u64::from(block_size.max(1))) as usize)
+        .clamp(8, MAX_STREAM_BLOCKS)
 }
+
+/// Blocks all of a node's streams may hold at once, whatever the block
+/// size: a quarter of a link's queue
+/// ([`PEER_QUEUE`](crate::link::PEER_QUEUE)). Each block a stream fetches
+/// can put several frames on one peer's queue (a `Read` to the block's
+/// manager, notices and the forward of the block its arrival evicts), and
+/// a full queue drops frames, each dropped `Read` costing its read the
+/// peer timeout and an origin read. Without this bound, streams at 8 KiB
+/// blocks had 1,024 blocks in flight and three of them dropped hundreds
+/// of reads' frames (`crates/node/tests/bursts.rs`). It binds below 64
+/// KiB blocks only: at 64 KiB, [`STREAM_BYTES`] is 128 blocks, this bound.
+///
+/// [`STREAM_BYTES`]: crate::budget::STREAM_BYTES
+pub const MAX_STREAM_BLOCKS: usize = crate::link::PEER_QUEUE / 4;
 
 /// The blocks all of a node's streams share.
 ///

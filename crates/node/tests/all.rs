@@ -8,6 +8,7 @@ mod common;
 mod servers;
 
 mod attacker;
+mod bursts;
 mod classes;
 mod cluster;
 mod discovery;

@@ -211,6 +211,17 @@ impl<K: Copy, D> PeerMsg<K, D> {
         }
     }
 
+    /// Whether the message may be left unsent when its link is busy: a
+    /// forwarded singlet (N-Chance's `Recirculate`) only. The paper's node
+    /// drops a singlet no peer has room for; a peer whose link is backed
+    /// up has no room now, and a forward queued there would delay the
+    /// reads and answers behind it until they time out. Nothing else
+    /// changes: the sender has told the manager `Dropped`, and only the
+    /// receiver, taking the block, would have told it `Cached`.
+    pub fn best_effort(&self) -> bool {
+        matches!(self, PeerMsg::Recirculate { .. })
+    }
+
     /// The message's name, for counters and logs.
     pub fn name(&self) -> &'static str {
         use PeerMsg::*;
