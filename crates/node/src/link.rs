@@ -34,10 +34,11 @@ pub use cause::{Noise, REPORT_EVERY, Throttle, cause};
 /// the queue fills while the link writes the previous batch. At 64
 /// frames, 48 concurrent readers on one node dropped about 1% of them and
 /// each drop cost a read the peer timeout (50 ms) and an origin read
-/// (`coopcache bench latency`); at 256, three streams of 8 KiB blocks
-/// still dropped frames in 1 run out of 6 (`crates/node/tests/bursts.rs`:
-/// 14 frames, or a link stalled past the timeout), at 512 in none of 32,
-/// 16 of them beside a busy core. 512 frames carry four frames for each
+/// (`coopcache bench latency`); at 256 (with streams holding 128
+/// blocks), three streams of 8 KiB blocks still dropped frames or timed
+/// out in 3 runs out of 16 (`crates/node/tests/bursts.rs`: 14 frames, or
+/// 1 to 64 reads past the timeout), at 512 in none of 32, 16 of them
+/// beside a busy core. 512 frames carry four frames for each
 /// block a node's streams fetch at once
 /// ([`MAX_STREAM_BLOCKS`](crate::streams::MAX_STREAM_BLOCKS)), and
 /// forwarded singlets are kept to a quarter of them
@@ -51,11 +52,13 @@ pub const PEER_QUEUE: usize = 512;
 /// Frames queued for a peer beyond which a best-effort message (a
 /// forwarded singlet, `PeerMsg::best_effort`) is not sent, and counted
 /// as shed: three quarters of the queue stay for the reads and answers
-/// that a dropped frame would stall for the peer timeout. Without it,
-/// two streams of 8 KiB blocks forwarding their evictions filled the
-/// queue with singlets and dropped hundreds of reads' frames
-/// (`crates/node/tests/bursts.rs`; `coopcache bench classes`: 448
-/// timeouts and 1,193 dropped messages per run, none with it).
+/// that a dropped frame would stall for the peer timeout. Forwards come
+/// one per block a node takes in, whatever the peer's pace; with a
+/// 1,024-frame queue and streams of 8 KiB blocks holding up to 512
+/// blocks, forwards filled the queues and reads' frames were dropped
+/// (`crates/node/tests/bursts.rs`: 285 to 1,517 frames in 5 runs of 6,
+/// none in 4 once forwards were shed). The stream bound now keeps that test's queues short by itself;
+/// this one guards a link its peer reads slowly.
 pub const BEST_EFFORT_QUEUED: usize = PEER_QUEUE / 4;
 
 /// SWIM datagrams queued for one peer. They are sent ahead of every other
