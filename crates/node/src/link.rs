@@ -57,8 +57,9 @@ pub const PEER_QUEUE: usize = 512;
 /// 1,024-frame queue and streams of 8 KiB blocks holding up to 512
 /// blocks, forwards filled the queues and reads' frames were dropped
 /// (`crates/node/tests/bursts.rs`: 285 to 1,517 frames in 5 runs of 6,
-/// none in 4 once forwards were shed). The stream bound now keeps that test's queues short by itself;
-/// this one guards a link its peer reads slowly.
+/// none in 4 once forwards were shed). The stream bound now keeps that
+/// test's queues short by itself; this one guards a link its peer reads
+/// slowly.
 pub const BEST_EFFORT_QUEUED: usize = PEER_QUEUE / 4;
 
 /// SWIM datagrams queued for one peer. They are sent ahead of every other

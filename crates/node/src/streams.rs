@@ -53,9 +53,9 @@ pub fn read_ahead(block_size: u32, capacity: usize) -> usize {
 
 /// Blocks all of a node's streams may hold at once: [`STREAM_BYTES`]
 /// (counted in the budget's reserve, so the cache is that much smaller),
-/// at least 8 blocks and at most [`MAX_STREAM_BLOCKS`]. A stream reads ahead at most a quarter of them
-/// (2 MiB at 64 KiB blocks), and less when others stream too
-/// (`StreamPool::share`).
+/// at least 8 blocks and at most [`MAX_STREAM_BLOCKS`]. A stream reads
+/// ahead at most a quarter of them (2 MiB at 64 KiB blocks), and less
+/// when others stream too (`StreamPool::share`).
 ///
 /// Not also bounded by the cache's size: from 2026-11-25 (09a37b5) to
 /// 2026-12-01 streams held at most an eighth of the cache, added when the
@@ -78,9 +78,12 @@ pub fn stream_blocks(block_size: u32) -> usize {
 /// manager, notices and the forward of the block its arrival evicts), and
 /// a full queue drops frames, each dropped `Read` costing its read the
 /// peer timeout and an origin read. Without this bound, streams at 8 KiB
-/// blocks had 1,024 blocks in flight and three of them dropped hundreds
-/// of reads' frames (`crates/node/tests/bursts.rs`). It binds below 64
-/// KiB blocks only: at 64 KiB, [`STREAM_BYTES`] is 128 blocks, this bound.
+/// blocks had 1,024 blocks in flight and three of them dropped 60 to 748
+/// frames a run (`crates/node/tests/bursts.rs`). It binds below 64 KiB
+/// blocks only: at 64 KiB, [`STREAM_BYTES`] is 128 blocks, this bound.
+/// Its cost: a lone stream of 8 KiB blocks reads 32 blocks ahead, not
+/// 256, and streamed about 10% slower from a peer through the library
+/// (`coopcache bench stream --block-size 8KiB`, docs/benchmarks.md).
 ///
 /// [`STREAM_BYTES`]: crate::budget::STREAM_BYTES
 pub const MAX_STREAM_BLOCKS: usize = crate::link::PEER_QUEUE / 4;
