@@ -253,7 +253,7 @@ async fn bench(
     let mut out = Vec::new();
     for &algorithm in algorithms {
         let shape = algorithm.live_config(&config)?;
-        let simulated = replay::simulate(algorithm.live_model(), &shape, requests)?;
+        let simulated = replay::simulate(algorithm, &shape, requests)?;
         spec.algorithm = algorithm;
         eprintln!("{algorithm}: replaying live ...");
         out.push(run_live(args, &spec, &files, requests, label, &simulated).await?);

@@ -7,14 +7,22 @@
 //! as the model's; no node may report a violation, an integrity failure,
 //! a timeout or a read refused as not live. `coopcache sim live` runs it
 //! at any cluster size (issue 44: 64 and 1,000 nodes).
+//!
+//! Members can be set to lend: they never read, and before the replay
+//! every member hears on its pings who is idle, as Netcache's members do
+//! (Direct parks its evictions on them, N-Chance forwards its singlets to
+//! them); the model's nodes are told the same lenders.
 
 use crate::coop::stepwise::{StepwiseError, stepwise};
 use crate::protocol::{LiveCluster, NeverQuiet, Order, Tamper, content_of};
 use crate::trace::{Op, Request};
 use coopcache_core::coop::{
-    AlgorithmKind, ClassPolicies, ClusterConfig, ConfigError, Level, LiveShape, SimulatorOnly,
+    AlgorithmKind, ClassPolicies, ClusterConfig, ConfigError, Level, LiveShape, NodeId,
+    SimulatorOnly,
 };
 use coopcache_core::policy::PolicyKind;
+use coopcache_core::protocol::IDLE_AFTER_US;
+use std::collections::HashSet;
 
 /// Bytes of a replayed block: only digests travel, so the size only
 /// names the contents.
@@ -36,6 +44,10 @@ pub struct LiveReplayConfig {
     /// Size-class policies (N-Chance's; a block's class is its id's top
     /// three bits, [`coopcache_core::coop::class_key`]).
     pub classes: ClassPolicies,
+    /// Members that lend their memory: they never read, and are idle
+    /// (Netcache's lenders). Empty: every member reads, none lends, and
+    /// Direct parks nothing.
+    pub lenders: Vec<NodeId>,
 }
 
 /// Where the live protocol and the model first parted.
@@ -101,6 +113,48 @@ pub enum LiveReplayError {
         /// Nodes.
         nodes: u32,
     },
+    /// A request is from a lender, which reads nothing (it lends because
+    /// its own reads have stopped).
+    #[error(
+        "request {read} (0-based) is from client {client}, a lender: lenders are idle and read nothing"
+    )]
+    LenderReads {
+        /// The request.
+        read: usize,
+        /// Its client.
+        client: u32,
+    },
+    /// So many reads that members would ping each other during the
+    /// replay (each read takes a microsecond of virtual time), and hear
+    /// of lenders whose memory filled: the model's lenders never change.
+    #[error("{reads} reads with lenders: at most {most} fit between two rounds of pings")]
+    TooLong {
+        /// Reads asked for.
+        reads: usize,
+        /// Reads that fit.
+        most: u64,
+    },
+    /// Before the replay, the live members did not hear the lenders the
+    /// model was given (a bug).
+    #[error("before the replay, node {node} heard {heard:?} lend, the model has {model:?}")]
+    Lenders {
+        /// The member.
+        node: NodeId,
+        /// The members it heard lend.
+        heard: Vec<NodeId>,
+        /// The lenders.
+        model: Vec<NodeId>,
+    },
+    /// A read before the replay, that makes a member busy, failed (a bug).
+    #[error("node {node}'s first read (block {block}), before the replay, failed: {what}")]
+    Priming {
+        /// The member.
+        node: NodeId,
+        /// The block.
+        block: u64,
+        /// How.
+        what: String,
+    },
     /// The live cluster never went quiet after a read (a bug).
     #[error("read {0} (0-based): {1}")]
     NeverQuiet(usize, NeverQuiet),
@@ -113,7 +167,7 @@ pub fn live_replay(
     cfg: &LiveReplayConfig,
     requests: &[Request],
 ) -> Result<LiveReplay, LiveReplayError> {
-    compare(cfg, cfg.algorithm.live_model(), requests, None)
+    compare(cfg, cfg.algorithm, requests, None)
 }
 
 /// [`live_replay`] against the model of `model`, with `tamper` altering
@@ -125,6 +179,9 @@ fn compare(
     requests: &[Request],
     tamper: Option<Tamper<u64>>,
 ) -> Result<LiveReplay, LiveReplayError> {
+    let mut lenders = cfg.lenders.clone();
+    lenders.sort_unstable();
+    lenders.dedup();
     for (read, r) in requests.iter().enumerate() {
         if r.op != Op::Read {
             return Err(LiveReplayError::Write(read));
@@ -136,6 +193,12 @@ fn compare(
                 nodes: cfg.nodes,
             });
         }
+        if lenders.contains(&r.client) {
+            return Err(LiveReplayError::LenderReads {
+                read,
+                client: r.client,
+            });
+        }
     }
     cfg.algorithm.live()?;
     let config = ClusterConfig {
@@ -144,9 +207,10 @@ fn compare(
         chances: cfg.chances,
         seed: cfg.seed,
         classes: cfg.classes.clone(),
+        lenders: Some(lenders.clone()),
         ..ClusterConfig::paper(cfg.nodes)
     };
-    let steps = stepwise(model, &model.live_config(&config)?, requests, false)?;
+    let model_config = model.live_config(&config)?;
     let shape = LiveShape {
         capacity: cfg.capacity,
         policy: PolicyKind::Lru,
@@ -156,13 +220,27 @@ fn compare(
     };
     // The simulator's order: every message, a node's messages to itself
     // included, through one queue (N-Chance's ripple rule depends on it).
-    let mut live =
-        LiveCluster::<u64>::with_order(cfg.algorithm, cfg.nodes, &shape, BLOCK_SIZE, Order::Fifo)?;
+    let (mut live, primers) = match lenders.is_empty() {
+        true => {
+            let live = LiveCluster::<u64>::with_order(
+                cfg.algorithm,
+                cfg.nodes,
+                &shape,
+                BLOCK_SIZE,
+                Order::Fifo,
+            )?;
+            (live, Vec::new())
+        }
+        false => hear_lenders(cfg, &shape, &lenders, requests)?,
+    };
+    let model_requests: Vec<Request> = primers.iter().chain(requests).cloned().collect();
+    let steps = stepwise(model, &model_config, &model_requests, false)?;
+    let steps = &steps[primers.len()..];
     if let Some(tamper) = tamper {
         live.set_tamper(tamper);
     }
     let mut out = LiveReplay::default();
-    for (read, (r, step)) in requests.iter().zip(&steps).enumerate() {
+    for (read, (r, step)) in requests.iter().zip(steps).enumerate() {
         out.reads += 1;
         let served = match live.read(r.client, r.id) {
             Ok(Some(Ok(served))) => served,
@@ -216,6 +294,86 @@ fn compare(
     Ok(out)
 }
 
+/// Members ping each other this often while the replay sets up: a round
+/// of pings after a reader's first read still finds it busy, and none
+/// falls within a replay of fewer than about two million reads.
+const PING_US: u64 = IDLE_AFTER_US / 4;
+
+/// A live cluster whose members have heard, on their own pings, which of
+/// them lend: every member idle at first, then each one not in `lenders`
+/// reads a block of its own (the returned primers, which the model reads
+/// first too), and one more round of pings says it is busy. The lenders
+/// are checked as every reader hears them, and the replay must end before
+/// the next round of pings (a lender's memory full of parked blocks would
+/// then stop it lending, which the model's fixed lenders do not follow).
+fn hear_lenders(
+    cfg: &LiveReplayConfig,
+    shape: &LiveShape,
+    lenders: &[NodeId],
+    requests: &[Request],
+) -> Result<(LiveCluster<u64>, Vec<Request>), LiveReplayError> {
+    let mut live = LiveCluster::<u64>::with_order_and_pings(
+        cfg.algorithm,
+        cfg.nodes,
+        shape,
+        BLOCK_SIZE,
+        Order::Fifo,
+        PING_US,
+    )?;
+    let quiet = |e| LiveReplayError::NeverQuiet(0, e);
+    live.run_for(IDLE_AFTER_US + PING_US + PING_US / 2)
+        .map_err(quiet)?;
+    let used: HashSet<u64> = requests.iter().map(|r| r.id).collect();
+    let readers = (0..cfg.nodes).filter(|n| !lenders.contains(n));
+    let fresh = (0..).filter(|id| !used.contains(id));
+    let primers: Vec<Request> = readers
+        .zip(fresh)
+        .map(|(client, id)| Request {
+            id,
+            time: 0,
+            size: BLOCK_SIZE,
+            client,
+            op: Op::Read,
+        })
+        .collect();
+    for p in &primers {
+        let failed = |what: String| LiveReplayError::Priming {
+            node: p.client,
+            block: p.id,
+            what,
+        };
+        match live.read(p.client, p.id).map_err(quiet)? {
+            Some(Ok(served)) if served.data == content_of(&p.id, BLOCK_SIZE) => {}
+            Some(Ok(_)) => return Err(failed("other contents than the origin's".into())),
+            Some(Err(e)) => return Err(failed(e.to_string())),
+            None => return Err(failed("it never completed".into())),
+        }
+    }
+    live.run_for(PING_US + PING_US / 2).map_err(quiet)?;
+    for p in &primers {
+        let node = &live.nodes()[p.client as usize];
+        let heard: Vec<NodeId> = (0..cfg.nodes)
+            .filter(|&m| node.peer_status(m).is_some_and(|s| s.lendable() > 0))
+            .collect();
+        if heard != lenders {
+            return Err(LiveReplayError::Lenders {
+                node: p.client,
+                heard,
+                model: lenders.to_vec(),
+            });
+        }
+    }
+    let next_ping = live.nodes().iter().filter_map(|n| n.poll_timeout()).min();
+    let most = next_ping.map_or(u64::MAX, |t| t.saturating_sub(live.now()));
+    if requests.len() as u64 >= most {
+        return Err(LiveReplayError::TooLong {
+            reads: requests.len(),
+            most: most.saturating_sub(1),
+        });
+    }
+    Ok((live, primers))
+}
+
 /// Keeps the first difference.
 fn note(out: &mut LiveReplay, read: usize, what: impl FnOnce() -> String) {
     if out.first_difference.is_none() {
@@ -266,6 +424,7 @@ mod tests {
             chances: 2,
             seed: 1,
             classes: ClassPolicies::uniform(),
+            lenders: Vec::new(),
         }
     }
 
@@ -375,6 +534,49 @@ mod tests {
         // ones are refused and blamed, never served.
         assert!(r.faults > 0, "{r:?}");
         assert_eq!(r.wrong_contents, 0, "{r:?}");
+    }
+
+    /// 6 readers with blocks of their own, 2 idle lenders.
+    fn with_lenders(algorithm: AlgorithmKind) -> (LiveReplayConfig, Vec<Request>) {
+        let mut reads = mixed_reads(6, 384, 2_000, 7);
+        for r in &mut reads {
+            r.id = r.id * 6 + u64::from(r.client);
+        }
+        let cfg = LiveReplayConfig {
+            lenders: vec![6, 7],
+            ..cfg(algorithm, 8)
+        };
+        (cfg, reads)
+    }
+
+    #[test]
+    fn direct_parking_at_lenders_follows_its_model_and_not_base() {
+        let (direct, reads) = with_lenders(AlgorithmKind::Direct);
+        let r = live_replay(&direct, &reads).unwrap();
+        assert!(r.holds(), "{r:?}");
+        assert!(r.levels[Level::RemoteNode.index()] > 0, "{r:?}");
+        // Against Base's model (what the replay compared Direct with
+        // before it modelled lenders), the first block parked at a lender
+        // parts them.
+        let base = compare(&direct, AlgorithmKind::Base, &reads, None).unwrap();
+        let first = base.first_difference.clone().expect("a difference");
+        let lender = first.what.contains("node 6 caches") || first.what.contains("node 7 caches");
+        assert!(lender, "{first:?}");
+        assert_eq!(
+            base.faults, 0,
+            "the live protocol itself is sound: {base:?}"
+        );
+    }
+
+    #[test]
+    fn a_lender_that_reads_is_refused_by_name() {
+        let (direct, mut reads) = with_lenders(AlgorithmKind::Direct);
+        reads[4].client = 7;
+        let e = live_replay(&direct, &reads).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "request 4 (0-based) is from client 7, a lender: lenders are idle and read nothing"
+        );
     }
 
     #[test]

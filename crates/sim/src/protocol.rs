@@ -147,7 +147,20 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
         block_size: u32,
         every_us: u64,
     ) -> Result<Self, ConfigError> {
+        Self::with_order_and_pings(kind, nodes, shape, block_size, Order::LocalFirst, every_us)
+    }
+
+    /// As [`LiveCluster::with_pings`], delivering messages in `order`.
+    pub fn with_order_and_pings(
+        kind: AlgorithmKind,
+        nodes: u32,
+        shape: &LiveShape,
+        block_size: u32,
+        order: Order,
+        every_us: u64,
+    ) -> Result<Self, ConfigError> {
         let mut cfg = ProtocolConfig::for_node(shape.capacity, block_size);
+        cfg.local_first = order == Order::LocalFirst;
         cfg.ping_every_us = every_us;
         Self::build(kind, nodes, shape, block_size, cfg)
     }

@@ -80,6 +80,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
             chances: args.chances,
             seed: args.seed,
             classes: Default::default(),
+            lenders: Vec::new(),
         };
         eprintln!("{kind}: {} reads on {} nodes", args.reads, args.nodes);
         let started = Instant::now();

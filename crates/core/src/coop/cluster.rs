@@ -4,7 +4,8 @@
 use super::wlru::Penalties;
 use super::{
     CentralManager, CentralNode, ClassPolicies, DirectNode, DirectoryManager, GreedyNode, HashNode,
-    ManagerMachine, ManagerMode, NChanceNode, NoData, NodeMachine, SizeClassed, WlruNode,
+    LiveNode, ManagerMachine, ManagerMode, NChanceNode, NoData, NodeId, NodeMachine, SizeClassed,
+    WlruNode,
 };
 use crate::error::CapacityError;
 use crate::policy::{BlockKey, Capacity, Lru, Policy, PolicyFactory, PolicyKind};
@@ -168,6 +169,16 @@ pub struct ClusterConfig {
     pub central_fraction: f64,
     /// Direct Client Cooperation: each node's private remote cache.
     pub direct_remote: usize,
+    /// The members that lend their memory, as a live cluster hears it on
+    /// its pings (Netcache: idle members, whose own reads have stopped).
+    /// Direct then runs as Netcache does live
+    /// ([`DirectNode::hosted_by_peers`]): each node parks up to
+    /// `direct_remote` evicted blocks at lenders drawn at random, and
+    /// they keep them in their own memory (empty: no one lends and Direct
+    /// is Base); N-Chance forwards its singlets to lenders. `None`: the
+    /// paper's model, with a private remote cache per node, permanent and
+    /// never disturbed by its host.
+    pub lenders: Option<Vec<NodeId>>,
     /// Weighted LRU: what losing a block costs.
     pub penalties: Penalties,
     /// Seed of every random choice (N-Chance's peers).
@@ -193,6 +204,7 @@ impl ClusterConfig {
             chances: 2,
             central_fraction: 0.8,
             direct_remote: 2048,
+            lenders: None,
             penalties: Penalties {
                 duplicate_us: 1_000,
                 singlet_us: 15_600,
@@ -228,6 +240,13 @@ impl ClusterConfig {
                 "chances",
                 self.chances.to_string(),
                 "at most 8 recirculations",
+            ));
+        }
+        if let Some(&l) = self.lenders.iter().flatten().find(|&&l| l >= self.nodes) {
+            return Err(ConfigError::new(
+                "lender",
+                l.to_string(),
+                "a node of the cluster (ids from 0 to nodes - 1)",
             ));
         }
         if !(self.central_fraction > 0.0 && self.central_fraction < 1.0) {
@@ -384,6 +403,10 @@ impl<V> Builder<'_, V> {
                 _ => m,
             })
         };
+        // In id order, as a live node lists them and draws from them.
+        let mut lenders = c.lenders.clone().unwrap_or_default();
+        lenders.sort_unstable();
+        lenders.dedup();
         let forwarding = ManagerMode {
             forward: true,
             ..ManagerMode::default()
@@ -403,11 +426,12 @@ impl<V> Builder<'_, V> {
             }
             AlgorithmKind::NChance => {
                 let nodes = build_nodes(n, |i| {
-                    Ok(
+                    let mut node =
                         NChanceNode::new(i, n, c.chances, new(c.node_capacity)?, NoData, c.seed)?
                             .with_classes(c.classes.clone())
-                            .with_foreign_first(c.foreign_first),
-                    )
+                            .with_foreign_first(c.foreign_first);
+                    node.set_lenders(&lenders);
+                    Ok(node)
                 })?;
                 self.visitor.visit(Cluster {
                     nodes,
@@ -415,14 +439,25 @@ impl<V> Builder<'_, V> {
                 })
             }
             AlgorithmKind::Direct => {
+                let members: Vec<NodeId> = (0..n).collect();
                 let nodes = build_nodes(n, |i| {
-                    Ok(DirectNode::new(
+                    let node = DirectNode::new(
                         i,
                         new(c.node_capacity)?,
                         NoData,
                         Lru::new(c.direct_remote)?,
                         NoData,
-                    ))
+                    );
+                    if c.lenders.is_none() {
+                        return Ok(node);
+                    }
+                    // What a live node learns from its members' pings: who
+                    // lends, and whether it is idle itself.
+                    let mut node = node.hosted_by_peers(NoData, c.seed)?;
+                    node.set_peers(&members);
+                    node.set_lenders(&lenders);
+                    node.set_idle(lenders.contains(&i));
+                    Ok(node)
                 })?;
                 self.visitor.visit(Cluster {
                     nodes,

@@ -208,26 +208,20 @@ impl AlgorithmKind {
         })
     }
 
-    /// The simulator's algorithm a live cluster of this kind runs while no
-    /// member lends memory (every member busy, or none heard from yet, as
-    /// in a simulated cluster without pings): a live Direct node then
-    /// parks nothing and is Base; every other algorithm is itself.
-    pub fn live_model(self) -> AlgorithmKind {
-        match self {
-            AlgorithmKind::Direct => AlgorithmKind::Base,
-            other => other,
-        }
-    }
-
     /// The simulator's cluster that runs as the daemon does with nodes of
-    /// `config.node_capacity` blocks (with [`AlgorithmKind::live_model`]):
-    /// managers without memory, N-Chance evicting forwarded blocks first,
-    /// the daemon's partition share.
+    /// `config.node_capacity` blocks: managers without memory, N-Chance
+    /// evicting forwarded blocks first, the daemon's partition share, and
+    /// Direct as Netcache runs it, parking up to [`PARKED_SHARE`] times a
+    /// node's memory at `config.lenders` (none if unset: with no
+    /// member idle, as in a cluster whose members all read, or that has
+    /// not heard a ping yet, a live Direct node parks nothing and is Base).
     pub fn live_config(self, config: &ClusterConfig) -> Result<ClusterConfig, ConfigError> {
         Ok(ClusterConfig {
             manager_capacity: 0,
             foreign_first: true,
             central_fraction: PARTITION_SHARE,
+            direct_remote: config.node_capacity.saturating_mul(PARKED_SHARE),
+            lenders: Some(config.lenders.clone().unwrap_or_default()),
             ..config.clone()
         })
     }

@@ -81,6 +81,8 @@ impl ClusterOptions {
                 Some(size) => size.blocks(block_size)?,
                 None => node_capacity,
             },
+            // The paper's model: a private remote cache per node.
+            lenders: None,
             penalties: self.profile().penalties(),
             seed: self.seed(),
             classes: ClassPolicies::uniform(),
