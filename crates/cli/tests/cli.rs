@@ -477,6 +477,21 @@ fn the_live_protocol_follows_the_model_read_by_read_at_a_hundred_nodes() {
     }
     let peer = |name: &str| rows.iter().find(|r| r["algorithm"] == name).unwrap()["peer"].clone();
     assert!(peer("nchance").as_u64().unwrap() > 0, "{rows:?}");
+    // With idle members, Direct parks at them (its reads from peers are
+    // reclaimed parked blocks), still read by read as its model does.
+    let rows =
+        json_rows("sim live --nodes 100 --reads 3000 --lenders 20 --algorithms direct --json");
+    assert_eq!(rows[0]["lenders"], 20);
+    assert_eq!(rows[0]["agreed"], 3000, "{rows:?}");
+    assert!(rows[0]["first_difference"].is_null(), "{rows:?}");
+    assert!(rows[0]["peer"].as_u64().unwrap() > 0, "{rows:?}");
+    let out = coopcache("sim live --nodes 4 --lenders 4");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--lenders 4 leaves no node to read"),
+        "{}",
+        stderr(&out)
+    );
     let out = coopcache("sim live --algorithms central");
     assert!(!out.status.success());
     let err = stderr(&out);

@@ -21,7 +21,7 @@ use coopcache_core::coop::{
     SimulatorOnly,
 };
 use coopcache_core::policy::PolicyKind;
-use coopcache_core::protocol::IDLE_AFTER_US;
+use coopcache_core::protocol::{IDLE_AFTER_US, MAX_PINGS_PER_ROUND};
 use std::collections::HashSet;
 
 /// Bytes of a replayed block: only digests travel, so the size only
@@ -294,15 +294,10 @@ fn compare(
     Ok(out)
 }
 
-/// Members ping each other this often while the replay sets up: a round
-/// of pings after a reader's first read still finds it busy, and none
-/// falls within a replay of fewer than about two million reads.
-const PING_US: u64 = IDLE_AFTER_US / 4;
-
 /// A live cluster whose members have heard, on their own pings, which of
 /// them lend: every member idle at first, then each one not in `lenders`
 /// reads a block of its own (the returned primers, which the model reads
-/// first too), and one more round of pings says it is busy. The lenders
+/// first too), and more rounds of pings say it is busy. The lenders
 /// are checked as every reader hears them, and the replay must end before
 /// the next round of pings (a lender's memory full of parked blocks would
 /// then stop it lending, which the model's fixed lenders do not follow).
@@ -312,17 +307,32 @@ fn hear_lenders(
     lenders: &[NodeId],
     requests: &[Request],
 ) -> Result<(LiveCluster<u64>, Vec<Request>), LiveReplayError> {
+    // A member pings at most MAX_PINGS_PER_ROUND peers a round, in turn:
+    // it has heard every other after `rounds` rounds (from their pings or
+    // its own's answers). Pings come often enough that the rounds after a
+    // reader's first read all find it busy.
+    let others = cfg.nodes.saturating_sub(1) as usize;
+    let rounds = others.div_ceil(MAX_PINGS_PER_ROUND).max(1) as u64;
+    let every_us = (IDLE_AFTER_US / (rounds + 2)).max(1);
+    let heard_all = (rounds + 1) * every_us;
+    // Refused before the pings run, as closely as known yet (checked
+    // exactly after them).
+    if requests.len() as u64 >= every_us {
+        return Err(LiveReplayError::TooLong {
+            reads: requests.len(),
+            most: every_us - 1,
+        });
+    }
     let mut live = LiveCluster::<u64>::with_order_and_pings(
         cfg.algorithm,
         cfg.nodes,
         shape,
         BLOCK_SIZE,
         Order::Fifo,
-        PING_US,
+        every_us,
     )?;
     let quiet = |e| LiveReplayError::NeverQuiet(0, e);
-    live.run_for(IDLE_AFTER_US + PING_US + PING_US / 2)
-        .map_err(quiet)?;
+    live.run_for(IDLE_AFTER_US + heard_all).map_err(quiet)?;
     let used: HashSet<u64> = requests.iter().map(|r| r.id).collect();
     let readers = (0..cfg.nodes).filter(|n| !lenders.contains(n));
     let fresh = (0..).filter(|id| !used.contains(id));
@@ -349,7 +359,7 @@ fn hear_lenders(
             None => return Err(failed("it never completed".into())),
         }
     }
-    live.run_for(PING_US + PING_US / 2).map_err(quiet)?;
+    live.run_for(heard_all).map_err(quiet)?;
     for p in &primers {
         let node = &live.nodes()[p.client as usize];
         let heard: Vec<NodeId> = (0..cfg.nodes)
@@ -536,12 +546,9 @@ mod tests {
         assert_eq!(r.wrong_contents, 0, "{r:?}");
     }
 
-    /// 6 readers with blocks of their own, 2 idle lenders.
+    /// 6 readers, 2 idle lenders.
     fn with_lenders(algorithm: AlgorithmKind) -> (LiveReplayConfig, Vec<Request>) {
-        let mut reads = mixed_reads(6, 384, 2_000, 7);
-        for r in &mut reads {
-            r.id = r.id * 6 + u64::from(r.client);
-        }
+        let reads = mixed_reads(6, 384, 2_000, 7);
         let cfg = LiveReplayConfig {
             lenders: vec![6, 7],
             ..cfg(algorithm, 8)

@@ -81,20 +81,13 @@ fn direct_with_no_lender_matches_base_in_the_simulator() {
 /// Netcache's arrangement against its model, read by read: 4 readers
 /// park their evictions at 2 idle members (heard on their pings) and take
 /// them back from there; each host's memory, shared by the 4 readers'
-/// parked blocks, fills and drops the oldest of them. Each reader reads
-/// blocks of its own (the mixed reads' ids made private to their reader):
-/// a block two readers park at one host is kept once for both, and a
-/// reclaim by one leaves it for the other (`PROTOCOL.md` step 9), which
-/// the live protocol does and the model's machines do not (on the mixed
-/// reads they first part at read 147).
+/// parked blocks, fills and drops the oldest of them, and a block two
+/// readers park at one host is kept once for both (a reclaim by one
+/// leaves it for the other, `PROTOCOL.md` step 9).
 #[test]
 fn direct_parks_at_idle_members_as_its_model_does() {
-    let mut requests = mixed_reads(NODES, BLOCKS, READS, 0x5eed_0001);
-    for r in &mut requests {
-        r.id = r.id * u64::from(NODES) + u64::from(r.client);
-    }
-    let parked = check_reads(AlgorithmKind::Direct, 2, &requests);
-    let base = check_reads(AlgorithmKind::Base, 0, &requests);
+    let parked = check(AlgorithmKind::Direct, 2);
+    let base = check(AlgorithmKind::Base, 0);
     let origin = |r: &LiveReplay| r.levels[Level::Origin.index()];
     assert!(origin(&parked) < origin(&base), "{parked:?} {base:?}");
 }

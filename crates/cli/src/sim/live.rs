@@ -13,12 +13,15 @@ Examples:
   coopcache sim live                                 64 nodes, every live algorithm
   coopcache sim live --nodes 1000 --reads 50000
   coopcache sim live --algorithms nchance --nodes 16 --capacity 8
+  coopcache sim live --algorithms direct --lenders 16   48 readers park at 16 idle nodes
 
 Each read runs to quiescence through the nodes' own protocol (the code every
 `coopcache node` runs, messages through one in-order queue), then through the
 simulator's model of the algorithm; both must serve it from the same level and
 leave every node caching as many blocks. Half of each node's reads fall in a
-share of its own, half on blocks every node reads (low ids first). A difference,
+share of its own, half on blocks every node reads (low ids first). With
+--lenders, the lenders read nothing, and every member first hears on its pings
+who is idle. A difference,
 wrong contents or any violation, timeout or integrity failure exits non-zero.";
 
 /// Replays reads through the live protocol and the simulator's model side by
@@ -42,6 +45,11 @@ pub struct LiveArgs {
     /// Blocks each node caches.
     #[arg(long, default_value_t = 16)]
     capacity: usize,
+    /// The last N nodes read nothing and, idle, lend their memory (heard
+    /// on the members' pings before the replay): Direct parks its
+    /// evictions at them, N-Chance forwards its singlets to them.
+    #[arg(long, default_value_t = 0)]
+    lenders: u32,
     /// N-Chance's recirculation count.
     #[arg(long, default_value_t = 2)]
     chances: u8,
@@ -70,7 +78,15 @@ pub fn run(args: LiveArgs) -> Result<()> {
     if blocks == 0 {
         bail!("--blocks must be at least 1");
     }
-    let reads = mixed_reads(args.nodes, blocks, args.reads, args.seed);
+    if args.lenders >= args.nodes {
+        bail!(
+            "--lenders {} leaves no node to read: expected fewer than --nodes ({})",
+            args.lenders,
+            args.nodes
+        );
+    }
+    let readers = args.nodes - args.lenders;
+    let reads = mixed_reads(readers, blocks, args.reads, args.seed);
     let mut rows = Vec::new();
     for kind in kinds {
         let cfg = LiveReplayConfig {
@@ -80,7 +96,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
             chances: args.chances,
             seed: args.seed,
             classes: Default::default(),
-            lenders: Vec::new(),
+            lenders: (readers..args.nodes).collect(),
         };
         eprintln!("{kind}: {} reads on {} nodes", args.reads, args.nodes);
         let started = Instant::now();
@@ -157,6 +173,7 @@ fn json(kind: AlgorithmKind, args: &LiveArgs, r: &LiveReplay, secs: f64) -> serd
     serde_json::json!({
         "algorithm": kind.to_string(),
         "nodes": args.nodes,
+        "lenders": args.lenders,
         "reads": r.reads,
         "agreed": r.agreed,
         "local": r.levels[Level::Local.index()],

@@ -453,7 +453,7 @@ impl<V> Builder<'_, V> {
                     }
                     // What a live node learns from its members' pings: who
                     // lends, and whether it is idle itself.
-                    let mut node = node.hosted_by_peers(NoData, c.seed)?;
+                    let mut node = node.hosted_by_peers(NoData, c.seed)?.keeping_parkers();
                     node.set_peers(&members);
                     node.set_lenders(&lenders);
                     node.set_idle(lenders.contains(&i));

@@ -52,6 +52,11 @@ struct PeerHosted<K, S: BlockStore<K>> {
     /// Whether the node is idle (its protocol says: its own reads stopped
     /// a while ago), when its own blocks give way to its peers'.
     idle: bool,
+    /// The simulator's model only ([`DirectNode::keeping_parkers`]): the
+    /// clients that parked each hosted block. Live, the node's protocol
+    /// keeps them, with its checks, and hands the machine only the last
+    /// parker's reclaim.
+    parkers: Option<HashMap<K, Vec<NodeId>>>,
     rng: Pcg64Mcg,
 }
 
@@ -67,11 +72,50 @@ impl<K: BlockKey, S: BlockStore<K>> PeerHosted<K, S> {
         let oldest = self.hosted.policy.iter_oldest_first().next();
         match oldest {
             Some(old) => {
-                self.hosted.remove(old);
+                self.unhost(old);
                 true
             }
             None => false,
         }
+    }
+
+    /// Drops foreign block `block`, and who parked it.
+    fn unhost(&mut self, block: K) -> Option<S::Data> {
+        if let Some(parkers) = &mut self.parkers {
+            parkers.remove(&block);
+        }
+        self.hosted.remove(block)
+    }
+
+    /// `client` parked `block` here (the model's note of it): beside the
+    /// clients that parked the block still hosted, else alone.
+    fn note_parker(&mut self, block: K, client: NodeId, was_hosted: bool) {
+        let Some(parkers) = &mut self.parkers else {
+            return;
+        };
+        let list = parkers.entry(block).or_default();
+        if !was_hosted {
+            list.clear();
+        }
+        if !list.contains(&client) {
+            list.push(client);
+        }
+    }
+
+    /// `reader` asks for hosted `block` back: with other parkers left, the
+    /// model's host answers with a copy and keeps it for them (`Some`);
+    /// `None` if the block goes (or the parkers are not kept).
+    fn copy_for(&mut self, block: K, reader: NodeId) -> Option<Option<S::Data>> {
+        let list = self.parkers.as_mut()?.get_mut(&block)?;
+        if !list.contains(&reader) {
+            // Not its to take back: the live host answers `Missing`.
+            return Some(None);
+        }
+        if list.len() == 1 {
+            return None;
+        }
+        list.retain(|&c| c != reader);
+        Some(self.hosted.get(block))
     }
 }
 
@@ -109,10 +153,25 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
                 hosted: LocalCache::new(Lru::new(memory)?, hosted_store),
                 memory,
                 idle: false,
+                parkers: None,
                 rng,
             }),
             ..self
         })
+    }
+
+    /// The simulator's model of what a live host's protocol keeps above
+    /// this machine (PROTOCOL.md, step 9): who parked each hosted block. A
+    /// block two clients parked is kept once for both; a reclaim by one
+    /// while another remains is answered with a copy, and the block stays;
+    /// a reclaim by a client that did not park it finds it missing. Live,
+    /// the protocol applies these rules, with its checks (a machine told
+    /// the parkers would count each one twice).
+    pub fn keeping_parkers(mut self) -> Self {
+        if let Some(p) = &mut self.peer {
+            p.parkers = Some(HashMap::new());
+        }
+        self
     }
 
     /// This node's id.
@@ -191,12 +250,18 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
     /// A peer parks `block` here: it takes free memory, else the oldest
     /// foreign block's, else (only while this node is idle) its oldest own
     /// block's; a busy node whose memory is all its own refuses it.
-    fn host(&mut self, block: K, data: S::Data, out: &mut Outbox<K, S::Data>) {
+    fn host(
+        &mut self,
+        block: K,
+        data: S::Data,
+        client: Option<NodeId>,
+        out: &mut Outbox<K, S::Data>,
+    ) {
         let Some(p) = &mut self.peer else {
             return;
         };
-        if !p.hosted.contains(block) && self.local.policy.len() + p.hosted.policy.len() >= p.memory
-        {
+        let was_hosted = p.hosted.contains(block);
+        if !was_hosted && self.local.policy.len() + p.hosted.policy.len() >= p.memory {
             let own = self.local.policy.iter_oldest_first().next();
             match own {
                 Some(own) if p.idle => {
@@ -211,6 +276,9 @@ impl<K: BlockKey, P: Policy<K>, S: BlockStore<K>> DirectNode<K, P, S> {
             p.hosted.admit(block, miss, |_, _| {});
         }
         p.hosted.fill(block, data);
+        if let Some(client) = client {
+            p.note_parker(block, client, was_hosted);
+        }
     }
 }
 
@@ -258,7 +326,7 @@ where
 
     fn handle(
         &mut self,
-        _from: Addr,
+        from: Addr,
         msg: Msg<K, S::Data>,
         _now: u64,
         out: &mut Outbox<K, S::Data>,
@@ -279,17 +347,26 @@ where
                 // cache takes it: it leaves the hosted region (also when
                 // this node's own cache has a copy to answer with, or the
                 // region would keep a block its client no longer counts).
-                let hosted = self.peer.as_mut().and_then(|p| p.hosted.remove(block));
+                if let Some(copy) = self.peer.as_mut().and_then(|p| p.copy_for(block, reader)) {
+                    return serve_forward(self.id, block, reader, hops, copy, out);
+                }
+                let hosted = self.peer.as_mut().and_then(|p| p.unhost(block));
                 let data = self.local.get(block).or_else(|| self.remote.get(block));
                 let data = data.or(hosted);
                 serve_forward(self.id, block, reader, hops, data, out);
             }
-            Msg::Place { block, data, .. } => self.host(block, data, out),
+            Msg::Place { block, data, .. } => {
+                let client = match from {
+                    Addr::Node(c) => Some(c),
+                    _ => None,
+                };
+                self.host(block, data, client, out)
+            }
             Msg::Invalidate { block } => {
                 self.local.remove(block);
                 self.remote.remove(block);
                 if let Some(p) = &mut self.peer {
-                    p.hosted.remove(block);
+                    p.unhost(block);
                     p.parked_at.remove(&block);
                 }
             }

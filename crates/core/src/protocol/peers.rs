@@ -125,8 +125,14 @@ where
     /// `from` advertised `status` on a ping or its answer: kept, and the
     /// node machine told if the members lending memory changed.
     pub(super) fn advertised(&mut self, from: NodeId, status: Status) {
+        let lends = |peers: &Peers| peers.status(from).is_some_and(|s| s.lendable() > 0);
+        let before = lends(&self.peers);
         self.peers.advertised(from, status);
-        self.update_lenders();
+        // Only a change of whether `from` lends changes the lenders: each
+        // ping would otherwise cost a walk over every member.
+        if lends(&self.peers) != before {
+            self.update_lenders();
+        }
     }
 
     /// Recomputes the live peers that advertise memory to lend; the node
