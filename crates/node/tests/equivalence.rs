@@ -4,8 +4,12 @@
 //! simulated (`coopcache_sim::protocol`, the daemon's delivery order), with
 //! every node caching as many blocks after every request, for Base,
 //! Greedy, Hash-Distributed and Direct; N-Chance up to one named race.
-//! (`crates/sim/tests/protocol_sim.rs` checks the simulated protocol
-//! against the paper's simulator, exactly, for all five.)
+//! Every member reads here, so none is idle and lends: Direct parks
+//! nothing and its model is Base's. (`crates/sim/tests/protocol_sim.rs`
+//! checks the simulated protocol against the simulator's model, exactly,
+//! for all five, and Direct's parking at idle members against its model;
+//! here, a member lends until its memory fills with parked blocks, and
+//! says so on its next ping, which real-time pings make a race.)
 //!
 //! Both sides get the same shape: 4 nodes of 16 blocks each (the smallest
 //! cache the memory budget allows, far below the 120 blocks in play, so
