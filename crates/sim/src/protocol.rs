@@ -130,11 +130,9 @@ impl<K: ProtocolKey + SizeClassed> LiveCluster<K> {
         block_size: u32,
         order: Order,
     ) -> Result<Self, ConfigError> {
-        let mut cfg = ProtocolConfig::for_node(shape.capacity, block_size);
-        cfg.local_first = order == Order::LocalFirst;
-        // Pings only measure; in virtual time they would only add noise.
-        cfg.ping_every_us = u64::MAX / 4;
-        Self::build(kind, nodes, shape, block_size, cfg)
+        // No pings: no member hears another's memory (none lends), and in
+        // virtual time their round trips would only add noise.
+        Self::with_order_and_pings(kind, nodes, shape, block_size, order, u64::MAX / 4)
     }
 
     /// As [`LiveCluster::new`], every node pinging every peer each
