@@ -13,6 +13,8 @@
 #     the mount;
 #   - rclone, s3fs: the FUSE mounts `bench mount --phases dataset` compares
 #     coopcache with (crates/cli/tests/bench_dataset.rs);
+#   - bindfs: the plain FUSE passthrough `bench mount --phases files` reads
+#     the mounts' times against (crates/cli/tests/bench_files.rs);
 #   - prometheus: promtool checks /metrics;
 #   - systemd: systemd-analyze verifies deploy/coopcache.service (a fresh
 #     Debian has none; installing it starts nothing);
@@ -29,7 +31,7 @@ cd "$(dirname "$0")/.."
 scripts/test-servers.sh install
 
 # command:package pairs; a package is installed only if its command is missing.
-wanted="ip:iproute2 fusermount3:fuse3 rsync:rsync fio:fio git:git sqlite3:sqlite3 python3:python3 rclone:rclone s3fs:s3fs promtool:prometheus systemd-analyze:systemd chromium:chromium"
+wanted="ip:iproute2 fusermount3:fuse3 rsync:rsync fio:fio git:git sqlite3:sqlite3 python3:python3 rclone:rclone s3fs:s3fs bindfs:bindfs promtool:prometheus systemd-analyze:systemd chromium:chromium"
 missing=""
 for p in $wanted; do
     command -v "${p%%:*}" >/dev/null || missing="$missing ${p##*:}"

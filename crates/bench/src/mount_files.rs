@@ -9,7 +9,12 @@
 //!   measures the file system's cost per file, not the origin's distance
 //!   nor cooperation;
 //! - `rclone`: `rclone mount LOCALDIR MNT --vfs-cache-mode writes` over a
-//!   plain local directory (left out, with a note, if rclone is not here).
+//!   plain local directory (left out, with a note, if rclone is not here);
+//! - `bindfs`: `bindfs -f --multithreaded LOCALDIR MNT`, a plain FUSE
+//!   passthrough of a local directory (libfuse, each call made on the
+//!   directory at once): what any FUSE file system that writes through
+//!   pays per call on this machine, the floor a mount's time is read
+//!   against (`x bindfs`; left out, with a note, if bindfs is not here).
 //!
 //! The steps: `tar xf` of an archive of small seeded files (100 B - 8 KiB
 //! in 30 directories), `rsync -a` of their tree, and a sequential write of
@@ -17,7 +22,8 @@
 //! `sh -c 'cat SRC > DST'`, each timed to the program's exit (the close
 //! included). Each run writes into a fresh directory. Every run's result
 //! is checked byte for byte, through the system and where its bytes land
-//! (the origin, rclone's directory): wrong bytes fail the phase.
+//! (the origin, rclone's or bindfs's directory): wrong bytes fail the
+//! phase.
 //!
 //! Every step runs `--files-passes` times, the systems one after another
 //! within a pass; rows give the median. Targets (coopcache's rows): tar
@@ -65,6 +71,7 @@ enum System {
     Shared,
     Exclusive,
     Rclone,
+    Bindfs,
 }
 
 impl System {
@@ -74,6 +81,7 @@ impl System {
             System::Shared => "coopcache shared",
             System::Exclusive => "coopcache exclusive",
             System::Rclone => "rclone",
+            System::Bindfs => "bindfs",
         }
     }
 }
@@ -179,6 +187,9 @@ pub(crate) struct FilesRow {
     mb_per_s: f64,
     /// Seconds over the directory's (medians).
     vs_directory: f64,
+    /// Seconds over bindfs's, the plain FUSE passthrough's (medians), if
+    /// it ran.
+    vs_bindfs: Option<f64>,
     /// Bytes read back and found right in the last pass, through the
     /// system (a difference fails the phase before any row).
     verified_bytes: u64,
@@ -210,6 +221,10 @@ pub(crate) async fn bench(
     if rclone.is_none() {
         notes.push("rclone not found on the PATH (apt-get install rclone): left out".into());
     }
+    let bindfs = on_path("bindfs");
+    if bindfs.is_none() {
+        notes.push("bindfs not found on the PATH (apt-get install bindfs): left out".into());
+    }
     for note in &notes {
         eprintln!("files: {note}");
     }
@@ -229,6 +244,9 @@ pub(crate) async fn bench(
         }
         if let Some(exe) = &rclone {
             targets.push(Target::start(System::Rclone, dir, Some(exe)).await?);
+        }
+        if let Some(exe) = &bindfs {
+            targets.push(Target::start(System::Bindfs, dir, Some(exe)).await?);
         }
         measure(files.files_passes, &steps, &targets, &source)
     }
@@ -271,6 +289,7 @@ fn measure(passes: u32, steps: &[Step], targets: &[Target], src: &Source) -> Res
         };
         let directory = of(System::Directory).unwrap_or(0.0);
         let rclone = of(System::Rclone);
+        let bindfs = of(System::Bindfs);
         for (t, target) in targets.iter().enumerate() {
             let (files, bytes) = if step.writes_big() {
                 (1, src.big_size)
@@ -293,6 +312,7 @@ fn measure(passes: u32, steps: &[Step], targets: &[Target], src: &Source) -> Res
                 seconds: secs,
                 mb_per_s,
                 vs_directory,
+                vs_bindfs: bindfs.map(|b| secs / b.max(f64::MIN_POSITIVE)),
                 verified_bytes: verified[s][t],
                 target: target_text,
                 met,
@@ -339,11 +359,12 @@ enum Serving {
         nodes: Vec<Arc<NodeHandle>>,
         mount: Mounted,
     },
-    Rclone(FuseProcess),
+    /// rclone or bindfs.
+    Fuse(FuseProcess),
 }
 
 /// A system, ready: where programs write (`view`), where the bytes land
-/// (`backing`: the origin, rclone's directory).
+/// (`backing`: the origin, rclone's or bindfs's directory).
 struct Target {
     system: System,
     view: PathBuf,
@@ -352,8 +373,8 @@ struct Target {
 }
 
 impl Target {
-    /// Sets `system` up under `dir/NAME`.
-    async fn start(system: System, dir: &Path, rclone: Option<&PathBuf>) -> Result<Target> {
+    /// Sets `system` up under `dir/NAME`; `exe` is rclone's or bindfs's.
+    async fn start(system: System, dir: &Path, exe: Option<&PathBuf>) -> Result<Target> {
         let home = dir.join(system.name().replace(' ', "-"));
         let backing = home.join("origin");
         let view = home.join("mnt");
@@ -371,7 +392,7 @@ impl Target {
             System::Shared => coopcache(&home, &backing, &view, Consistency::Shared).await?,
             System::Exclusive => coopcache(&home, &backing, &view, Consistency::Exclusive).await?,
             System::Rclone => {
-                let exe = rclone.context("rclone was not looked for")?;
+                let exe = exe.context("rclone was not looked for")?;
                 let config = home.join("rclone.conf");
                 std::fs::write(&config, "")?;
                 let mut cmd = Command::new(exe);
@@ -385,7 +406,18 @@ impl Target {
                     .arg(&config);
                 let log = home.join("rclone.log");
                 let p = tokio::task::block_in_place(|| FuseProcess::start(cmd, &view, &log))?;
-                Serving::Rclone(p)
+                Serving::Fuse(p)
+            }
+            System::Bindfs => {
+                let exe = exe.context("bindfs was not looked for")?;
+                let mut cmd = Command::new(exe);
+                // Multithreaded as coopcache's mount is (4 FUSE threads):
+                // single-threaded, bindfs took 4.4-6.7 s for a `tar xf`
+                // it takes 2.3-4.2 s for multithreaded.
+                cmd.args(["-f", "--multithreaded"]).arg(&backing).arg(&view);
+                let log = home.join("bindfs.log");
+                let p = tokio::task::block_in_place(|| FuseProcess::start(cmd, &view, &log))?;
+                Serving::Fuse(p)
             }
         };
         Ok(Target {
@@ -421,9 +453,12 @@ impl Target {
             Serving::Coopcache { .. } => {
                 check(&landed).context("in the origin directory")?;
             }
+            Serving::Fuse(_) if self.system == System::Bindfs => {
+                check(&landed).context("in bindfs's directory")?;
+            }
             // rclone writes back after its close, in the background: the
             // next run waits for it, and it must land right.
-            Serving::Rclone(_) => {
+            Serving::Fuse(_) => {
                 let deadline = Instant::now() + WRITE_BACK;
                 while let Err(e) = check(&landed) {
                     if Instant::now() > deadline {
@@ -452,7 +487,7 @@ impl Target {
                 let _ = tokio::task::spawn_blocking(move || mount.unmount()).await;
                 shutdown(&nodes);
             }
-            Serving::Rclone(p) => {
+            Serving::Fuse(p) => {
                 let _ = tokio::task::spawn_blocking(move || drop(p)).await;
             }
         }
@@ -508,8 +543,8 @@ fn timed(cmd: &mut Command) -> Result<f64> {
 /// The rows as a table, and the notes.
 pub(crate) fn table(rows: &[FilesRow], notes: &[String]) {
     println!(
-        "\n{:<20} {:<9} {:>5} {:>8} {:>26} {:>8} {:>7} {:>6}  target",
-        "system", "step", "files", "MB", "seconds (passes)", "median", "MB/s", "x dir"
+        "\n{:<20} {:<9} {:>5} {:>8} {:>26} {:>8} {:>7} {:>6} {:>8}  target",
+        "system", "step", "files", "MB", "seconds (passes)", "median", "MB/s", "x dir", "x bindfs"
     );
     for r in rows {
         let passes: Vec<String> = r.passes.iter().map(|s| format!("{s:.3}")).collect();
@@ -517,8 +552,9 @@ pub(crate) fn table(rows: &[FilesRow], notes: &[String]) {
             (Some(t), Some(met)) => format!("{t}: {}", if met { "met" } else { "MISSED" }),
             _ => String::new(),
         };
+        let vs_bindfs = r.vs_bindfs.map_or("-".into(), |x| format!("{x:.2}"));
         println!(
-            "{:<20} {:<9} {:>5} {:>8.1} {:>26} {:>8.3} {:>7.0} {:>6.2}  {target}",
+            "{:<20} {:<9} {:>5} {:>8.1} {:>26} {:>8.3} {:>7.0} {:>6.2} {vs_bindfs:>8}  {target}",
             r.system,
             r.step,
             r.files,

@@ -1,7 +1,8 @@
 //! `coopcache bench mount --phases files`, small: tar, rsync and the
 //! sequential writers into the origin directory, `shared` and `exclusive`
-//! mounts and rclone, every run's bytes checked by the phase (a wrong
-//! byte fails it). Needs /dev/fuse and root, tar, rsync and rclone
+//! mounts, rclone and bindfs (the plain FUSE passthrough every row is
+//! read against), every run's bytes checked by the phase (a wrong byte
+//! fails it). Needs /dev/fuse and root, tar, rsync, rclone and bindfs
 //! (scripts/test-deps.sh); a missing one fails the test unless
 //! COOPCACHE_ALLOW_SKIP=1.
 
@@ -17,7 +18,7 @@ fn bench_mount_files_writes_right_bytes_on_every_system() {
     let Some(_work) = Work::new(&[]) else {
         return;
     };
-    if !["tar", "rsync", "rclone"].into_iter().all(have) {
+    if !["tar", "rsync", "rclone", "bindfs"].into_iter().all(have) {
         return;
     }
     let rows = json_rows(&format!(
@@ -28,6 +29,7 @@ fn bench_mount_files_writes_right_bytes_on_every_system() {
         "coopcache shared",
         "coopcache exclusive",
         "rclone",
+        "bindfs",
     ];
     let steps = ["tar xf", "rsync -a", "dd bs=1M", "cp", "cat >"];
     assert_eq!(rows.len(), systems.len() * steps.len(), "{rows:#?}");
@@ -52,6 +54,10 @@ fn bench_mount_files_writes_right_bytes_on_every_system() {
             assert_eq!(r["files"], files, "{r}");
             assert_eq!(r["bytes"], bytes, "{r}");
             assert_eq!(r["verified_bytes"], bytes, "read back right: {r}");
+            let vs_bindfs = num(r, "vs_bindfs");
+            if system == "bindfs" {
+                assert_eq!(vs_bindfs, 1.0, "{r}");
+            }
             let judged = system.starts_with("coopcache");
             assert_eq!(r["met"].is_boolean(), judged, "{r}");
         }
