@@ -12,9 +12,15 @@
 //!   plain local directory (left out, with a note, if rclone is not here);
 //! - `bindfs`: `bindfs -f --multithreaded LOCALDIR MNT`, a plain FUSE
 //!   passthrough of a local directory (libfuse, each call made on the
-//!   directory at once): what any FUSE file system that writes through
-//!   pays per call on this machine, the floor a mount's time is read
-//!   against (`x bindfs`; left out, with a note, if bindfs is not here).
+//!   directory at once), as a user runs it: the kernel keeps its names
+//!   and attributes for libfuse's default second;
+//! - `bindfs no cache`: the same with `-o attr_timeout=0,entry_timeout=0,
+//!   negative_timeout=0`, so that the kernel asks for every name and
+//!   attribute as it asks coopcache's mount (close-to-open, `--attr-ttl`
+//!   0 by default): what any FUSE file system that writes through with
+//!   that consistency pays per call on this machine, the floor a mount's
+//!   time is read against (`x bindfs`). Both are left out, with a note,
+//!   if bindfs is not here.
 //!
 //! The steps: `tar xf` of an archive of small seeded files (100 B - 8 KiB
 //! in 30 directories), `rsync -a` of their tree, and a sequential write of
@@ -72,6 +78,7 @@ enum System {
     Exclusive,
     Rclone,
     Bindfs,
+    BindfsNoCache,
 }
 
 impl System {
@@ -82,6 +89,7 @@ impl System {
             System::Exclusive => "coopcache exclusive",
             System::Rclone => "rclone",
             System::Bindfs => "bindfs",
+            System::BindfsNoCache => "bindfs no cache",
         }
     }
 }
@@ -187,8 +195,8 @@ pub(crate) struct FilesRow {
     mb_per_s: f64,
     /// Seconds over the directory's (medians).
     vs_directory: f64,
-    /// Seconds over bindfs's, the plain FUSE passthrough's (medians), if
-    /// it ran.
+    /// Seconds over `bindfs no cache`'s, the plain FUSE passthrough's with
+    /// the mount's consistency (medians), if it ran.
     vs_bindfs: Option<f64>,
     /// Bytes read back and found right in the last pass, through the
     /// system (a difference fails the phase before any row).
@@ -246,7 +254,9 @@ pub(crate) async fn bench(
             targets.push(Target::start(System::Rclone, dir, Some(exe)).await?);
         }
         if let Some(exe) = &bindfs {
-            targets.push(Target::start(System::Bindfs, dir, Some(exe)).await?);
+            for system in [System::Bindfs, System::BindfsNoCache] {
+                targets.push(Target::start(system, dir, Some(exe)).await?);
+            }
         }
         measure(files.files_passes, &steps, &targets, &source)
     }
@@ -289,7 +299,7 @@ fn measure(passes: u32, steps: &[Step], targets: &[Target], src: &Source) -> Res
         };
         let directory = of(System::Directory).unwrap_or(0.0);
         let rclone = of(System::Rclone);
-        let bindfs = of(System::Bindfs);
+        let bindfs = of(System::BindfsNoCache);
         for (t, target) in targets.iter().enumerate() {
             let (files, bytes) = if step.writes_big() {
                 (1, src.big_size)
@@ -408,14 +418,18 @@ impl Target {
                 let p = tokio::task::block_in_place(|| FuseProcess::start(cmd, &view, &log))?;
                 Serving::Fuse(p)
             }
-            System::Bindfs => {
+            System::Bindfs | System::BindfsNoCache => {
                 let exe = exe.context("bindfs was not looked for")?;
                 let mut cmd = Command::new(exe);
                 // Multithreaded as coopcache's mount is (4 FUSE threads):
                 // single-threaded, bindfs took 4.4-6.7 s for a `tar xf`
                 // it takes 2.3-4.2 s for multithreaded.
-                cmd.args(["-f", "--multithreaded"]).arg(&backing).arg(&view);
-                let log = home.join("bindfs.log");
+                cmd.args(["-f", "--multithreaded"]);
+                if system == System::BindfsNoCache {
+                    cmd.args(["-o", "attr_timeout=0,entry_timeout=0,negative_timeout=0"]);
+                }
+                cmd.arg(&backing).arg(&view);
+                let log = home.join("fuse.log");
                 let p = tokio::task::block_in_place(|| FuseProcess::start(cmd, &view, &log))?;
                 Serving::Fuse(p)
             }
@@ -453,7 +467,7 @@ impl Target {
             Serving::Coopcache { .. } => {
                 check(&landed).context("in the origin directory")?;
             }
-            Serving::Fuse(_) if self.system == System::Bindfs => {
+            Serving::Fuse(_) if self.system != System::Rclone => {
                 check(&landed).context("in bindfs's directory")?;
             }
             // rclone writes back after its close, in the background: the
