@@ -215,8 +215,8 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn a_round_pings_at_most_sixteen_peers_and_each_peer_in_turn() {
+    /// Node 0 of a `kind` cluster, 4 blocks of memory.
+    fn node(kind: AlgorithmKind) -> NodeProtocol<BlockId, Digest> {
         let shape = LiveShape {
             capacity: 4,
             policy: PolicyKind::Lru,
@@ -224,11 +224,14 @@ mod tests {
             seed: 1,
             classes: Default::default(),
         };
-        let kind = AlgorithmKind::Base;
         let machines = kind.build_live(0, &shape).unwrap();
-        let cfg = ProtocolConfig::for_node(4, 4096);
-        let every = cfg.ping_every_us;
-        let mut n = NodeProtocol::new(0, kind, machines, cfg, 0);
+        NodeProtocol::new(0, kind, machines, ProtocolConfig::for_node(4, 4096), 0)
+    }
+
+    #[test]
+    fn a_round_pings_at_most_sixteen_peers_and_each_peer_in_turn() {
+        let every = ProtocolConfig::for_node(4, 4096).ping_every_us;
+        let mut n = node(AlgorithmKind::Base);
         n.set_members(&[0, 1, 2, 3], 0);
         assert_eq!(pinged(&mut n, every), [1, 2, 3], "a small cluster: all");
         let members: Vec<NodeId> = (0..40).collect();
@@ -248,22 +251,7 @@ mod tests {
 
     #[test]
     fn the_lenders_follow_each_members_lending_and_the_members() {
-        let shape = LiveShape {
-            capacity: 4,
-            policy: PolicyKind::Lru,
-            chances: 2,
-            seed: 1,
-            classes: Default::default(),
-        };
-        let kind = AlgorithmKind::Direct;
-        let machines = kind.build_live(0, &shape).unwrap();
-        let mut n = NodeProtocol::<BlockId, Digest>::new(
-            0,
-            kind,
-            machines,
-            ProtocolConfig::for_node(4, 4096),
-            0,
-        );
+        let mut n = node(AlgorithmKind::Direct);
         n.set_members(&[0, 1, 2, 3, 4, 5], 0);
         let says = |n: &mut NodeProtocol<BlockId, Digest>, from: NodeId, idle: bool| {
             let status = Status {
